@@ -1,0 +1,146 @@
+"""The ``efce`` command line: ``info``, ``decompose``, ``solve``, ``gap``, ``compare``.
+
+With ``--json`` every subcommand prints exactly one JSON object on stdout (logs go to stderr) and
+exits 0; a failure prints ``{"error": "..."}`` and exits 2.  Without ``--json`` failures print a
+one-line ``efce: error: ...`` on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Callable
+
+from games.game import GameError
+
+
+class CommandError(Exception):
+    """A user-facing failure of a subcommand (bad arguments, game out of scope, ...)."""
+
+
+_COMMANDS: dict[str, tuple[Callable, Callable]] = {}
+
+
+def command(name: str, configure: Callable[[argparse.ArgumentParser], None]):
+    """Register ``run(args) -> (json_dict, text)`` as subcommand ``name``."""
+    def register(run):
+        _COMMANDS[name] = (configure, run)
+        return run
+    return register
+
+
+def _load(spec: str):
+    from games.spec import make_game
+    started = time.perf_counter()
+    game = make_game(spec)
+    return game, time.perf_counter() - started
+
+
+# ----------------------------------------------------------------------------- info
+def _configure_info(p: argparse.ArgumentParser) -> None:
+    p.add_argument("game", help="a .efg path or a spec such as kuhn:players=3,ranks=3")
+    p.add_argument("--infosets", action="store_true", help="list every infoset with its actions")
+
+
+@command("info", _configure_info)
+def run_info(args):
+    from games.relevant import count_relevant_pairs
+    game, seconds = _load(args.game)
+    spaces = [game.sequences(p) for p in range(game.num_players)]
+    pairs = None
+    if game.num_players == 2:
+        started = time.perf_counter()
+        pairs = count_relevant_pairs(game)
+        seconds += time.perf_counter() - started
+    result = {
+        "game": game.name,
+        "players": game.num_players,
+        "chance": game.has_chance,
+        "infosets": [s.num_infosets for s in spaces],
+        "sequences": [s.num_sequences for s in spaces],
+        "terminals": game.num_terminals,
+        "nodes": game.num_nodes,
+        "relevant_pairs": pairs,
+        "seconds": round(seconds, 6),
+    }
+    lines = [f"game            {game.name}",
+             f"players         {game.num_players}{' + chance' if game.has_chance else ''}",
+             f"nodes           {game.num_nodes:,}",
+             f"terminals       {game.num_terminals:,}"]
+    for p, s in enumerate(spaces):
+        lines.append(f"{game.player_names[p]:<15} {s.num_infosets:,} infosets, {s.num_sequences:,} "
+                     f"sequences (empty one included)")
+    if pairs is not None:
+        lines.append(f"relevant pairs  {pairs:,}")
+    lines.append(f"built in        {seconds:.3f} s")
+    if args.infosets:
+        listing = []
+        for p, s in enumerate(spaces):
+            rows = [{"infoset": game.infoset_label(p, i), "actions": game.action_labels(p, i)}
+                    for i in range(s.num_infosets)]
+            listing.append(rows)
+            lines.append(f"\n{game.player_names[p]} infosets:")
+            lines.extend(f"  {r['infoset']}: {', '.join(r['actions'])}" for r in rows)
+        result["infoset_labels"] = listing
+    return result, "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- main
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="efce", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (configure, run) in _COMMANDS.items():
+        p = sub.add_parser(name, help=(run.__doc__ or "").strip().splitlines()[0] if run.__doc__ else None)
+        configure(p)
+        p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+        p.set_defaults(run=run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    _import_commands()
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    want_json = "--json" in argv
+    if want_json:
+        # argparse exits with its own text on bad usage; in JSON mode report it as JSON instead.
+        def error(message, _parser=parser):
+            raise CommandError(message)
+        parser.error = error
+        for action in parser._subparsers._group_actions:
+            for sp_ in action.choices.values():
+                sp_.error = error
+    try:
+        args = parser.parse_args(argv)
+        result, text = args.run(args)
+    except (CommandError, GameError, MemoryError, OSError, KeyError) as exc:
+        message = str(exc) if not isinstance(exc, MemoryError) else "out of memory"
+        if isinstance(exc, KeyError):
+            message = message.strip("'\"")
+        if want_json:
+            print(json.dumps({"error": message}))
+        else:
+            print(f"efce: error: {message}", file=sys.stderr)
+        return 2
+    if want_json:
+        print(json.dumps(result))
+    else:
+        print(text)
+    return 0
+
+
+def _import_commands() -> None:
+    """Subcommands defined in other modules register themselves on import."""
+    import importlib
+    for module in ("experiments.cmd_decompose", "experiments.cmd_solve", "experiments.cmd_compare"):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

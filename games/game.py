@@ -1,0 +1,482 @@
+"""The immutable, array-backed extensive-form game.
+
+A game is a rooted tree stored as flat numpy arrays in breadth-first order: the children of a
+node are contiguous and sorted by action index, so ``first_child[v] + a`` is the node reached by
+action ``a`` at ``v``.  Every other part of the toolkit (sequence spaces, relevant sequence pairs,
+payoff operators, polytopes, solvers) reads games through this module.
+
+Conventions
+-----------
+* Players are ``0 .. num_players-1`` (player ``i`` is printed as "player i+1"); chance is
+  :data:`CHANCE`; terminal nodes carry :data:`TERMINAL`.
+* Infosets are numbered per player in *top-down order* (an infoset's parent sequence belongs to
+  an infoset with a smaller index).  Sequences of a player are numbered ``0`` (the empty
+  sequence) and then infoset by infoset: the sequences of infoset ``I`` are the contiguous range
+  ``first_seq[I] .. first_seq[I] + num_actions[I] - 1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable, Sequence
+
+import numpy as np
+
+CHANCE = -1
+TERMINAL = -2
+
+#: Tolerance for chance probabilities summing to one.
+PROBABILITY_TOLERANCE = 1e-9
+
+
+class GameError(ValueError):
+    """A game (file, generator call, or array description) is malformed or outside an
+    algorithm's scope.  The message names the problem; it is meant to be shown to the user."""
+
+
+def _frozen(array: np.ndarray, dtype) -> np.ndarray:
+    out = np.ascontiguousarray(array, dtype=dtype)
+    if out is array:
+        out = out.copy()
+    out.setflags(write=False)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class SequenceSpace:
+    """The sequences (treeplex) of one player.
+
+    Attributes
+    ----------
+    player : int
+    infoset_parent_seq : int32[num_infosets]
+        σ(I), the last sequence of this player on the path to any node of I (0 = empty).
+    infoset_first_seq : int32[num_infosets]
+        The sequences of I are ``first_seq[I] + a`` for ``a < num_actions[I]``.
+    infoset_num_actions : int32[num_infosets]
+    """
+
+    player: int
+    infoset_parent_seq: np.ndarray
+    infoset_first_seq: np.ndarray
+    infoset_num_actions: np.ndarray
+
+    @property
+    def num_infosets(self) -> int:
+        return len(self.infoset_num_actions)
+
+    @property
+    def num_sequences(self) -> int:
+        return 1 + int(self.infoset_num_actions.sum())
+
+    @cached_property
+    def seq_infoset(self) -> np.ndarray:
+        """Infoset in which the last action of each sequence is played (-1 for the empty one)."""
+        out = np.repeat(np.arange(self.num_infosets, dtype=np.int32), self.infoset_num_actions)
+        return np.concatenate([np.array([-1], dtype=np.int32), out])
+
+    @cached_property
+    def seq_action(self) -> np.ndarray:
+        """Action index of the last action of each sequence (-1 for the empty one)."""
+        infoset = self.seq_infoset
+        out = np.arange(self.num_sequences, dtype=np.int32)
+        out[1:] -= self.infoset_first_seq[infoset[1:]]
+        out[0] = -1
+        return out
+
+    @cached_property
+    def seq_parent(self) -> np.ndarray:
+        """Parent sequence σ(I(σ)) of each sequence (-1 for the empty one)."""
+        out = np.full(self.num_sequences, -1, dtype=np.int32)
+        out[1:] = self.infoset_parent_seq[self.seq_infoset[1:]]
+        return out
+
+    @cached_property
+    def infoset_depth(self) -> np.ndarray:
+        """Number of this player's infosets strictly above I (0 for root infosets)."""
+        depth = np.zeros(self.num_infosets, dtype=np.int32)
+        parent_infoset = self.seq_infoset[self.infoset_parent_seq]
+        # Top-down numbering makes one forward sweep per depth level enough; levels are few.
+        has_parent = parent_infoset >= 0
+        while True:
+            new = np.where(has_parent, depth[np.maximum(parent_infoset, 0)] + 1, 0)
+            if np.array_equal(new, depth):
+                return depth
+            depth = new
+
+    @cached_property
+    def seq_depth(self) -> np.ndarray:
+        """Number of actions in each sequence (0 for the empty one)."""
+        out = np.zeros(self.num_sequences, dtype=np.int32)
+        out[1:] = self.infoset_depth[self.seq_infoset[1:]] + 1
+        return out
+
+    def is_descendant(self, seq: np.ndarray, ancestor: np.ndarray) -> np.ndarray:
+        """Elementwise ``seq ⪰ ancestor`` (Farina et al. 2019, section 2)."""
+        seq = np.asarray(seq, dtype=np.int64).copy()
+        ancestor = np.asarray(ancestor, dtype=np.int64)
+        result = seq == ancestor
+        depth_anc = self.seq_depth[ancestor]
+        while True:
+            deeper = (self.seq_depth[seq] > depth_anc) & ~result
+            if not deeper.any():
+                return result
+            seq = np.where(deeper, self.seq_parent[seq], seq)
+            result |= seq == ancestor
+
+
+class Labels:
+    """Names of players, infosets and actions.  The base class derives plain names; games read
+    from files or built by generators supply their own (possibly lazily computed) names."""
+
+    def infoset(self, game: "Game", player: int, infoset: int) -> str:
+        return f"{player + 1}:{infoset}"
+
+    def actions(self, game: "Game", player: int, infoset: int) -> list[str]:
+        return [str(a) for a in range(int(game.sequences(player).infoset_num_actions[infoset]))]
+
+    def chance_actions(self, game: "Game", node: int) -> list[str]:
+        return [str(a) for a in range(int(game.num_children[node]))]
+
+
+class Game:
+    """An immutable extensive-form game with perfect recall, stored as flat arrays.
+
+    Build games with :meth:`Game.from_tree` (any topological node order) or through a
+    generator; the constructor itself expects canonical (breadth-first) arrays.
+
+    Node arrays (length ``num_nodes``, breadth-first order, root = 0)
+        ``parent``, ``action`` (index of the edge from the parent), ``player``, ``infoset``
+        (per-player index, -1 for chance/terminal), ``first_child``, ``num_children``,
+        ``chance_prob`` (probability of the edge into the node when its parent is chance, else 1),
+        ``terminal_index`` (row into ``payoffs``, -1 for internal nodes).
+    ``payoffs`` : float64[num_terminals, num_players]
+    """
+
+    def __init__(self, *, num_players: int, parent, action, player, infoset, chance_prob,
+                 payoffs, terminal_index, labels: Labels | None = None, name: str = "game",
+                 player_names: Sequence[str] | None = None):
+        self.num_players = int(num_players)
+        self.name = name
+        self.parent = _frozen(parent, np.int32)
+        self.action = _frozen(action, np.int32)
+        self.player = _frozen(player, np.int8)
+        self.infoset = _frozen(infoset, np.int32)
+        self.chance_prob = _frozen(chance_prob, np.float64)
+        self.payoffs = _frozen(payoffs, np.float64)
+        self.terminal_index = _frozen(terminal_index, np.int32)
+        self.labels = labels or Labels()
+        self.player_names = list(player_names) if player_names else [
+            f"Player {i + 1}" for i in range(self.num_players)]
+        n = len(self.parent)
+        counts = np.bincount(self.parent[1:], minlength=n).astype(np.int32)
+        self.num_children = _frozen(counts, np.int32)
+        first = np.zeros(n, dtype=np.int64)
+        first[1:] = 1 + np.cumsum(counts[:-1], dtype=np.int64)
+        first[counts == 0] = -1
+        self.first_child = _frozen(first, np.int64)
+        self._spaces = self._build_sequence_spaces()
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_tree(cls, *, num_players: int, parent, action, player, infoset_key,
+                  terminal_payoffs, chance_prob=None, labels: Labels | None = None,
+                  name: str = "game", player_names: Sequence[str] | None = None,
+                  infoset_describer: Callable[[int, int], str] | None = None) -> "Game":
+        """Validate and canonicalize a tree given in any topological order.
+
+        Parameters
+        ----------
+        parent : int[N]
+            ``parent[0] = -1`` (the root) and ``parent[v] < v`` for every other node.
+        action : int[N]
+            Index of the edge from ``parent[v]`` to ``v``; the children of a node carry the
+            actions ``0 .. k-1`` exactly once.
+        player : int[N]
+            Acting player, :data:`CHANCE`, or :data:`TERMINAL` (exactly the childless nodes).
+        infoset_key : int[N]
+            Nodes of the same player with equal keys form one information set.
+        terminal_payoffs : float[T, num_players]
+            Payoffs of the terminal nodes, in the order they appear in the node arrays.
+        chance_prob : float[N], optional
+            Probability of the edge into ``v`` when ``parent[v]`` is a chance node.
+        infoset_describer : callable, optional
+            ``(player, key) -> str`` used in error messages to name an infoset.
+        """
+        parent = np.asarray(parent, dtype=np.int64)
+        action = np.asarray(action, dtype=np.int64)
+        player = np.asarray(player, dtype=np.int64)
+        infoset_key = np.asarray(infoset_key, dtype=np.int64)
+        n = len(parent)
+        describe = infoset_describer or (lambda p, key: f"with key {key}")
+        if n == 0:
+            raise GameError("the game tree has no nodes")
+        for arr_name, arr in (("action", action), ("player", player), ("infoset_key", infoset_key)):
+            if len(arr) != n:
+                raise GameError(f"'{arr_name}' has {len(arr)} entries, expected {n} (one per node)")
+        if parent[0] != -1:
+            raise GameError("node 0 must be the root (parent -1)")
+        if n > 1 and (np.any(parent[1:] < 0) or np.any(parent[1:] >= np.arange(1, n))):
+            bad = int(np.flatnonzero((parent[1:] < 0) | (parent[1:] >= np.arange(1, n)))[0]) + 1
+            raise GameError(f"node {bad} has parent {parent[bad]}; parents must precede children")
+        if num_players < 1:
+            raise GameError("a game needs at least one player")
+        valid_player = (player == CHANCE) | (player == TERMINAL) | ((player >= 0) & (player < num_players))
+        if not valid_player.all():
+            bad = int(np.flatnonzero(~valid_player)[0])
+            raise GameError(f"node {bad} has player {player[bad]}, outside 0..{num_players - 1}")
+        counts = np.bincount(parent[1:], minlength=n)
+        childless = counts == 0
+        if np.any(childless != (player == TERMINAL)):
+            bad = int(np.flatnonzero(childless != (player == TERMINAL))[0])
+            kind = "has no children but is not terminal" if childless[bad] else "is terminal but has children"
+            raise GameError(f"node {bad} {kind}")
+
+        # Breadth-first canonical order: by depth, then parent's new position, then action.
+        depth = np.zeros(n, dtype=np.int64)
+        for v_chunk in _topological_chunks(parent):
+            depth[v_chunk] = depth[parent[v_chunk]] + 1
+        new_pos = np.empty(n, dtype=np.int64)
+        order_parts = [np.array([0], dtype=np.int64)]
+        new_pos[0] = 0
+        next_pos = 1
+        max_depth = int(depth.max())
+        by_depth = np.argsort(depth, kind="stable")
+        bounds = np.searchsorted(depth[by_depth], np.arange(max_depth + 2))
+        for d in range(1, max_depth + 1):
+            nodes = by_depth[bounds[d]:bounds[d + 1]]
+            nodes = nodes[np.lexsort((action[nodes], new_pos[parent[nodes]]))]
+            new_pos[nodes] = np.arange(next_pos, next_pos + len(nodes))
+            next_pos += len(nodes)
+            order_parts.append(nodes)
+        order = np.concatenate(order_parts)
+        parent_c = np.where(order == 0, -1, new_pos[parent[order]])
+        action_c = action[order]
+        player_c = player[order]
+        key_c = infoset_key[order]
+        # Actions of each node's children must be exactly 0..k-1.
+        if n > 1:
+            first_of_group = np.r_[True, parent_c[2:] != parent_c[1:-1]]
+            group_start = np.maximum.accumulate(np.where(first_of_group, np.arange(1, n), 0))
+            rank = np.arange(1, n) - group_start
+            if np.any(action_c[1:] != rank):
+                bad = int(np.flatnonzero(action_c[1:] != rank)[0]) + 1
+                raise GameError(f"the children of node {order[parent_c[bad]]} do not carry the "
+                                f"actions 0..k-1 exactly once")
+        action_c[0] = -1
+
+        probs = np.ones(n) if chance_prob is None else np.asarray(chance_prob, dtype=np.float64)[order]
+        chance_child = np.zeros(n, dtype=bool)
+        chance_child[1:] = player_c[parent_c[1:]] == CHANCE
+        probs = np.where(chance_child, probs, 1.0)
+        if np.any(chance_child & ~(probs >= 0)):
+            bad = int(np.flatnonzero(chance_child & ~(probs >= 0))[0])
+            raise GameError(f"chance probability {probs[bad]} of node {order[bad]} is negative or NaN")
+        sums = np.bincount(parent_c[1:], weights=probs[1:] * chance_child[1:], minlength=n)
+        chance_nodes = np.flatnonzero(player_c == CHANCE)
+        off = np.abs(sums[chance_nodes] - 1.0) > PROBABILITY_TOLERANCE
+        if off.any():
+            bad = chance_nodes[np.flatnonzero(off)[0]]
+            raise GameError(f"chance probabilities at node {order[bad]} sum to {sums[bad]:.12g}, not 1")
+
+        terminal_payoffs = np.asarray(terminal_payoffs, dtype=np.float64)
+        num_terminals = int(childless.sum())
+        if terminal_payoffs.shape != (num_terminals, num_players):
+            raise GameError(f"terminal_payoffs has shape {terminal_payoffs.shape}, expected "
+                            f"({num_terminals}, {num_players})")
+        if not np.all(np.isfinite(terminal_payoffs)):
+            raise GameError("terminal payoffs must be finite numbers")
+        # Terminals keep the order they had in the input (their rows), re-indexed to BFS order.
+        old_terminal_row = np.full(n, -1, dtype=np.int64)
+        old_terminal_row[childless] = np.arange(num_terminals)
+        term_rows_in_bfs = old_terminal_row[order]
+        is_term = term_rows_in_bfs >= 0
+        terminal_index = np.full(n, -1, dtype=np.int64)
+        terminal_index[is_term] = np.arange(num_terminals)
+        payoffs = terminal_payoffs[term_rows_in_bfs[is_term]]
+
+        # Infosets per player, numbered by first appearance in breadth-first order (top-down).
+        infoset_c = np.full(n, -1, dtype=np.int64)
+        infoset_keys: list[np.ndarray] = []
+        num_children_c = np.bincount(parent_c[1:], minlength=n)
+        for p in range(num_players):
+            nodes = np.flatnonzero(player_c == p)
+            if len(nodes) == 0:
+                infoset_keys.append(np.zeros(0, dtype=np.int64))
+                continue
+            keys, first_idx, inverse = np.unique(key_c[nodes], return_index=True, return_inverse=True)
+            rank_of_key = np.empty(len(keys), dtype=np.int64)
+            rank_of_key[np.argsort(first_idx, kind="stable")] = np.arange(len(keys))
+            infoset_c[nodes] = rank_of_key[inverse]
+            infoset_keys.append(keys[np.argsort(first_idx, kind="stable")])
+            k = num_children_c[nodes]
+            lo = np.full(len(keys), np.iinfo(np.int64).max)
+            hi = np.full(len(keys), -1)
+            np.minimum.at(lo, inverse, k)
+            np.maximum.at(hi, inverse, k)
+            if np.any(lo != hi):
+                j = int(np.flatnonzero(lo != hi)[0])
+                raise GameError(f"infoset {describe(p, int(keys[j]))} of player {p + 1}: its nodes "
+                                f"disagree on the number of actions ({lo[j]} vs {hi[j]})")
+
+        game = cls(num_players=num_players, parent=parent_c, action=action_c, player=player_c,
+                   infoset=infoset_c, chance_prob=probs, payoffs=payoffs,
+                   terminal_index=terminal_index, labels=labels, name=name,
+                   player_names=player_names)
+        game.original_order = order  # canonical position -> input position
+        game.infoset_keys = infoset_keys  # per player: the input key of each infoset
+        return game
+
+    # ------------------------------------------------------------------ basic facts
+    @property
+    def num_nodes(self) -> int:
+        return len(self.parent)
+
+    @property
+    def num_terminals(self) -> int:
+        return len(self.payoffs)
+
+    @cached_property
+    def has_chance(self) -> bool:
+        return bool(np.any(self.player == CHANCE))
+
+    @cached_property
+    def depth(self) -> np.ndarray:
+        """Depth of each node (root 0)."""
+        depth = np.zeros(self.num_nodes, dtype=np.int32)
+        for lo, hi in self.levels:
+            if lo > 0:
+                depth[lo:hi] = depth[self.parent[lo]] + 1
+        return depth
+
+    @cached_property
+    def levels(self) -> list[tuple[int, int]]:
+        """Half-open node ranges ``[lo, hi)`` of each depth (breadth-first order)."""
+        bounds = [0, 1]
+        while bounds[-1] < self.num_nodes:
+            lo, hi = bounds[-2], bounds[-1]
+            kids = self.num_children[lo:hi]
+            bounds.append(hi + int(kids.sum(dtype=np.int64)))
+        return [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
+
+    def sequences(self, player: int) -> SequenceSpace:
+        """The sequence space (treeplex) of ``player``."""
+        if not 0 <= player < self.num_players:
+            raise GameError(f"player {player} does not exist (players are 0..{self.num_players - 1})")
+        return self._spaces[player]
+
+    def node_sequences(self, player: int) -> np.ndarray:
+        """For each node, the last sequence of ``player`` on the path from the root to it
+        (excluding the node's own action), i.e. σ_player(v)."""
+        return self._node_sequences[player]
+
+    @cached_property
+    def reach_chance(self) -> np.ndarray:
+        """Product of chance probabilities on the path to each node."""
+        reach = np.ones(self.num_nodes)
+        for lo, hi in self.levels[1:]:
+            reach[lo:hi] = reach[self.parent[lo:hi]] * self.chance_prob[lo:hi]
+        return reach
+
+    @cached_property
+    def terminal_nodes(self) -> np.ndarray:
+        return np.flatnonzero(self.terminal_index >= 0)
+
+    @cached_property
+    def is_zero_sum(self) -> bool:
+        return bool(np.allclose(self.payoffs.sum(axis=1), 0.0, atol=1e-12))
+
+    def infoset_nodes(self, player: int) -> tuple[np.ndarray, np.ndarray]:
+        """CSR ``(indptr, nodes)``: the nodes of each infoset of ``player``."""
+        nodes = np.flatnonzero(self.player == player)
+        order = np.argsort(self.infoset[nodes], kind="stable")
+        nodes = nodes[order]
+        indptr = np.zeros(self.sequences(player).num_infosets + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.infoset[nodes], minlength=len(indptr) - 1), out=indptr[1:])
+        return indptr, nodes
+
+    def infoset_label(self, player: int, infoset: int) -> str:
+        return self.labels.infoset(self, player, infoset)
+
+    def action_labels(self, player: int, infoset: int) -> list[str]:
+        return self.labels.actions(self, player, infoset)
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{s.num_infosets} infosets/{s.num_sequences} sequences"
+                          for s in self._spaces)
+        chance = ", chance" if self.has_chance else ""
+        return f"Game({self.name!r}: {self.num_players} players{chance}, {self.num_nodes} nodes, {sizes})"
+
+    # ------------------------------------------------------------------ sequence spaces
+    def _build_sequence_spaces(self) -> list[SequenceSpace]:
+        """Number sequences, compute σ_p(v) for every node, and check perfect recall.
+
+        Perfect recall holds iff all nodes of an infoset share the player's parent sequence
+        (induction over the player's earlier infosets gives equality of full own histories)."""
+        n = self.num_nodes
+        spaces: list[SequenceSpace] = []
+        node_seqs: list[np.ndarray] = []
+        for p in range(self.num_players):
+            mine = self.player == p
+            num_infosets = int(self.infoset[mine].max()) + 1 if mine.any() else 0
+            num_actions = np.zeros(num_infosets, dtype=np.int32)
+            num_actions[self.infoset[mine]] = self.num_children[mine]
+            first_seq = np.ones(num_infosets, dtype=np.int32)
+            if num_infosets:
+                first_seq[1:] += np.cumsum(num_actions[:-1], dtype=np.int64).astype(np.int32)
+            seq = np.zeros(n, dtype=np.int32)
+            for lo, hi in self.levels[1:]:
+                par = self.parent[lo:hi]
+                own = self.player[par] == p
+                seq[lo:hi] = np.where(own, first_seq[np.maximum(self.infoset[par], 0)] + self.action[lo:hi],
+                                      seq[par])
+            nodes = np.flatnonzero(mine)
+            parent_seq_hi = np.full(num_infosets, -1, dtype=np.int64)
+            np.maximum.at(parent_seq_hi, self.infoset[nodes], seq[nodes])
+            lo_seq = np.full(num_infosets, np.iinfo(np.int64).max)
+            np.minimum.at(lo_seq, self.infoset[nodes], seq[nodes])
+            parent_seq = lo_seq
+            broken = lo_seq != parent_seq_hi
+            if broken.any():
+                j = int(np.flatnonzero(broken)[0])
+                raise GameError(
+                    f"imperfect recall: player {p + 1}'s infoset '{self._safe_label(p, j)}' is reached "
+                    f"through different own histories (sequences {lo_seq[j]} and {parent_seq_hi[j]})")
+            space = SequenceSpace(p, _frozen(parent_seq, np.int32), _frozen(first_seq, np.int32),
+                                  _frozen(num_actions, np.int32))
+            # Top-down numbering is what makes single forward sweeps valid everywhere else.
+            parent_infoset = space.seq_infoset[space.infoset_parent_seq]
+            if np.any(parent_infoset >= np.arange(num_infosets)):
+                j = int(np.flatnonzero(parent_infoset >= np.arange(num_infosets))[0])
+                raise GameError(f"imperfect recall: player {p + 1}'s infoset "
+                                f"'{self._safe_label(p, j)}' lies below one of its own descendants")
+            spaces.append(space)
+            seq.setflags(write=False)
+            node_seqs.append(seq)
+        self._node_sequences = node_seqs
+        return spaces
+
+    def _safe_label(self, player: int, infoset: int) -> str:
+        try:
+            return self.labels.infoset(self, player, infoset)
+        except Exception:  # labels may need the spaces being built; fall back to a plain name
+            return f"{player + 1}:{infoset}"
+
+
+def _topological_chunks(parent: np.ndarray):
+    """Yield node index arrays in an order where every node's parent was yielded before.
+
+    Nodes are processed in waves: a wave is every node whose parent is already done."""
+    n = len(parent)
+    done = np.zeros(n, dtype=bool)
+    done[0] = True
+    remaining = np.arange(1, n)
+    while len(remaining):
+        ready = done[parent[remaining]]
+        if not ready.any():  # cannot happen when parent[v] < v
+            raise GameError("the parent array contains a cycle")
+        wave = remaining[ready]
+        yield wave
+        done[wave] = True
+        remaining = remaining[~ready]

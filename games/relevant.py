@@ -1,0 +1,155 @@
+"""Connected information sets and relevant sequence pairs of two-player games.
+
+Farina, Ling, Fang, Sandholm 2019, Definitions 1 and 2:
+
+* ``I1 ⇌ I2`` (connected) iff some node of ``I1`` lies on the path to some node of ``I2`` or
+  vice versa;
+* ``(σ1, σ2)`` is relevant iff one of them is the empty sequence, or ``σ1 = (I1, a1)``,
+  ``σ2 = (I2, a2)`` with ``I1 ⇌ I2``.
+
+Everything here is an array program: with perfect recall, the infosets of player 1 above a node
+``v`` are exactly the infosets along the chain of ``σ1(v)``, so the connected pairs are found by
+deduplicating ``(I2(v), σ1(v))`` over player-2 nodes (and symmetrically) and walking the short
+sequence chains upwards in vectorized steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from .game import Game, GameError
+
+
+def require_two_players(game: Game, what: str) -> None:
+    if game.num_players != 2:
+        raise GameError(f"{what} is defined for two-player games; {game.name} has "
+                        f"{game.num_players} players")
+
+
+def _infoset_above_pairs(game: Game, actor: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (infoset of the other player, infoset of ``actor``) where the first lies above."""
+    other = 1 - actor
+    nodes = np.flatnonzero(game.player == actor)
+    other_space = game.sequences(other)
+    num_seq = other_space.num_sequences
+    key = game.infoset[nodes].astype(np.int64) * num_seq + game.node_sequences(other)[nodes]
+    key = np.unique(key)
+    actor_infoset, seq = key // num_seq, key % num_seq
+    out_other, out_actor = [], []
+    while len(seq):
+        live = seq > 0
+        actor_infoset, seq = actor_infoset[live], seq[live]
+        infoset = other_space.seq_infoset[seq]
+        out_other.append(infoset)
+        out_actor.append(actor_infoset)
+        seq = other_space.infoset_parent_seq[infoset]
+    if not out_other:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(out_other).astype(np.int64), np.concatenate(out_actor).astype(np.int64)
+
+
+def connected_infosets(game: Game) -> tuple[np.ndarray, np.ndarray]:
+    """All connected infoset pairs ``(I1, I2)`` (Definition 1), sorted by ``I1`` then ``I2``."""
+    require_two_players(game, "connected information sets")
+    p1_above, p2_below = _infoset_above_pairs(game, actor=1)
+    p2_above, p1_below = _infoset_above_pairs(game, actor=0)
+    n2 = game.sequences(1).num_infosets
+    key = np.unique(np.concatenate([p1_above * n2 + p2_below, p1_below * n2 + p2_above]))
+    return (key // n2).astype(np.int32), (key % n2).astype(np.int32)
+
+
+@dataclass(frozen=True, eq=False)
+class RelevantPairs:
+    """The relevant sequence pairs of a two-player game in CSR form, sorted by ``(σ1, σ2)``.
+
+    Row ``σ1`` holds the ``σ2`` with ``(σ1, σ2)`` relevant: ``sigma2[indptr[σ1]:indptr[σ1+1]]``.
+    The pair at position ``k`` is ``(sigma1[k], sigma2[k])``.
+    """
+
+    indptr: np.ndarray  # int64[|Σ1| + 1]
+    sigma2: np.ndarray  # int32[num_pairs]
+    num_sequences: tuple[int, int]
+
+    def __len__(self) -> int:
+        return len(self.sigma2)
+
+    @cached_property
+    def sigma1(self) -> np.ndarray:
+        counts = np.diff(self.indptr)
+        return np.repeat(np.arange(self.num_sequences[0], dtype=np.int32), counts)
+
+    @cached_property
+    def keys(self) -> np.ndarray:
+        """Sorted int64 keys ``σ1 · |Σ2| + σ2`` (for vectorized lookups)."""
+        return self.sigma1.astype(np.int64) * self.num_sequences[1] + self.sigma2
+
+    def index(self, sigma1, sigma2, *, missing: str = "raise") -> np.ndarray:
+        """Positions of the pairs ``(sigma1, sigma2)``; ``missing="raise"`` or ``"-1"``."""
+        q = np.asarray(sigma1, dtype=np.int64) * self.num_sequences[1] + np.asarray(sigma2, np.int64)
+        pos = np.searchsorted(self.keys, q)
+        pos_c = np.minimum(pos, len(self.keys) - 1)
+        found = self.keys[pos_c] == q
+        if missing == "raise":
+            if not np.all(found):
+                bad = np.flatnonzero(~np.atleast_1d(found))[0]
+                qq = np.atleast_1d(q)[bad]
+                raise KeyError(f"({qq // self.num_sequences[1]}, {qq % self.num_sequences[1]}) "
+                               f"is not a relevant sequence pair")
+            return pos_c
+        return np.where(found, pos_c, -1)
+
+    def contains(self, sigma1, sigma2) -> np.ndarray:
+        return self.index(sigma1, sigma2, missing="-1") >= 0
+
+
+def relevant_pairs(game: Game) -> RelevantPairs:
+    """The relevant sequence pairs of Definition 2, as compact arrays."""
+    s1, s2 = game.sequences(0), game.sequences(1)
+    conn1, conn2 = connected_infosets(game)
+    # Row of any sequence (I1, a): ∅ followed by the sequences of every I2 connected to I1, in
+    # increasing order (infosets are sorted and their sequence ranges are increasing).
+    per_infoset = np.bincount(conn1, weights=s2.infoset_num_actions[conn2], minlength=s1.num_infosets)
+    row_len_infoset = 1 + per_infoset.astype(np.int64)
+    seq_row_len = np.empty(s1.num_sequences, dtype=np.int64)
+    seq_row_len[0] = s2.num_sequences
+    seq_row_len[1:] = row_len_infoset[s1.seq_infoset[1:]]
+    indptr = np.zeros(s1.num_sequences + 1, dtype=np.int64)
+    np.cumsum(seq_row_len, out=indptr[1:])
+
+    # Template row per infoset I1: [0, seqs of connected I2 ...].
+    counts = s2.infoset_num_actions[conn2].astype(np.int64)
+    template_indptr = np.zeros(s1.num_infosets + 1, dtype=np.int64)
+    np.cumsum(row_len_infoset, out=template_indptr[1:])
+    template = np.zeros(int(template_indptr[-1]), dtype=np.int32)
+    # positions of each connected block inside its infoset's template row
+    block_start_in_row = np.cumsum(counts) - counts
+    first_block_of_infoset = np.searchsorted(conn1, np.arange(s1.num_infosets))
+    block_start_in_row -= block_start_in_row[np.minimum(first_block_of_infoset[conn1], len(counts) - 1)] \
+        if len(counts) else 0
+    block_pos = template_indptr[conn1] + 1 + block_start_in_row
+    total = int(counts.sum())
+    if total:
+        block_of_entry = np.repeat(np.arange(len(counts)), counts)
+        offset = np.arange(total, dtype=np.int64) - (np.cumsum(counts) - counts)[block_of_entry]
+        template[block_pos[block_of_entry] + offset] = s2.infoset_first_seq[conn2][block_of_entry] + offset
+    # Every action of I1 repeats I1's template row.
+    sigma2 = np.empty(int(indptr[-1]), dtype=np.int32)
+    sigma2[:s2.num_sequences] = np.arange(s2.num_sequences, dtype=np.int32)
+    if s1.num_sequences > 1:
+        infoset_of_seq = s1.seq_infoset[1:]
+        lens = seq_row_len[1:]
+        src_start = np.repeat(template_indptr[infoset_of_seq], lens)
+        within = np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(indptr[1:-1] - indptr[1], lens)
+        sigma2[s2.num_sequences:] = template[src_start + within]
+    return RelevantPairs(indptr, sigma2, (s1.num_sequences, s2.num_sequences))
+
+
+def count_relevant_pairs(game: Game) -> int:
+    """Number of relevant pairs without materializing them."""
+    s1, s2 = game.sequences(0), game.sequences(1)
+    conn1, conn2 = connected_infosets(game)
+    both = int((s1.infoset_num_actions[conn1].astype(np.int64) * s2.infoset_num_actions[conn2]).sum())
+    return both + s1.num_sequences + s2.num_sequences - 1

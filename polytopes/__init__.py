@@ -1,0 +1,1 @@
+"""polytopes package."""
