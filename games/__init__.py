@@ -1,6 +1,40 @@
-"""Extensive-form games as immutable arrays, their sequence spaces, and benchmark generators."""
+"""Extensive-form games as immutable arrays, their sequence spaces, and benchmark generators.
 
+Generators: :func:`kuhn`, :func:`leduc`, :func:`goofspiel`, :func:`battleship`, :func:`sheriff`,
+:func:`farina_fig1`, :func:`farina_fig2`; files: :func:`load`, :func:`save` (Gambit ``.efg``);
+:func:`make_game` builds a game from a spec string such as ``kuhn:players=3,ranks=3``.
+"""
+
+from .battleship import battleship
+from .figures import farina_fig1, farina_fig2
 from .game import CHANCE, TERMINAL, Game, GameError, SequenceSpace
+from .goofspiel import goofspiel
 from .kuhn import kuhn
+from .leduc import leduc
+from .relevant import connected_infosets, count_relevant_pairs, relevant_pairs
+from .sheriff import sheriff
+from .spec import make_game
 
-__all__ = ["CHANCE", "TERMINAL", "Game", "GameError", "SequenceSpace", "kuhn"]
+
+def load(path):
+    """Read a Gambit ``.efg`` file (see :mod:`games.efg`)."""
+    from .efg import load as _load
+    return _load(path)
+
+
+def save(game, path):
+    """Write ``game`` as a Gambit ``.efg`` file (see :mod:`games.efg`)."""
+    from .efg import save as _save
+    return _save(game, path)
+
+
+def from_openspiel(game_or_name, **params):
+    """Convert an OpenSpiel game (needs the optional ``open_spiel`` package)."""
+    from .openspiel import from_openspiel as _convert
+    return _convert(game_or_name, **params)
+
+
+__all__ = ["CHANCE", "TERMINAL", "Game", "GameError", "SequenceSpace", "battleship",
+           "connected_infosets", "count_relevant_pairs", "farina_fig1", "farina_fig2",
+           "from_openspiel", "goofspiel", "kuhn", "leduc", "load", "make_game", "relevant_pairs",
+           "save", "sheriff"]

@@ -269,8 +269,8 @@ def battleship(rows: int = 3, cols: int = 2, ship_sizes=(1,), ship_values=None, 
 
     root = {"t": np.zeros(1, dtype=np.int64), "ships": np.zeros((1, 2, S), dtype=np.int64),
             "fired": np.zeros((1, 2), dtype=np.int64), "prefix": np.zeros((1, 2), dtype=np.int64)}
-    sizes_txt = ";".join(str(s) for s in sizes)
-    values_txt = ";".join(f"{v:g}" for v in values)
+    sizes_txt = ",".join(str(s) for s in sizes)
+    values_txt = ",".join(f"{v:g}" for v in values)
     return build_game(
         name=(f"battleship:rows={rows},cols={cols},ship_sizes=[{sizes_txt}],"
               f"ship_values=[{values_txt}],shots={shots},loss_multiplier={loss_multiplier:g}"),

@@ -173,6 +173,7 @@ class Game:
         counts = np.bincount(self.parent[1:], minlength=n).astype(np.int32)
         self.num_children = _frozen(counts, np.int32)
         first = np.zeros(n, dtype=np.int64)
+        first[0] = 1
         first[1:] = 1 + np.cumsum(counts[:-1], dtype=np.int64)
         first[counts == 0] = -1
         self.first_child = _frozen(first, np.int64)
@@ -233,24 +234,9 @@ class Game:
             kind = "has no children but is not terminal" if childless[bad] else "is terminal but has children"
             raise GameError(f"node {bad} {kind}")
 
-        # Breadth-first canonical order: by depth, then parent's new position, then action.
-        depth = np.zeros(n, dtype=np.int64)
-        for v_chunk in _topological_chunks(parent):
-            depth[v_chunk] = depth[parent[v_chunk]] + 1
+        order = _breadth_first_order(parent, action)
         new_pos = np.empty(n, dtype=np.int64)
-        order_parts = [np.array([0], dtype=np.int64)]
-        new_pos[0] = 0
-        next_pos = 1
-        max_depth = int(depth.max())
-        by_depth = np.argsort(depth, kind="stable")
-        bounds = np.searchsorted(depth[by_depth], np.arange(max_depth + 2))
-        for d in range(1, max_depth + 1):
-            nodes = by_depth[bounds[d]:bounds[d + 1]]
-            nodes = nodes[np.lexsort((action[nodes], new_pos[parent[nodes]]))]
-            new_pos[nodes] = np.arange(next_pos, next_pos + len(nodes))
-            next_pos += len(nodes)
-            order_parts.append(nodes)
-        order = np.concatenate(order_parts)
+        new_pos[order] = np.arange(n)
         parent_c = np.where(order == 0, -1, new_pos[parent[order]])
         action_c = action[order]
         player_c = player[order]
@@ -402,6 +388,15 @@ class Game:
     def action_labels(self, player: int, infoset: int) -> list[str]:
         return self.labels.actions(self, player, infoset)
 
+    def sequence_labels(self, player: int) -> list[str]:
+        """Readable names of ``player``'s sequences: ``∅``, then the action label where action
+        labels are unique for the player, else ``infoset/action``."""
+        space = self.sequences(player)
+        names = [(self.infoset_label(player, i), a) for i in range(space.num_infosets)
+                 for a in self.action_labels(player, i)]
+        unique = len({a for _, a in names}) == len(names)
+        return ["∅"] + [a if unique else f"{i}/{a}" for i, a in names]
+
     def __repr__(self) -> str:
         sizes = ", ".join(f"{s.num_infosets} infosets/{s.num_sequences} sequences"
                           for s in self._spaces)
@@ -429,8 +424,9 @@ class Game:
             for lo, hi in self.levels[1:]:
                 par = self.parent[lo:hi]
                 own = self.player[par] == p
-                seq[lo:hi] = np.where(own, first_seq[np.maximum(self.infoset[par], 0)] + self.action[lo:hi],
-                                      seq[par])
+                own_infoset = np.where(own, self.infoset[par], 0)
+                seq[lo:hi] = np.where(own, first_seq[own_infoset] + self.action[lo:hi], seq[par]) \
+                    if num_infosets else seq[par]
             nodes = np.flatnonzero(mine)
             parent_seq_hi = np.full(num_infosets, -1, dtype=np.int64)
             np.maximum.at(parent_seq_hi, self.infoset[nodes], seq[nodes])
@@ -462,6 +458,33 @@ class Game:
             return self.labels.infoset(self, player, infoset)
         except Exception:  # labels may need the spaces being built; fall back to a plain name
             return f"{player + 1}:{infoset}"
+
+
+def _breadth_first_order(parent: np.ndarray, action: np.ndarray) -> np.ndarray:
+    """Canonical order: by depth, then the parent's new position, then action.
+
+    Input already sorted by (parent, action) is breadth-first as it stands (the builder and
+    most readers emit it that way), so it is returned unchanged without sorting."""
+    n = len(parent)
+    if n == 1 or (np.all(parent[2:] >= parent[1:-1])
+                  and np.all((parent[2:] != parent[1:-1]) | (action[2:] > action[1:-1]))):
+        return np.arange(n, dtype=np.int64)
+    depth = np.zeros(n, dtype=np.int64)
+    for v_chunk in _topological_chunks(parent):
+        depth[v_chunk] = depth[parent[v_chunk]] + 1
+    new_pos = np.empty(n, dtype=np.int64)
+    order_parts = [np.array([0], dtype=np.int64)]
+    new_pos[0] = 0
+    next_pos = 1
+    by_depth = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2))
+    for d in range(1, int(depth.max()) + 1):
+        nodes = by_depth[bounds[d]:bounds[d + 1]]
+        nodes = nodes[np.lexsort((action[nodes], new_pos[parent[nodes]]))]
+        new_pos[nodes] = np.arange(next_pos, next_pos + len(nodes))
+        next_pos += len(nodes)
+        order_parts.append(nodes)
+    return np.concatenate(order_parts)
 
 
 def _topological_chunks(parent: np.ndarray):

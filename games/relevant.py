@@ -54,11 +54,18 @@ def _infoset_above_pairs(game: Game, actor: int) -> tuple[np.ndarray, np.ndarray
 def connected_infosets(game: Game) -> tuple[np.ndarray, np.ndarray]:
     """All connected infoset pairs ``(I1, I2)`` (Definition 1), sorted by ``I1`` then ``I2``."""
     require_two_players(game, "connected information sets")
+    cached = game.__dict__.get("_connected_infosets")
+    if cached is not None:
+        return cached
     p1_above, p2_below = _infoset_above_pairs(game, actor=1)
     p2_above, p1_below = _infoset_above_pairs(game, actor=0)
     n2 = game.sequences(1).num_infosets
     key = np.unique(np.concatenate([p1_above * n2 + p2_below, p1_below * n2 + p2_above]))
-    return (key // n2).astype(np.int32), (key % n2).astype(np.int32)
+    result = ((key // n2).astype(np.int32), (key % n2).astype(np.int32))
+    for arr in result:
+        arr.setflags(write=False)
+    game.__dict__["_connected_infosets"] = result  # games are immutable: safe to memoize
+    return result
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,239 @@
+"""Chains of scaled extensions (Farina, Ling, Fang, Sandholm 2019, Definition 4 and Theorem 1).
+
+A chain ``{1} ◁h1 X1 ◁h2 X2 … ◁hn Xn`` describes a polytope by the order in which its entries are
+filled: entry 0 is the constant 1; step ``k`` fills a contiguous block of new entries with
+``h_k(x) · y`` for some ``y ∈ X_k``, where ``X_k`` is a simplex ``Δ_s`` (a *split* of an already
+filled value) or the singleton ``{1}`` (a *sum* of already filled values), and
+``h_k(x) = Σ_{j ∈ sources(k)} x[j]`` sums already-filled entries (every ``h`` appearing in the
+sequence form and in ``DECOMPOSE`` is such a sum).
+
+Storage is flat: entries are numbered in fill order, so step ``k`` fills entries
+``target_ptr[k] .. target_ptr[k+1]-1``; its sources are the CSR row ``source[source_ptr[k]:
+source_ptr[k+1]]``.  ``entry_index`` maps each entry to its natural index (a sequence for the
+sequence form, a position in the relevant-pair arrays for Ξ), ``level`` groups steps whose
+sources are all filled by earlier levels, which is what the vectorized passes iterate over.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Callable
+
+import numpy as np
+
+SIMPLEX = 0
+SINGLETON = 1
+
+
+class ChainError(ValueError):
+    """A chain is malformed (a step reads an entry that is not yet filled, sizes disagree...)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Chain:
+    """``{1} ◁h1 X1 ◁h2 … ◁hn Xn`` as flat arrays.
+
+    Attributes
+    ----------
+    kind : int8[S]
+        :data:`SIMPLEX` or :data:`SINGLETON` per step.
+    target_ptr : int64[S + 1]
+        Step ``k`` fills entries ``target_ptr[k] : target_ptr[k+1]`` (``target_ptr[0] = 1``).
+    source_ptr : int64[S + 1], source : int64[...]
+        ``h_k(x) = x[source[source_ptr[k]:source_ptr[k+1]]].sum()``.
+    entry_index : int64[N]
+        Natural index of each entry (entry 0 is the constant 1).
+    describe_entry : callable
+        ``entry_index value -> str`` label, e.g. ``"(2, ∅)"``.
+    """
+
+    kind: np.ndarray
+    target_ptr: np.ndarray
+    source_ptr: np.ndarray
+    source: np.ndarray
+    entry_index: np.ndarray
+    describe_entry: Callable[[int], str] = field(default=str, repr=False)
+    name: str = "chain"
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def num_entries(self) -> int:
+        return int(self.target_ptr[-1])
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.kind)
+
+    @cached_property
+    def step_size(self) -> np.ndarray:
+        return np.diff(self.target_ptr)
+
+    @cached_property
+    def num_sources(self) -> np.ndarray:
+        return np.diff(self.source_ptr)
+
+    @property
+    def num_simplex_steps(self) -> int:
+        return int(np.count_nonzero(self.kind == SIMPLEX))
+
+    @property
+    def num_singleton_steps(self) -> int:
+        return int(np.count_nonzero(self.kind == SINGLETON))
+
+    @cached_property
+    def entry_step(self) -> np.ndarray:
+        """Step that fills each entry (-1 for the root entry)."""
+        out = np.empty(self.num_entries, dtype=np.int64)
+        out[0] = -1
+        out[1:] = np.repeat(np.arange(self.num_steps, dtype=np.int64), self.step_size)
+        return out
+
+    @cached_property
+    def source_step(self) -> np.ndarray:
+        """For every source slot, the step it belongs to."""
+        return np.repeat(np.arange(self.num_steps, dtype=np.int64), self.num_sources)
+
+    @cached_property
+    def level(self) -> np.ndarray:
+        """``level[k] = 1 + max(level of the steps filling k's sources)`` (root entry: level 0)."""
+        self.validate()
+        entry_level = np.zeros(self.num_entries, dtype=np.int32)
+        step_level = np.zeros(self.num_steps, dtype=np.int32)
+        # A vectorized fixed point: iteration d settles every step of level <= d.
+        while True:
+            new_step_level = np.maximum.reduceat(entry_level[self.source], self.source_ptr[:-1]) + 1
+            if np.array_equal(new_step_level, step_level):
+                return step_level
+            step_level = new_step_level
+            entry_level[1:] = np.repeat(step_level, self.step_size)
+
+    @cached_property
+    def levels(self) -> list[np.ndarray]:
+        """Steps grouped by level, ascending."""
+        order = np.argsort(self.level, kind="stable")
+        bounds = np.searchsorted(self.level[order], np.arange(1, int(self.level.max(initial=0)) + 2))
+        return [order[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
+
+    @property
+    def depth(self) -> int:
+        return int(self.level.max(initial=0))
+
+    # ------------------------------------------------------------------ checks
+    def validate(self) -> None:
+        """Raise :class:`ChainError` unless every step only reads entries filled before it and
+        singleton steps fill exactly one entry."""
+        if self.target_ptr[0] != 1:
+            raise ChainError("target_ptr[0] must be 1 (entry 0 is the constant 1)")
+        if np.any(self.step_size < 1):
+            raise ChainError(f"step {int(np.flatnonzero(self.step_size < 1)[0])} fills no entry")
+        if np.any(self.num_sources < 1):
+            raise ChainError(f"step {int(np.flatnonzero(self.num_sources < 1)[0])} has an empty h")
+        single = self.kind == SINGLETON
+        if np.any(single & (self.step_size != 1)):
+            raise ChainError("a singleton step must fill exactly one entry")
+        if len(self.source) and np.any(self.source >= self.target_ptr[:-1][self.source_step]):
+            k = int(self.source_step[np.flatnonzero(self.source >= self.target_ptr[:-1][self.source_step])[0]])
+            raise ChainError(f"step {k} reads an entry that is not filled before it")
+        if len(self.entry_index) != self.num_entries:
+            raise ChainError("entry_index must label every entry")
+
+    # ------------------------------------------------------------------ points
+    def h_values(self, x: np.ndarray) -> np.ndarray:
+        """``h_k(x)`` for every step, from a full point ``x`` in entry order."""
+        return np.add.reduceat(x[self.source], self.source_ptr[:-1]) if len(self.source) else np.zeros(0)
+
+    def point(self, weights: np.ndarray) -> np.ndarray:
+        """The point (entry order) with local simplex weights ``weights`` (entry order: the
+        weight of every entry within its step's simplex; ignored for singleton steps).
+
+        Top-down pass, level by level."""
+        x = np.empty(self.num_entries)
+        x[0] = 1.0
+        w = np.where(np.repeat(self.kind == SINGLETON, self.step_size), 1.0, weights[1:])
+        for steps in self.levels:
+            h = self._h_of(x, steps)
+            for_each_entry = np.repeat(h, self.step_size[steps])
+            entries = _ranges(self.target_ptr[steps], self.step_size[steps])
+            x[entries] = for_each_entry * w[entries - 1]
+        return x
+
+    def _h_of(self, x: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        src = _ranges(self.source_ptr[steps], self.num_sources[steps])
+        starts = np.cumsum(self.num_sources[steps]) - self.num_sources[steps]
+        return np.add.reduceat(x[self.source[src]], starts) if len(src) else np.zeros(len(steps))
+
+    def random_weights(self, rng: np.random.Generator, *, vertex: bool = False) -> np.ndarray:
+        """Random local simplex weights (uniform on each simplex, or a random vertex)."""
+        w = np.ones(self.num_entries)
+        step = self.entry_step[1:]
+        if vertex:
+            pick = self.target_ptr[:-1] + (rng.random(self.num_steps) * self.step_size).astype(np.int64)
+            w[1:] = 0.0
+            w[pick] = 1.0
+        else:
+            g = rng.exponential(size=self.num_entries - 1)
+            sums = np.bincount(step, weights=g, minlength=self.num_steps)
+            w[1:] = g / sums[step]
+        return w
+
+    def random_point(self, rng: np.random.Generator, *, vertex: bool = False) -> np.ndarray:
+        return self.point(self.random_weights(rng, vertex=vertex))
+
+    def weights_of(self, x: np.ndarray) -> np.ndarray:
+        """Local simplex coordinates of ``x`` (entries whose ``h`` is 0 get uniform weights)."""
+        h = self.h_values(x)
+        step = self.entry_step[1:]
+        hh = h[step]
+        w = np.ones(self.num_entries)
+        safe = hh > 0
+        w[1:] = np.where(safe, x[1:] / np.where(safe, hh, 1.0), 1.0 / self.step_size[step])
+        return w
+
+    def to_natural(self, x: np.ndarray, size: int | None = None) -> np.ndarray:
+        """Reorder a point from entry order to natural order."""
+        out = np.zeros(int(self.entry_index.max()) + 1 if size is None else size)
+        out[self.entry_index] = x
+        return out
+
+    def from_natural(self, values: np.ndarray) -> np.ndarray:
+        return np.asarray(values)[self.entry_index]
+
+    # ------------------------------------------------------------------ text
+    def notation(self, max_steps: int | None = 40) -> str:
+        """The chain in the paper's notation, e.g. ``{1} ◁ Δ2 ◁ Δ2 ◁ Δ2 ◁ Δ3``."""
+        parts = ["{1}"]
+        shown = self.num_steps if max_steps is None else min(self.num_steps, max_steps)
+        for k in range(shown):
+            parts.append(f"Δ{self.step_size[k]}" if self.kind[k] == SIMPLEX else "{1}")
+        text = " ◁ ".join(parts)
+        if shown < self.num_steps:
+            text += f" ◁ … ({self.num_steps - shown} more steps)"
+        return text
+
+    def step_description(self, k: int) -> str:
+        """``h_k`` and the entries step ``k`` fills, with natural labels."""
+        src = self.source[self.source_ptr[k]:self.source_ptr[k + 1]]
+        tgt = range(int(self.target_ptr[k]), int(self.target_ptr[k + 1]))
+        h = " + ".join(self._label(e) for e in src)
+        filled = ", ".join(self._label(e) for e in tgt)
+        if self.kind[k] == SIMPLEX:
+            return f"◁ Δ{len(tgt)}: ({filled}) ∈ ({h})·Δ{len(tgt)}"
+        return f"◁ {{1}}: {filled} = {h}"
+
+    def _label(self, entry: int) -> str:
+        return "1" if entry == 0 and self.entry_index[0] < 0 else self.describe_entry(int(self.entry_index[entry]))
+
+    def __str__(self) -> str:
+        return self.notation()
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + l)`` for each pair (vectorized)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.cumsum(lengths) - lengths
+    rep = np.repeat(np.asarray(starts, dtype=np.int64) - offsets, lengths)
+    return rep + np.arange(total, dtype=np.int64)
