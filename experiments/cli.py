@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Callable
@@ -115,32 +116,39 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         result, text = args.run(args)
-    except (CommandError, GameError, MemoryError, OSError, KeyError) as exc:
+    except (CommandError, GameError, MemoryError, OSError, KeyError, ValueError) as exc:
         message = str(exc) if not isinstance(exc, MemoryError) else "out of memory"
         if isinstance(exc, KeyError):
             message = message.strip("'\"")
-        if want_json:
-            print(json.dumps({"error": message}))
-        else:
-            print(f"efce: error: {message}", file=sys.stderr)
-        return 2
-    if want_json:
-        print(json.dumps(result))
-    else:
-        print(text)
+        return _fail(message, want_json)
+    except Exception as exc:  # a bug: still one line, with a way to see the traceback
+        if os.environ.get("EFCE_DEBUG"):
+            raise
+        return _fail(f"internal error {type(exc).__name__}: {exc} (set EFCE_DEBUG=1 for the traceback)",
+                     want_json)
+    try:
+        print(json.dumps(result) if want_json else text)
+    except BrokenPipeError:  # e.g. piped into head
+        sys.stderr.close()
     return 0
+
+
+def _fail(message: str, want_json: bool) -> int:
+    if want_json:
+        print(json.dumps({"error": message}))
+    else:
+        print(f"efce: error: {message}", file=sys.stderr)
+    return 2
 
 
 def _import_commands() -> None:
     """Subcommands defined in other modules register themselves on import."""
     import importlib
-    for module in ("experiments.cmd_decompose", "experiments.cmd_solve", "experiments.cmd_compare"):
+    for module in ("experiments.cmd_decompose", "experiments.cmd_solve", "experiments.cmd_compare",
+                   "experiments.cmd_gap"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:
             if exc.name != module:
                 raise
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -7,7 +7,7 @@ Generators: :func:`kuhn`, :func:`leduc`, :func:`goofspiel`, :func:`battleship`, 
 
 from .battleship import battleship
 from .figures import farina_fig1, farina_fig2
-from .game import CHANCE, TERMINAL, Game, GameError, SequenceSpace
+from .game import CHANCE, TERMINAL, ExplicitLabels, Game, GameError, Labels, SequenceSpace
 from .goofspiel import goofspiel
 from .kuhn import kuhn
 from .leduc import leduc
@@ -34,7 +34,7 @@ def from_openspiel(game_or_name, **params):
     return _convert(game_or_name, **params)
 
 
-__all__ = ["CHANCE", "TERMINAL", "Game", "GameError", "SequenceSpace", "battleship",
+__all__ = ["CHANCE", "TERMINAL", "ExplicitLabels", "Game", "Labels", "GameError", "SequenceSpace", "battleship",
            "connected_infosets", "count_relevant_pairs", "farina_fig1", "farina_fig2",
            "from_openspiel", "goofspiel", "kuhn", "leduc", "load", "make_game", "relevant_pairs",
            "save", "sheriff"]

@@ -30,40 +30,27 @@ Payoffs are written (Player 1, Player 2).
 
 from __future__ import annotations
 
-from typing import Sequence
+
 
 import numpy as np
 
-from .game import TERMINAL, Game, Labels
-
-
-class ExplicitLabels(Labels):
-    """Labels given explicitly per player, keyed by the ``infoset_key`` used in
-    :meth:`Game.from_tree` (so they survive the canonical renumbering of infosets)."""
-
-    def __init__(self, infoset_names: Sequence[dict[int, str]],
-                 action_names: Sequence[dict[int, Sequence[str]]]):
-        self._infoset_names = [dict(d) for d in infoset_names]
-        self._action_names = [{k: list(v) for k, v in d.items()} for d in action_names]
-
-    def _key(self, game: Game, player: int, infoset: int) -> int:
-        return int(game.infoset_keys[player][infoset])
-
-    def infoset(self, game: Game, player: int, infoset: int) -> str:
-        return self._infoset_names[player][self._key(game, player, infoset)]
-
-    def actions(self, game: Game, player: int, infoset: int) -> list[str]:
-        return list(self._action_names[player][self._key(game, player, infoset)])
+from .game import TERMINAL, ExplicitLabels, Game
 
 
 def _tree_game(name: str, nodes: list[tuple[int, int, int, int]], payoffs: list[tuple[int, int]],
-               labels: ExplicitLabels) -> Game:
+               labels: tuple[list[dict], list[dict]]) -> Game:
     """``nodes``: (parent, action, player, infoset_key) in a topological order; terminals use
     player TERMINAL and take their payoffs from ``payoffs`` in order of appearance."""
     parent, action, player, key = (np.array(col, dtype=np.int64) for col in zip(*nodes))
-    return Game.from_tree(num_players=2, parent=parent, action=action, player=player,
+    game = Game.from_tree(num_players=2, parent=parent, action=action, player=player,
                           infoset_key=key, terminal_payoffs=np.array(payoffs, dtype=np.float64),
-                          labels=labels, name=name)
+                          name=name)
+    infoset_names, action_names = labels
+    # Names are given by infoset key; the game numbers infosets canonically.
+    game.labels = ExplicitLabels(
+        [[infoset_names[p][int(k)] for k in game.infoset_keys[p]] for p in range(2)],
+        [[action_names[p][int(k)] for k in game.infoset_keys[p]] for p in range(2)])
+    return game
 
 
 def farina_fig1() -> Game:
@@ -83,10 +70,9 @@ def farina_fig1() -> Game:
                (0, 2), (3, 0),
                (1, 1), (0, 3), (2, 0),
                (0, 0), (2, 2), (1, 3)]
-    labels = ExplicitLabels(
-        infoset_names=[{0: "A", 1: "B", 2: "C", 3: "D"}, {0: "X", 1: "Y"}],
-        action_names=[{0: ["1", "2"], 1: ["3", "4"], 2: ["5", "6"], 3: ["7", "8", "9"]},
-                      {0: ["x1", "x2"], 1: ["y1", "y2"]}])
+    labels = ([{0: "A", 1: "B", 2: "C", 3: "D"}, {0: "X", 1: "Y"}],
+              [{0: ["1", "2"], 1: ["3", "4"], 2: ["5", "6"], 3: ["7", "8", "9"]},
+               {0: ["x1", "x2"], 1: ["y1", "y2"]}])
     return _tree_game("farina-fig1", nodes, payoffs, labels)
 
 
@@ -101,10 +87,9 @@ def farina_fig2() -> Game:
         (2, 0, T, -1), (2, 1, T, -1),  # C: 3, 4
     ]
     payoffs = [(2, 1), (0, 0), (0, 0), (1, 2)]
-    labels = ExplicitLabels(
-        infoset_names=[{0: "A"}, {0: "B", 1: "C"}],
-        action_names=[{0: ["1", "2"]}, {0: ["1", "2"], 1: ["3", "4"]}])
+    labels = ([{0: "A"}, {0: "B", 1: "C"}],
+              [{0: ["1", "2"]}, {0: ["1", "2"], 1: ["3", "4"]}])
     return _tree_game("farina-fig2", nodes, payoffs, labels)
 
 
-__all__ = ["ExplicitLabels", "farina_fig1", "farina_fig2"]
+__all__ = ["farina_fig1", "farina_fig2"]

@@ -140,6 +140,55 @@ class Labels:
         return [str(a) for a in range(int(game.num_children[node]))]
 
 
+class ExplicitLabels(Labels):
+    """Names stored explicitly, indexed by the game's canonical infoset numbers.
+
+    Parameters
+    ----------
+    infoset_names : per player, a list with the name of each infoset (canonical order).
+    action_names : per player, a list (one entry per infoset) of lists of action names.
+    chance_action_names : optional mapping from a chance node (canonical index) to the names
+        of its outcomes; chance nodes not listed get the default names ``"0", "1", ...``.
+    """
+
+    def __init__(self, infoset_names: Sequence[Sequence[str]],
+                 action_names: Sequence[Sequence[Sequence[str]]],
+                 chance_action_names: dict[int, Sequence[str]] | None = None):
+        if len(infoset_names) != len(action_names):
+            raise GameError(f"ExplicitLabels: {len(infoset_names)} players have infoset names "
+                            f"but {len(action_names)} have action names")
+        for p, (names, actions) in enumerate(zip(infoset_names, action_names)):
+            if len(names) != len(actions):
+                raise GameError(f"ExplicitLabels: player {p + 1} has {len(names)} infoset names "
+                                f"but {len(actions)} action lists")
+        self.infoset_names = [[str(s) for s in names] for names in infoset_names]
+        self.action_names = [[[str(a) for a in acts] for acts in per] for per in action_names]
+        self.chance_action_names = {int(v): [str(a) for a in names]
+                                    for v, names in (chance_action_names or {}).items()}
+
+    @classmethod
+    def from_game(cls, game: Game) -> "ExplicitLabels":
+        """Materialize every name of ``game`` (whatever its labels class)."""
+        infosets, actions = [], []
+        for p in range(game.num_players):
+            count = game.sequences(p).num_infosets
+            infosets.append([game.labels.infoset(game, p, i) for i in range(count)])
+            actions.append([game.labels.actions(game, p, i) for i in range(count)])
+        chance = {int(v): game.labels.chance_actions(game, int(v))
+                  for v in np.flatnonzero(game.player == CHANCE)}
+        return cls(infosets, actions, chance)
+
+    def infoset(self, game: Game, player: int, infoset: int) -> str:
+        return self.infoset_names[player][infoset]
+
+    def actions(self, game: Game, player: int, infoset: int) -> list[str]:
+        return list(self.action_names[player][infoset])
+
+    def chance_actions(self, game: Game, node: int) -> list[str]:
+        names = self.chance_action_names.get(int(node))
+        return list(names) if names is not None else super().chance_actions(game, node)
+
+
 class Game:
     """An immutable extensive-form game with perfect recall, stored as flat arrays.
 

@@ -1,0 +1,136 @@
+"""The deviator's polytope of the EFCE saddle point, as one chain of scaled extensions.
+
+Farina, Ling, Fang, Sandholm 2019c / 2019 (section 2.1): an EFCE with social welfare ≥ τ solves
+``min_{ξ ∈ Ξ} max_{y ∈ Y} ξᵀ A y`` where ``Y`` is the convex hull of the strategy sets of all
+*trigger agents*: for player ``i`` and trigger sequence ``σ̂ = (Î, â)`` the agent, when
+recommended ``â`` at ``Î``, deviates to any sequence-form strategy ``y_σ̂`` of player ``i``'s
+subtree rooted at ``Î``.  A convex hull of sets that each start from ``{1}`` is itself a chain:
+
+    Y = {1} ◁ Δ_K (the mixing weights λ_σ̂) ◁ (for every trigger: its subtree, scaled by λ_σ̂)
+
+so the same compiled engine runs both sides of the saddle point, and Algorithm 1 on this chain is
+the regret-circuit construction for the convex hull.  An optional extra weight ``λ_τ`` (no
+subtree) carries the welfare constraint.
+
+Entries of ``Y``: 0 is the constant; ``1..K`` the weights ``λ``; then one block per trigger with a
+copy of every sequence of the subtree (``entry_trigger``, ``entry_sequence``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from games.game import Game
+
+from .chain import SIMPLEX, Chain
+from .decompose import _preorder
+
+
+@dataclass(frozen=True, eq=False)
+class TriggerSpace:
+    """``chain`` plus what each entry means.
+
+    ``trigger_player[k]``, ``trigger_sequence[k]`` for the K triggers (the welfare weight, if
+    any, is trigger ``K-1`` with player -1); for every entry ``e ≥ 1 + K``:
+    ``entry_trigger[e]`` and ``entry_sequence[e]`` (a sequence of the trigger's player)."""
+
+    chain: Chain
+    trigger_player: np.ndarray
+    trigger_sequence: np.ndarray
+    entry_trigger: np.ndarray
+    entry_sequence: np.ndarray
+    has_welfare: bool
+
+    @property
+    def num_triggers(self) -> int:
+        return len(self.trigger_player)
+
+
+def player_preorder(space):
+    """Depth-first preorder of ``space``'s infosets and sequence-subtree ranges."""
+    child_order = np.argsort(space.infoset_parent_seq, kind="stable").astype(np.int64)
+    child_ptr = np.zeros(space.num_sequences + 1, dtype=np.int64)
+    np.cumsum(np.bincount(space.infoset_parent_seq, minlength=space.num_sequences), out=child_ptr[1:])
+    pos, pre, sub_lo, sub_hi = _preorder(child_ptr, child_order, space.infoset_first_seq.astype(np.int64),
+                                         space.infoset_num_actions.astype(np.int64), space.num_sequences)
+    return pos, pre, sub_lo, sub_hi
+
+
+def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
+    """Build ``Y`` for a two-player game (every nonempty sequence of both players triggers)."""
+    blocks = []  # per player: arrays describing its triggers' blocks
+    trig_player, trig_seq = [], []
+    for i in (0, 1):
+        space = game.sequences(i)
+        pos, pre, sub_lo, sub_hi = player_preorder(space)
+        k = space.infoset_num_actions.astype(np.int64)
+        # Sequences laid out in preorder of their infosets.
+        pre_k = k[pre]
+        cum = np.zeros(len(pre) + 1, dtype=np.int64)
+        np.cumsum(pre_k, out=cum[1:])
+        preseq = _ranges(space.infoset_first_seq.astype(np.int64)[pre], pre_k)
+        where_in_preseq = np.empty(space.num_sequences, dtype=np.int64)
+        where_in_preseq[preseq] = np.arange(len(preseq))
+        seqs = np.arange(1, space.num_sequences, dtype=np.int64)
+        inf = space.seq_infoset[1:].astype(np.int64)
+        last = space.infoset_first_seq.astype(np.int64)[inf] + k[inf] - 1
+        start_inf = pos[inf]                  # preorder range of infosets in Î's subtree
+        end_inf = sub_hi[last]
+        trig_player.append(np.full(len(seqs), i))
+        trig_seq.append(seqs)
+        blocks.append(dict(space=space, pre=pre, cum=cum, preseq=preseq, where=where_in_preseq,
+                           start_inf=start_inf, end_inf=end_inf, root_inf=inf))
+    trigger_player = np.concatenate(trig_player + ([np.array([-1])] if welfare else []))
+    trigger_sequence = np.concatenate(trig_seq + ([np.array([-1])] if welfare else []))
+    num_triggers = len(trigger_player)
+
+    # Steps: step 0 splits 1 into λ; then per trigger, per infoset of its subtree (preorder).
+    step_sizes = [np.array([num_triggers])]
+    step_sources = [np.array([0])]
+    entry_trigger = [np.full(1 + num_triggers, -1)]
+    entry_sequence = [np.full(1 + num_triggers, -1)]
+    next_entry = 1 + num_triggers
+    trigger_base = 0
+    for i, b in enumerate(blocks):
+        space = b["space"]
+        n_trig = len(b["start_inf"])
+        n_inf = b["end_inf"] - b["start_inf"]
+        block_len = b["cum"][b["end_inf"]] - b["cum"][b["start_inf"]]
+        block_start = next_entry + np.cumsum(block_len) - block_len
+        next_entry += int(block_len.sum())
+        # Every (trigger, infoset of its subtree): one simplex step.
+        trig_of_step = np.repeat(np.arange(n_trig), n_inf)
+        infoset_pos = _ranges(b["start_inf"], n_inf)
+        infoset = b["pre"][infoset_pos]
+        sizes = space.infoset_num_actions.astype(np.int64)[infoset]
+        parent = space.infoset_parent_seq.astype(np.int64)[infoset]
+        is_root = infoset == b["root_inf"][trig_of_step]
+        parent_entry = block_start[trig_of_step] + b["where"][parent] - b["cum"][b["start_inf"]][trig_of_step]
+        lam_entry = 1 + trigger_base + trig_of_step
+        step_sizes.append(sizes)
+        step_sources.append(np.where(is_root, lam_entry, parent_entry))
+        entry_trigger.append(np.repeat(trigger_base + np.arange(n_trig), block_len))
+        entry_sequence.append(b["preseq"][_ranges(b["cum"][b["start_inf"]], block_len)])
+        trigger_base += n_trig
+    sizes = np.concatenate(step_sizes)
+    target_ptr = np.empty(len(sizes) + 1, dtype=np.int64)
+    target_ptr[0] = 1
+    np.cumsum(sizes, out=target_ptr[1:])
+    target_ptr[1:] += 1
+    chain = Chain(kind=np.full(len(sizes), SIMPLEX, dtype=np.int8), target_ptr=target_ptr,
+                  source_ptr=np.arange(len(sizes) + 1, dtype=np.int64),
+                  source=np.concatenate(step_sources).astype(np.int64),
+                  entry_index=np.arange(next_entry, dtype=np.int64),
+                  describe_entry=str, name=f"trigger deviations of {game.name}")
+    return TriggerSpace(chain, trigger_player.astype(np.int8), trigger_sequence.astype(np.int64),
+                        np.concatenate(entry_trigger).astype(np.int64),
+                        np.concatenate(entry_sequence).astype(np.int64), welfare)
+
+
+def _ranges(starts, lengths):
+    lengths = np.asarray(lengths, dtype=np.int64)
+    total = int(lengths.sum())
+    offsets = np.cumsum(lengths) - lengths
+    return np.repeat(np.asarray(starts, dtype=np.int64) - offsets, lengths) + np.arange(total, dtype=np.int64)
