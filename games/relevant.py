@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+import numba
 import numpy as np
 
 from .game import Game, GameError
@@ -126,32 +127,35 @@ def relevant_pairs(game: Game) -> RelevantPairs:
     indptr = np.zeros(s1.num_sequences + 1, dtype=np.int64)
     np.cumsum(seq_row_len, out=indptr[1:])
 
-    # Template row per infoset I1: [0, seqs of connected I2 ...].
-    counts = s2.infoset_num_actions[conn2].astype(np.int64)
-    template_indptr = np.zeros(s1.num_infosets + 1, dtype=np.int64)
-    np.cumsum(row_len_infoset, out=template_indptr[1:])
-    template = np.zeros(int(template_indptr[-1]), dtype=np.int32)
-    # positions of each connected block inside its infoset's template row
-    block_start_in_row = np.cumsum(counts) - counts
-    first_block_of_infoset = np.searchsorted(conn1, np.arange(s1.num_infosets))
-    block_start_in_row -= block_start_in_row[np.minimum(first_block_of_infoset[conn1], len(counts) - 1)] \
-        if len(counts) else 0
-    block_pos = template_indptr[conn1] + 1 + block_start_in_row
-    total = int(counts.sum())
-    if total:
-        block_of_entry = np.repeat(np.arange(len(counts)), counts)
-        offset = np.arange(total, dtype=np.int64) - (np.cumsum(counts) - counts)[block_of_entry]
-        template[block_pos[block_of_entry] + offset] = s2.infoset_first_seq[conn2][block_of_entry] + offset
-    # Every action of I1 repeats I1's template row.
-    sigma2 = np.empty(int(indptr[-1]), dtype=np.int32)
-    sigma2[:s2.num_sequences] = np.arange(s2.num_sequences, dtype=np.int32)
-    if s1.num_sequences > 1:
-        infoset_of_seq = s1.seq_infoset[1:]
-        lens = seq_row_len[1:]
-        src_start = np.repeat(template_indptr[infoset_of_seq], lens)
-        within = np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(indptr[1:-1] - indptr[1], lens)
-        sigma2[s2.num_sequences:] = template[src_start + within]
+    sigma2 = _fill_rows(indptr, s1.seq_infoset.astype(np.int64), conn1.astype(np.int64),
+                        conn2.astype(np.int64), s2.infoset_first_seq.astype(np.int64),
+                        s2.infoset_num_actions.astype(np.int64), s1.num_infosets, s2.num_sequences)
     return RelevantPairs(indptr, sigma2, (s1.num_sequences, s2.num_sequences))
+
+
+@numba.njit(cache=True)
+def _fill_rows(indptr, seq_infoset1, conn1, conn2, first2, num_actions2, num_infosets1, num_sequences2):
+    """Row ∅ holds every σ2; row (I1, a) holds ∅ then the sequences of each I2 connected to I1
+    (``conn1`` sorted, so rows come out sorted)."""
+    sigma2 = np.empty(indptr[-1], np.int32)
+    for s in range(num_sequences2):
+        sigma2[s] = s
+    conn_start = np.zeros(num_infosets1 + 1, np.int64)
+    for k in range(len(conn1)):
+        conn_start[conn1[k] + 1] += 1
+    for i in range(num_infosets1):
+        conn_start[i + 1] += conn_start[i]
+    for s1 in range(1, len(seq_infoset1)):
+        i1 = seq_infoset1[s1]
+        pos = indptr[s1]
+        sigma2[pos] = 0
+        pos += 1
+        for k in range(conn_start[i1], conn_start[i1 + 1]):
+            j = conn2[k]
+            for b in range(num_actions2[j]):
+                sigma2[pos] = first2[j] + b
+                pos += 1
+    return sigma2
 
 
 def count_relevant_pairs(game: Game) -> int:

@@ -22,6 +22,8 @@ from typing import Callable
 
 import numpy as np
 
+from games.arrays import concat_ranges
+
 SIMPLEX = 0
 SINGLETON = 1
 
@@ -154,12 +156,12 @@ class Chain:
         for steps in self.levels:
             h = self._h_of(x, steps)
             for_each_entry = np.repeat(h, self.step_size[steps])
-            entries = _ranges(self.target_ptr[steps], self.step_size[steps])
+            entries = concat_ranges(self.target_ptr[steps], self.step_size[steps])
             x[entries] = for_each_entry * w[entries - 1]
         return x
 
     def _h_of(self, x: np.ndarray, steps: np.ndarray) -> np.ndarray:
-        src = _ranges(self.source_ptr[steps], self.num_sources[steps])
+        src = concat_ranges(self.source_ptr[steps], self.num_sources[steps])
         starts = np.cumsum(self.num_sources[steps]) - self.num_sources[steps]
         return np.add.reduceat(x[self.source[src]], starts) if len(src) else np.zeros(len(steps))
 
@@ -226,14 +228,3 @@ class Chain:
 
     def __str__(self) -> str:
         return self.notation()
-
-
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + l)`` for each pair (vectorized)."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.cumsum(lengths) - lengths
-    rep = np.repeat(np.asarray(starts, dtype=np.int64) - offsets, lengths)
-    return rep + np.arange(total, dtype=np.int64)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from games.arrays import concat_ranges
 from games.game import Game, GameError
 from games.relevant import RelevantPairs, connected_infosets, relevant_pairs
 
@@ -154,12 +155,6 @@ class _PairNames:
             self._names = (self._game.sequence_labels(0), self._game.sequence_labels(1))
         s1, s2 = int(self._pairs.sigma1[index]), int(self._pairs.sigma2[index])
         return f"({self._names[0][s1]}, {self._names[1][s2]})"
-
-
-def _segments(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    total = int(lengths.sum())
-    offsets = np.cumsum(lengths) - lengths
-    return np.repeat(starts - offsets, lengths) + np.arange(total, dtype=np.int64)
 
 
 class _Tables:

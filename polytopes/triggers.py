@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from games.arrays import concat_ranges
 from games.game import Game
 
 from .chain import SIMPLEX, Chain
@@ -70,7 +71,7 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
         pre_k = k[pre]
         cum = np.zeros(len(pre) + 1, dtype=np.int64)
         np.cumsum(pre_k, out=cum[1:])
-        preseq = _ranges(space.infoset_first_seq.astype(np.int64)[pre], pre_k)
+        preseq = concat_ranges(space.infoset_first_seq.astype(np.int64)[pre], pre_k)
         where_in_preseq = np.empty(space.num_sequences, dtype=np.int64)
         where_in_preseq[preseq] = np.arange(len(preseq))
         seqs = np.arange(1, space.num_sequences, dtype=np.int64)
@@ -102,7 +103,7 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
         next_entry += int(block_len.sum())
         # Every (trigger, infoset of its subtree): one simplex step.
         trig_of_step = np.repeat(np.arange(n_trig), n_inf)
-        infoset_pos = _ranges(b["start_inf"], n_inf)
+        infoset_pos = concat_ranges(b["start_inf"], n_inf)
         infoset = b["pre"][infoset_pos]
         sizes = space.infoset_num_actions.astype(np.int64)[infoset]
         parent = space.infoset_parent_seq.astype(np.int64)[infoset]
@@ -112,7 +113,7 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
         step_sizes.append(sizes)
         step_sources.append(np.where(is_root, lam_entry, parent_entry))
         entry_trigger.append(np.repeat(trigger_base + np.arange(n_trig), block_len))
-        entry_sequence.append(b["preseq"][_ranges(b["cum"][b["start_inf"]], block_len)])
+        entry_sequence.append(b["preseq"][concat_ranges(b["cum"][b["start_inf"]], block_len)])
         trigger_base += n_trig
     sizes = np.concatenate(step_sizes)
     target_ptr = np.empty(len(sizes) + 1, dtype=np.int64)
@@ -127,10 +128,3 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
     return TriggerSpace(chain, trigger_player.astype(np.int8), trigger_sequence.astype(np.int64),
                         np.concatenate(entry_trigger).astype(np.int64),
                         np.concatenate(entry_sequence).astype(np.int64), welfare)
-
-
-def _ranges(starts, lengths):
-    lengths = np.asarray(lengths, dtype=np.int64)
-    total = int(lengths.sum())
-    offsets = np.cumsum(lengths) - lengths
-    return np.repeat(np.asarray(starts, dtype=np.int64) - offsets, lengths) + np.arange(total, dtype=np.int64)

@@ -39,7 +39,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from polytopes.chain import SIMPLEX, Chain, _ranges
+from games.arrays import concat_ranges
+from polytopes.chain import SIMPLEX, Chain
 from polytopes.sequence_form import sequence_form
 
 from .local import LocalRule, Segments, make_rule
@@ -311,7 +312,7 @@ class ChainMinimizer:
         simplex_steps = np.flatnonzero(chain.kind == SIMPLEX)
         sizes = chain.step_size[simplex_steps]
         object.__setattr__(self, "segments", Segments.from_sizes(sizes))
-        object.__setattr__(self, "simplex_entries", _ranges(chain.target_ptr[simplex_steps], sizes))
+        object.__setattr__(self, "simplex_entries", concat_ranges(chain.target_ptr[simplex_steps], sizes))
         # Per-step Python tuples for the flat loop: (lo, hi, sources, simplex offset or -1).
         offsets = np.full(chain.num_steps, -1, dtype=np.int64)
         offsets[simplex_steps] = self.segments.ptr[:-1]
@@ -413,11 +414,11 @@ class ChainMinimizer:
         chain = self.chain
         for steps in reversed(chain.levels):
             sizes = chain.step_size[steps]
-            entries = _ranges(chain.target_ptr[steps], sizes)
+            entries = concat_ranges(chain.target_ptr[steps], sizes)
             starts = np.cumsum(sizes) - sizes
             values = step_value(entries, starts)
             counts = chain.num_sources[steps]
-            src = chain.source[_ranges(chain.source_ptr[steps], counts)]
+            src = chain.source[concat_ranges(chain.source_ptr[steps], counts)]
             np.add.at(lt, src, np.repeat(values, counts))
 
 

@@ -26,6 +26,7 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
+from games.arrays import concat_ranges
 from games.game import Game
 from games.payoffs import terminal_map
 from games.relevant import RelevantPairs, relevant_pairs
@@ -91,7 +92,7 @@ def _payoff_matrix(game, pairs, triggers: TriggerSpace, tau) -> sp.csr_matrix:
         s_hat = triggers.trigger_sequence[trig]
         reps = count[seq]
         e_rep = np.repeat(entries, reps)
-        z = order[_ranges(start[seq], reps)]
+        z = order[concat_ranges(start[seq], reps)]
         s_hat_rep = np.repeat(s_hat, reps)
         # (a) deviation value.
         r1, r2 = (s_hat_rep, other[z]) if i == 0 else (other[z], s_hat_rep)
@@ -101,7 +102,7 @@ def _payoff_matrix(game, pairs, triggers: TriggerSpace, tau) -> sp.csr_matrix:
         # (b) following value on λ_σ̂, for terminals below σ̂ itself.
         below = space.is_descendant(seq, s_hat)
         reps_b = np.where(below, reps, 0)
-        z_b = order[_ranges(start[seq], reps_b)]
+        z_b = order[concat_ranges(start[seq], reps_b)]
         rows.append(term_pair[z_b])
         cols.append(1 + np.repeat(trig, reps_b))
         vals.append(-weighted[z_b, i])
@@ -114,13 +115,6 @@ def _payoff_matrix(game, pairs, triggers: TriggerSpace, tau) -> sp.csr_matrix:
                       shape=(len(pairs), n_entries))
     A.sum_duplicates()
     return A
-
-
-def _ranges(starts, lengths):
-    lengths = np.asarray(lengths, dtype=np.int64)
-    total = int(lengths.sum())
-    offsets = np.cumsum(lengths) - lengths
-    return np.repeat(np.asarray(starts, dtype=np.int64) - offsets, lengths) + np.arange(total, dtype=np.int64)
 
 
 def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None = None,
