@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         result, text = args.run(args)
+        output = json.dumps(result, default=_to_json) if want_json else text
     except (CommandError, GameError, MemoryError, OSError, KeyError, ValueError) as exc:
         message = str(exc) if not isinstance(exc, MemoryError) else "out of memory"
         if isinstance(exc, KeyError):
@@ -127,10 +128,20 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"internal error {type(exc).__name__}: {exc} (set EFCE_DEBUG=1 for the traceback)",
                      want_json)
     try:
-        print(json.dumps(result) if want_json else text)
+        print(output)
     except BrokenPipeError:  # e.g. piped into head
         sys.stderr.close()
     return 0
+
+
+def _to_json(value):
+    """numpy scalars and arrays in results become plain JSON values."""
+    import numpy as np
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def _fail(message: str, want_json: bool) -> int:

@@ -35,6 +35,9 @@ class Check:
     passed: bool
     detail: str
 
+    def __post_init__(self):
+        self.passed = bool(self.passed)
+
     def to_dict(self) -> dict:
         return {"passed": self.passed, "detail": self.detail}
 
