@@ -45,8 +45,9 @@ def solve(game, method: str, *, iterations=None, time_limit=None, target_gap=Non
                          target_gap=target_gap, progress=progress)
     if method in ("icfr", "cfr-s"):
         from solvers.icfr import solve_icfr
+        report = (lambda row: progress(row.iteration, row.gap, row.seconds)) if progress else None
         return solve_icfr(game, iterations or 10_000, seed=seed, method=method, time_limit=time_limit,
-                          progress=progress)
+                          progress=report)
     if method in ("lp-highs", "lp-cvxpy"):
         import baselines
         fn = baselines.solve_lp_highs if method == "lp-highs" else baselines.solve_lp_cvxpy

@@ -1,0 +1,142 @@
+"""ICFR / CFR-S dynamics, the internal-regret rule, and the ``efce gap`` command."""
+
+import json
+
+import numpy as np
+import pytest
+
+import games
+from experiments.cli import main
+from solvers.device import Device, device_to_dict, plans_reach_infosets
+from solvers.device_gaps import device_gaps
+from solvers.icfr import Dynamics, PlanStore, solve_icfr
+from solvers.internal import BlumMansour, stationary_distributions
+from solvers.local import Segments
+
+KUHN3 = games.kuhn(3, 3)
+
+
+def test_icfr_efce_gap_decreases_on_kuhn3():
+    res = solve_icfr(KUHN3, 2000, seed=0, method="icfr", trace_every=[100, 2000])
+    g100, g2000 = res.trace[0].gap, res.trace[-1].gap
+    assert res.trace[0].iteration == 100 and res.trace[-1].iteration == 2000
+    assert g2000 < 0.5 * g100
+    for key in ("efce_gap", "efcce_gap", "nfcce_gap", "utilities", "welfare"):
+        assert key in res.info
+    assert res.info["efce_gap"] == pytest.approx(g2000)
+    assert res.info["welfare"] == pytest.approx(sum(res.info["utilities"]))
+
+
+def test_cfr_s_efcce_gap_decreases_on_kuhn3():
+    res = solve_icfr(KUHN3, 2000, seed=1, method="cfr-s", trace_every=[100, 2000])
+    assert res.trace[-1].extra["efcce"] < 0.5 * res.trace[0].extra["efcce"]
+
+
+@pytest.mark.parametrize("method", ["icfr", "cfr-s"])
+@pytest.mark.parametrize("game", [KUHN3, games.goofspiel(2, 3), games.battleship(rows=1, cols=2,
+                                                                                  ship_sizes=[1], shots=2)])
+def test_sampled_plans_are_valid(method, game):
+    dyn = Dynamics(game, method, seed=3)
+    for _ in range(30):
+        reduced = dyn.step()
+        for p, plan in enumerate(reduced):
+            space = game.sequences(p)
+            reached = plans_reach_infosets(game, p, np.maximum(plan, 0)[None, :])[0]
+            assert np.all((plan >= 0) == reached)  # reduced: exactly the reached infosets named
+            assert np.all(plan < space.infoset_num_actions)
+    dev = dyn.empirical_device().to_device()
+    assert dev.probs.sum() == pytest.approx(1.0)
+    Device(dev.plans, dev.probs).validate(game)
+    # Factored and plain forms give the same gaps.
+    a, b = device_gaps(game, dyn.empirical_device()), device_gaps(game, dev)
+    assert a.efce == pytest.approx(b.efce) and a.nfcce == pytest.approx(b.nfcce)
+
+
+def test_plan_store_roundtrip():
+    game = games.goofspiel(2, 3)
+    store = PlanStore(game)
+    rng = np.random.default_rng(0)
+    rows = []
+    for _ in range(20):
+        plans = [rng.integers(-1, game.sequences(p).infoset_num_actions) for p in range(2)]
+        store.add(plans)
+        rows.append(np.concatenate(plans))
+    dev = store.device().to_device()
+    want = Device.from_counts(np.array(rows), np.ones(len(rows)))
+    got = dev.merged()
+    np.testing.assert_array_equal(got.plans, want.plans)
+    np.testing.assert_allclose(got.probs, want.probs)
+
+
+def test_stationary_distributions():
+    rng = np.random.default_rng(0)
+    for m in (2, 3, 4):
+        Q = rng.dirichlet(np.ones(m), size=(50, m))
+        p = stationary_distributions(Q)
+        np.testing.assert_allclose(np.einsum("na,nab->nb", p, Q), p, atol=1e-10)
+        np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    # reducible chains (identity) still give a distribution
+    p = stationary_distributions(np.tile(np.eye(3), (2, 1, 1)))
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+
+
+def test_blum_mansour_internal_regret_vanishes():
+    seg = Segments.from_sizes([2, 3])
+    rule = BlumMansour()
+    state = rule.init(seg)
+    rng = np.random.default_rng(0)
+    ps, losses = [], []
+    base = rng.normal(size=seg.total)
+    T = 3000
+    for _ in range(T):
+        p = rule.recommend(state, seg)
+        loss = base + rng.normal(size=seg.total)
+        rule.observe(state, loss, seg)
+        ps.append(p.copy())
+        losses.append(loss)
+    reg = rule.internal_regret(ps, losses, seg)
+    assert np.all(reg / T < 0.05)
+
+
+# ---------------------------------------------------------------------- CLI
+def _write_device(tmp_path, game, dev):
+    path = tmp_path / "device.json"
+    path.write_text(json.dumps(device_to_dict(game, dev)))
+    return str(path)
+
+
+def test_cli_gap_json(tmp_path, capsys):
+    res = solve_icfr(KUHN3, 200, seed=0)
+    dev = res.point.to_device()
+    # reduced plans: fill unreached infosets with action 0 for the JSON file (full plans)
+    full = Device(np.maximum(dev.plans, 0), dev.probs)
+    path = _write_device(tmp_path, KUHN3, full)
+    assert main(["gap", "kuhn:players=3,ranks=3", "--device", path, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("efce", "efcce", "nfcce", "welfare", "utilities"):
+        assert key in out
+    assert out["efce"] == pytest.approx(res.info["efce_gap"], abs=1e-9)
+    assert out["nfcce"] == pytest.approx(res.info["nfcce_gap"], abs=1e-9)
+    assert main(["gap", "kuhn:players=3,ranks=3", "--device", path]) == 0
+    assert "EFCE gap" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("mutate,match", [
+    (lambda d: d["device"][0]["plans"][0].update({"bogus": "bet"}), "no infoset labelled 'bogus'"),
+    (lambda d: d["device"][0].update(p=0.123), "sum to"),
+    (lambda d: d["device"][0]["plans"].pop(), "expected 3 plans"),
+])
+def test_cli_gap_errors(tmp_path, capsys, mutate, match):
+    dev = Device(np.zeros((1, 36), dtype=np.int64), [1.0])
+    data = device_to_dict(KUHN3, dev)
+    mutate(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    assert main(["gap", "kuhn:players=3,ranks=3", "--device", str(path), "--json"]) == 2
+    out = json.loads(capsys.readouterr().out)
+    assert match in out["error"]
+
+
+def test_cli_gap_missing_file(tmp_path, capsys):
+    assert main(["gap", "kuhn:players=3,ranks=3", "--device", str(tmp_path / "x.json"), "--json"]) == 2
+    assert "cannot read device file" in json.loads(capsys.readouterr().out)["error"]
