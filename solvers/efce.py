@@ -41,6 +41,10 @@ from .local import LocalRule, RegretMatching
 from .result import SolveResult, TraceRow
 
 
+#: A saddle-point lower bound above this proves the welfare threshold unreachable.
+CERTIFICATE_TOLERANCE = 1e-9
+
+
 @dataclass
 class EFCEModel:
     """Everything the saddle point needs, built once per game."""
@@ -180,6 +184,11 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
             if target_gap is not None and report.gap <= target_gap and shortfall <= target_gap:
                 status = "converged"
                 break
+            if welfare_threshold is not None and shortfall > 0:
+                # min_ξ ξᵀ A ȳ > 0 proves that no EFCE reaches the threshold: stop early.
+                if chain_minimum(chain, model.A @ (sum_y / weight)) > CERTIFICATE_TOLERANCE:
+                    status = "infeasible"
+                    break
             if last:
                 status = "time_limit" if t < iterations else "iteration_limit"
                 break
@@ -194,7 +203,7 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
         info.update({"welfare_threshold": welfare_threshold,
                      "threshold_met": report.welfare >= welfare_threshold - (target_gap or 0.0),
                      "saddle_value_lower_bound": lower_bound})
-        if lower_bound > 1e-9 and status != "converged":
+        if lower_bound > CERTIFICATE_TOLERANCE and status != "converged":
             status = "infeasible"
             info["message"] = (f"no EFCE has welfare ≥ {welfare_threshold}: the average deviation "
                                f"certifies a saddle-point value ≥ {lower_bound:.6g} > 0")

@@ -1,0 +1,476 @@
+"""The EFCE linear program of von Stengel and Forges (2008) as one sparse model.
+
+Variables are the correlation plan ξ over the relevant sequence pairs (Farina, Ling, Fang,
+Sandholm 2019, Definition 2) with ``ξ ≥ 0, C ξ = b`` (Definition 3, built by
+:func:`polytopes.vsf_constraints` — the one constraint builder of the project), plus one free
+*value variable* ``v[σ̂, I]`` per trigger sequence ``σ̂ = (Î, â)`` of a player ``i`` and infoset
+``I`` of ``i`` in the subtree rooted at ``Î`` (``Î`` included).
+
+Incentive constraints (the saddle-point formulation of Farina et al. 2019c, section 2.1 of the
+scaled-extension paper, with the trigger agent's inner maximization dualized by backward
+induction):
+
+* for every ``(σ̂, I)`` and action ``a ∈ A_I``::
+
+      v[σ̂, I] ≥ Σ_{z : σ_i(z) = (I, a)} p_c(z) u_i(z) ξ[σ̂, σ_{-i}(z)] + Σ_{I' : σ(I') = (I, a)} v[σ̂, I']
+
+  (the deviation value of the trigger agent that deviates at ``Î`` after being recommended
+  ``â``, while the opponent's recommendations stay correlated with ``σ̂``);
+* for every ``σ̂``: the following value ``F(σ̂) = Σ_{z : σ_i(z) ⪰ σ̂} p_c(z) u_i(z)
+  ξ[σ_1(z), σ_2(z)] ≥ v[σ̂, Î]``.
+
+Objectives: social welfare, one player's utility, or none (feasibility); optionally
+``welfare ≥ τ``.  Everything is assembled with array operations (no Python loop per pair or per
+terminal); the loops that remain run over tree depth.
+
+Before anything large is allocated, :func:`estimate_efce_lp` counts variables, rows and nonzeros
+exactly from the tree and estimates the bytes a solver needs; :func:`build_efce_lp` raises
+:class:`ModelTooLarge` (a :class:`games.GameError`) when that exceeds the memory budget (default
+60% of ``MemAvailable``), instead of letting the process be killed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from games.game import Game, GameError
+from games.payoffs import terminal_map
+from games.relevant import RelevantPairs, connected_infosets, count_relevant_pairs, relevant_pairs
+from polytopes.decompose import check_decomposable
+from polytopes.vsf import VSFConstraints, vsf_constraints
+
+#: Bytes per nonzero and per row/column assumed by the estimate: the COO triplets of the build
+#: (int64 row + int64 column + float64 value = 24 B), the CSC handed to the solver (12–16 B), the
+#: solver's own column- and row-wise copies (~24 B), and a presolved copy (~24 B).  Factorization
+#: fill-in (LU for simplex, Cholesky for the interior-point method) is NOT included: the
+#: estimate is a lower bound on what the solve needs.
+BYTES_PER_NONZERO = 96
+BYTES_PER_ROW_OR_COLUMN = 160
+#: cvxpy canonicalizes into further copies of the matrices.
+CVXPY_FACTOR = 2.5
+
+DEFAULT_BUDGET_FRACTION = 0.6
+
+
+class ModelTooLarge(GameError):
+    """The LP's estimated size exceeds the memory budget; ``estimate`` and ``budget`` say by how much."""
+
+    def __init__(self, message: str, estimate: "ModelSize", budget: int):
+        super().__init__(message)
+        self.estimate = estimate
+        self.budget = budget
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    """Exact counts (nonzeros: before merging duplicate coefficients, an upper bound) and the
+    estimated bytes a solver needs (see :data:`BYTES_PER_NONZERO`)."""
+
+    xi_variables: int
+    value_variables: int
+    equality_rows: int
+    inequality_rows: int
+    nonzeros: int
+
+    @property
+    def variables(self) -> int:
+        return self.xi_variables + self.value_variables
+
+    @property
+    def rows(self) -> int:
+        return self.equality_rows + self.inequality_rows
+
+    @property
+    def bytes(self) -> int:
+        return self.nonzeros * BYTES_PER_NONZERO + (self.variables + self.rows) * BYTES_PER_ROW_OR_COLUMN
+
+    def describe(self) -> str:
+        return (f"{self.variables:,} variables ({self.xi_variables:,} relevant pairs ξ + "
+                f"{self.value_variables:,} value variables), {self.rows:,} rows, "
+                f"{self.nonzeros:,} nonzeros, about {_gib(self.bytes)}")
+
+    def as_dict(self) -> dict:
+        return dict(variables=self.variables, xi_variables=self.xi_variables,
+                    value_variables=self.value_variables, rows=self.rows,
+                    equality_rows=self.equality_rows, inequality_rows=self.inequality_rows,
+                    nonzeros=self.nonzeros, estimated_bytes=self.bytes)
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.3g} GiB"
+
+
+def available_memory_bytes() -> int:
+    """``MemAvailable`` from ``/proc/meminfo`` (falls back to ``MemFree``, then 4 GiB)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            info = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in fh if ":" in line}
+        return info.get("MemAvailable", info.get("MemFree", 4 * 2**30))
+    except (OSError, ValueError, IndexError):
+        return 4 * 2**30
+
+
+def default_memory_budget() -> int:
+    return int(DEFAULT_BUDGET_FRACTION * available_memory_bytes())
+
+
+# --------------------------------------------------------------------------- per-player tables
+@dataclass
+class _PlayerTables:
+    """Trigger structure of one player.
+
+    ``parent_inf[I]`` is the infoset of σ(I) (-1 at roots); ``cum_actions[I]`` is
+    ``Σ_{Î ⪯ I} |A_Î|`` over I and its ancestors, i.e. the number of triggers whose subtree holds I.
+    """
+
+    parent_inf: np.ndarray
+    cum_actions: np.ndarray
+    depth: np.ndarray
+
+
+def _player_tables(game: Game, i: int) -> _PlayerTables:
+    space = game.sequences(i)
+    parent_inf = space.seq_infoset[space.infoset_parent_seq].astype(np.int64)
+    k = space.infoset_num_actions.astype(np.int64)
+    cum = k.copy()
+    depth = space.infoset_depth.astype(np.int64)
+    # Infosets are numbered top-down, so one sweep per depth level settles every prefix sum.
+    for d in range(1, int(depth.max(initial=0)) + 1):
+        at = np.flatnonzero(depth == d)
+        cum[at] = k[at] + cum[parent_inf[at]]
+    return _PlayerTables(parent_inf, cum, depth)
+
+
+def _vsf_counts(game: Game) -> tuple[int, int]:
+    """Rows and nonzeros of Definition 3 without building it (mirrors :func:`vsf_constraints`)."""
+    s = (game.sequences(0), game.sequences(1))
+    c = [a.astype(np.int64) for a in connected_infosets(game)]
+    rows, nnz = 1, 1
+    for p in (0, 1):
+        o = 1 - p
+        kp = s[p].infoset_num_actions.astype(np.int64)
+        ko = s[o].infoset_num_actions.astype(np.int64)
+        rows += s[p].num_infosets + int(ko[c[o]].sum())
+        nnz += int((kp + 1).sum()) + int(((kp[c[p]] + 1) * ko[c[o]]).sum())
+    return rows, nnz
+
+
+def estimate_efce_lp(game: Game, *, extra_rows: int = 0) -> ModelSize:
+    """Exact variable/row counts and nonzero upper bound of :func:`build_efce_lp`, computed
+    from the tree alone (nothing of the model's size is allocated)."""
+    check_decomposable(game)
+    tm_seq = np.stack([game.node_sequences(p)[game.terminal_nodes] for p in (0, 1)], axis=1)
+    eq_rows, nnz = _vsf_counts(game)
+    values = ineq = 0
+    for i in (0, 1):
+        space = game.sequences(i)
+        t = _player_tables(game, i)
+        k = space.infoset_num_actions.astype(np.int64)
+        triggers = space.num_sequences - 1
+        n_val = int(t.cum_actions.sum())
+        n_dev = int((k * t.cum_actions).sum())
+        values += n_val
+        ineq += n_dev + triggers
+        own = tm_seq[:, i].astype(np.int64)
+        own = own[own > 0]
+        own_inf = space.seq_infoset[own]
+        nnz += n_dev + (n_val - triggers)                 # v[σ̂, I] and child values
+        nnz += int(t.cum_actions[own_inf].sum())           # ξ[σ̂, σ_{-i}(z)] terms
+        nnz += int((t.depth[own_inf] + 1).sum()) + triggers  # following values and −v[σ̂, Î]
+    n_pairs = count_relevant_pairs(game)
+    return ModelSize(n_pairs, values, eq_rows, ineq + extra_rows, nnz + extra_rows * len(tm_seq))
+
+
+def check_memory(size: ModelSize, game: Game, budget: int | None, *, factor: float = 1.0,
+                 what: str = "the EFCE LP") -> int:
+    """Raise :class:`ModelTooLarge` if ``factor × size.bytes`` exceeds ``budget`` (bytes; None =
+    60% of available RAM).  Returns the budget used."""
+    fraction_note = ""
+    if budget is None:
+        budget = default_memory_budget()
+        fraction_note = f" ({DEFAULT_BUDGET_FRACTION:.0%} of the available RAM)"
+    need = int(size.bytes * factor)
+    if need > budget:
+        raise ModelTooLarge(
+            f"{what} of {game.name} is too large: {size.describe()}"
+            + (f", ×{factor:g} for this front end = {_gib(need)}" if factor != 1.0 else "")
+            + f", over the memory budget of {_gib(budget)}{fraction_note}. Not building it; use "
+            f"the scaled-extension regret minimizer instead, or raise memory_budget.",
+            size, budget)
+    return budget
+
+
+# --------------------------------------------------------------------------- the model
+@dataclass
+class EFCELP:
+    """``maximize cᵀx`` s.t. ``row_lower ≤ A x ≤ row_upper``, ``col_lower ≤ x ≤ col_upper``.
+
+    ``x = (ξ, v)``: the first ``num_xi`` columns are ξ in relevant-pair order.  Rows: the
+    ``num_eq`` equalities of Definition 3 first (``A_eq x = b_eq``), then the incentive rows
+    (``A_ge x ≥ 0``), then the optional welfare row (``≥ τ``).  ``A`` is CSC (for HiGHS);
+    ``A_eq`` / ``A_ge`` are CSR views of the same coefficients (for cvxpy).
+    """
+
+    game: Game
+    pairs: RelevantPairs
+    vsf: VSFConstraints
+    A: sp.csc_matrix
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    col_lower: np.ndarray
+    col_upper: np.ndarray
+    c: np.ndarray
+    num_xi: int
+    num_eq: int
+    objective: str
+    utility_matrix: sp.csr_matrix  # 2 × num_xi: player utilities as a function of ξ
+    size: ModelSize
+    build_seconds: float
+    welfare_threshold: float | None = None
+    info: dict = field(default_factory=dict)
+
+    @property
+    def num_variables(self) -> int:
+        return self.A.shape[1]
+
+    @property
+    def num_rows(self) -> int:
+        return self.A.shape[0]
+
+    @property
+    def nonzeros(self) -> int:
+        return int(self.A.nnz)
+
+    @property
+    def A_eq(self) -> sp.csr_matrix:
+        return self.A[:self.num_eq].tocsr()
+
+    @property
+    def b_eq(self) -> np.ndarray:
+        return self.row_lower[:self.num_eq]
+
+    @property
+    def A_ge(self) -> sp.csr_matrix:
+        """Rows with ``A_ge x ≥ b_ge`` (incentives and optional welfare)."""
+        return self.A[self.num_eq:].tocsr()
+
+    @property
+    def b_ge(self) -> np.ndarray:
+        return self.row_lower[self.num_eq:]
+
+    def stats(self) -> dict:
+        return dict(variables=self.num_variables, xi_variables=self.num_xi, rows=self.num_rows,
+                    nonzeros=self.nonzeros, build_seconds=self.build_seconds,
+                    estimated_bytes=self.size.bytes)
+
+
+def _objective_name(objective) -> str:
+    if objective in ("welfare", "feasibility"):
+        return objective
+    if objective in (0, 1, "player1", "player2"):
+        return "player1" if objective in (0, "player1") else "player2"
+    raise ValueError(f"objective must be 'welfare', 'feasibility', 0/'player1' or 1/'player2', "
+                     f"not {objective!r}")
+
+
+def _expand(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(owner, offset)``: item ``j`` repeated ``counts[j]`` times with offsets ``0..counts[j]-1``."""
+    counts = np.asarray(counts, dtype=np.int64)
+    owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    start = np.cumsum(counts) - counts
+    offset = np.arange(int(counts.sum()), dtype=np.int64) - start[owner]
+    return owner, offset
+
+
+@dataclass
+class _IncentiveBlock:
+    """Incentive rows of one player, local numbering (rows, then value columns)."""
+
+    rows: np.ndarray
+    cols_xi: np.ndarray
+    vals_xi: np.ndarray
+    rows_v: np.ndarray
+    cols_v: np.ndarray
+    vals_v: np.ndarray
+    num_rows: int
+    num_values: int
+    # Structure reused by the subgradient method (player-local numbering):
+    var_seq: np.ndarray      # trigger sequence σ̂ of each value variable
+    var_inf: np.ndarray      # infoset I of each value variable
+    row_start: np.ndarray    # first deviation row of each value variable (rows of (σ̂, I, a))
+    parent_var: np.ndarray   # value variable of (σ̂, parent infoset of I), -1 at Î
+    parent_row: np.ndarray   # the deviation row in which the variable appears as a child
+    root_var: np.ndarray     # per trigger sequence (index = σ̂; -1 for ∅): variable (σ̂, Î)
+    num_dev_rows: int        # rows 0..num_dev_rows-1 are deviation rows, then one F row per σ̂
+
+
+def _incentive_block(game: Game, pairs: RelevantPairs, i: int, tm_seq: np.ndarray,
+                     weight: np.ndarray) -> _IncentiveBlock:
+    space = game.sequences(i)
+    n_inf = space.num_infosets
+    n_seq = space.num_sequences
+    t = _player_tables(game, i)
+    k = space.infoset_num_actions.astype(np.int64)
+    first = space.infoset_first_seq.astype(np.int64)
+
+    # Value variables (σ̂, I), sorted by I then σ̂: for every infoset I, the sequences of I and
+    # of each ancestor infoset.  Ancestors are collected by walking up (one step per depth).
+    anc_parts, inf_parts = [], []
+    cur = np.arange(n_inf, dtype=np.int64)
+    owner = np.arange(n_inf, dtype=np.int64)
+    while len(cur):
+        anc_parts.append(cur)
+        inf_parts.append(owner)
+        live = t.parent_inf[cur] >= 0
+        cur, owner = t.parent_inf[cur[live]], owner[live]
+    anc = np.concatenate(anc_parts) if anc_parts else np.zeros(0, np.int64)
+    inf = np.concatenate(inf_parts) if inf_parts else np.zeros(0, np.int64)
+    which, a_hat = _expand(k[anc])
+    var_inf = inf[which]
+    var_seq = first[anc[which]] + a_hat
+    order = np.lexsort((var_seq, var_inf))
+    var_inf, var_seq = var_inf[order], var_seq[order]
+    n_val = len(var_inf)
+    var_key = var_inf * n_seq + var_seq
+    var_ptr = np.zeros(n_inf + 1, dtype=np.int64)
+    np.cumsum(np.bincount(var_inf, minlength=n_inf), out=var_ptr[1:])
+
+    # Deviation rows (σ̂, I, a): row_start[var] + a.
+    row_start = np.cumsum(k[var_inf]) - k[var_inf]
+    n_dev = int(k[var_inf].sum())
+    # +1 · v[σ̂, I] in every row of its block.
+    dv_var, dv_a = _expand(k[var_inf])
+    rows_v = [row_start[dv_var] + dv_a]
+    cols_v = [dv_var]
+    vals_v = [np.ones(n_dev)]
+    # −1 · v[σ̂, I'] in row (σ̂, parent infoset of I', action of σ(I')).
+    is_child = var_inf != space.seq_infoset[var_seq]
+    child = np.flatnonzero(is_child)
+    pseq = space.infoset_parent_seq[var_inf[child]].astype(np.int64)
+    parent_var_of_child = np.searchsorted(var_key, space.seq_infoset[pseq].astype(np.int64) * n_seq
+                                          + var_seq[child])
+    parent_row_of_child = row_start[parent_var_of_child] + space.seq_action[pseq]
+    rows_v.append(parent_row_of_child)
+    cols_v.append(child)
+    vals_v.append(-np.ones(len(child)))
+    parent_var = np.full(n_val, -1, dtype=np.int64)
+    parent_var[child] = parent_var_of_child
+    parent_row = np.full(n_val, -1, dtype=np.int64)
+    parent_row[child] = parent_row_of_child
+
+    # −p_c u_i(z) ξ[σ̂, σ_{-i}(z)] in row (σ̂, I, a) with (I, a) = σ_i(z), for every trigger σ̂
+    # whose subtree holds I: the value variables of I (a contiguous range).
+    own = tm_seq[:, i].astype(np.int64)
+    other = tm_seq[:, 1 - i].astype(np.int64)
+    zs = np.flatnonzero(own > 0)
+    z_inf = space.seq_infoset[own[zs]].astype(np.int64)
+    z_act = space.seq_action[own[zs]].astype(np.int64)
+    zrep, zoff = _expand(var_ptr[z_inf + 1] - var_ptr[z_inf])
+    var = var_ptr[z_inf[zrep]] + zoff
+    trig = var_seq[var]
+    opp = other[zs[zrep]]
+    col = pairs.index(trig, opp) if i == 0 else pairs.index(opp, trig)
+    rows_x = [row_start[var] + z_act[zrep]]
+    cols_x = [col]
+    vals_x = [-weight[zs[zrep]]]
+
+    # Following rows: F(σ̂) − v[σ̂, Î] ≥ 0, row n_dev + σ̂ − 1.
+    root_var = np.full(n_seq, -1, dtype=np.int64)
+    trig_all = np.arange(1, n_seq, dtype=np.int64)
+    root_var[1:] = np.searchsorted(var_key, space.seq_infoset[trig_all].astype(np.int64) * n_seq + trig_all)
+    rows_v.append(n_dev + trig_all - 1)
+    cols_v.append(root_var[1:])
+    vals_v.append(-np.ones(n_seq - 1))
+    pair_z = pairs.index(tm_seq[zs, 0], tm_seq[zs, 1])
+    anc_seq = own[zs].copy()
+    live = np.arange(len(zs))
+    while len(live):
+        rows_x.append(n_dev + anc_seq[live] - 1)
+        cols_x.append(pair_z[live])
+        vals_x.append(weight[zs[live]])
+        anc_seq[live] = space.seq_parent[anc_seq[live]]
+        live = live[anc_seq[live] > 0]
+    return _IncentiveBlock(np.concatenate(rows_x), np.concatenate(cols_x), np.concatenate(vals_x),
+                           np.concatenate(rows_v), np.concatenate(cols_v), np.concatenate(vals_v),
+                           n_dev + n_seq - 1, n_val, var_seq, var_inf, row_start, parent_var,
+                           parent_row, root_var, n_dev)
+
+
+def build_efce_lp(game: Game, *, objective="welfare", welfare_threshold: float | None = None,
+                  memory_budget: int | None = None, budget_factor: float = 1.0,
+                  pairs: RelevantPairs | None = None, keep_blocks: bool = False) -> EFCELP:
+    """The EFCE LP of von Stengel and Forges (2008) for a two-player game without chance.
+
+    Parameters
+    ----------
+    objective : ``"welfare"`` (default, Σ_i utilities), ``"feasibility"``, or a player
+        (0 / ``"player1"``, 1 / ``"player2"``) whose utility is maximized.
+    welfare_threshold : optional τ; adds the row ``welfare ≥ τ``.
+    memory_budget : bytes (None = 60% of ``MemAvailable``); a model whose estimate
+        (:func:`estimate_efce_lp`, times ``budget_factor``) exceeds it raises
+        :class:`ModelTooLarge` before anything is built.
+    keep_blocks : also keep the per-player incentive structure (used by the subgradient method)
+        in ``info["blocks"]``.
+    """
+    name = _objective_name(objective)
+    check_decomposable(game)
+    t0 = time.perf_counter()
+    size = estimate_efce_lp(game, extra_rows=int(welfare_threshold is not None))
+    check_memory(size, game, memory_budget, factor=budget_factor)
+    pairs = relevant_pairs(game) if pairs is None else pairs
+    vsf = vsf_constraints(game, pairs)
+    tm = terminal_map(game)
+    weights = tm.weighted_payoffs()
+    n_xi = len(pairs)
+    pair_z = pairs.index(tm.sequences[:, 0], tm.sequences[:, 1])
+    utility = sp.csr_matrix(
+        (weights.T.ravel(), (np.repeat([0, 1], len(pair_z)), np.tile(pair_z, 2))), shape=(2, n_xi))
+
+    eq = vsf.matrix.tocoo()
+    rows, cols, vals = [eq.row.astype(np.int64)], [eq.col.astype(np.int64)], [eq.data]
+    row_off, val_off = vsf.num_rows, n_xi
+    blocks = []
+    for i in (0, 1):
+        blk = _incentive_block(game, pairs, i, tm.sequences, weights[:, i])
+        rows += [blk.rows + row_off, blk.rows_v + row_off]
+        cols += [blk.cols_xi, blk.cols_v + val_off]
+        vals += [blk.vals_xi, blk.vals_v]
+        blocks.append((row_off, val_off, blk))
+        row_off += blk.num_rows
+        val_off += blk.num_values
+    n_rows = row_off + int(welfare_threshold is not None)
+    if welfare_threshold is not None:
+        w = utility.sum(axis=0).A1
+        nz = np.flatnonzero(w)
+        rows.append(np.full(len(nz), row_off))
+        cols.append(nz)
+        vals.append(w[nz])
+    index_dtype = np.int32 if max(n_rows, val_off) < 2**31 - 1 else np.int64
+    A = sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows).astype(index_dtype),
+                                              np.concatenate(cols).astype(index_dtype))),
+                      shape=(n_rows, val_off)).tocsc()
+    A.sum_duplicates()
+    A.eliminate_zeros()
+    del rows, cols, vals
+
+    row_lower = np.zeros(n_rows)
+    row_upper = np.full(n_rows, np.inf)
+    row_lower[:vsf.num_rows] = vsf.rhs
+    row_upper[:vsf.num_rows] = vsf.rhs
+    if welfare_threshold is not None:
+        row_lower[-1] = float(welfare_threshold)
+    col_lower = np.full(val_off, -np.inf)
+    col_lower[:n_xi] = 0.0
+    col_upper = np.full(val_off, np.inf)
+    c = np.zeros(val_off)
+    if name == "welfare":
+        c[:n_xi] = utility.sum(axis=0).A1
+    elif name.startswith("player"):
+        c[:n_xi] = utility[int(name[-1]) - 1].toarray().ravel()
+    info = {"blocks": blocks} if keep_blocks else {}
+    return EFCELP(game, pairs, vsf, A, row_lower, row_upper, col_lower, col_upper, c, n_xi,
+                  vsf.num_rows, name, utility, size, time.perf_counter() - t0, welfare_threshold, info)

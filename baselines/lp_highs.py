@@ -1,0 +1,124 @@
+"""Solve the EFCE LP (von Stengel and Forges 2008) with HiGHS through highspy directly.
+
+The CSC matrix of :func:`baselines.efce_lp.build_efce_lp` is handed to ``Highs.passModel`` as a
+``HighsLp`` (no per-row Python calls).  This is the LP baseline of section 5 of Farina, Ling,
+Fang, Sandholm 2019 (there with Gurobi's barrier method).
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+
+import numpy as np
+
+from games.game import Game
+from solvers.result import SolveResult, TraceRow
+
+from .efce_lp import EFCELP, build_efce_lp
+
+SOLVERS = ("choose", "simplex", "ipm")
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process so far (``ru_maxrss`` is KiB on Linux)."""
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def evaluate_plan(game: Game, model: EFCELP, xi: np.ndarray) -> dict:
+    """Welfare, utilities, EFCE gap (project evaluator) and Definition-3 violation of ξ."""
+    from solvers.gaps import EFCEGapEvaluator
+    report = EFCEGapEvaluator(game, model.pairs)(xi)
+    utilities = model.utility_matrix @ xi
+    return dict(efce_gap=float(report.gap), welfare=float(utilities.sum()),
+                utilities=[float(u) for u in utilities],
+                max_violation=model.vsf.max_violation(xi))
+
+
+def _to_highs_lp(model: EFCELP):
+    import highspy
+    A = model.A
+    lp = highspy.HighsLp()
+    lp.num_col_ = A.shape[1]
+    lp.num_row_ = A.shape[0]
+    inf = highspy.kHighsInf
+    lp.col_cost_ = model.c
+    lp.col_lower_ = np.where(np.isinf(model.col_lower), -inf, model.col_lower)
+    lp.col_upper_ = np.where(np.isinf(model.col_upper), inf, model.col_upper)
+    lp.row_lower_ = np.where(np.isinf(model.row_lower), -inf, model.row_lower)
+    lp.row_upper_ = np.where(np.isinf(model.row_upper), inf, model.row_upper)
+    lp.sense_ = highspy.ObjSense.kMaximize
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_ = A.shape[1]
+    lp.a_matrix_.num_row_ = A.shape[0]
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data
+    return lp
+
+
+def solve_lp_highs(game: Game, *, objective="welfare", welfare_threshold: float | None = None,
+                   solver: str = "choose", threads: int = 0, time_limit: float | None = None,
+                   memory_budget: int | None = None, verbose: bool = False,
+                   model: EFCELP | None = None) -> SolveResult:
+    """EFCE by the von Stengel–Forges LP, solved by HiGHS.
+
+    Parameters
+    ----------
+    objective : ``"welfare"``, ``"feasibility"``, or a player (0/1) — see :func:`build_efce_lp`.
+    welfare_threshold : optional lower bound τ on social welfare.
+    solver : ``"choose"`` (HiGHS default), ``"simplex"`` or ``"ipm"`` (interior point with
+        crossover).
+    threads : HiGHS threads (0 = HiGHS default).
+    time_limit : seconds for the solver call (None = no limit).
+    memory_budget : bytes; the model is refused up front (:class:`ModelTooLarge`) when its
+        estimate exceeds it (None = 60% of available RAM).
+    model : a prebuilt model (then objective/welfare_threshold/memory_budget are ignored).
+
+    Returns a :class:`SolveResult` with ``point`` = ξ (relevant-pair order), status
+    ``converged`` / ``time_limit`` / ``infeasible`` / ``error``; ``setup_seconds`` is the model
+    build, ``seconds`` the HiGHS call; ``info`` holds welfare, utilities, efce_gap,
+    max_violation, model statistics and peak memory.
+    """
+    import highspy
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, not {solver!r}")
+    if model is None:
+        model = build_efce_lp(game, objective=objective, welfare_threshold=welfare_threshold,
+                              memory_budget=memory_budget)
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", bool(verbose))
+    h.setOptionValue("solver", solver)
+    if threads:
+        h.setOptionValue("threads", int(threads))
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    t0 = time.perf_counter()
+    status_pass = h.passModel(_to_highs_lp(model))
+    pass_seconds = time.perf_counter() - t0
+    if status_pass == highspy.HighsStatus.kError:
+        raise RuntimeError(f"HiGHS rejected the EFCE LP of {game.name}")
+    t1 = time.perf_counter()
+    h.run()
+    seconds = time.perf_counter() - t1
+    ms = h.getModelStatus()
+    S = highspy.HighsModelStatus
+    status = {S.kOptimal: "converged", S.kTimeLimit: "time_limit", S.kInfeasible: "infeasible",
+              S.kIterationLimit: "iteration_limit", S.kMemoryLimit: "out_of_memory"}.get(ms, "error")
+    info = dict(model.stats(), solver=solver, highs_status=h.modelStatusToString(ms),
+                pass_seconds=pass_seconds, objective=model.objective,
+                simplex_iterations=int(h.getInfo().simplex_iteration_count),
+                ipm_iterations=int(h.getInfo().ipm_iteration_count))
+    xi = None
+    sol = h.getSolution()
+    if status in ("converged", "time_limit", "iteration_limit") and sol.value_valid:
+        xi = np.asarray(sol.col_value)[:model.num_xi].copy()
+        info.update(evaluate_plan(game, model, xi))
+        info["objective_value"] = float(h.getInfo().objective_function_value)
+    info["peak_memory_bytes"] = peak_rss_bytes()
+    iterations = info["simplex_iterations"] + info["ipm_iterations"]
+    trace = []
+    if xi is not None:
+        trace.append(TraceRow(iterations, seconds, info["efce_gap"], info["max_violation"]))
+    return SolveResult("lp-highs", xi, status, iterations, model.build_seconds + pass_seconds,
+                       seconds, trace, info)

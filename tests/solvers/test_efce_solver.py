@@ -1,0 +1,105 @@
+"""The EFCE saddle-point solver, CFR/CFR+, and the solve command (issue 4's "done when")."""
+
+import json
+
+import numpy as np
+import pytest
+
+import games
+from polytopes import vsf_constraints
+from polytopes.triggers import trigger_deviations
+from solvers.cfr import exploitability, solve_cfr
+from solvers.efce import build_efce_model, solve_efce
+from solvers.gaps import EFCEGapEvaluator
+
+
+@pytest.mark.parametrize("make", [lambda: games.sheriff(max_bribe=2, max_items=2, rounds=2),
+                                  lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2)])
+def test_efce_solver_converges_with_feasible_iterates(make):
+    game = make()
+    result = solve_efce(game, iterations=20_000, target_gap=1e-3, check_feasibility_every_iteration=True)
+    assert result.status == "converged"
+    assert result.info["efce_gap"] <= 1e-3
+    assert result.info["max_violation"] <= 1e-9
+    # The reported gap is the project's evaluator on the returned plan.
+    evaluator = EFCEGapEvaluator(game)
+    assert evaluator(result.point).gap == pytest.approx(result.info["efce_gap"], abs=1e-12)
+    assert vsf_constraints(game).max_violation(result.point) <= 1e-9
+    gaps = [row.gap for row in result.trace]
+    assert gaps[-1] < gaps[0]
+
+
+def test_saddle_point_value_is_the_max_deviation():
+    """ξᵀ A y over the vertices of Y equals the trigger gains of the gap evaluator."""
+    game = games.sheriff(max_bribe=1, max_items=2, rounds=2)
+    model = build_efce_model(game)
+    rng = np.random.default_rng(2)
+    xi_entry = model.xi_chain.random_point(rng)
+    xi = model.xi_chain.to_natural(xi_entry, len(model.pairs))
+    gains = EFCEGapEvaluator(game, model.pairs)(xi)
+    from solvers.engine import chain_minimum
+    # max over Y of ξᵀAy = −min over Y of (−Aᵀξ)·y
+    best = -chain_minimum(model.triggers.chain, -(model.At @ xi_entry))
+    assert best == pytest.approx(max(np.nanmax(g) for g in gains.gains), abs=1e-12)
+
+
+def test_trigger_chain_covers_every_trigger_subtree():
+    game = games.farina_fig1()
+    space = trigger_deviations(game)
+    chain = space.chain
+    assert space.num_triggers == (game.sequences(0).num_sequences - 1) + (game.sequences(1).num_sequences - 1)
+    x = chain.random_point(np.random.default_rng(0))
+    assert x[1:1 + space.num_triggers].sum() == pytest.approx(1.0)
+    chain.validate()
+
+
+def test_welfare_threshold_below_and_above_the_lp_optimum():
+    from baselines import solve_lp_highs
+    game = games.sheriff(max_bribe=2, max_items=2, rounds=2)
+    optimum = solve_lp_highs(game, objective="welfare").info["welfare"]
+    below = solve_efce(game, iterations=20_000, target_gap=1e-3, welfare_threshold=optimum - 0.05)
+    assert below.status == "converged"
+    assert below.info["efce_gap"] <= 1e-3 and below.info["welfare"] >= optimum - 0.05 - 1e-3
+    at = solve_efce(game, iterations=20_000, target_gap=1e-3, welfare_threshold=optimum)
+    assert at.status == "converged" and at.info["welfare"] >= optimum - 1e-3
+    above = solve_efce(game, iterations=2_000, target_gap=1e-3, welfare_threshold=optimum + 0.2)
+    assert above.status == "infeasible" and "no EFCE" in above.info["message"]
+    assert above.info["saddle_value_lower_bound"] > 0
+
+
+def test_cfr_plus_on_kuhn_reaches_the_game_value():
+    result = solve_cfr(games.kuhn(2), iterations=4000, variant="cfr+")
+    assert result.info["exploitability"] <= 1e-4
+    assert result.info["value"] == pytest.approx(-1 / 18, abs=1e-4)
+
+
+def test_cfr_plus_on_leduc_matches_the_known_value_and_exploitability_falls():
+    result = solve_cfr(games.leduc(2), iterations=3000, variant="cfr+")
+    assert result.info["value"] == pytest.approx(-0.0856, abs=2e-3)
+    gaps = [row.gap for row in result.trace]
+    assert gaps[-1] < 1e-2 * gaps[0] and gaps[-1] < 1e-3
+
+
+def test_cfr_and_cfr_plus_agree_on_the_equilibrium_value():
+    game = games.kuhn(2, 4)
+    a = solve_cfr(game, iterations=3000, variant="cfr")
+    b = solve_cfr(game, iterations=3000, variant="cfr+")
+    assert a.info["value"] == pytest.approx(b.info["value"], abs=5e-3)
+    gap, _ = exploitability(game, b.point)
+    assert gap == pytest.approx(b.info["exploitability"])
+
+
+def test_solve_command_json_contract(capsys):
+    from experiments.cli import main
+    assert main(["solve", "sheriff:max_bribe=1,max_items=1,rounds=2", "--method", "rm", "--json",
+                 "--iterations", "3000"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("method", "iterations", "setup_seconds", "seconds", "efce_gap", "welfare", "utilities",
+                "max_violation", "status"):
+        assert key in out
+    assert out["status"] in ("converged", "iteration_limit") and out["max_violation"] <= 1e-9
+    assert main(["solve", "kuhn", "--method", "cfr+", "--json", "--iterations", "500"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "exploitability" in out and "value" in out
+    assert main(["solve", "kuhn", "--method", "rm", "--json"]) == 2
+    assert "chance" in json.loads(capsys.readouterr().out)["error"]
