@@ -12,8 +12,8 @@ from .cli import CommandError, command
 #: The README's main job: a tiny game where the LP wins and a larger one where regret
 #: minimization pulls ahead (about a minute in all).
 PRESETS = {
-    "default": ["battleship:rows=2,cols=2,ship_sizes=[1],shots=2",
-                "battleship:rows=3,cols=2,ship_sizes=[1],shots=3"],
+    "default": ["sheriff:max_bribe=2,max_items=2,rounds=2",   # 1,045 relevant pairs
+                "sheriff:max_bribe=3,max_items=3,rounds=4"],  # 375,165 relevant pairs
     "paper": ["battleship:rows=3,cols=2,ship_sizes=[1],shots=3",
               "battleship:rows=3,cols=2,ship_sizes=[1],shots=4",
               "battleship:rows=3,cols=2,ship_sizes=[2],shots=4"],
@@ -25,7 +25,7 @@ def _configure(p):
     p.add_argument("--methods", default="rm,lp-highs,subgradient",
                    help="comma-separated: rm, lp-highs, lp-cvxpy, subgradient, cfr+, icfr, ...")
     p.add_argument("--time-limit", type=float, default=None,
-                   help="seconds per method (default 20; 600 with --preset paper)")
+                   help="seconds per method (default 30; 600 with --preset paper)")
     p.add_argument("--memory-limit", type=float, default=None, help="GiB per method (default: none)")
     p.add_argument("--out", default="results", help="output folder")
     p.add_argument("--preset", choices=sorted(PRESETS), default="default")
@@ -46,7 +46,7 @@ def run_compare(args):
     if unknown:
         raise CommandError(f"unknown method(s) {', '.join(unknown)}; valid: {', '.join(METHODS)}")
     games = [args.game] if args.game else PRESETS[args.preset]
-    time_limit = args.time_limit or (600.0 if args.preset == "paper" else 20.0)
+    time_limit = args.time_limit or (600.0 if args.preset == "paper" else 30.0)
     extra = {"subgradient": ["--step-size", str(args.step_size)]} if args.step_size else {}
     summaries, texts = {}, []
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
