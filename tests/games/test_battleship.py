@@ -10,20 +10,7 @@ import pytest
 
 from games.battleship import battleship
 from games.game import CHANCE, TERMINAL, GameError
-
-
-def sizes(game):
-    spaces = [game.sequences(p) for p in range(2)]
-    return ([s.num_infosets for s in spaces], [s.num_sequences for s in spaces], game.num_terminals)
-
-
-def play(game, actions):
-    v = 0
-    for a in actions:
-        assert game.player[v] >= 0 and 0 <= a < game.num_children[v]
-        v = int(game.first_child[v] + a)
-        assert game.action[v] == a
-    return v
+from tests.games.treewalk import play, sizes
 
 
 # --------------------------------------------------------------------------- published sizes
