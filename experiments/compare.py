@@ -149,12 +149,14 @@ def compare(game_spec: str, methods=DEFAULT_METHODS, *, time_limit: float = 60.0
                "methods": {r.method: asdict(r) for r in runs}}
     with open(os.path.join(out_dir, "summary.json"), "w") as fh:
         json.dump(summary, fh, indent=2)
-    plot_convergence(all_rows, os.path.join(out_dir, "convergence.png"), title=game_spec)
+    missing = {r.method: r.status for r in runs if not any(row["method"] == r.method for row in all_rows)}
+    plot_convergence(all_rows, os.path.join(out_dir, "convergence.png"), title=game_spec, missing=missing)
     return summary
 
 
-def plot_convergence(rows: list[dict], path: str, title: str = "") -> None:
-    """Max deviation (log) vs seconds for every method; a second panel with infeasibility."""
+def plot_convergence(rows: list[dict], path: str, title: str = "", missing: dict | None = None) -> None:
+    """Max deviation (log) vs seconds for every method; a second panel with infeasibility.
+    ``missing`` maps methods that produced no point (time limit, memory) to their status."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -173,8 +175,12 @@ def plot_convergence(rows: list[dict], path: str, title: str = "") -> None:
     ax_gap.set_xlabel("runtime [s]")
     ax_gap.set_ylabel("max deviation")
     ax_gap.set_title(title)
+    if missing:
+        note = "\n".join(f"{m}: {status.replace('_', ' ')}, no solution" for m, status in missing.items())
+        ax_gap.text(0.98, 0.98, note, transform=ax_gap.transAxes, ha="right", va="top", fontsize=9,
+                    bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8})
     if ax_gap.lines:
-        ax_gap.legend()
+        ax_gap.legend(loc="lower left")
     ax_inf.set_yscale("log")
     ax_inf.set_xlabel("runtime [s]")
     ax_inf.set_ylabel("infeasibility (max violation of Definition 3)")
