@@ -8,6 +8,8 @@ import time
 
 
 class Progress:
+    """Call as ``progress(iteration, gap, elapsed_seconds=None)``; at most five updates a second."""
+
     def __init__(self, label: str, enabled: bool | None = None):
         self.label = label
         self.enabled = sys.stderr.isatty() if enabled is None else enabled

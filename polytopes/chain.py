@@ -180,6 +180,8 @@ class Chain:
         return w
 
     def random_point(self, rng: np.random.Generator, *, vertex: bool = False) -> np.ndarray:
+        """A random point of the chain (entry order): uniform weights on every simplex, or a
+        random vertex (one action per simplex) with ``vertex=True``."""
         return self.point(self.random_weights(rng, vertex=vertex))
 
     def weights_of(self, x: np.ndarray) -> np.ndarray:
@@ -199,6 +201,7 @@ class Chain:
         return out
 
     def from_natural(self, values: np.ndarray) -> np.ndarray:
+        """Reorder a vector from natural order (sequences / relevant pairs) to entry order."""
         return np.asarray(values)[self.entry_index]
 
     # ------------------------------------------------------------------ text
@@ -224,7 +227,8 @@ class Chain:
         return f"◁ {{1}}: {filled} = {h}"
 
     def _label(self, entry: int) -> str:
-        return "1" if entry == 0 and self.entry_index[0] < 0 else self.describe_entry(int(self.entry_index[entry]))
+        from .render import entry_label  # the teaching views own the notation
+        return entry_label(self, entry)
 
     def __str__(self) -> str:
         return self.notation()

@@ -34,7 +34,9 @@ _CALL, _STEP3 = 0, 1
 
 
 def check_decomposable(game: Game) -> None:
-    """Raise a :class:`GameError` explaining why DECOMPOSE does not apply, if it does not."""
+    """Raise a :class:`GameError` explaining why DECOMPOSE does not apply, if it does not: the
+    game must have exactly two players and no chance moves (Definition 3 and Proposition 2 of
+    Farina et al. 2019; perfect recall is already guaranteed by :class:`games.Game`)."""
     if game.num_players != 2:
         raise GameError(
             f"DECOMPOSE needs a two-player game; {game.name} has {game.num_players} players "

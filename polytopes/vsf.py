@@ -71,6 +71,8 @@ class VSFConstraints:
         return np.where(keys[order][pos] == q, order[pos] + 1, -1)
 
     def find_row(self, player: int, infoset: int, other_seq: int) -> int:
+        """Row of the constraint of ``player``'s ``infoset`` against the opponent's sequence
+        ``other_seq`` (-1 if that pair is not relevant)."""
         return int(self.rows_of([player], [infoset], [other_seq])[0])
 
     def describe(self, row: int, game: Game) -> str:

@@ -60,6 +60,9 @@ class EFCEModel:
 
 def build_efce_model(game: Game, welfare_threshold: float | None = None,
                      pairs: RelevantPairs | None = None, xi_chain: Chain | None = None) -> EFCEModel:
+    """Ξ by DECOMPOSE, Y by :func:`polytopes.triggers.trigger_deviations`, and the sparse ``A``
+    of the module docstring (rows in Ξ's entry order).  ``pairs``/``xi_chain`` may be passed to
+    reuse ones already built."""
     pairs = relevant_pairs(game) if pairs is None else pairs
     xi_chain = correlation_plan(game, pairs) if xi_chain is None else xi_chain
     triggers = trigger_deviations(game, welfare=welfare_threshold is not None)

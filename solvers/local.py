@@ -178,6 +178,7 @@ RULES = {"rm": lambda: RegretMatching(), "rm+": lambda: RegretMatching(plus=True
 
 
 def make_rule(name: str) -> LocalRule:
+    """A fresh local rule by name: ``rm``, ``rm+``, ``hedge``, ``prm+`` or ``dcfr``."""
     if name not in RULES:
         raise ValueError(f"unknown local regret minimizer '{name}'; valid: {', '.join(RULES)}")
     return RULES[name]()
