@@ -10,7 +10,9 @@ Conventions of the documentation (keep them in sync with the top of ``docs/guide
   other lines (comments, shell commands) are not run;
 * ```` ```bash no-test ```` blocks (installation, ``--preset paper``, long runs) are not run, nor
   is any line containing ``--preset paper``;
-* ```` ```text ```` blocks are expected outputs and are not executed.
+* ```` ```text ```` blocks are expected outputs and are not executed; in ``tutorial.md`` (whose
+  code is seeded and deterministic) the printed output of a ```` ```python ```` block must equal
+  the ```` ```text ```` block that directly follows it.
 
 All blocks of one file run in a fresh temporary working directory (blocks may write files there,
 e.g. ``fig2.efg`` or ``trace.csv``, and later blocks may read them).
@@ -38,6 +40,10 @@ def code_blocks(text: str) -> list[tuple[str, str, int]]:
             for m in FENCE.finditer(text)]
 
 
+def _normalized(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
 def run_efce(line: str) -> int:
     from experiments.cli import main
     with contextlib.redirect_stdout(io.StringIO()):
@@ -51,16 +57,22 @@ def test_doc_code_blocks(path: Path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": f"docs_{path.stem}"}
     ran = 0
-    for info, body, line in code_blocks(path.read_text()):
+    blocks = code_blocks(path.read_text())
+    for index, (info, body, line) in enumerate(blocks):
         words = info.split()
         lang, options = (words[0], words[1:]) if words else ("", [])
         if "no-test" in options:
             continue
         if lang == "python":
             code = compile(body, f"{path.name}:{line}", "exec")
-            with contextlib.redirect_stdout(io.StringIO()):
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
                 exec(code, namespace)
             ran += 1
+            following = blocks[index + 1] if index + 1 < len(blocks) else None
+            if path.name == "tutorial.md" and following and following[0] == "text":
+                assert _normalized(printed.getvalue()) == _normalized(following[1]), (
+                    f"{path.name}:{following[2]}: the shown output differs from what the code prints")
         elif lang == "bash":
             for offset, command in enumerate(body.splitlines(), start=1):
                 command = command.strip()
