@@ -30,6 +30,7 @@ def _configure(p):
     p.add_argument("--out", default="results", help="output folder")
     p.add_argument("--preset", choices=sorted(PRESETS), default="default")
     p.add_argument("--step-size", type=float, default=None, help="subgradient step size")
+    p.add_argument("--start", default=None, choices=("uniform", "random"), help="subgradient initial plan")
 
 
 def _slug(spec: str) -> str:
@@ -47,7 +48,9 @@ def run_compare(args):
         raise CommandError(f"unknown method(s) {', '.join(unknown)}; valid: {', '.join(METHODS)}")
     games = [args.game] if args.game else PRESETS[args.preset]
     time_limit = args.time_limit or (600.0 if args.preset == "paper" else 30.0)
-    extra = {"subgradient": ["--step-size", str(args.step_size)]} if args.step_size else {}
+    sub_args = (["--step-size", str(args.step_size)] if args.step_size else []) + \
+        (["--start", args.start] if args.start else [])
+    extra = {"subgradient": sub_args} if sub_args else {}
     summaries, texts = {}, []
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
     for spec in games:

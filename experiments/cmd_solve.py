@@ -24,6 +24,8 @@ def _configure(p):
     p.add_argument("--objective", default="welfare", choices=("welfare", "feasibility", "player1", "player2"),
                    help="lp-*: objective of the EFCE LP")
     p.add_argument("--step-size", type=float, default=1e-3, help="subgradient: step size")
+    p.add_argument("--start", default="uniform", choices=("uniform", "random"),
+                   help="subgradient: initial plan (the uniform plan is an exact EFCE in some games)")
     p.add_argument("--local", default="rm+", help="rm/cfr: local regret minimizer (rm, rm+, hedge, prm+, dcfr)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--trace", default=None, help="write the trace as CSV to this file")
@@ -31,7 +33,7 @@ def _configure(p):
 
 def solve(game, method: str, *, iterations=None, time_limit=None, target_gap=None,
           welfare_threshold=None, objective="welfare", step_size=1e-3, local="rm+", seed=0,
-          progress=None):
+          start="uniform", progress=None):
     """Dispatch to the method; returns a :class:`solvers.result.SolveResult`."""
     if method == "rm":
         from solvers.efce import solve_efce
@@ -55,7 +57,7 @@ def solve(game, method: str, *, iterations=None, time_limit=None, target_gap=Non
     if method == "subgradient":
         import baselines
         return baselines.solve_subgradient(game, iterations=iterations or 10_000, time_limit=time_limit,
-                                           step_size=step_size, seed=seed, progress=progress)
+                                           step_size=step_size, seed=seed, start=start, progress=progress)
     raise CommandError(f"unknown method '{method}'; valid: {', '.join(METHODS)}")
 
 
@@ -71,7 +73,7 @@ def run_solve(args):
         result = solve(game, args.method, iterations=args.iterations, time_limit=args.time_limit,
                        target_gap=args.target_gap, welfare_threshold=args.welfare_threshold,
                        objective=args.objective, step_size=args.step_size, local=args.local,
-                       seed=args.seed, progress=bar)
+                       seed=args.seed, start=args.start, progress=bar)
     except MemoryError:
         raise CommandError(f"{args.method} ran out of memory on {game.name}") from None
     finally:
