@@ -180,7 +180,7 @@ def plot_convergence(rows: list[dict], path: str, title: str = "", missing: dict
         ax_gap.text(0.98, 0.98, note, transform=ax_gap.transAxes, ha="right", va="top", fontsize=9,
                     bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8})
     if ax_gap.lines:
-        ax_gap.legend(loc="lower left")
+        ax_gap.legend(loc="best")
     ax_inf.set_yscale("log")
     ax_inf.set_xlabel("runtime [s]")
     ax_inf.set_ylabel("infeasibility (max violation of Definition 3)")
@@ -204,3 +204,15 @@ def summary_table(summary: dict) -> str:
         status = run["status"] + (f" ({run['error']})" if run.get("error") else "")
         lines.append(f"{method:<13}{cells}{gap_text}{run['peak_memory_mib']:>10.0f}  {status}")
     return "\n".join(lines)
+
+
+def replot(out_dir: str) -> None:
+    """Redraw ``convergence.png`` of a finished comparison from its traces.csv and summary.json."""
+    with open(os.path.join(out_dir, "summary.json")) as fh:
+        summary = json.load(fh)
+    with open(os.path.join(out_dir, "traces.csv")) as fh:
+        rows = [{"method": r["method"], "iteration": int(r["iteration"]), "seconds": float(r["seconds"]),
+                 "gap": float(r["gap"]), "infeasibility": float(r["infeasibility"])} for r in csv.DictReader(fh)]
+    traced = {r["method"] for r in rows}
+    missing = {m: run["status"] for m, run in summary["methods"].items() if m not in traced}
+    plot_convergence(rows, os.path.join(out_dir, "convergence.png"), title=summary["game"], missing=missing)
