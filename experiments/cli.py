@@ -146,7 +146,9 @@ def _to_json(value):
 
 def _fail(message: str, want_json: bool) -> int:
     if want_json:
-        print(json.dumps({"error": message}))
+        import resource
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+        print(json.dumps({"error": message, "peak_memory_mib": round(peak, 1)}))
     else:
         print(f"efce: error: {message}", file=sys.stderr)
     return 2

@@ -72,6 +72,7 @@ def run_method(game_spec: str, method: str, out_dir: str, *, time_limit: float,
         run.error = f"killed after {wall:.0f} s"
     elif payload is None or "error" in payload:
         message = (payload or {}).get("error") or (stderr.strip().splitlines() or ["no output"])[-1]
+        run.peak_memory_mib = (payload or {}).get("peak_memory_mib", run.peak_memory_mib)
         run.error = message
         run.status = "out_of_memory" if ("memory" in message.lower() or proc.returncode == -signal.SIGKILL) else "error"
     else:
@@ -201,7 +202,8 @@ def summary_table(summary: dict) -> str:
         cells = "".join(f"{t:>10.2f}" if t is not None else f"{'—':>10}" for t in times)
         gap = run["final_gap"]
         gap_text = f"{gap:>12.3e}" if gap is not None else f"{'—':>12}"
-        status = run["status"] + (f" ({run['error']})" if run.get("error") else "")
+        error = run.get("error") or ""
+        status = run["status"] + (f" ({error[:90]}{'…' if len(error) > 90 else ''})" if error else "")
         lines.append(f"{method:<13}{cells}{gap_text}{run['peak_memory_mib']:>10.0f}  {status}")
     return "\n".join(lines)
 
