@@ -150,9 +150,17 @@ def compare(game_spec: str, methods=DEFAULT_METHODS, *, time_limit: float = 60.0
                "methods": {r.method: asdict(r) for r in runs}}
     with open(os.path.join(out_dir, "summary.json"), "w") as fh:
         json.dump(summary, fh, indent=2)
-    missing = {r.method: r.status for r in runs if not any(row["method"] == r.method for row in all_rows)}
+    missing = {r.method: _why_missing(r.status, r.error) for r in runs
+               if not any(row["method"] == r.method for row in all_rows)}
     plot_convergence(all_rows, os.path.join(out_dir, "convergence.png"), title=game_spec, missing=missing)
     return summary
+
+
+def _why_missing(status: str, error: str | None) -> str:
+    """A short reason for a method without a single trace point."""
+    if error and "too large" in error:
+        return "refused up front (model too large for memory)"
+    return f"{status.replace('_', ' ')}, no solution"
 
 
 def plot_convergence(rows: list[dict], path: str, title: str = "", missing: dict | None = None) -> None:
@@ -177,7 +185,7 @@ def plot_convergence(rows: list[dict], path: str, title: str = "", missing: dict
     ax_gap.set_ylabel("max deviation")
     ax_gap.set_title(title)
     if missing:
-        note = "\n".join(f"{m}: {status.replace('_', ' ')}, no solution" for m, status in missing.items())
+        note = "\n".join(f"{m}: {why}" for m, why in missing.items())
         ax_gap.text(0.98, 0.98, note, transform=ax_gap.transAxes, ha="right", va="top", fontsize=9,
                     bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8})
     if ax_gap.lines:
@@ -216,5 +224,6 @@ def replot(out_dir: str) -> None:
         rows = [{"method": r["method"], "iteration": int(r["iteration"]), "seconds": float(r["seconds"]),
                  "gap": float(r["gap"]), "infeasibility": float(r["infeasibility"])} for r in csv.DictReader(fh)]
     traced = {r["method"] for r in rows}
-    missing = {m: run["status"] for m, run in summary["methods"].items() if m not in traced}
+    missing = {m: _why_missing(run["status"], run.get("error")) for m, run in summary["methods"].items()
+               if m not in traced}
     plot_convergence(rows, os.path.join(out_dir, "convergence.png"), title=summary["game"], missing=missing)
