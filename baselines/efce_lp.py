@@ -38,6 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from games.game import Game, GameError
+from games.memory import DEFAULT_BUDGET_FRACTION, MemoryBudgetExceeded, default_memory_budget, gib
 from games.payoffs import terminal_map
 from games.relevant import RelevantPairs, connected_infosets, count_relevant_pairs, relevant_pairs
 from polytopes.decompose import check_decomposable
@@ -53,10 +54,9 @@ BYTES_PER_ROW_OR_COLUMN = 160
 #: cvxpy canonicalizes into further copies of the matrices.
 CVXPY_FACTOR = 2.5
 
-DEFAULT_BUDGET_FRACTION = 0.6
 
 
-class ModelTooLarge(GameError):
+class ModelTooLarge(MemoryBudgetExceeded):
     """The LP's estimated size exceeds the memory budget; ``estimate`` and ``budget`` say by how much."""
 
     def __init__(self, message: str, estimate: "ModelSize", budget: int):
@@ -91,31 +91,13 @@ class ModelSize:
     def describe(self) -> str:
         return (f"{self.variables:,} variables ({self.xi_variables:,} relevant pairs ξ + "
                 f"{self.value_variables:,} value variables), {self.rows:,} rows, "
-                f"{self.nonzeros:,} nonzeros, about {_gib(self.bytes)}")
+                f"{self.nonzeros:,} nonzeros, about {gib(self.bytes)}")
 
     def as_dict(self) -> dict:
         return dict(variables=self.variables, xi_variables=self.xi_variables,
                     value_variables=self.value_variables, rows=self.rows,
                     equality_rows=self.equality_rows, inequality_rows=self.inequality_rows,
                     nonzeros=self.nonzeros, estimated_bytes=self.bytes)
-
-
-def _gib(n: float) -> str:
-    return f"{n / 2**30:.3g} GiB"
-
-
-def available_memory_bytes() -> int:
-    """``MemAvailable`` from ``/proc/meminfo`` (falls back to ``MemFree``, then 4 GiB)."""
-    try:
-        with open("/proc/meminfo") as fh:
-            info = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in fh if ":" in line}
-        return info.get("MemAvailable", info.get("MemFree", 4 * 2**30))
-    except (OSError, ValueError, IndexError):
-        return 4 * 2**30
-
-
-def default_memory_budget() -> int:
-    return int(DEFAULT_BUDGET_FRACTION * available_memory_bytes())
 
 
 # --------------------------------------------------------------------------- per-player tables
@@ -197,8 +179,8 @@ def check_memory(size: ModelSize, game: Game, budget: int | None, *, factor: flo
     if need > budget:
         raise ModelTooLarge(
             f"{what} of {game.name} is too large: {size.describe()}"
-            + (f", ×{factor:g} for this front end = {_gib(need)}" if factor != 1.0 else "")
-            + f", over the memory budget of {_gib(budget)}{fraction_note}. Not building it; use "
+            + (f", ×{factor:g} for this front end = {gib(need)}" if factor != 1.0 else "")
+            + f", over the memory budget of {gib(budget)}{fraction_note}. Not building it; use "
             f"the scaled-extension regret minimizer instead, or raise memory_budget.",
             size, budget)
     return budget

@@ -103,3 +103,12 @@ def test_solve_command_json_contract(capsys):
     assert "exploitability" in out and "value" in out
     assert main(["solve", "kuhn", "--method", "rm", "--json"]) == 2
     assert "chance" in json.loads(capsys.readouterr().out)["error"]
+
+
+def test_a_model_over_the_memory_budget_is_refused_up_front():
+    from games.memory import MemoryBudgetExceeded
+    from solvers.efce import estimate_efce_bytes
+    game = games.sheriff(max_bribe=1, max_items=1, rounds=2)
+    with pytest.raises(MemoryBudgetExceeded, match="too large: about .* GiB, over the memory budget"):
+        solve_efce(game, memory_budget=estimate_efce_bytes(game) - 1)
+    assert solve_efce(game, iterations=10, memory_budget=estimate_efce_bytes(game)).iterations == 10
