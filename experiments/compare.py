@@ -94,15 +94,10 @@ def run_method(game_spec: str, method: str, out_dir: str, *, time_limit: float,
     return run, rows
 
 
-_last_children_rss = [0.0]
-
-
 def _child_peak_mib() -> float:
-    """Peak RSS of the child that just ended (the children's maximum only grows, so a method
-    below an earlier one reports the earlier maximum: an upper bound)."""
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
-    _last_children_rss[0] = rss
-    return rss
+    """Peak RSS over the children waited for so far (an upper bound for the last one; a child
+    that reports its own peak in its JSON overrides it)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
 
 
 def _last_json(stdout: str) -> dict | None:

@@ -71,7 +71,7 @@ def used_constraint_rows(chain: Chain, constraints: VSFConstraints) -> np.ndarra
     first_source = chain.entry_index[chain.source[chain.source_ptr[:-1]]]
     t1, t2 = s1_of[first_target].astype(np.int64), s2_of[first_target].astype(np.int64)
     u1, u2 = s1_of[first_source].astype(np.int64), s2_of[first_source].astype(np.int64)
-    game_spaces = constraints._spaces
+    game_spaces = constraints.spaces
     simplex = chain.kind == SIMPLEX
     # Which player's infoset the constraint belongs to, and the fixed opponent sequence.
     player1_split = simplex & (u2 == t2)

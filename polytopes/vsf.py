@@ -39,6 +39,7 @@ class VSFConstraints:
     row_infoset: np.ndarray
     row_other_seq: np.ndarray
     pairs: RelevantPairs
+    spaces: tuple  # the two players' SequenceSpace objects
 
     @property
     def num_rows(self) -> int:
@@ -51,10 +52,6 @@ class VSFConstraints:
     def max_violation(self, xi: np.ndarray) -> float:
         """Largest violation of Definition 3: ``max(|C ξ − b|_∞, max(−ξ))``."""
         return float(max(np.abs(self.residual(xi)).max(initial=0.0), (-xi).max(initial=0.0), 0.0))
-
-    @property
-    def _spaces(self):
-        return self._game_spaces
 
     def _key(self, player, infoset, other):
         width = int(max(self.row_other_seq.max(initial=0), 0)) + 1
@@ -136,7 +133,5 @@ def vsf_constraints(game: Game, pairs: RelevantPairs | None = None) -> VSFConstr
                            shape=(len(row_player), len(pairs)))
     rhs = np.zeros(len(row_player))
     rhs[0] = 1.0
-    result = VSFConstraints(matrix, rhs, row_player.astype(np.int8), row_infoset.astype(np.int64),
-                            row_other.astype(np.int64), pairs)
-    object.__setattr__(result, "_game_spaces", s)
-    return result
+    return VSFConstraints(matrix, rhs, row_player.astype(np.int8), row_infoset.astype(np.int64),
+                          row_other.astype(np.int64), pairs, s)

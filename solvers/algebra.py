@@ -281,6 +281,16 @@ def convex_hull(*rms, rule: LocalRule | str) -> ConvexHull:
 
 
 # ---------------------------------------------------------------------------- chains
+def _add_to_sources(lt: np.ndarray, src, single, unique: bool, v: float) -> None:
+    """Algorithm 1's ``ℓ̃_x += v · a``: ``h`` is the sum of the step's source entries."""
+    if single is not None:
+        lt[single] += v
+    elif unique:
+        lt[src] += v
+    else:
+        np.add.at(lt, src, v)
+
+
 @dataclass(frozen=True, eq=False)
 class ChainMinimizer:
     """Algorithm 1 along ``{1} ◁h1 X1 ◁h2 … ◁hn Xn`` (left-associative), flattened.
@@ -364,12 +374,7 @@ class ChainMinimizer:
             return lt
         for lo, hi, src, single, unique, off in reversed(self._steps):
             v = float(lt[lo:hi] @ y[off:off + hi - lo]) if off >= 0 else lt[lo]
-            if single is not None:
-                lt[single] += v
-            elif unique:
-                lt[src] += v
-            else:
-                np.add.at(lt, src, v)
+            _add_to_sources(lt, src, single, unique, v)
         return lt
 
     def observe(self, state: State, loss) -> State:
@@ -399,13 +404,7 @@ class ChainMinimizer:
             for lo, hi, src, single, unique, off in reversed(self._steps):
                 i = lo + int(np.argmin(lt[lo:hi]))
                 w[i] = 1.0
-                v = lt[i]
-                if single is not None:
-                    lt[single] += v
-                elif unique:
-                    lt[src] += v
-                else:
-                    np.add.at(lt, src, v)
+                _add_to_sources(lt, src, single, unique, lt[i])
         return float(lt[0]), chain.point(w)
 
     # -------------------------------------------------------------- helpers

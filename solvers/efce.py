@@ -82,19 +82,14 @@ def build_efce_model(game: Game, welfare_threshold: float | None = None,
     pairs = relevant_pairs(game) if pairs is None else pairs
     xi_chain = correlation_plan(game, pairs) if xi_chain is None else xi_chain
     triggers = trigger_deviations(game, welfare=welfare_threshold is not None)
-    A = _payoff_matrix(game, pairs, triggers, welfare_threshold)
     entry_of_pair = np.empty(len(pairs), dtype=np.int64)
     entry_of_pair[xi_chain.entry_index] = np.arange(len(pairs))
-    A = _permute_rows(A, entry_of_pair)
+    A = _payoff_matrix(game, pairs, triggers, welfare_threshold, entry_of_pair)
     return EFCEModel(game, pairs, xi_chain, triggers, A, A.T.tocsr(), welfare_threshold)
 
 
-def _permute_rows(A: sp.csr_matrix, new_row_of_old: np.ndarray) -> sp.csr_matrix:
-    coo = A.tocoo()
-    return sp.csr_matrix((coo.data, (new_row_of_old[coo.row], coo.col)), shape=A.shape)
-
-
-def _payoff_matrix(game, pairs, triggers: TriggerSpace, tau) -> sp.csr_matrix:
+def _payoff_matrix(game, pairs, triggers: TriggerSpace, tau, entry_of_pair) -> sp.csr_matrix:
+    """``A`` with rows numbered by ``entry_of_pair`` (Ξ's chain entries), columns by Y's entries."""
     tm = terminal_map(game)
     weighted = tm.weighted_payoffs()
     term_pair = pairs.index(tm.sequences[:, 0], tm.sequences[:, 1])
@@ -134,7 +129,7 @@ def _payoff_matrix(game, pairs, triggers: TriggerSpace, tau) -> sp.csr_matrix:
         rows += [term_pair, np.array([0])]
         cols += [np.full(len(term_pair), lam), np.array([lam])]
         vals += [-weighted.sum(axis=1), np.array([float(tau)])]
-    A = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+    A = sp.csr_matrix((np.concatenate(vals), (entry_of_pair[np.concatenate(rows)], np.concatenate(cols))),
                       shape=(len(pairs), n_entries))
     A.sum_duplicates()
     return A

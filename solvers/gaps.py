@@ -77,7 +77,7 @@ class EFCEGapEvaluator:
         pos, pre, _, sub_hi = _preorder(child_ptr, child_order, first, num_actions, space.num_sequences)
         return dict(first=first, num_actions=num_actions, child_ptr=child_ptr, child_inf=child_order,
                     pos=pos, pre=pre, sub_hi=sub_hi, term_ptr=term_ptr, term_order=order,
-                    term_other=other[order], seq_parent=space.seq_parent.astype(np.int64),
+                    term_own=own, term_other=other[order],
                     infoset_parent=space.infoset_parent_seq.astype(np.int64))
 
     def utilities(self, xi: np.ndarray) -> np.ndarray:
@@ -94,8 +94,7 @@ class EFCEGapEvaluator:
             t = self._players[i]
             w = self.weighted[:, i]
             # Following values: per own sequence, then accumulated over subtrees.
-            per_seq = np.zeros(len(t["term_ptr"]) - 1)
-            np.add.at(per_seq, self._own_sequences(i), w * at_terminal)
+            per_seq = np.bincount(t["term_own"], weights=w * at_terminal, minlength=len(t["term_ptr"]) - 1)
             follow = _subtree_sums(per_seq, t["first"], t["num_actions"], t["infoset_parent"])
             line_ptr, line_other, line_perm = self._lines[i]
             line_val = xi if line_perm is None else xi[line_perm]
@@ -109,12 +108,6 @@ class EFCEGapEvaluator:
         gap = max(0.0, best[player])
         worst_seq = int(np.nanargmax(gains[player])) if np.isfinite(best[player]) else -1
         return GapReport(gap, gains, self.weighted.T @ at_terminal, (player, worst_seq))
-
-    def _own_sequences(self, i: int) -> np.ndarray:
-        if not hasattr(self, "_own_cache"):
-            tm_seq = np.stack([self.pairs.sigma1[self.terminal_pair], self.pairs.sigma2[self.terminal_pair]], 1)
-            self._own_cache = tm_seq.astype(np.int64)
-        return self._own_cache[:, i]
 
 
 def efce_gap(game: Game, xi: np.ndarray, pairs: RelevantPairs | None = None) -> float:
