@@ -187,7 +187,7 @@ def solve_subgradient(game: Game, *, step_size: float = 1e-3, step_rule: str = "
                       tolerance: float = 1e-6, seed: int = 0,
                       memory_budget: int | None = None, start: str = "uniform",
                       xi0: np.ndarray | None = None,
-                      progress: Callable[[int, float, float], None] | None = None) -> SolveResult:
+                      progress: Callable[[TraceRow], None] | None = None) -> SolveResult:
     """Subgradient descent on the max deviation with incremental constraint projection
     (Farina et al. 2019c; Wang and Bertsekas 2013).
 
@@ -247,7 +247,7 @@ def solve_subgradient(game: Game, *, step_size: float = 1e-3, step_rule: str = "
             infeas = vsf.max_violation(xi)
             trace.append(TraceRow(it, time.perf_counter() - t0, gap, infeas))
             if progress is not None:
-                progress(it, gap, trace[-1].seconds)
+                progress(trace[-1])
             best_gap = min(best_gap, gap)
             if gap <= tolerance and infeas <= tolerance:
                 status = "converged"

@@ -28,7 +28,7 @@ def bench(spec: str, method: str, iterations: int) -> dict:
     total = time.perf_counter() - started
     return {"game": spec, "method": method, "iterations": iterations,
             "seconds_per_iteration": total / iterations,
-            "solver_seconds_per_iteration": res.info["solver_seconds"] / iterations,
+            "solver_seconds_per_iteration": res.info["iteration_seconds"] / iterations,
             "gap_evaluations": len(res.trace), "efce_gap": res.info["efce_gap"],
             "support": res.info["support"]}
 

@@ -61,7 +61,7 @@ def cfr_leduc():
     from solvers.cfr import solve_cfr
     game = games.leduc(2)
     solve_cfr(game, iterations=5)
-    result = solve_cfr(game, iterations=2000, trace_every=2000)
+    result = solve_cfr(game, iterations=2000, check_every=2000)
     return {"infosets": [game.sequences(p).num_infosets for p in (0, 1)], "iterations": result.iterations,
             "ms_per_iteration": round(1e3 * result.seconds / result.iterations, 4),
             "exploitability": result.info["exploitability"], "value": result.info["value"]}

@@ -2,7 +2,7 @@
 
 A benchmark script defines ``CASES = {name: function}``; every function returns a dict of
 measurements.  ``main(CASES)`` runs each selected case as ``python script.py --case NAME`` so that
-peak memory (``ru_maxrss`` of that process) belongs to that case alone, then prints a table and
+peak memory (the high-water mark of that process) belongs to that case alone, then prints a table and
 optionally writes the JSON list to ``--out``.
 """
 
@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import subprocess
 import sys
 import time
 
-
-def peak_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+from experiments.harness import run_child
+from games.memory import peak_memory_mib as peak_mib
 
 
 def timed(fn, *args, **kwargs):
@@ -42,14 +39,9 @@ def main(cases: dict, description: str) -> None:
     results = []
     for name in names:
         print(f"… {name}", file=sys.stderr, flush=True)
-        try:
-            proc = subprocess.run([sys.executable, sys.argv[0], "--case", name], capture_output=True,
-                                  text=True, timeout=args.timeout)
-            line = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
-            result = json.loads(line) if line.startswith("{") else {
-                "case": name, "error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
-        except subprocess.TimeoutExpired:
-            result = {"case": name, "error": f"timed out after {args.timeout:.0f} s"}
+        child = run_child([sys.executable, sys.argv[0], "--case", name], timeout=args.timeout)
+        result = child.payload if child.payload and not child.timed_out else {
+            "case": name, "error": child.error or "failed"}
         results.append(result)
         print(json.dumps(result), flush=True)
     if args.out:

@@ -1,4 +1,4 @@
-"""``python -m experiments`` is the ``efce`` command."""
+"""``python -m experiments`` is the ``efce`` command (``python -m efce`` is the preferred name)."""
 
 import sys
 

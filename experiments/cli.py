@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -116,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         result, text = args.run(args)
-        output = json.dumps(result, default=_to_json) if want_json else text
+        output = json.dumps(_finite(result), default=_to_json, allow_nan=False) if want_json else text
+    except KeyboardInterrupt:
+        return _fail("interrupted before any result was computed", want_json, code=130)
     except (CommandError, GameError, MemoryError, OSError, KeyError, ValueError) as exc:
         message = str(exc) if not isinstance(exc, MemoryError) else "out of memory"
         if isinstance(exc, KeyError):
@@ -138,20 +141,30 @@ def _to_json(value):
     """numpy scalars and arrays in results become plain JSON values."""
     import numpy as np
     if isinstance(value, np.ndarray):
-        return value.tolist()
+        return _finite(value.tolist())
     if isinstance(value, np.generic):
-        return value.item()
+        return _finite(value.item())
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-def _fail(message: str, want_json: bool) -> int:
+def _finite(value):
+    """JSON has no NaN or Infinity: a non-finite number is reported as null (unknown)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _fail(message: str, want_json: bool, code: int = 2) -> int:
     if want_json:
-        import resource
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-        print(json.dumps({"error": message, "peak_memory_mib": round(peak, 1)}))
+        from games.memory import peak_memory_mib
+        print(json.dumps({"error": message, "peak_memory_mib": peak_memory_mib()}))
     else:
         print(f"efce: error: {message}", file=sys.stderr)
-    return 2
+    return code
 
 
 def _import_commands() -> None:

@@ -7,7 +7,11 @@ import os
 import re
 import sys
 
+from solvers.driver import stop_on_signals, stop_requested
+
 from .cli import CommandError, command
+from .compare import DEFAULT_METHODS, check_compare_arguments, compare, summary_table
+from .solve import METHODS
 
 #: The README's main job: a tiny game where the LP wins and a larger one where regret
 #: minimization pulls ahead (about a minute in all).
@@ -22,8 +26,8 @@ PRESETS = {
 
 def _configure(p):
     p.add_argument("game", nargs="?", default=None, help="a .efg path or spec (default: the preset's games)")
-    p.add_argument("--methods", default="rm,lp-highs,subgradient",
-                   help="comma-separated: rm, lp-highs, lp-cvxpy, subgradient, cfr+, icfr, ...")
+    p.add_argument("--methods", default=",".join(DEFAULT_METHODS),
+                   help=f"comma-separated, from: {', '.join(METHODS)}")
     p.add_argument("--time-limit", type=float, default=None,
                    help="seconds per method (default 30; 600 with --preset paper)")
     p.add_argument("--memory-limit", type=float, default=None, help="GiB per method (default: none)")
@@ -40,24 +44,31 @@ def _slug(spec: str) -> str:
 @command("compare", _configure)
 def run_compare(args):
     """Compare LP, regret minimization and subgradient runtimes on one or more games."""
-    from .compare import compare, summary_table
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    from .cmd_solve import METHODS
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        raise CommandError(f"unknown method(s) {', '.join(unknown)}; valid: {', '.join(METHODS)}")
     games = [args.game] if args.game else PRESETS[args.preset]
-    time_limit = args.time_limit or (600.0 if args.preset == "paper" else 30.0)
-    sub_args = (["--step-size", str(args.step_size)] if args.step_size else []) + \
-        (["--start", args.start] if args.start else [])
-    extra = {"subgradient": sub_args} if sub_args else {}
+    time_limit = args.time_limit if args.time_limit is not None else (
+        600.0 if args.preset == "paper" else 30.0)
+    subgradient = {"step_size": args.step_size, "start": args.start}
+    options = {"subgradient": subgradient} if "subgradient" in methods else {}
+    if "subgradient" not in methods and any(v is not None for v in subgradient.values()):
+        raise CommandError("--step-size and --start are subgradient options, and subgradient is not "
+                           "among the methods")
+    out_dirs = [args.out if len(games) == 1 else os.path.join(args.out, _slug(spec)) for spec in games]
+    for spec, out_dir in zip(games, out_dirs):  # every game checked before the first run
+        check_compare_arguments(spec, methods, time_limit=time_limit,
+                                memory_limit_gib=args.memory_limit, out_dir=out_dir, options=options)
     summaries, texts = {}, []
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
-    for spec in games:
-        out_dir = args.out if len(games) == 1 else os.path.join(args.out, _slug(spec))
-        summary = compare(spec, methods, time_limit=time_limit, memory_limit_gib=args.memory_limit,
-                          out_dir=out_dir, extra_args=extra, log=log)
-        summaries[spec] = summary
-        texts.append(summary_table(summary) + f"\n(files in {out_dir}: traces.csv, summary.json, convergence.png)")
-    result = summaries[games[0]] if len(games) == 1 else {"games": summaries}
+    with stop_on_signals():
+        for spec, out_dir in zip(games, out_dirs):
+            if stop_requested():
+                break
+            summary = compare(spec, methods, time_limit=time_limit, memory_limit_gib=args.memory_limit,
+                              out_dir=out_dir, options=options, log=log)
+            summaries[spec] = summary
+            texts.append(summary_table(summary) + f"\n(files in {out_dir}: traces.csv, summary.json, convergence.png)")
+    if not summaries:
+        raise CommandError("interrupted before the first method finished")
+    result = summaries[games[0]] if len(games) == 1 else {"games": summaries,
+                                                         "interrupted": stop_requested()}
     return result, "\n\n".join(texts)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import resource
 import time
+
+from games.memory import peak_memory_mib
 
 from .cli import command
 
@@ -16,10 +17,6 @@ def _configure(p):
     p.add_argument("--show", action="store_true",
                    help="print the chain in the paper's notation and the fill-in grid (small games)")
     p.add_argument("--seed", type=int, default=0)
-
-
-def peak_memory_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 @command("decompose", _configure)

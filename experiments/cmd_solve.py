@@ -1,90 +1,70 @@
-"""``efce solve GAME --method M``: every solver and baseline behind one command."""
+"""``efce solve GAME --method M``: a thin layer over :func:`experiments.solve.solve`."""
 
 from __future__ import annotations
 
-import resource
+import argparse
 import time
 
-from .cli import CommandError, command
-from .progress import Progress
+from games.memory import peak_memory_mib
+from solvers.driver import graceful, stop_on_signals
 
-METHODS = ("rm", "cfr", "cfr+", "icfr", "cfr-s", "lp-highs", "lp-cvxpy", "subgradient")
+from .cli import CommandError, command
+from .paths import check_writable
+from .progress import Progress
+from .solve import METHODS, OPTIONS, solve
 
 
 def _configure(p):
     p.add_argument("game", help="a .efg path or a spec such as sheriff:max_bribe=2,max_items=2,rounds=2")
-    p.add_argument("--method", required=True, choices=METHODS)
-    p.add_argument("--iterations", type=int, default=None,
-                   help="iteration budget (default: 10000 for rm/icfr/cfr-s, 1000 for cfr/cfr+)")
-    p.add_argument("--time-limit", type=float, default=None, help="seconds")
-    p.add_argument("--target-gap", type=float, default=None,
-                   help="stop once the max deviation (or exploitability) is at most this")
-    p.add_argument("--welfare-threshold", type=float, default=None,
-                   help="rm, lp-*: look for an EFCE with social welfare at least this")
-    p.add_argument("--objective", default="welfare", choices=("welfare", "feasibility", "player1", "player2"),
-                   help="lp-*: objective of the EFCE LP")
-    p.add_argument("--step-size", type=float, default=1e-3, help="subgradient: step size")
-    p.add_argument("--start", default="uniform", choices=("uniform", "random"),
-                   help="subgradient: initial plan (the uniform plan is an exact EFCE in some games)")
-    p.add_argument("--local", default="rm+", help="rm/cfr: local regret minimizer (rm, rm+, hedge, prm+, dcfr)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--method", required=True, choices=list(METHODS),
+                   help="; ".join(f"{m.name}: {m.description}" for m in METHODS.values()))
+    for option in OPTIONS.values():
+        users = ", ".join(m.name for m in METHODS.values() if option.name in m.defaults)
+        p.add_argument("--" + option.name.replace("_", "-"), dest=option.name, default=None,
+                       type=_cli_type(option.kind), choices=option.choices,
+                       help=f"{option.help} ({users})")
     p.add_argument("--trace", default=None, help="write the trace as CSV to this file")
 
 
-def solve(game, method: str, *, iterations=None, time_limit=None, target_gap=None,
-          welfare_threshold=None, objective="welfare", step_size=1e-3, local="rm+", seed=0,
-          start="uniform", progress=None):
-    """Dispatch to the method; returns a :class:`solvers.result.SolveResult`."""
-    if method == "rm":
-        from solvers.efce import solve_efce
-        from solvers.local import make_rule
-        return solve_efce(game, iterations=iterations or 10_000, time_limit=time_limit,
-                          target_gap=1e-3 if target_gap is None else target_gap,
-                          welfare_threshold=welfare_threshold, rule=make_rule(local), progress=progress)
-    if method in ("cfr", "cfr+"):
-        from solvers.cfr import solve_cfr
-        return solve_cfr(game, iterations=iterations or 1000, variant=method, time_limit=time_limit,
-                         target_gap=target_gap, progress=progress)
-    if method in ("icfr", "cfr-s"):
-        from solvers.icfr import solve_icfr
-        report = (lambda row: progress(row.iteration, row.gap, row.seconds)) if progress else None
-        return solve_icfr(game, iterations or 10_000, seed=seed, method=method, time_limit=time_limit,
-                          progress=report)
-    if method in ("lp-highs", "lp-cvxpy"):
-        import baselines
-        fn = baselines.solve_lp_highs if method == "lp-highs" else baselines.solve_lp_cvxpy
-        return fn(game, objective=objective, time_limit=time_limit, welfare_threshold=welfare_threshold)
-    if method == "subgradient":
-        import baselines
-        return baselines.solve_subgradient(game, iterations=iterations or 10_000, time_limit=time_limit,
-                                           step_size=step_size, seed=seed, start=start, progress=progress)
-    raise CommandError(f"unknown method '{method}'; valid: {', '.join(METHODS)}")
+def _cli_type(kind):
+    """Parse a flag's text by the option's type, with an error naming the expected type."""
+    def parse(text):
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
+                                             f"got '{text}'") from None
+    parse.__name__ = kind.__name__
+    return parse if kind in (int, float) else str
 
 
 @command("solve", _configure)
 def run_solve(args):
     """Solve a game with one method and report gaps, welfare and feasibility."""
     from games.spec import make_game
-    started = time.perf_counter()
-    game = make_game(args.game)
-    build = time.perf_counter() - started
-    bar = Progress(f"{args.method} on {game.name}", enabled=None if not args.json else False)
-    try:
-        result = solve(game, args.method, iterations=args.iterations, time_limit=args.time_limit,
-                       target_gap=args.target_gap, welfare_threshold=args.welfare_threshold,
-                       objective=args.objective, step_size=args.step_size, local=args.local,
-                       seed=args.seed, start=args.start, progress=bar)
-    except MemoryError:
-        raise CommandError(f"{args.method} ran out of memory on {game.name}") from None
-    finally:
-        bar.close()
-    result.setup_seconds += build
+    from .solve import validate_options
+    options = {name: getattr(args, name) for name in OPTIONS}
+    iterations = validate_options(args.method, options).get("iterations")
+    if args.trace:
+        check_writable(args.trace)
+    with stop_on_signals(), graceful():
+        started = time.perf_counter()
+        game = make_game(args.game)
+        build_seconds = time.perf_counter() - started
+        bar = Progress(f"{args.method} on {game.name}", total=iterations,
+                       enabled=None if not args.json else False)
+        try:
+            result = solve(game, args.method, progress=bar, **options)
+        except MemoryError:
+            raise CommandError(f"{args.method} ran out of memory on {game.name}") from None
+        finally:
+            bar.close()
+    result.setup_seconds += build_seconds
     if args.trace:
         result.write_trace(args.trace)
-    out = result.to_json()
-    out["game"] = game.name
-    out["peak_memory_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
-    out.setdefault("efce_gap", None)
+    out = {"game": game.name, **result.to_json(), "peak_memory_mib": peak_memory_mib()}
+    for key in ("efce_gap", "iteration_seconds"):
+        out.setdefault(key, None)
     lines = [f"{args.method} on {game.name}: {result.status} after {result.iterations:,} iterations",
              f"  setup {result.setup_seconds:.2f} s, solve {result.seconds:.2f} s"]
     for key in ("efce_gap", "efcce_gap", "nfcce_gap", "exploitability", "value", "welfare",

@@ -1,8 +1,9 @@
 """Compare EFCE methods on one game: each in its own process, under time and memory limits.
 
-Every method runs as ``efce solve GAME --method M --json --trace FILE`` in a child process with an
-address-space limit (``RLIMIT_AS``) and a wall-clock limit, so a method that runs out of memory
-or time is recorded as such while the others go on.  The runner writes
+Every method runs as ``efce solve GAME --method M --json --trace FILE`` in a child process of
+:mod:`experiments.harness` with an address-space limit and a wall-clock limit, so a method that
+runs out of memory or time is recorded as such while the others go on.  The arguments are all
+checked before the first child starts.  The runner writes
 
 * ``traces.csv`` — every trace row of every method (method, iteration, seconds, gap, infeasibility);
 * ``summary.json`` — per method: status, final gap, time to reach 1e-1/1e-2/1e-3, peak memory;
@@ -14,13 +15,17 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
-import resource
-import signal
-import subprocess
-import sys
-import time
 from dataclasses import asdict, dataclass, field
+
+from games.game import GameError
+from games.spec import check_spec
+from solvers.driver import graceful, stop_requested
+
+from .harness import efce_command, run_child
+from .paths import check_output_folder
+from .solve import validate_options
 
 THRESHOLDS = (1e-1, 1e-2, 1e-3)
 DEFAULT_METHODS = ("rm", "lp-highs", "subgradient")
@@ -31,7 +36,7 @@ class MethodRun:
     method: str
     status: str
     wall_seconds: float
-    peak_memory_mib: float
+    peak_memory_mib: float | None
     final_gap: float | None = None
     time_to_gap: dict[str, float | None] = field(default_factory=dict)
     feasible_iterates: bool | None = None
@@ -40,46 +45,40 @@ class MethodRun:
     error: str | None = None
 
 
+def option_arguments(options: dict) -> list[str]:
+    """``{"step_size": 1e-6}`` → ``["--step-size", "1e-06"]`` (the ``efce solve`` flags)."""
+    args = []
+    for name, value in options.items():
+        if value is not None:
+            args += ["--" + name.replace("_", "-"), str(value)]
+    return args
+
+
 def run_method(game_spec: str, method: str, out_dir: str, *, time_limit: float,
-               memory_limit_gib: float | None, extra_args: list[str] | None = None) -> tuple[MethodRun, list[dict]]:
-    """Run one method in a child process; never raises for the method's own failures."""
+               memory_limit_gib: float | None, options: dict | None = None) -> tuple[MethodRun, list[dict]]:
+    """Run one method in a child process (:mod:`experiments.harness`); never raises for the
+    method's own failures."""
     trace_path = os.path.join(out_dir, f"trace_{method}.csv")
-    cmd = [sys.executable, "-m", "experiments", "solve", game_spec, "--method", method, "--json",
-           "--time-limit", str(time_limit), "--trace", trace_path, *(extra_args or [])]
+    command = efce_command("solve", game_spec, "--method", method, "--json",
+                           "--time-limit", str(time_limit), "--trace", trace_path,
+                           *option_arguments(options or {}))
     limit = None if memory_limit_gib is None else int(memory_limit_gib * 2**30)
-
-    def limit_memory():  # runs in the child before exec
-        if limit is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=limit_memory, text=True)
     grace = 60.0 + 0.5 * time_limit  # model building is outside the solver's own time limit
-    try:
-        stdout, stderr = proc.communicate(timeout=time_limit + grace)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGKILL)
-        stdout, stderr = proc.communicate()
-        timed_out = True
-    wall = time.perf_counter() - started
-    peak = _child_peak_mib()
-    run = MethodRun(method, "error", wall, peak)
-    payload = _last_json(stdout)
-    if timed_out:
+    child = run_child(command, timeout=time_limit + grace, memory_limit_bytes=limit,
+                      stop_requested=stop_requested)
+    run = MethodRun(method, "error", child.wall_seconds, child.peak_memory_mib)
+    payload = child.payload
+    if child.timed_out:
         run.status = "time_limit"
-        run.error = f"killed after {wall:.0f} s"
+        run.error = child.error
     elif payload is None or "error" in payload:
-        message = (payload or {}).get("error") or (stderr.strip().splitlines() or ["no output"])[-1]
-        run.peak_memory_mib = (payload or {}).get("peak_memory_mib", run.peak_memory_mib)
-        run.error = message
-        run.status = "out_of_memory" if ("memory" in message.lower() or proc.returncode == -signal.SIGKILL) else "error"
+        run.error = child.error
+        lowered = (run.error or "").lower()
+        run.status = "out_of_memory" if ("memory" in lowered or "too large" in lowered) else "error"
     else:
         run.status = payload.get("status", "error")
         run.result = payload
         run.final_gap = payload.get("efce_gap")
-        run.peak_memory_mib = payload.get("peak_memory_mib", run.peak_memory_mib)
         run.feasible_iterates = payload.get("feasible_iterates")
     rows = _read_trace(trace_path, method)
     if rows:
@@ -94,23 +93,6 @@ def run_method(game_spec: str, method: str, out_dir: str, *, time_limit: float,
     return run, rows
 
 
-def _child_peak_mib() -> float:
-    """Peak RSS over the children waited for so far (an upper bound for the last one; a child
-    that reports its own peak in its JSON overrides it)."""
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
-
-
-def _last_json(stdout: str) -> dict | None:
-    for line in reversed(stdout.strip().splitlines()):
-        try:
-            value = json.loads(line)
-            if isinstance(value, dict):
-                return value
-        except json.JSONDecodeError:
-            continue
-    return None
-
-
 def _read_trace(path: str, method: str) -> list[dict]:
     if not os.path.exists(path):
         return []
@@ -123,25 +105,85 @@ def _read_trace(path: str, method: str) -> list[dict]:
     return rows
 
 
+def check_compare_arguments(game_spec: str, methods, *, time_limit: float,
+                            memory_limit_gib: float | None, out_dir: str,
+                            options: dict[str, dict] | None = None) -> None:
+    """Every check :func:`compare` makes before it starts a single child process.
+
+    Raises
+    ------
+    GameError
+        An unknown or missing game, no method, an unknown method or option, a limit that is
+        not a positive finite number, or an output folder that cannot be written.
+    """
+    check_spec(game_spec)
+    if not methods:
+        raise GameError("no method to compare: give at least one with --methods")
+    for name, value in (("--time-limit", time_limit), ("--memory-limit", memory_limit_gib)):
+        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise GameError(f"{name} must be a positive number, got {value}")
+    for method in methods:
+        validate_options(method, (options or {}).get(method, {}))
+    unknown = sorted(set(options or {}) - set(methods))
+    if unknown:
+        raise GameError(f"options given for method(s) not compared: {', '.join(unknown)}")
+    check_output_folder(out_dir)
+
+
 def compare(game_spec: str, methods=DEFAULT_METHODS, *, time_limit: float = 60.0,
             memory_limit_gib: float | None = None, out_dir: str = "results",
-            extra_args: dict[str, list[str]] | None = None, log=None) -> dict:
-    """Run every method on ``game_spec`` and write traces.csv, summary.json, convergence.png."""
+            options: dict[str, dict] | None = None, log=None) -> dict:
+    """Run every method on ``game_spec``, each in its own process, and write ``traces.csv``,
+    ``summary.json`` and ``convergence.png`` into ``out_dir``.
+
+    Parameters
+    ----------
+    game_spec : str
+        A spec string or ``.efg`` path (the children build the game themselves).
+    methods : sequence of str
+        Keys of :data:`experiments.solve.METHODS`.
+    time_limit : float
+        Seconds per method for its iterations (or solver call).
+    memory_limit_gib : float, optional
+        Address-space limit per child.
+    options : dict, optional
+        Method → its ``efce solve`` options (e.g. ``{"subgradient": {"step_size": 1e-6}}``).
+    log : callable, optional
+        Called with a line of text before each method.
+
+    Returns
+    -------
+    dict
+        The summary (also written to ``summary.json``); ``"interrupted": true`` when a stop
+        request (Ctrl-C, SIGTERM) ended the comparison early — what was computed is kept.
+
+    Raises
+    ------
+    GameError
+        From :func:`check_compare_arguments`, before anything runs or is written.
+    """
+    methods = list(methods)
+    check_compare_arguments(game_spec, methods, time_limit=time_limit,
+                            memory_limit_gib=memory_limit_gib, out_dir=out_dir, options=options)
     os.makedirs(out_dir, exist_ok=True)
     runs, all_rows = [], []
-    for method in methods:
-        if log:
-            log(f"running {method} on {game_spec} (time limit {time_limit:g} s)")
-        run, rows = run_method(game_spec, method, out_dir, time_limit=time_limit,
-                               memory_limit_gib=memory_limit_gib,
-                               extra_args=(extra_args or {}).get(method))
-        runs.append(run)
-        all_rows += rows
+    with graceful():
+        for method in methods:
+            if stop_requested():
+                break
+            if log:
+                log(f"running {method} on {game_spec} (time limit {time_limit:g} s)")
+            run, rows = run_method(game_spec, method, out_dir, time_limit=time_limit,
+                                   memory_limit_gib=memory_limit_gib,
+                                   options=(options or {}).get(method))
+            runs.append(run)
+            all_rows += rows
     with open(os.path.join(out_dir, "traces.csv"), "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=["method", "iteration", "seconds", "gap", "infeasibility"])
         writer.writeheader()
         writer.writerows(all_rows)
     summary = {"game": game_spec, "time_limit": time_limit, "memory_limit_gib": memory_limit_gib,
+               "interrupted": stop_requested(),
                "methods": {r.method: asdict(r) for r in runs}}
     with open(os.path.join(out_dir, "summary.json"), "w") as fh:
         json.dump(summary, fh, indent=2)
@@ -207,18 +249,8 @@ def summary_table(summary: dict) -> str:
         gap_text = f"{gap:>12.3e}" if gap is not None else f"{'—':>12}"
         error = run.get("error") or ""
         status = run["status"] + (f" ({error[:90]}{'…' if len(error) > 90 else ''})" if error else "")
-        lines.append(f"{method:<13}{cells}{gap_text}{run['peak_memory_mib']:>10.0f}  {status}")
+        peak = run["peak_memory_mib"]
+        peak_text = f"{peak:>10.0f}" if peak is not None else f"{'—':>10}"
+        lines.append(f"{method:<13}{cells}{gap_text}{peak_text}  {status}")
     return "\n".join(lines)
 
-
-def replot(out_dir: str) -> None:
-    """Redraw ``convergence.png`` of a finished comparison from its traces.csv and summary.json."""
-    with open(os.path.join(out_dir, "summary.json")) as fh:
-        summary = json.load(fh)
-    with open(os.path.join(out_dir, "traces.csv")) as fh:
-        rows = [{"method": r["method"], "iteration": int(r["iteration"]), "seconds": float(r["seconds"]),
-                 "gap": float(r["gap"]), "infeasibility": float(r["infeasibility"])} for r in csv.DictReader(fh)]
-    traced = {r["method"] for r in rows}
-    missing = {m: _why_missing(run["status"], run.get("error")) for m, run in summary["methods"].items()
-               if m not in traced}
-    plot_convergence(rows, os.path.join(out_dir, "convergence.png"), title=summary["game"], missing=missing)

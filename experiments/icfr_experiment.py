@@ -44,7 +44,7 @@ def run_one(job):
     res = solve_icfr(game, iterations, seed=seed, method=method)
     data = {"game": key, "spec": GAMES[key], "method": method, "seed": seed,
             "iterations": res.iterations, "seconds": time.perf_counter() - started,
-            "solver_seconds": res.info["solver_seconds"], "support": res.info["support"],
+            "solver_seconds": res.info["iteration_seconds"], "support": res.info["support"],
             "welfare": res.info["welfare"], "utilities": res.info["utilities"],
             "trace": [{"iteration": r.iteration, "efce": r.gap, "efcce": r.extra["efcce"],
                        "nfcce": r.extra["nfcce"]} for r in res.trace]}

@@ -1,33 +1,36 @@
-"""A progress line for long runs: shown on a terminal, silent in ``--json`` mode or when stderr
-is not a terminal."""
+"""Progress bars for long runs (tqdm), on stderr when it is a terminal; silent in ``--json``
+mode, in child processes and in tests."""
 
 from __future__ import annotations
 
 import sys
-import time
+
+from tqdm import tqdm
+
+from solvers.result import TraceRow
 
 
 class Progress:
-    """Call as ``progress(iteration, gap, elapsed_seconds=None)``; at most five updates a second."""
+    """A progress callback for :class:`solvers.driver.IterationDriver`: one bar per run, advanced
+    to each recorded trace row, with the row's gap beside it.
 
-    def __init__(self, label: str, enabled: bool | None = None):
-        self.label = label
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self.started = time.perf_counter()
-        self._last = 0.0
+    Parameters
+    ----------
+    label : str
+    total : int, optional
+        The iteration budget (the bar's length).
+    enabled : bool, optional
+        Default: whether stderr is a terminal.
+    """
 
-    def __call__(self, iteration: int, gap: float, elapsed: float | None = None) -> None:
-        if not self.enabled:
-            return
-        now = time.perf_counter()
-        if now - self._last < 0.2:
-            return
-        self._last = now
-        elapsed = now - self.started if elapsed is None else elapsed
-        sys.stderr.write(f"\r{self.label}: iteration {iteration:,}  gap {gap:.3e}  {elapsed:7.1f} s ")
-        sys.stderr.flush()
+    def __init__(self, label: str, total: int | None = None, enabled: bool | None = None):
+        enabled = sys.stderr.isatty() if enabled is None else enabled
+        self._bar = tqdm(total=total, desc=label, unit="it", file=sys.stderr, disable=not enabled,
+                         dynamic_ncols=True)
+
+    def __call__(self, row: TraceRow) -> None:
+        self._bar.update(row.iteration - self._bar.n)
+        self._bar.set_postfix_str(f"gap {row.gap:.3e}", refresh=True)
 
     def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+        self._bar.close()

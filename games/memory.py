@@ -1,23 +1,54 @@
-"""How much memory a run may use: every model that can outgrow the machine checks its estimate
-against this budget up front, so that it is refused with a clear message instead of being
-killed by the system."""
+"""The one resources module: how much memory the machine has, how much this process has used,
+and the budget every model that can outgrow the machine checks its estimate against up front, so
+that it is refused with a clear message instead of being killed by the system.
+
+Measurements go through psutil (portable) and, for the peak resident set size, through the
+operating system's own high-water mark where it keeps one (``getrusage`` on POSIX, the peak
+working set on Windows).
+"""
 
 from __future__ import annotations
+
+import sys
+
+import psutil
 
 from .game import GameError
 
 #: Fraction of the available RAM a single model may claim by default.
 DEFAULT_BUDGET_FRACTION = 0.6
+MIB = 2**20
 
 
 def available_memory_bytes() -> int:
-    """``MemAvailable`` from ``/proc/meminfo`` (falls back to ``MemFree``, then 4 GiB)."""
+    """Memory the system can give a new process without swapping (psutil's ``available``)."""
+    return int(psutil.virtual_memory().available)
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process so far.
+
+    Returns
+    -------
+    int
+        Bytes: the kernel's high-water mark where there is one (``ru_maxrss`` is KiB on Linux and
+        bytes on macOS; ``peak_wset`` on Windows), else the current RSS.
+    """
+    info = psutil.Process().memory_info()
+    peak = getattr(info, "peak_wset", None)
+    if peak:
+        return int(peak)
     try:
-        with open("/proc/meminfo") as fh:
-            info = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in fh if ":" in line}
-        return info.get("MemAvailable", info.get("MemFree", 4 * 2**30))
-    except (OSError, ValueError, IndexError):
-        return 4 * 2**30
+        import resource
+    except ImportError:  # neither POSIX nor Windows: the current size is the best we know
+        return int(info.rss)
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(maxrss if sys.platform == "darwin" else maxrss * 1024)
+
+
+def peak_memory_mib() -> float:
+    """:func:`peak_rss_bytes` in MiB, rounded to 0.1 (the ``peak_memory_mib`` JSON key)."""
+    return round(peak_rss_bytes() / MIB, 1)
 
 
 def default_memory_budget() -> int:
@@ -33,8 +64,27 @@ class MemoryBudgetExceeded(GameError):
 
 
 def check_budget(estimate_bytes: int, what: str, budget: int | None = None) -> int:
-    """Raise :class:`MemoryBudgetExceeded` naming ``what`` and both sizes if ``estimate_bytes``
-    exceeds ``budget`` (bytes; default: 60% of the available RAM).  Returns the budget."""
+    """Refuse a model whose estimated size exceeds the memory budget, before it is built.
+
+    Parameters
+    ----------
+    estimate_bytes : int
+        Estimated peak memory of building and running the model.
+    what : str
+        What is refused, for the message (e.g. "the EFCE LP of sheriff(...)").
+    budget : int, optional
+        Bytes; default: :data:`DEFAULT_BUDGET_FRACTION` of the available RAM.
+
+    Returns
+    -------
+    int
+        The budget that was applied.
+
+    Raises
+    ------
+    MemoryBudgetExceeded
+        Naming ``what`` and both sizes.
+    """
     note = ""
     if budget is None:
         budget = default_memory_budget()

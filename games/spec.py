@@ -99,14 +99,34 @@ def make_game(spec: str) -> Game:
         from .efg import load
         return load(spec)
     name, params = parse_spec(spec)
-    generator = _generator(name)
-    valid = [p for p in inspect.signature(generator).parameters]
-    unknown = sorted(set(params) - set(valid))
-    if unknown:
-        listed = ", ".join(valid) if valid else "none"
-        raise GameError(f"game '{name}': unknown parameter{'s' if len(unknown) > 1 else ''} "
-                        f"{', '.join(unknown)}; valid parameters: {listed}")
+    _check_parameters(name, params)
     try:
-        return generator(**params)
+        return _generator(name)(**params)
     except TypeError as exc:  # e.g. a list where a number is expected
         raise GameError(f"game '{name}': bad parameter value ({exc})") from None
+
+
+def check_spec(spec: str) -> None:
+    """Check that ``spec`` names a game (an existing ``.efg`` file, or a known generator with
+    known parameters) without building it.
+
+    Raises
+    ------
+    GameError
+        Naming the problem (missing file, unknown game, unknown parameter).
+    """
+    if os.path.exists(spec) or spec.lower().endswith(".efg"):
+        if not os.path.isfile(spec):
+            raise GameError(f"no such file: {spec}")
+        if not os.access(spec, os.R_OK):
+            raise GameError(f"cannot read {spec}: permission denied")
+        return
+    _check_parameters(*parse_spec(spec))
+
+
+def _check_parameters(name: str, params: dict) -> None:
+    valid = list(inspect.signature(_generator(name)).parameters)
+    unknown = sorted(set(params) - set(valid))
+    if unknown:
+        raise GameError(f"game '{name}': unknown parameter{'s' if len(unknown) > 1 else ''} "
+                        f"{', '.join(unknown)}; valid parameters: {', '.join(valid) or 'none'}")

@@ -13,7 +13,6 @@ strategies, with exact best responses by backward induction.
 from __future__ import annotations
 
 import time
-from typing import Callable
 
 import numpy as np
 
@@ -24,6 +23,7 @@ from polytopes.sequence_form import sequence_form
 from .best_response import best_response
 from .engine import ChainEngine
 from .local import LocalRule, RegretMatching
+from .driver import IterationDriver, ProgressCallback
 from .result import SolveResult, TraceRow
 
 
@@ -39,13 +39,14 @@ def exploitability(game: Game, strategies, payoffs=None) -> tuple[float, np.ndar
 
 def solve_cfr(game: Game, *, iterations: int = 1000, variant: str = "cfr+",
               rule: LocalRule | None = None, time_limit: float | None = None,
-              target_gap: float | None = None, trace_every: int | None = None,
-              progress: Callable[[int, float], None] | None = None) -> SolveResult:
+              target_gap: float | None = None, check_every: int | None = None,
+              progress: ProgressCallback | None = None) -> SolveResult:
     """Run CFR (``variant="cfr"``: RM, simultaneous updates, uniform averaging) or CFR+
     (``"cfr+"``: RM+, alternating updates, linear averaging) on a two-player game.
 
-    ``trace_every`` iterations (default: a log-spaced schedule) the exploitability of the
-    average strategy is recorded; ``target_gap`` stops once it is reached."""
+    At the checkpoints of :class:`~solvers.driver.IterationDriver` (every ``check_every``
+    iterations, default a geometric schedule) the exploitability of the average strategy is
+    recorded; ``target_gap`` stops once it is reached."""
     started = time.perf_counter()
     if game.num_players != 2:
         raise GameError(f"CFR here solves two-player games; {game.name} has {game.num_players} players "
@@ -63,13 +64,10 @@ def solve_cfr(game: Game, *, iterations: int = 1000, variant: str = "cfr+",
     weight_total = 0.0
     setup = time.perf_counter() - started
 
-    trace: list[TraceRow] = []
-    checkpoints = _schedule(iterations, trace_every)
-    status = "iteration_limit"
-    t0 = time.perf_counter()
+    driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=check_every,
+                             progress=progress)
     x = [e.recommend() for e in engines]
-    t = 0
-    for t in range(1, iterations + 1):
+    for t in driver:
         if plus:  # alternating: player 2 answers player 1's freshly updated strategy
             engines[0].observe(-(a1 @ x[1]))
             x[0] = engines[0].recommend()
@@ -84,32 +82,17 @@ def solve_cfr(game: Game, *, iterations: int = 1000, variant: str = "cfr+",
         for p in (0, 1):
             sums[p] += w * x[p]
         weight_total += w
-        if t in checkpoints or t == iterations:
-            avg = [s / weight_total for s in sums]
-            gap, _ = exploitability(game, avg, payoffs)
-            elapsed = time.perf_counter() - t0
-            trace.append(TraceRow(t, elapsed, gap))
-            if progress:
-                progress(t, gap)
-            if target_gap is not None and gap <= target_gap:
-                status = "converged"
+        if driver.checkpoint_due():
+            with driver.paused():
+                gap, _ = exploitability(game, [s / weight_total for s in sums], payoffs)
+            if driver.record(TraceRow(t, driver.elapsed(), gap),
+                             converged=target_gap is not None and gap <= target_gap):
                 break
-        if time_limit is not None and time.perf_counter() - t0 > time_limit:
-            status = "time_limit"
-            break
-    seconds = time.perf_counter() - t0
     avg = [s / weight_total for s in sums]
     gap, u = exploitability(game, avg, payoffs)
-    if not trace or trace[-1].iteration != t:
-        trace.append(TraceRow(t, seconds, gap))
-    return SolveResult(method=variant, point=tuple(avg), status=status, iterations=t,
-                       setup_seconds=setup, seconds=seconds, trace=trace,
+    return SolveResult(method=variant, point=tuple(avg), status=driver.status,
+                       iterations=driver.iteration, setup_seconds=setup, seconds=driver.elapsed(),
+                       trace=driver.trace,
                        info={"exploitability": gap, "value": float(u[0]), "utilities": u,
-                             "welfare": float(u.sum())})
+                             "welfare": float(u.sum()), "iteration_seconds": driver.iteration_seconds})
 
-
-def _schedule(iterations: int, every: int | None) -> set[int]:
-    if every:
-        return set(range(every, iterations + 1, every))
-    points = np.unique(np.round(np.logspace(0, np.log10(max(iterations, 1)), 40)).astype(int))
-    return set(points.tolist())

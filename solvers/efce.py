@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -36,6 +35,7 @@ from polytopes.decompose import check_decomposable, correlation_plan
 from polytopes.triggers import TriggerSpace, trigger_deviations
 from polytopes.vsf import vsf_constraints
 
+from .driver import IterationDriver, ProgressCallback
 from .engine import ChainEngine, chain_minimum
 from .gaps import EFCEGapEvaluator
 from .local import LocalRule, RegretMatching
@@ -139,7 +139,7 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
                target_gap: float | None = 1e-3, welfare_threshold: float | None = None,
                rule: LocalRule | None = None, check_every: int | None = None,
                check_feasibility_every_iteration: bool = False,
-               progress: Callable[[int, float, float], None] | None = None,
+               progress: ProgressCallback | None = None,
                model: EFCEModel | None = None, memory_budget: int | None = None) -> SolveResult:
     """Regret minimization on the EFCE saddle point (RM+ locally, alternating updates, linear
     averaging).  Stops at ``target_gap`` (max deviation of the average plan, and welfare within
@@ -163,15 +163,11 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     sum_x = np.zeros(chain.num_entries)
     sum_y = np.zeros(model.triggers.chain.num_entries)
     weight = 0.0
-    trace: list[TraceRow] = []
     max_violation = 0.0
-    status = "iteration_limit"
-    t0 = time.perf_counter()
+    driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=check_every,
+                             progress=progress)
     y = y_engine.recommend()
-    next_check = 1
-    t = 0
-    report = None
-    for t in range(1, iterations + 1):
+    for t in driver:
         xi_engine.observe(model.A @ y)
         x = xi_engine.recommend()
         y_engine.observe(-(model.At @ x))
@@ -181,35 +177,33 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
         weight += t
         if check_feasibility_every_iteration:
             max_violation = max(max_violation, constraints.max_violation(chain.to_natural(x, n)))
-        last = t == iterations or (time_limit is not None and time.perf_counter() - t0 > time_limit)
-        if t >= next_check or last:
-            next_check = t + check_every if check_every else max(t + 1, int(t * 1.15))
-            elapsed = time.perf_counter() - t0
+        if not driver.checkpoint_due():
+            continue
+        with driver.paused():
             xbar = chain.to_natural(sum_x / weight, n)
             report = evaluator(xbar)
             violation = max(constraints.max_violation(chain.to_natural(x, n)),
                             constraints.max_violation(xbar))
             max_violation = max(max_violation, violation)
             shortfall = 0.0 if welfare_threshold is None else max(0.0, welfare_threshold - report.welfare)
-            trace.append(TraceRow(t, elapsed, report.gap, violation,
-                                  {"welfare": report.welfare, "welfare_shortfall": shortfall}))
-            if progress:
-                progress(t, report.gap, elapsed)
-            if target_gap is not None and report.gap <= target_gap and shortfall <= target_gap:
-                status = "converged"
-                break
-            if welfare_threshold is not None and shortfall > 0:
-                # min_ξ ξᵀ A ȳ > 0 proves that no EFCE reaches the threshold: stop early.
-                if chain_minimum(chain, model.A @ (sum_y / weight)) > CERTIFICATE_TOLERANCE:
-                    status = "infeasible"
-                    break
-            if last:
-                status = "time_limit" if t < iterations else "iteration_limit"
-                break
-    seconds = time.perf_counter() - t0
+            # min_ξ ξᵀ A ȳ > 0 proves that no EFCE reaches the threshold: stop early.
+            certified = (welfare_threshold is not None and shortfall > 0
+                         and chain_minimum(chain, model.A @ (sum_y / weight)) > CERTIFICATE_TOLERANCE)
+        row = TraceRow(t, driver.elapsed(), report.gap, violation,
+                       {"welfare": report.welfare, "welfare_shortfall": shortfall})
+        converged = target_gap is not None and report.gap <= target_gap and shortfall <= target_gap
+        if driver.record(row, converged=converged):
+            break
+        if certified:
+            driver.status = "infeasible"
+            break
+    status = driver.status
+    t = driver.iteration
+    seconds = driver.elapsed()
     xbar = chain.to_natural(sum_x / weight, n)
     report = evaluator(xbar)
     info = {"efce_gap": report.gap, "efcce_gap": None, "nfcce_gap": None,
+            "iteration_seconds": driver.iteration_seconds,
             "welfare": report.welfare, "utilities": report.utilities,
             "max_violation": max_violation, "feasible_iterates": max_violation <= 1e-9}
     if welfare_threshold is not None:
@@ -224,4 +218,4 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
         elif status != "converged":
             info["message"] = f"no EFCE with welfare ≥ {welfare_threshold} found within the budget"
     return SolveResult(method="rm", point=xbar, status=status, iterations=t, setup_seconds=setup,
-                       seconds=seconds, trace=trace, info=info)
+                       seconds=seconds, trace=driver.trace, info=info)

@@ -26,7 +26,6 @@ reduced plans are bit-packed and deduplicated, joint plans are tuples of ids.
 from __future__ import annotations
 
 import time
-from typing import Callable
 
 import numpy as np
 
@@ -36,6 +35,7 @@ from games.payoffs import terminal_map
 from .device_gaps import FactoredDevice, evaluator
 from .internal import BlumMansour
 from .local import RegretMatching, Segments
+from .driver import IterationDriver, ProgressCallback
 from .result import SolveResult, TraceRow
 
 METHODS = ("icfr", "cfr-s")
@@ -232,12 +232,8 @@ class _Learner:
 
 
 # ---------------------------------------------------------------------- driver
-def log_schedule(iterations: int, points: int = 20, first: int = 10) -> list[int]:
-    """Roughly log-spaced iteration counts ending at ``iterations``."""
-    if iterations <= first:
-        return [iterations]
-    pts = np.unique(np.round(np.geomspace(first, iterations, points)).astype(int))
-    return [int(p) for p in pts]
+#: Checkpoint growth factor of ICFR/CFR-S runs (see :class:`~solvers.driver.IterationDriver`).
+ICFR_CHECKPOINT_GROWTH = 1.5
 
 
 class Dynamics:
@@ -280,53 +276,40 @@ class Dynamics:
         return self.store.device()
 
 
-def solve_icfr(game: Game, iterations: int, seed: int = 0, method: str = "icfr",
-               trace_every: int | list[int] | None = None, time_limit: float | None = None,
-               progress: Callable[[TraceRow], None] | None = None,
-               trace_all_gaps: bool = True) -> SolveResult:
+def solve_icfr(game: Game, iterations: int, seed: int = 0, method: str = "icfr", *,
+               time_limit: float | None = None, target_gap: float | None = None,
+               check_every: int | None = None,
+               progress: ProgressCallback | None = None) -> SolveResult:
     """Run ICFR (``method="icfr"``) or CFR-S (``"cfr-s"``) for ``iterations`` iterations.
 
-    ``trace_every``: an int (evaluate every that many iterations), a list of iteration counts,
-    or ``None`` for a log-spaced schedule.  Trace rows carry the EFCE gap of the empirical
-    frequency of play (``extra``: EFCCE and NFCCE gaps).  ``point`` is the empirical frequency as
-    a :class:`solvers.device_gaps.FactoredDevice`.  Gap evaluations are not counted in
-    ``seconds`` of the trace rows' ``extra["solver_seconds"]`` but are in ``seconds``."""
+    At the checkpoints of :class:`~solvers.driver.IterationDriver` (every ``check_every``
+    iterations, default a geometric schedule) trace rows record the EFCE gap of the empirical
+    frequency of play (``extra``: EFCCE and NFCCE gaps); ``target_gap`` stops once the EFCE gap
+    (ICFR) or the EFCCE gap (CFR-S, whose target is the coarse equilibrium) is reached.
+    ``point`` is the empirical frequency as a :class:`solvers.device_gaps.FactoredDevice`.
+    ``info["iteration_seconds"]`` is the time of the iterations without gap evaluations."""
     started = time.perf_counter()
     dyn = Dynamics(game, method, seed)
     ev = evaluator(game)
     setup = time.perf_counter() - started
-    if trace_every is None:
-        schedule = set(log_schedule(iterations))
-    elif isinstance(trace_every, int):
-        schedule = set(range(trace_every, iterations + 1, trace_every)) | {iterations}
-    else:
-        schedule = {int(t) for t in trace_every if 0 < t <= iterations} | {iterations}
-    trace: list[TraceRow] = []
-    t0 = time.perf_counter()
-    solver_seconds = 0.0
-    status = "iteration_limit"
+    # The n-player gaps cost far more than an iteration: a sparser schedule (about 25 points).
+    driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=check_every,
+                             growth=ICFR_CHECKPOINT_GROWTH, progress=progress)
     gaps = None
-    for it in range(1, iterations + 1):
-        s0 = time.perf_counter()
+    for it in driver:
         dyn.step()
-        solver_seconds += time.perf_counter() - s0
-        out_of_time = time_limit is not None and time.perf_counter() - t0 >= time_limit
-        if it in schedule or out_of_time:
-            gaps = ev(dyn.empirical_device())
-            row = TraceRow(it, time.perf_counter() - t0, gaps.efce,
-                           extra={"efcce": gaps.efcce, "nfcce": gaps.nfcce,
-                                  "solver_seconds": solver_seconds})
-            trace.append(row)
-            if progress is not None:
-                progress(row)
-        if out_of_time:
-            status = "time_limit"
-            break
-    if gaps is None or trace[-1].iteration != dyn.iterations:
-        gaps = ev(dyn.empirical_device())
+        if driver.checkpoint_due():
+            with driver.paused():
+                gaps = ev(dyn.empirical_device())
+            target = gaps.efce if method == "icfr" else gaps.efcce
+            row = TraceRow(it, driver.elapsed(), gaps.efce,
+                           extra={"efcce": gaps.efcce, "nfcce": gaps.nfcce})
+            if driver.record(row, converged=target_gap is not None and target <= target_gap):
+                break
     info = {"efce_gap": gaps.efce, "efcce_gap": gaps.efcce, "nfcce_gap": gaps.nfcce,
             "utilities": gaps.utilities.tolist(), "welfare": gaps.welfare,
-            "support": len(dyn.store.counts), "solver_seconds": solver_seconds, "seed": seed}
-    return SolveResult(method=method, point=dyn.empirical_device(), status=status,
+            "support": len(dyn.store.counts), "iteration_seconds": driver.iteration_seconds,
+            "seed": seed}
+    return SolveResult(method=method, point=dyn.empirical_device(), status=driver.status,
                        iterations=dyn.iterations, setup_seconds=setup,
-                       seconds=time.perf_counter() - t0, trace=trace, info=info)
+                       seconds=driver.elapsed(), trace=driver.trace, info=info)

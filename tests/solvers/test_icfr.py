@@ -17,7 +17,7 @@ KUHN3 = games.kuhn(3, 3)
 
 
 def test_icfr_efce_gap_decreases_on_kuhn3():
-    res = solve_icfr(KUHN3, 2000, seed=0, method="icfr", trace_every=[100, 2000])
+    res = solve_icfr(KUHN3, 2000, seed=0, method="icfr", check_every=100)
     g100, g2000 = res.trace[0].gap, res.trace[-1].gap
     assert res.trace[0].iteration == 100 and res.trace[-1].iteration == 2000
     assert g2000 < 0.5 * g100
@@ -28,7 +28,7 @@ def test_icfr_efce_gap_decreases_on_kuhn3():
 
 
 def test_cfr_s_efcce_gap_decreases_on_kuhn3():
-    res = solve_icfr(KUHN3, 2000, seed=1, method="cfr-s", trace_every=[100, 2000])
+    res = solve_icfr(KUHN3, 2000, seed=1, method="cfr-s", check_every=100)
     assert res.trace[-1].extra["efcce"] < 0.5 * res.trace[0].extra["efcce"]
 
 

@@ -1,0 +1,17 @@
+"""efce-toolkit: correlation in extensive-form games.
+
+The library's entry points, one per job (the ``efce`` command line is a thin layer over them):
+
+* :func:`solve` — solve a game with any method (regret minimization on the EFCE saddle point,
+  CFR/CFR+, ICFR, CFR-S, the EFCE LPs, the subgradient baseline);
+* :func:`compare` — run several methods on one game, each in its own process, and write traces,
+  a summary and a convergence plot.
+
+``python -m efce`` runs the command line.  The building blocks live in the packages ``games``,
+``polytopes``, ``solvers``, ``baselines`` and ``experiments``.
+"""
+
+from experiments.compare import compare
+from experiments.solve import METHODS, OPTIONS, OptionError, solve
+
+__all__ = ["solve", "compare", "METHODS", "OPTIONS", "OptionError"]

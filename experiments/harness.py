@@ -1,0 +1,166 @@
+"""The one subprocess harness: run a command in its own process under a wall-clock limit and an
+address-space limit, and read back the one JSON object it prints.
+
+``efce compare``, ``efce sweep`` and the benchmark scripts all start their children here, so a
+method that runs out of memory or time is recorded as such while the others go on, and peak
+memory belongs to that child alone.  Children of the toolkit itself are started with
+:func:`efce_command`: ``python -P -m efce ...``, which never puts the working folder on
+``sys.path``, so a user's own ``experiments/``, ``games/`` or ``solvers/`` packages cannot shadow
+the toolkit's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+#: Seconds a child gets after SIGINT to write what it has before it is killed.
+INTERRUPT_GRACE_SECONDS = 30.0
+
+
+def efce_command(*args: str) -> list[str]:
+    """The command line of ``efce ARGS`` in a child process, immune to the working folder."""
+    return [sys.executable, "-P", "-m", "efce", *args]
+
+
+@dataclass
+class ChildResult:
+    """What a child process left behind.
+
+    Attributes
+    ----------
+    returncode : int
+        Negative: killed by that signal.
+    payload : dict or None
+        The last JSON object the child printed on stdout.
+    stderr_tail : str
+        The last non-empty line of its stderr.
+    wall_seconds : float
+    timed_out : bool
+        Killed by the harness at its wall-clock limit.
+    peak_memory_mib : float or None
+        The child's own report (``peak_memory_mib`` of its JSON), else its high-water mark as
+        the operating system reports it for waited-for children.
+    """
+
+    returncode: int
+    payload: dict | None
+    stderr_tail: str
+    wall_seconds: float
+    timed_out: bool
+    peak_memory_mib: float | None
+
+    @property
+    def error(self) -> str | None:
+        """A one-line reason when the child produced no result, else None."""
+        if self.timed_out:
+            return f"killed after {self.wall_seconds:.0f} s"
+        if self.payload is None:
+            if self.returncode == -signal.SIGKILL:
+                return "killed by the system (out of memory?)"
+            return self.stderr_tail or "no output"
+        return self.payload.get("error")
+
+
+def _limit_address_space(limit_bytes: int | None):
+    if limit_bytes is None:
+        return None
+    try:
+        import resource
+    except ImportError:  # no RLIMIT_AS off POSIX: the child's own up-front budget check remains
+        return None
+
+    def apply():  # runs in the child before exec
+        resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+    return apply
+
+
+def run_child(command: list[str], *, timeout: float | None = None,
+              memory_limit_bytes: int | None = None, env: dict[str, str] | None = None,
+              stop_requested=lambda: False) -> ChildResult:
+    """Run ``command`` to completion (or to ``timeout`` seconds, then SIGKILL).
+
+    Parameters
+    ----------
+    command : list of str
+        Usually :func:`efce_command` ``(...)``.
+    timeout : float, optional
+        Wall-clock seconds before the child is killed.
+    memory_limit_bytes : int, optional
+        Address-space limit of the child (POSIX).
+    env : dict, optional
+        Environment of the child (default: this process's).
+    stop_requested : callable, optional
+        Polled while waiting; once it returns True the child gets SIGINT (it then writes its
+        result so far) and :data:`INTERRUPT_GRACE_SECONDS` to finish.
+
+    Returns
+    -------
+    ChildResult
+        Never raises for the child's own failures.
+    """
+    started = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_limit_address_space(memory_limit_bytes), env=env)
+    deadline = None if timeout is None else started + timeout
+    timed_out = False
+    interrupted_at = None
+    stdout = stderr = ""
+    while True:
+        wait = 0.5
+        if deadline is not None:
+            wait = min(wait, max(deadline - time.perf_counter(), 0.01))
+        try:
+            stdout, stderr = proc.communicate(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.perf_counter()
+        if interrupted_at is None and stop_requested():
+            interrupted_at = now
+            proc.send_signal(signal.SIGINT)
+        late = interrupted_at is not None and now - interrupted_at > INTERRUPT_GRACE_SECONDS
+        if (deadline is not None and now >= deadline) or late:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+            timed_out = not late
+            break
+    wall = time.perf_counter() - started
+    payload = last_json_object(stdout)
+    peak = payload.get("peak_memory_mib") if payload else None
+    if peak is None:
+        peak = _children_peak_mib()
+    tail = next((line for line in reversed(stderr.strip().splitlines()) if line.strip()), "")
+    return ChildResult(proc.returncode, payload, tail, wall, timed_out, peak)
+
+
+def _children_peak_mib() -> float | None:
+    """High-water mark over the children waited for so far (an upper bound for the last one)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    maxrss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return round((maxrss if sys.platform == "darwin" else maxrss * 1024) / 2**20, 1)
+
+
+def last_json_object(stdout: str) -> dict | None:
+    """The last line of ``stdout`` that parses as a JSON object."""
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def child_environment() -> dict[str, str]:
+    """This process's environment for a child (a copy, so callers may add to it)."""
+    return dict(os.environ)

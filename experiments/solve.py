@@ -1,0 +1,247 @@
+"""The one library entry for solving a game: ``solve(game, method, **options)``.
+
+Every method of the toolkit — regret minimization on the EFCE saddle point, CFR/CFR+, ICFR and
+CFR-S, the LPs and the subgradient baseline — is reached through :func:`solve`, which validates
+the options once (types, ranges, and whether the method uses them) before any model is built.
+The command line (``efce solve``) is a thin layer over it: its flags are generated from
+:data:`OPTIONS`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from games.game import Game, GameError
+from solvers.result import SolveResult
+
+
+class OptionError(GameError):
+    """An option is unknown, of the wrong type, out of range, or not used by the method."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One solver option: its type, its valid range, and its help text.
+
+    ``check`` returns an error message (what is expected) or None.
+    """
+
+    name: str
+    kind: type
+    help: str
+    check: Callable[[Any], str | None] | None = None
+    choices: tuple[str, ...] | None = None
+
+
+def _positive(v):
+    return None if v > 0 else "a positive number"
+
+
+def _at_least_one(v):
+    return None if v >= 1 else "an integer ≥ 1"
+
+
+def _nonnegative(v):
+    return None if v >= 0 else "a number ≥ 0"
+
+
+OPTIONS: dict[str, Option] = {o.name: o for o in [
+    Option("iterations", int, "iteration budget", _at_least_one),
+    Option("time_limit", float, "seconds for the iterations (or the solver call)", _positive),
+    Option("target_gap", float, "stop once the max deviation (or exploitability) is at most this",
+           _nonnegative),
+    Option("welfare_threshold", float, "look for an EFCE with social welfare at least this"),
+    Option("objective", str, "LP objective; for rm, 'welfare' bisects the welfare threshold",
+           choices=("welfare", "feasibility", "player1", "player2")),
+    Option("local", str, "local regret minimizer at every simplex",
+           choices=("rm", "rm+", "hedge", "prm+", "dcfr")),
+    Option("step_size", float, "subgradient step size", _positive),
+    Option("start", str, "subgradient initial plan (the uniform plan is an exact EFCE in some games)",
+           choices=("uniform", "random")),
+    Option("seed", int, "random seed", _nonnegative),
+]}
+
+
+@dataclass(frozen=True)
+class Method:
+    """A solver reachable through :func:`solve`: its options and their defaults."""
+
+    name: str
+    description: str
+    defaults: dict[str, Any]
+    run: Callable[..., SolveResult]
+
+
+def _run_rm(game, *, progress, **o):
+    from solvers.efce import solve_efce
+    from solvers.local import make_rule
+    if o["objective"] == "welfare":
+        raise OptionError("rm: --objective welfare (optimal-welfare bisection) is not available yet; "
+                          "use --welfare-threshold or an lp-* method")
+    return solve_efce(game, iterations=o["iterations"], time_limit=o["time_limit"],
+                      target_gap=o["target_gap"], welfare_threshold=o["welfare_threshold"],
+                      rule=make_rule(o["local"]), progress=progress)
+
+
+def _run_cfr(variant):
+    def run(game, *, progress, **o):
+        from solvers.cfr import solve_cfr
+        from solvers.local import make_rule
+        return solve_cfr(game, iterations=o["iterations"], variant=variant,
+                         rule=make_rule(o["local"]) if o["local"] else None,
+                         time_limit=o["time_limit"], target_gap=o["target_gap"], progress=progress)
+    return run
+
+
+def _run_icfr(variant):
+    def run(game, *, progress, **o):
+        from solvers.icfr import solve_icfr
+        return solve_icfr(game, o["iterations"], seed=o["seed"], method=variant,
+                          time_limit=o["time_limit"], target_gap=o["target_gap"], progress=progress)
+    return run
+
+
+def _run_lp(backend):
+    def run(game, *, progress, **o):
+        import baselines
+        objective = {"player1": 0, "player2": 1}.get(o["objective"], o["objective"])
+        solver = baselines.solve_lp_highs if backend == "highs" else baselines.solve_lp_cvxpy
+        return solver(game, objective=objective, time_limit=o["time_limit"],
+                      welfare_threshold=o["welfare_threshold"])
+    return run
+
+
+def _run_subgradient(game, *, progress, **o):
+    from baselines import solve_subgradient
+    return solve_subgradient(game, iterations=o["iterations"], time_limit=o["time_limit"],
+                             step_size=o["step_size"], seed=o["seed"], start=o["start"],
+                             progress=progress)
+
+
+_COMMON = {"time_limit": None}
+METHODS: dict[str, Method] = {m.name: m for m in [
+    Method("rm", "regret minimization on the EFCE saddle point (Farina et al. 2019, Algorithm 1)",
+           {**_COMMON, "iterations": 10_000, "target_gap": 1e-3, "welfare_threshold": None,
+            "objective": "feasibility", "local": "rm+"}, _run_rm),
+    Method("cfr", "CFR (Nash equilibrium, two players)",
+           {**_COMMON, "iterations": 1000, "target_gap": None, "local": None}, _run_cfr("cfr")),
+    Method("cfr+", "CFR+ (Nash equilibrium, two players)",
+           {**_COMMON, "iterations": 1000, "target_gap": None, "local": None}, _run_cfr("cfr+")),
+    Method("icfr", "ICFR (EFCE, n players, chance; Celli et al. 2020)",
+           {**_COMMON, "iterations": 10_000, "target_gap": None, "seed": 0}, _run_icfr("icfr")),
+    Method("cfr-s", "CFR-S (EFCCE, n players, chance; Celli et al. 2020)",
+           {**_COMMON, "iterations": 10_000, "target_gap": None, "seed": 0}, _run_icfr("cfr-s")),
+    Method("lp-highs", "the von Stengel–Forges EFCE LP solved by HiGHS",
+           {**_COMMON, "welfare_threshold": None, "objective": "welfare"}, _run_lp("highs")),
+    Method("lp-cvxpy", "the von Stengel–Forges EFCE LP through cvxpy",
+           {**_COMMON, "welfare_threshold": None, "objective": "welfare"}, _run_lp("cvxpy")),
+    Method("subgradient", "subgradient descent on the max deviation with incremental projection",
+           {**_COMMON, "iterations": 10_000, "step_size": 1e-3, "start": "uniform", "seed": 0},
+           _run_subgradient),
+]}
+
+
+def methods_using(option: str) -> list[str]:
+    """The methods that take ``option``."""
+    return [m.name for m in METHODS.values() if option in m.defaults]
+
+
+def validate_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Check ``options`` for ``method`` and complete them with the method's defaults.
+
+    Parameters
+    ----------
+    method : str
+        A key of :data:`METHODS`.
+    options : dict
+        Option name → value; ``None`` values count as not given.
+
+    Returns
+    -------
+    dict
+        Every option of the method, given or default.
+
+    Raises
+    ------
+    OptionError
+        Unknown method or option, an option the method does not use (naming the methods that
+        do), a value of the wrong type, not finite, out of range, or not among the choices.
+    """
+    if method not in METHODS:
+        raise OptionError(f"unknown method '{method}'; valid: {', '.join(METHODS)}")
+    spec = METHODS[method]
+    values = dict(spec.defaults)
+    for name, value in options.items():
+        if value is None:
+            continue
+        if name not in OPTIONS:
+            raise OptionError(f"unknown option '{name}'; valid: {', '.join(OPTIONS)}")
+        if name not in spec.defaults:
+            users = methods_using(name)
+            raise OptionError(f"{method} does not use {_flag(name)}; it is an option of "
+                              f"{', '.join(users) if users else 'no method'}")
+        values[name] = _check_value(OPTIONS[name], value)
+    return values
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _check_value(option: Option, value: Any) -> Any:
+    flag = _flag(option.name)
+    if option.kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            else:
+                raise OptionError(f"{flag} must be an integer, got {value!r}")
+    elif option.kind is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise OptionError(f"{flag} must be a number, got {value!r}")
+        value = float(value)
+        if not math.isfinite(value):
+            raise OptionError(f"{flag} must be a finite number, got {value}")
+    elif not isinstance(value, str):
+        raise OptionError(f"{flag} must be a string, got {value!r}")
+    if option.choices is not None and value not in option.choices:
+        raise OptionError(f"{flag} must be one of {', '.join(option.choices)}; got '{value}'")
+    if option.check is not None and (expected := option.check(value)) is not None:
+        raise OptionError(f"{flag} must be {expected}, got {value}")
+    return value
+
+
+def solve(game: Game | str, method: str, *, progress=None, **options) -> SolveResult:
+    """Solve ``game`` with ``method``: the one entry point of the toolkit.
+
+    Parameters
+    ----------
+    game : Game or str
+        A game, or a spec string / ``.efg`` path (:func:`games.spec.make_game`).
+    method : str
+        One of :data:`METHODS`: ``rm``, ``cfr``, ``cfr+``, ``icfr``, ``cfr-s``, ``lp-highs``,
+        ``lp-cvxpy``, ``subgradient``.
+    progress : callable, optional
+        Called with each :class:`~solvers.result.TraceRow` as it is recorded.
+    **options
+        See :data:`OPTIONS`; each method takes the options in its ``defaults``.
+
+    Returns
+    -------
+    SolveResult
+        The final point, status, trace and method-specific facts (``info``).
+
+    Raises
+    ------
+    OptionError
+        Before anything is built, for a bad method or option.
+    GameError
+        A game the method cannot handle (players, chance), or a model over the memory budget.
+    """
+    values = validate_options(method, options)
+    if isinstance(game, str):
+        from games.spec import make_game
+        game = make_game(game)
+    return METHODS[method].run(game, progress=progress, **values)

@@ -1,0 +1,210 @@
+"""The one iteration driver every iterative method runs under.
+
+A method's loop does its own arithmetic; the driver owns everything around it, once for all
+methods: the budget (iterations and wall-clock seconds), the checkpoint schedule, the trace, the
+progress callback, the stopping rule on the gap, and interruption::
+
+    driver = IterationDriver(iterations=1000, time_limit=60.0, target_gap=1e-3, progress=bar)
+    for t in driver:
+        ...                                  # one iteration
+        if driver.checkpoint_due():
+            with driver.paused():            # not counted in iteration_seconds
+                gap = evaluate(average)
+            if driver.record(TraceRow(t, driver.elapsed(), gap), converged=gap <= 1e-3):
+                break
+    driver.status, driver.iteration_seconds
+
+Checkpoints fall on a geometric schedule (every iteration at first, then about 15% apart, so a
+run of ``T`` iterations spends ``O(log T)`` evaluations) or every ``check_every`` iterations, and
+always on the last iteration, however the run ends.
+
+Interruption: :func:`stop_on_signals` turns SIGINT and SIGTERM into a request that every running
+driver honours at its next iteration boundary (status ``"interrupted"``, after a last checkpoint),
+so a long run keeps what it computed; a request during setup stops the run after its first
+iteration.  A second signal, or one outside any :func:`graceful` block, has the usual effect
+(``KeyboardInterrupt``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import time
+from typing import Callable, Iterator
+
+from .result import TraceRow
+
+#: Checkpoints after the first come at least this factor apart (geometric schedule).
+CHECKPOINT_GROWTH = 1.15
+
+ProgressCallback = Callable[[TraceRow], None]
+
+_stop_requested = threading.Event()
+_graceful_depth = 0  # > 0 while some loop honours stop requests at its next boundary
+
+
+def request_stop() -> None:
+    """Ask every running driver to stop at its next iteration boundary."""
+    _stop_requested.set()
+
+
+def stop_requested() -> bool:
+    return _stop_requested.is_set()
+
+
+def clear_stop() -> None:
+    _stop_requested.clear()
+
+
+def _on_signal(signum, frame):
+    # A second signal, or one outside any graceful block, interrupts at once as usual.
+    if _graceful_depth == 0 or stop_requested():
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+    request_stop()
+
+
+@contextlib.contextmanager
+def graceful():
+    """Within this block a stop request does not raise: the caller polls :func:`stop_requested`
+    at its own boundaries (every :class:`IterationDriver` loop runs inside one)."""
+    global _graceful_depth
+    _graceful_depth += 1
+    try:
+        yield
+    finally:
+        _graceful_depth -= 1
+
+
+@contextlib.contextmanager
+def stop_on_signals():
+    """Within this block, SIGINT and SIGTERM stop running drivers gracefully (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+class IterationDriver:
+    """Budget, checkpoints, trace, progress and interruption of one iterative run.
+
+    Parameters
+    ----------
+    iterations : int
+        Iteration budget (at least 1).
+    time_limit : float, optional
+        Wall-clock seconds for the iterations (checkpoints included).
+    check_every : int, optional
+        Checkpoint every this many iterations instead of the geometric schedule.
+    growth : float
+        Factor between consecutive checkpoints of the geometric schedule.
+    progress : callable, optional
+        Called with every recorded :class:`~solvers.result.TraceRow`.
+
+    Attributes
+    ----------
+    status : str
+        ``"iteration_limit"``, ``"time_limit"``, ``"interrupted"`` or ``"converged"`` (set by
+        :meth:`record`); a method may overwrite it (e.g. ``"infeasible"``).
+    trace : list of TraceRow
+    iteration : int
+        The last iteration started.
+    """
+
+    def __init__(self, *, iterations: int, time_limit: float | None = None,
+                 check_every: int | None = None, growth: float = CHECKPOINT_GROWTH,
+                 progress: ProgressCallback | None = None):
+        self.iterations = int(iterations)
+        self.time_limit = time_limit
+        self.check_every = check_every
+        self.growth = growth
+        self.progress = progress
+        self.status = "iteration_limit"
+        self.trace: list[TraceRow] = []
+        self.iteration = 0
+        self._next_check = check_every or 1
+        self._ending: str | None = None
+        self._paused = 0.0
+        self._t0 = time.perf_counter()
+        self._finished_at: float | None = None
+
+    # ------------------------------------------------------------------ loop
+    def __iter__(self) -> Iterator[int]:
+        self._t0 = time.perf_counter()
+        with graceful():
+            try:
+                for t in range(1, self.iterations + 1):
+                    self.iteration = t
+                    self._ending = None
+                    yield t
+                    if self.status == "converged" or self._ending is not None:
+                        return
+                    if (reason := self._stop_reason(t)) is not None:  # body skipped checkpoint_due()
+                        self.status = reason
+                        return
+            finally:  # also when the caller breaks out of the loop
+                self._finished_at = time.perf_counter()
+
+    def _stop_reason(self, t: int) -> str | None:
+        if stop_requested():
+            return "interrupted"
+        if t >= self.iterations:
+            return "iteration_limit"
+        if self.time_limit is not None and self.elapsed() >= self.time_limit:
+            return "time_limit"
+        return None
+
+    def checkpoint_due(self) -> bool:
+        """Whether to evaluate at the current iteration: on schedule, or because the run ends
+        after it (budget spent or a stop requested).  Call once per iteration."""
+        t = self.iteration
+        self._ending = self._stop_reason(t)
+        if self._ending is not None:
+            self.status = self._ending
+            return True
+        if t >= self._next_check:
+            self._next_check = (t + self.check_every if self.check_every
+                                else max(t + 1, int(t * self.growth)))
+            return True
+        return False
+
+    @property
+    def ending(self) -> bool:
+        """True at the last iteration of the run (known once :meth:`checkpoint_due` was called)."""
+        return self._ending is not None
+
+    def record(self, row: TraceRow, *, converged: bool = False) -> bool:
+        """Append ``row`` to the trace and report it; returns True when the run should stop
+        here (``converged``, or this was the last iteration)."""
+        self.trace.append(row)
+        if self.progress is not None:
+            self.progress(row)
+        if converged:
+            self.status = "converged"
+            self._ending = "converged"
+        return self._ending is not None
+
+    # ------------------------------------------------------------------ time
+    def elapsed(self) -> float:
+        """Seconds since the loop started (checkpoints included)."""
+        end = self._finished_at if self._finished_at is not None else time.perf_counter()
+        return end - self._t0
+
+    @contextlib.contextmanager
+    def paused(self):
+        """Time spent in this block (gap evaluations, checkpoints) is not iteration time."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._paused += time.perf_counter() - started
+
+    @property
+    def iteration_seconds(self) -> float:
+        """Seconds spent in the iterations alone, without checkpoints."""
+        return self.elapsed() - self._paused
