@@ -104,9 +104,6 @@ class PlanStore:
         probs = np.array(list(self.counts.values()), dtype=np.float64) / self.total
         return FactoredDevice(tables, ids, probs)
 
-    def memory_bytes(self) -> int:
-        return sum(len(k) for keys in self.keys for k in keys) + 64 * len(self.counts)
-
 
 # ---------------------------------------------------------------------- per-player learner
 class _Learner:

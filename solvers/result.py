@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-#: Statuses a run can end with (DESIGN.md, ``solve`` JSON contract).
+#: Statuses a run can end with (the ``efce solve --json`` contract of docs/guide.md).
 STATUSES = ("converged", "time_limit", "iteration_limit", "infeasible", "out_of_memory",
-            "no_such_equilibrium", "error")
+            "interrupted", "error")
 
 
 @dataclass
@@ -63,7 +63,7 @@ class SolveResult:
         return self.trace[-1].gap if self.trace else None
 
     def to_json(self) -> dict[str, Any]:
-        """The keys of the ``efce solve --json`` contract (DESIGN.md)."""
+        """The keys of the ``efce solve --json`` contract (docs/guide.md)."""
         out = {"method": self.method, "iterations": self.iterations,
                "setup_seconds": round(self.setup_seconds, 6), "seconds": round(self.seconds, 6),
                "status": self.status}

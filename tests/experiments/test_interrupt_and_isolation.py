@@ -1,0 +1,99 @@
+"""Long runs stop without loss on SIGINT, and child processes cannot be shadowed by the
+working folder's own packages."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+EFCE = [sys.executable, "-P", "-m", "efce"]
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")
+
+
+def _handles_sigterm(pid: int) -> bool:
+    """Python catches SIGINT from the start; SIGTERM only once efce installed its handlers."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            caught = next(int(line.split()[1], 16) for line in fh if line.startswith("SigCgt"))
+    except (OSError, StopIteration):
+        return False
+    return bool(caught & (1 << (signal.SIGTERM - 1)))
+
+
+def _wait_until(predicate, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_sigint_keeps_the_trace_and_the_result_of_solve(tmp_path):
+    trace = tmp_path / "trace.csv"
+    proc = subprocess.Popen([*EFCE, "solve", "sheriff:max_bribe=2,max_items=2,rounds=2", "--method", "rm",
+                             "--iterations", "100000000", "--target-gap", "0", "--trace", str(trace),
+                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert _wait_until(lambda: _handles_sigterm(proc.pid))
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    result = json.loads(out)
+    assert result["status"] == "interrupted" and result["iterations"] > 1
+    with open(trace) as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows and int(rows[-1]["iteration"]) == result["iterations"]
+    assert float(rows[-1]["gap"]) == pytest.approx(result["efce_gap"], rel=1e-12)
+
+
+def test_sigint_keeps_what_compare_computed(tmp_path):
+    import psutil
+    out_dir = tmp_path / "out"
+    proc = subprocess.Popen([*EFCE, "compare", "leduc:players=3,ranks=3", "--methods", "icfr",
+                             "--time-limit", "300", "--out", str(out_dir), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    parent = psutil.Process(proc.pid)
+    assert _wait_until(lambda: any(_handles_sigterm(c.pid) for c in parent.children()))
+    time.sleep(3.0)
+    proc.send_signal(signal.SIGINT)  # to the parent alone: it forwards the stop to its child
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    summary = json.loads(out)
+    assert summary["interrupted"] is True
+    run = summary["methods"]["icfr"]
+    assert run["status"] == "interrupted" and run["final_gap"] is not None
+    assert json.loads((out_dir / "summary.json").read_text())["methods"]["icfr"]["status"] == "interrupted"
+    assert (out_dir / "traces.csv").read_text().count("icfr") >= 1
+
+
+def _shadowing_folder(root):
+    """A research folder with packages named like the toolkit's, each broken on import."""
+    for name in ("experiments", "games", "solvers", "polytopes", "baselines", "efce"):
+        package = root / name
+        package.mkdir()
+        (package / "__init__.py").write_text(f"raise ImportError('the user folder {name} was imported')\n")
+    return root
+
+
+def test_compare_from_a_folder_with_its_own_packages_gives_the_same_results(tmp_path):
+    script = os.path.join(os.path.dirname(sys.executable), "efce")
+    results = {}
+    for label, folder in (("empty", tmp_path / "empty"), ("shadowing", tmp_path / "research")):
+        folder.mkdir()
+        if label == "shadowing":
+            _shadowing_folder(folder)
+        proc = subprocess.run([script, "compare", "farina-fig2", "--methods", "rm,lp-highs",
+                               "--time-limit", "20", "--out", "out", "--json"], cwd=folder,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        summary = json.loads(proc.stdout)
+        results[label] = {m: (r["status"], r["final_gap"], r["result"]["welfare"])
+                          for m, r in summary["methods"].items()}
+    assert results["shadowing"] == results["empty"]
+    assert all(status == "converged" for status, _, _ in results["empty"].values())

@@ -1,0 +1,67 @@
+"""The iteration driver: budget, schedule, trace, stop requests."""
+
+import time
+
+import pytest
+
+from solvers import driver as drv
+from solvers.driver import IterationDriver
+from solvers.result import TraceRow
+
+
+def run(d, gaps=lambda t: 1.0 / t, target=None, work=lambda: None):
+    checked = []
+    for t in d:
+        work()
+        if d.checkpoint_due():
+            checked.append(t)
+            if d.record(TraceRow(t, d.elapsed(), gaps(t)), converged=target is not None and gaps(t) <= target):
+                break
+    return checked
+
+
+def test_geometric_schedule_always_ends_with_the_last_iteration():
+    d = IterationDriver(iterations=1000)
+    checked = run(d)
+    assert checked[:5] == [1, 2, 3, 4, 5] and checked[-1] == 1000
+    assert all(b >= a * drv.CHECKPOINT_GROWTH - 1 for a, b in zip(checked[5:], checked[6:-1]))
+    assert len(checked) < 60 and d.status == "iteration_limit" and d.iteration == 1000
+
+
+def test_check_every_and_convergence():
+    d = IterationDriver(iterations=1000, check_every=10)
+    checked = run(d, target=0.02)
+    assert checked == [10, 20, 30, 40, 50] and d.status == "converged" and d.iteration == 50
+
+
+def test_time_limit_stops_at_an_iteration_boundary_with_a_last_checkpoint():
+    d = IterationDriver(iterations=10**9, time_limit=0.2, check_every=10**8)
+    checked = run(d, work=lambda: time.sleep(0.01))
+    assert d.status == "time_limit" and checked == [d.iteration]
+    assert 0.2 <= d.elapsed() < 1.0
+
+
+def test_stop_request_interrupts_and_paused_time_is_not_iteration_time():
+    d = IterationDriver(iterations=10**9, check_every=10**8)
+    try:
+        for t in d:
+            if t == 5:
+                drv.request_stop()
+            if d.checkpoint_due():
+                with d.paused():
+                    time.sleep(0.1)
+                d.record(TraceRow(t, d.elapsed(), 0.0))
+    finally:
+        drv.clear_stop()
+    assert d.status == "interrupted" and d.iteration == 5 and len(d.trace) == 1
+    assert d.iteration_seconds < 0.05 <= d.elapsed()
+
+
+def test_signal_outside_a_graceful_block_interrupts_at_once():
+    import os
+    import signal
+    with drv.stop_on_signals():
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+    drv.clear_stop()
