@@ -119,6 +119,10 @@ class IterationDriver:
     def __init__(self, *, iterations: int, time_limit: float | None = None,
                  check_every: int | None = None, growth: float = CHECKPOINT_GROWTH,
                  progress: ProgressCallback | None = None):
+        if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+            raise ValueError(f"iterations must be an integer ≥ 1, got {iterations!r}")
+        if time_limit is not None and not time_limit > 0:  # also refuses NaN
+            raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
         self.iterations = int(iterations)
         self.time_limit = time_limit
         self.check_every = check_every
