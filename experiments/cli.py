@@ -43,11 +43,15 @@ def _load(spec: str):
 def _configure_info(p: argparse.ArgumentParser) -> None:
     p.add_argument("game", help="a .efg path or a spec such as kuhn:players=3,ranks=3")
     p.add_argument("--infosets", action="store_true", help="list every infoset with its actions")
+    p.add_argument("--estimate", action="store_true",
+                   help="only estimate the size from the spec's parameters, without building")
 
 
 @command("info", _configure_info)
 def run_info(args):
     from games.relevant import count_relevant_pairs
+    if args.estimate:
+        return _estimate_info(args.game)
     game, seconds = _load(args.game)
     spaces = [game.sequences(p) for p in range(game.num_players)]
     pairs = None
@@ -86,6 +90,18 @@ def run_info(args):
             lines.extend(f"  {r['infoset']}: {', '.join(r['actions'])}" for r in rows)
         result["infoset_labels"] = listing
     return result, "\n".join(lines)
+
+
+def _estimate_info(spec: str):
+    from games.spec import estimate_spec
+    estimate = estimate_spec(spec)
+    if estimate is None:
+        return ({"game": spec, "estimated_nodes": None, "estimated_bytes": None},
+                f"{spec}: no estimate for .efg files (read it without --estimate)")
+    from games.memory import gib
+    result = {"game": spec, "estimated_nodes": estimate.nodes, "estimated_bytes": estimate.bytes,
+              "estimate_exact": estimate.exact}
+    return result, f"{spec}: {estimate.describe()}, {gib(estimate.bytes)} to build"
 
 
 # ----------------------------------------------------------------------------- main

@@ -29,6 +29,9 @@ def kuhn(players: int = 2, ranks: int | None = None) -> Game:
     ranks : int, optional
         Number of cards in the deck, one per rank (default ``players + 1``, must be >= players).
     """
+    for key, value in (("players", players), ("ranks", ranks)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+            raise GameError(f"kuhn: {key} must be an integer, got {value!r}")
     players = int(players)
     ranks = players + 1 if ranks is None else int(ranks)
     if players < 2:
