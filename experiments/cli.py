@@ -107,6 +107,7 @@ def _estimate_info(spec: str):
 # ----------------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="efce", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"efce {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (configure, run) in _COMMANDS.items():
         p = sub.add_parser(name, help=(run.__doc__ or "").strip().splitlines()[0] if run.__doc__ else None)
@@ -114,6 +115,23 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
         p.set_defaults(run=run)
     return parser
+
+
+def _version() -> str:
+    """The installed ``efce-toolkit`` version, else the one in the source tree's pyproject."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("efce-toolkit")
+    except PackageNotFoundError:
+        import re
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "pyproject.toml")
+        try:
+            with open(path, encoding="utf-8") as fh:
+                found = re.search(r'^version\s*=\s*"([^"]+)"', fh.read(), re.MULTILINE)
+        except OSError:
+            found = None
+        return found.group(1) if found else "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

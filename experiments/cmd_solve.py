@@ -65,6 +65,9 @@ def solve(game, method: str, *, iterations=None, time_limit=None, target_gap=Non
 def run_solve(args):
     """Solve a game with one method and report gaps, welfare and feasibility."""
     from games.spec import make_game
+    if args.trace:
+        from .paths import check_writable
+        check_writable(args.trace, "trace file")
     started = time.perf_counter()
     game = make_game(args.game)
     build = time.perf_counter() - started
