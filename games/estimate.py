@@ -8,11 +8,12 @@ that cannot fit in memory is refused before the generator starts building it.
   how many shot sequences stay live does not depend on where the ships are); the placement
   phase is bounded by the product of each ship's placement counts (exact for one ship, an upper
   bound when ships could overlap).
-* ``leduc``: exact (a memoized count of the betting rounds times the deals), falling back to a
+* ``leduc``: a memoized count of the betting rounds times the deals: exact when the deals are
+  few enough to enumerate (``ranks ** players <= 20,000``), an upper bound otherwise, and a
   lower bound when the betting has too many states to count quickly (many players).
 
 :func:`estimate_bytes` turns nodes into bytes with the peak memory the builder and
-``efce info`` take per node, measured on Kuhn, Goofspiel, Sheriff and Battleship.
+``efce info`` take per node (see :data:`BYTES_PER_NODE`).
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from functools import lru_cache
 from itertools import product
 
 #: Peak bytes per node of building a game and reading its sizes (builder states, observation
-#: histories, the game's arrays, sequence spaces), measured by ``benchmarks``-style runs of
-#: ``efce info`` (see :func:`estimate_bytes`).
+#: histories, the game's arrays, sequence spaces, relevant-pair count): the peak RSS of
+#: ``efce info GAME --json`` minus the ~100 MB of an empty run, over the node count, was 333
+#: (goofspiel:ranks=5, 8.5M nodes), 340 (goofspiel:players=3,ranks=4), 346 (battleship 2x3,
+#: 3 shots), 362 (leduc:players=3) and 400 (kuhn:players=6); the largest is used.
 BYTES_PER_NODE = 400
 
 #: Memoized betting states counted before Leduc's estimate falls back to a lower bound.
@@ -190,12 +193,12 @@ def _leduc(players: int, ranks: int, suits: int | None, raise_sizes, max_raises:
     @lru_cache(maxsize=None)
     def round_tree(second: bool, cur: int, folded: int, matched: int, raises: int,
                    praises: tuple, calls: int):
-        """(nodes in this round's tree, {folded mask: leaves that go on to the board})."""
+        """(nodes, terminals of this round's tree, {folded mask: leaves going to the board})."""
         nonlocal visited
         visited += 1
         if visited > _LEDUC_STATE_LIMIT:
             raise TooMany
-        nodes, to_board = 1, {}
+        nodes, terminals, to_board = 1, 0, {}
         options = []
         if not matched >> cur & 1:
             options.append("fold")
@@ -215,19 +218,22 @@ def _leduc(players: int, ranks: int, suits: int | None, raise_sizes, max_raises:
             left = n - bin(f).count("1")
             ready = option != "raise" and (c == left if rz == 0 else c == left - 1)
             if left == 1 or (ready and second):
-                nodes += 1  # terminal
+                nodes += 1
+                terminals += 1
             elif ready:
                 to_board[f] = to_board.get(f, 0) + 1
             else:
-                sub_nodes, sub_board = round_tree(second, next_in(cur, f), f, m, rz, pr, c)
+                sub_nodes, sub_terminals, sub_board = round_tree(second, next_in(cur, f), f, m,
+                                                                 rz, pr, c)
                 nodes += sub_nodes
+                terminals += sub_terminals
                 for mask, k in sub_board.items():
                     to_board[mask] = to_board.get(mask, 0) + k
-        return nodes, to_board
+        return nodes, terminals, to_board
 
     zeros = (0,) * n
     # Deals: rank tuples the deck allows; b = board ranks left after the deal.
-    if r ** n <= 200_000:
+    if r ** n <= 20_000:
         deals = board_branches = 0
         for combo in product(range(r), repeat=n):
             held = [combo.count(k) for k in range(r)]
@@ -237,14 +243,14 @@ def _leduc(players: int, ranks: int, suits: int | None, raise_sizes, max_raises:
     else:  # bounds: every rank tuple, every rank on the board
         deals, board_branches = r ** n, r ** (n + 1)
     try:
-        nodes1, to_board = round_tree(False, 0, 0, everyone, 0, zeros, 0)
-        total, terminals = 1 + deals * nodes1, 0
+        nodes1, terminals1, to_board = round_tree(False, 0, 0, everyone, 0, zeros, 0)
+        total, terminals = 1 + deals * nodes1, deals * terminals1
         for folded, leaves in to_board.items():
             first = next_in(n - 1, folded)
-            nodes2, _ = round_tree(True, first, folded, everyone, 0, zeros, 0)
+            nodes2, terminals2, _ = round_tree(True, first, folded, everyone, 0, zeros, 0)
             total += leaves * (deals + board_branches * nodes2)
-        # Terminals are not needed for the budget beyond their payoff rows; bound them by nodes.
-        return SizeEstimate(total, total, n, exact=True)
+            terminals += leaves * board_branches * terminals2
+        return SizeEstimate(total, terminals, n, exact=r ** n <= 20_000)
     except (TooMany, RecursionError):
         # At least one node per distinct betting state visited, for every deal.
         lower = deals * _LEDUC_STATE_LIMIT

@@ -86,8 +86,7 @@ def test_estimates_are_exact_where_claimed(spec, build):
     game = build()
     assert estimate.exact
     assert estimate.nodes == game.num_nodes
-    if not spec.startswith("leduc"):
-        assert estimate.terminals == game.num_terminals
+    assert estimate.terminals == game.num_terminals
 
 
 def test_battleship_with_several_ships_is_bounded_within_a_small_factor():
