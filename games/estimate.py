@@ -19,6 +19,8 @@ that cannot fit in memory is refused before the generator starts building it.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import product
@@ -62,11 +64,46 @@ class SizeEstimate:
 
 def format_count(n: int) -> str:
     """``1,234,567`` up to 10^15, then ``9.43e+159`` (exact for Python integers of any size,
-    which ``float`` would overflow)."""
+    which ``float`` would overflow), and ``10^301029`` (the exponent rounded down) beyond about
+    a thousand digits."""
     if n < 10 ** 15:
         return f"{n:,}"
+    if n.bit_length() > 3000:  # str() of huge integers is slow (and capped by Python)
+        return f"10^{int((n.bit_length() - 1) * math.log10(2))}"
     digits = str(n)
     return f"{digits[0]}.{digits[1:3]}e+{len(digits) - 1}"
+
+
+_ALREADY_CHECKED: ContextVar[bool] = ContextVar("games_size_checked", default=False)
+
+
+def check_size(name: str, display: str, **params) -> None:
+    """Refuse to build generator ``name`` with ``params`` when its estimated size exceeds the
+    memory budget (:func:`games.memory.check_budget`); generators call this after checking
+    their parameters and before building.  ``display`` names the game in the message.
+
+    Raises
+    ------
+    games.memory.MemoryBudgetExceeded
+        With the estimated number of nodes and bytes.
+    """
+    if _ALREADY_CHECKED.get():
+        return
+    estimate = estimate_size(name, params)
+    if estimate is not None:
+        from .memory import check_budget
+        check_budget(estimate.bytes, f"game {display} ({estimate.describe()})")
+
+
+@contextmanager
+def size_already_checked():
+    """Within this block generators skip :func:`check_size` (the caller checked the size
+    against its own budget, as :func:`games.spec.make_game` does)."""
+    token = _ALREADY_CHECKED.set(True)
+    try:
+        yield
+    finally:
+        _ALREADY_CHECKED.reset(token)
 
 
 def estimate_bytes(nodes: int, terminals: int, players: int) -> int:
@@ -85,6 +122,8 @@ def estimate_size(name: str, params: dict) -> SizeEstimate | None:
 def _kuhn(players: int, ranks: int | None) -> SizeEstimate:
     n = players
     r = n + 1 if ranks is None else ranks
+    if n > 1000:  # too large to count quickly: at least 2^n nodes below every deal
+        return SizeEstimate(2 ** n, 2 ** n, n, exact=False, lower_bound=True)
     deals = math.perm(r, n)
     # Per deal: n checks in a row (n decision nodes, then the all-check terminal); a bet at
     # turn s is answered by the n-1 others, a full binary tree with 2^n - 1 nodes.
@@ -108,6 +147,8 @@ def _goofspiel(players: int, ranks: int, prizes: str, limited_info: bool) -> Siz
 
 # ------------------------------------------------------------------------------ Sheriff
 def _sheriff(max_bribe: int, max_items: int, rounds: int, **_values) -> SizeEstimate:
+    if max(max_bribe, max_items, rounds) > 1000:  # at least 2^rounds nodes; counting is slow
+        return SizeEstimate(2 ** rounds, 2 ** rounds, 2, exact=False, lower_bound=True)
     count = max_items + 1
     total = 1 + count
     for _ in range(rounds):

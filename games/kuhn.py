@@ -14,6 +14,7 @@ from itertools import permutations
 import numpy as np
 
 from .builder import Expansion, build_game, edges_from_counts
+from .estimate import check_size
 from .game import CHANCE, TERMINAL, Game, GameError
 
 _ACTION_NAMES = ["check", "bet", "fold", "call"]
@@ -38,6 +39,7 @@ def kuhn(players: int = 2, ranks: int | None = None) -> Game:
         raise GameError(f"kuhn: players must be at least 2, got {players}")
     if ranks < players:
         raise GameError(f"kuhn: ranks ({ranks}) must be at least the number of players ({players})")
+    check_size("kuhn", f"kuhn:players={players},ranks={ranks}", players=players, ranks=ranks)
     deals = np.array(list(permutations(range(ranks), players)), dtype=np.int64)
     n = players
 

@@ -244,8 +244,10 @@ def make_game(spec: str, memory_budget: int | None = None) -> Game:
     if estimate is not None:
         from .memory import check_budget
         check_budget(estimate.bytes, f"game {spec} ({estimate.describe()})", memory_budget)
+    from .estimate import size_already_checked
     generator = _generator(name)
     try:
-        return generator(**params)
+        with size_already_checked():
+            return generator(**params)
     except TypeError as exc:  # e.g. a list where a number is expected
         raise GameError(f"game '{name}': bad parameter value ({exc})") from None

@@ -118,7 +118,29 @@ def test_budget_argument_refuses_a_small_game_with_its_exact_size():
 def test_format_count_handles_integers_beyond_float_range():
     assert format_count(1_234_567) == "1,234,567"
     assert format_count(10 ** 400 * 3) == "3.00e+400"
+    assert format_count(2 ** 10 ** 6) == "10^301029"  # 2^1e6 = 9.9e301029
     assert estimate_size("kuhn", {"players": 300, "ranks": None}).nodes > 10 ** 308
+
+
+@pytest.mark.parametrize("build", [
+    lambda: games.kuhn(100), lambda: games.kuhn(10 ** 6), lambda: games.goofspiel(ranks=13),
+    lambda: games.leduc(players=12), lambda: games.sheriff(rounds=10 ** 6),
+    lambda: games.battleship(7, 9, [2, 3, 3, 4, 5], shots=63)])
+def test_generators_called_directly_check_their_size_first(build):
+    started = time.perf_counter()
+    with pytest.raises(MemoryBudgetExceeded, match="nodes.*too large"):
+        build()
+    assert time.perf_counter() - started < 5
+
+
+def test_make_game_budget_replaces_the_generators_own_check(monkeypatch):
+    import games.memory
+    monkeypatch.setattr(games.memory, "default_memory_budget", lambda: 1000)
+    with pytest.raises(MemoryBudgetExceeded, match=r"game kuhn:players=2,ranks=3 \(about 55 nodes\)"):
+        games.kuhn()
+    assert make_game("kuhn", memory_budget=10 ** 9).num_nodes == 55
+    with pytest.raises(MemoryBudgetExceeded):
+        make_game("kuhn")
 
 
 def test_files_have_no_estimate(tmp_path):
