@@ -147,7 +147,7 @@ def _goofspiel(players: int, ranks: int, prizes: str, limited_info: bool) -> Siz
 
 # ------------------------------------------------------------------------------ Sheriff
 def _sheriff(max_bribe: int, max_items: int, rounds: int, **_values) -> SizeEstimate:
-    if max(max_bribe, max_items, rounds) > 1000:  # at least 2^rounds nodes; counting is slow
+    if rounds > 1000:  # at least 2^rounds nodes; counting them is slow
         return SizeEstimate(2 ** rounds, 2 ** rounds, 2, exact=False, lower_bound=True)
     count = max_items + 1
     total = 1 + count
@@ -273,6 +273,10 @@ def _leduc(players: int, ranks: int, suits: int | None, raise_sizes, max_raises:
         return nodes, terminals, to_board
 
     zeros = (0,) * n
+    if n > 64:  # too many players to count the betting: a bound from the first pass
+        # Each player's first turn offers check/bet or fold/call when raises are allowed.
+        first_pass = 2 ** (n - 1) if min(total_cap, player_cap) > 0 else n
+        return SizeEstimate(first_pass, first_pass, n, exact=False, lower_bound=True)
     # Deals: rank tuples the deck allows; b = board ranks left after the deal.
     if r ** n <= 20_000:
         deals = board_branches = 0

@@ -124,7 +124,8 @@ def test_format_count_handles_integers_beyond_float_range():
 
 @pytest.mark.parametrize("build", [
     lambda: games.kuhn(100), lambda: games.kuhn(10 ** 6), lambda: games.goofspiel(ranks=13),
-    lambda: games.leduc(players=12), lambda: games.sheriff(rounds=10 ** 6),
+    lambda: games.leduc(players=12), lambda: games.leduc(players=100, ranks=1, suits=101),
+    lambda: games.sheriff(rounds=10 ** 6),
     lambda: games.battleship(7, 9, [2, 3, 3, 4, 5], shots=63)])
 def test_generators_called_directly_check_their_size_first(build):
     started = time.perf_counter()
@@ -141,6 +142,11 @@ def test_make_game_budget_replaces_the_generators_own_check(monkeypatch):
     assert make_game("kuhn", memory_budget=10 ** 9).num_nodes == 55
     with pytest.raises(MemoryBudgetExceeded):
         make_game("kuhn")
+
+
+def test_leduc_without_raises_for_many_players_is_small_and_built():
+    game = games.leduc(players=70, ranks=1, suits=71, max_raises=0)
+    assert game.num_players == 70 and game.num_terminals == 1
 
 
 def test_files_have_no_estimate(tmp_path):
