@@ -186,7 +186,8 @@ def _find_infoset(game: Game, maps, player: int, key, where: str) -> int:
     the positional name ``P:N`` (player P = player + 1, N-th infoset from 0 in the game's order,
     the order of ``efce info GAME --infosets``)."""
     count = game.sequences(player).num_infosets
-    positional = f"{player + 1}:N with N from 0 to {count - 1}" if count else "none"
+    positional = (f"{player + 1}:N with N from 0 to {count - 1}" if count > 1 else
+                  f"{player + 1}:0" if count else "none")
     text = key if isinstance(key, str) else str(key)
     found = maps[player].get(text)
     if found is not None and len(found) == 1:
@@ -198,8 +199,11 @@ def _find_infoset(game: Game, maps, player: int, key, where: str) -> int:
         names = ", ".join(f"{player + 1}:{i}" for i in found)
         raise GameError(f"{where}: player {player + 1} has {len(found)} infosets labelled "
                         f"'{text}' ({names}); name one by position ({positional})")
-    raise GameError(f"{where}: player {player + 1} has no infoset labelled '{text}' (valid: the labels "
-                    f"listed by 'efce info GAME --infosets', or by position {positional})")
+    labels = list(maps[player])
+    listed = ", ".join(f"'{label}'" for label in labels[:8]) + (", ..." if len(labels) > 8 else "")
+    raise GameError(f"{where}: player {player + 1} has no infoset labelled '{text}' (valid: "
+                    f"{listed + ' (see efce info GAME --infosets)' if labels else 'none'}, "
+                    f"or by position {positional})")
 
 
 def _find_action(game: Game, action_maps, player: int, infoset: int, action, where: str) -> int:
