@@ -44,11 +44,15 @@ def _load(spec: str):
 def _configure_info(p: argparse.ArgumentParser) -> None:
     p.add_argument("game", help="a .efg path or a spec such as kuhn:players=3,ranks=3")
     p.add_argument("--infosets", action="store_true", help="list every infoset with its actions")
+    p.add_argument("--estimate", action="store_true",
+                   help="only estimate the size from the spec's parameters, without building")
 
 
 @command("info", _configure_info)
 def run_info(args):
     from games.relevant import count_relevant_pairs
+    if args.estimate:
+        return _estimate_info(args.game)
     game, seconds = _load(args.game)
     spaces = [game.sequences(p) for p in range(game.num_players)]
     pairs = None
@@ -89,9 +93,22 @@ def run_info(args):
     return result, "\n".join(lines)
 
 
+def _estimate_info(spec: str):
+    from games.spec import estimate_spec
+    estimate = estimate_spec(spec)
+    if estimate is None:
+        return ({"game": spec, "estimated_nodes": None, "estimated_bytes": None},
+                f"{spec}: no estimate for .efg files (read it without --estimate)")
+    from games.memory import gib
+    result = {"game": spec, "estimated_nodes": estimate.nodes, "estimated_bytes": estimate.bytes,
+              "estimate_exact": estimate.exact}
+    return result, f"{spec}: {estimate.describe()}, {gib(estimate.bytes)} to build"
+
+
 # ----------------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="efce", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"efce {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (configure, run) in _COMMANDS.items():
         p = sub.add_parser(name, help=(run.__doc__ or "").strip().splitlines()[0] if run.__doc__ else None)
@@ -99,6 +116,23 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
         p.set_defaults(run=run)
     return parser
+
+
+def _version() -> str:
+    """The installed ``efce-toolkit`` version, else the one in the source tree's pyproject."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("efce-toolkit")
+    except PackageNotFoundError:
+        import re
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "pyproject.toml")
+        try:
+            with open(path, encoding="utf-8") as fh:
+                found = re.search(r'^version\s*=\s*"([^"]+)"', fh.read(), re.MULTILINE)
+        except OSError:
+            found = None
+        return found.group(1) if found else "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

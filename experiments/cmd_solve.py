@@ -46,7 +46,7 @@ def run_solve(args):
     options = {name: getattr(args, name) for name in OPTIONS}
     iterations = validate_options(args.method, options).get("iterations")
     if args.trace:
-        check_writable(args.trace)
+        check_writable(args.trace, "trace file")
     with stop_on_signals(), graceful():
         started = time.perf_counter()
         game = make_game(args.game)

@@ -5,6 +5,7 @@ Generators: :func:`kuhn`, :func:`leduc`, :func:`goofspiel`, :func:`battleship`, 
 :func:`make_game` builds a game from a spec string such as ``kuhn:players=3,ranks=3``.
 """
 
+from . import numba_cache  # noqa: F401  (first: decides numba's cache before any kernel compiles)
 from .battleship import battleship
 from .figures import farina_fig1, farina_fig2
 from .game import CHANCE, TERMINAL, ExplicitLabels, Game, GameError, Labels, SequenceSpace

@@ -40,6 +40,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from .builder import Expansion, build_game, edges_from_counts
+from .estimate import check_size
 from .game import TERMINAL, Game, GameError
 
 _OUTCOMES = ("miss", "hit", "sunk")
@@ -188,6 +189,8 @@ def battleship(rows: int = 3, cols: int = 2, ship_sizes=(1,), ship_values=None, 
     if not math.isfinite(loss_multiplier):
         raise GameError(f"battleship: loss_multiplier must be finite, got {loss_multiplier}")
 
+    check_size("battleship", f"battleship:rows={rows},cols={cols},ship_sizes={sizes},shots={shots}",
+               rows=rows, cols=cols, ship_sizes=sizes, shots=shots)
     pl = _Placements(rows, cols, sizes)
     if pl.num_fleets == 0:
         raise GameError(f"battleship: ship_sizes {sizes} cannot all fit on a {rows}x{cols} board")

@@ -17,9 +17,19 @@ an infoset.  Outcomes are numbered globally; the name and payoff block need only
 first node that uses an outcome, ``0`` means "no outcome".  Outcomes may sit on internal nodes:
 the payoff of a terminal is the sum of the outcomes on its path.  Numbers are integers,
 decimals (``.25``, ``1.5e-3``) or fractions (``1/3``), read exactly; payoffs may be separated by
-commas.  Whitespace (including newlines) is free between tokens.  As an extension, ``#`` starts
-a comment running to the end of the line (outside quoted strings); Gambit itself does not
-accept comments, so :func:`dumps` never writes them.
+commas.  Numbers must be finite and at most :data:`~games.game.MAX_ABS_PAYOFF` (1e100) in
+absolute value: ``nan``, ``inf``, ``1e400`` or ``1e308`` are refused with their line rather than
+overflowing later in the solvers.  Whitespace (including newlines) is free between tokens; any
+Unicode whitespace counts (a no-break space U+00A0 pasted from a web page, U+2028), but only
+``\n`` starts a new line for the line numbers in messages, as in text editors.  Other control
+characters outside quoted strings are refused as ``file:line: unexpected character U+XXXX``.
+As an extension, ``#`` starts a comment running to the end of the line (outside quoted
+strings); Gambit itself does not accept comments, so :func:`dumps` never writes them.
+
+The game comment is kept as ``game.comment`` and the name of the outcome attached to each
+terminal node as ``game.outcome_names`` (one per terminal, in the game's terminal order), so
+that :func:`save` writes them back.  Names of outcomes on internal nodes are not kept: the
+writer gives every terminal its own outcome holding the payoffs summed along the path.
 
 Every malformed input raises :class:`~games.game.GameError` with a one-line message of the form
 ``file:line: what is wrong``.
@@ -34,7 +44,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .game import CHANCE, PROBABILITY_TOLERANCE, TERMINAL, ExplicitLabels, Game, GameError
+from .game import (CHANCE, MAX_ABS_PAYOFF, PROBABILITY_TOLERANCE, TERMINAL, ExplicitLabels, Game,
+                   GameError)
 
 __all__ = ["load", "loads", "save", "dumps"]
 
@@ -43,15 +54,26 @@ __all__ = ["load", "loads", "save", "dumps"]
 # ---------------------------------------------------------------------------------- lexer
 _LEXER = re.compile(r'''
     (?P<nl>\n)
-  | (?P<ws>[ \t\r\f\v]+)
+  | (?P<ws>[^\S\n]+)
   | (?P<comment>\#[^\n]*)
   | (?P<punct>[{},])
   | (?P<str>"(?:[^"\\]|\\.)*")
   | (?P<open>")
-  | (?P<word>[^\s{},"\#]+)
+  | (?P<word>[^\s{},"\#\x00-\x1f\x7f-\x9f]+)
+  | (?P<bad>.)
 ''', re.VERBOSE | re.DOTALL)
 
-_NUMBER = re.compile(r'[+-]?(?:\d+/\d+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)')
+_NUMBER = re.compile(r'[+-]?(?:\d+/\d+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)', re.ASCII)
+_INTEGER = re.compile(r'\+?\d+', re.ASCII)
+_EXPONENT = re.compile(r'[eE]([+-]?\d+)$', re.ASCII)
+#: Longest number (characters) and largest decimal exponent read; beyond them exact arithmetic
+#: would be slow (``1e999999999`` is a billion-digit integer) long before it is meaningful.
+_MAX_NUMBER_CHARS = 400
+_MAX_EXPONENT = 400
+_NON_FINITE = ("nan", "inf", "infinity")
+_ONE_LINE = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+             for c in [*range(0x20), 0x7f, 0x85, 0x2028, 0x2029]}
+_ONE_LINE.update({ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})
 _UNESCAPE = re.compile(r'\\(["\\])')
 
 # token kinds
@@ -95,6 +117,9 @@ def _tokenize(text: str, source: str) -> list[_Token]:
             tokens.append(_Token(value, value, line))
         elif kind == "open":
             raise GameError(f"{source}:{line}: unterminated string (missing closing '\"')")
+        elif kind == "bad":
+            raise GameError(f"{source}:{line}: unexpected character U+{ord(value):04X} "
+                            f"(outside a quoted string)")
         pos = m.end()
     # End of file is reported at the last line holding a token (a truncated file's last line).
     tokens.append(_Token(_EOF, "", tokens[-1].line if tokens else 1))
@@ -110,7 +135,8 @@ class _Parser:
 
     # -- token helpers
     def error(self, line: int, message: str) -> GameError:
-        return GameError(f"{self.source}:{line}: {message}")
+        # Names quoted from the file may hold line breaks; the message stays on one line.
+        return GameError(f"{self.source}:{line}: {message.translate(_ONE_LINE)}")
 
     def peek(self) -> _Token:
         return self.tokens[self.pos]
@@ -130,18 +156,34 @@ class _Parser:
     def unexpected(self, tok: _Token, what: str) -> GameError:
         if tok.kind == _EOF:
             return self.error(tok.line, f"unexpected end of file: expected {what}")
+        if tok.kind == _SYM and tok.text.lower().lstrip("+-") in _NON_FINITE:
+            return self.error(tok.line, f"expected {what}, found the non-finite number "
+                                        f"'{tok.text}' (numbers must be finite)")
         return self.error(tok.line, f"expected {what}, found {tok.describe()}")
 
     def number(self, tok: _Token) -> Fraction:
+        """The exact value of a number token; refuses values that are not finite doubles of a
+        sane magnitude (|x| <= :data:`~games.game.MAX_ABS_PAYOFF`)."""
+        text = tok.text
+        exponent = _EXPONENT.search(text)
+        if len(text) > _MAX_NUMBER_CHARS or (exponent and abs(int(exponent.group(1))) > _MAX_EXPONENT):
+            raise self.error(tok.line, f"number '{_shorten(text)}' is out of range (numbers must "
+                                       f"be finite, at most {MAX_ABS_PAYOFF:g} in absolute value)")
         try:
-            return Fraction(tok.text)
+            value = Fraction(text)
         except (ValueError, ZeroDivisionError):
-            raise self.error(tok.line, f"invalid number '{tok.text}'") from None
+            raise self.error(tok.line, f"invalid number '{text}'") from None
+        if abs(value) > MAX_ABS_PAYOFF:
+            raise self.error(tok.line, f"number '{text}' is too large (numbers must be at most "
+                                       f"{MAX_ABS_PAYOFF:g} in absolute value)")
+        return value
 
     def integer(self, what: str, minimum: int = 0) -> tuple[int, _Token]:
         tok = self.expect(_NUM, what)
-        if not re.fullmatch(r"\+?\d+", tok.text) or not minimum <= int(tok.text) < 2 ** 62:
-            raise self.error(tok.line, f"expected {what} (an integer >= {minimum}), found '{tok.text}'")
+        if not _INTEGER.fullmatch(tok.text) or len(tok.text) > 19 or \
+                not minimum <= int(tok.text) < 2 ** 62:
+            raise self.error(tok.line, f"expected {what} (an integer >= {minimum}), "
+                                       f"found '{_shorten(tok.text)}'")
         return int(tok.text), tok
 
     # -- the file
@@ -194,6 +236,10 @@ class _Parser:
         self.infosets: list[dict[int, tuple[str, list[str], int]]] = [{} for _ in range(n)]
         self.chance_infosets: dict[int, tuple[str, list[str], list[Fraction], int]] = {}
         self.outcomes: dict[int, tuple[tuple[Fraction, ...], int]] = {}
+        self.outcome_names: dict[int, str] = {}
+        # Per terminal (file order): the name of the outcome attached to the terminal node.
+        self.terminal_outcome_names: list[str] = []
+        self.last_outcome_name = ""
         # Perfect recall: each player's own history at every infoset, with the first line.
         self.recall: list[dict[int, tuple[object, int]]] = [{} for _ in range(n)]
         zero_history = (None,) * n
@@ -259,7 +305,11 @@ class _Parser:
             self.chance_names[node] = names
         acc = self.parse_outcome(acc)
         if kind == "t":
+            if acc is not None and any(abs(x) > MAX_ABS_PAYOFF for x in acc):
+                raise self.error(line, f"the payoffs of this terminal (summed along its path) "
+                                       f"exceed {MAX_ABS_PAYOFF:g} in absolute value")
             self.terminal_payoffs.append(acc)
+            self.terminal_outcome_names.append(self.last_outcome_name)
         return node, k, acc, probs
 
     def parse_action_list(self, what: str, with_probs: bool):
@@ -354,7 +404,7 @@ class _Parser:
                 raise self.error(nxt.line, "outcome 0 means 'no outcome' and cannot have a name "
                                            "or payoffs")
             if nxt.kind == _STR:
-                self.next()
+                self.outcome_names.setdefault(number, self.next().text)
             self.expect("{", f"'{{' before the payoffs of outcome {number}")
             payoffs = []
             while True:
@@ -378,12 +428,14 @@ class _Parser:
                                            f"{_format_payoffs(payoffs)} here but "
                                            f"{_format_payoffs(known[0])} at line {known[1]}")
         elif number == 0:
+            self.last_outcome_name = ""
             return acc
         else:
             known = self.outcomes.get(number)
             if known is None:
                 raise self.error(tok.line, f"outcome {number} is used before its payoffs are given")
             payoffs = known[0]
+        self.last_outcome_name = self.outcome_names.get(number, "")
         if acc is None:
             return payoffs
         return tuple(a + b for a, b in zip(acc, payoffs))
@@ -430,6 +482,10 @@ class _Parser:
             [[names[p][int(k)] for k in game.infoset_keys[p]] for p in range(n)],
             [[actions[p][int(k)] for k in game.infoset_keys[p]] for p in range(n)],
             {int(new_position[v]): names_ for v, names_ in self.chance_names.items()})
+        # Terminals are numbered in breadth-first order; file order is preorder.
+        file_terminal_row = np.cumsum(player == TERMINAL) - 1
+        rows = file_terminal_row[game.original_order[game.terminal_nodes]]
+        game.outcome_names = [self.terminal_outcome_names[int(r)] for r in rows]
         return game
 
 
@@ -453,6 +509,10 @@ def _bfs_infoset_keys(parent: np.ndarray, player: np.ndarray, key: np.ndarray,
 
 def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _shorten(text: str, limit: int = 30) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _quote_list(names: list[str]) -> str:
@@ -521,6 +581,7 @@ def dumps(game: Game) -> str:
            _quote(getattr(game, "comment", "") or ""), ""]
     player, infoset = game.player, game.infoset
     first_child, num_children = game.first_child, game.num_children
+    outcome_names = getattr(game, "outcome_names", None)
     chance_number = 0
     stack = [0]
     while stack:
@@ -533,7 +594,8 @@ def dumps(game: Game) -> str:
         if pl == TERMINAL:
             t = int(game.terminal_index[v])
             pay = ", ".join(_format_number(x) for x in game.payoffs[t])
-            out.append(f't "" {t + 1} "" {{ {pay} }}')
+            name = outcome_names[t] if outcome_names else ""
+            out.append(f't "" {t + 1} {_quote(name)} {{ {pay} }}')
         elif pl == CHANCE:
             chance_number += 1
             names = labels.chance_actions(game, v)

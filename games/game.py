@@ -29,6 +29,11 @@ TERMINAL = -2
 #: Tolerance for chance probabilities summing to one.
 PROBABILITY_TOLERANCE = 1e-9
 
+#: Largest payoff magnitude a game may have.  Solvers multiply payoffs by payoffs (squared
+#: norms, PDLP's rescaling) and sum them over billions of terms and iterations; below 1e100
+#: all of that stays far from the float64 overflow at 1.8e308.
+MAX_ABS_PAYOFF = 1e100
+
 
 class GameError(ValueError):
     """A game (file, generator call, or array description) is malformed or outside an
@@ -322,6 +327,9 @@ class Game:
                             f"({num_terminals}, {num_players})")
         if not np.all(np.isfinite(terminal_payoffs)):
             raise GameError("terminal payoffs must be finite numbers")
+        if terminal_payoffs.size and np.abs(terminal_payoffs).max() > MAX_ABS_PAYOFF:
+            raise GameError(f"terminal payoff {np.abs(terminal_payoffs).max():g} is too large "
+                            f"(payoffs must be at most {MAX_ABS_PAYOFF:g} in absolute value)")
         # Terminals keep the order they had in the input (their rows), re-indexed to BFS order.
         old_terminal_row = np.full(n, -1, dtype=np.int64)
         old_terminal_row[childless] = np.arange(num_terminals)

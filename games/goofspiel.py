@@ -41,6 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from .builder import Expansion, build_game
+from .estimate import check_size
 from .game import CHANCE, TERMINAL, Game, GameError
 
 _PRIZE_ORDERS = ("random", "sorted")
@@ -74,6 +75,8 @@ def goofspiel(players: int = 2, ranks: int = 3, prizes: str = "random",
         raise GameError(f"goofspiel: ranks must be at most 62 (cards are stored as bit masks), got {r}")
     if n > 16:
         raise GameError(f"goofspiel: players must be at most 16, got {n}")
+    check_size("goofspiel", f"goofspiel:players={n},ranks={r},prizes={prizes}", players=n, ranks=r,
+               prizes=prizes, limited_info=limited_info)
     random_prizes = prizes == "random"
     limited = bool(limited_info)
     full = (1 << r) - 1

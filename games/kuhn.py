@@ -14,6 +14,7 @@ from itertools import permutations
 import numpy as np
 
 from .builder import Expansion, build_game, edges_from_counts
+from .estimate import check_size
 from .game import CHANCE, TERMINAL, Game, GameError
 
 _ACTION_NAMES = ["check", "bet", "fold", "call"]
@@ -29,12 +30,16 @@ def kuhn(players: int = 2, ranks: int | None = None) -> Game:
     ranks : int, optional
         Number of cards in the deck, one per rank (default ``players + 1``, must be >= players).
     """
+    for key, value in (("players", players), ("ranks", ranks)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+            raise GameError(f"kuhn: {key} must be an integer, got {value!r}")
     players = int(players)
     ranks = players + 1 if ranks is None else int(ranks)
     if players < 2:
         raise GameError(f"kuhn: players must be at least 2, got {players}")
     if ranks < players:
         raise GameError(f"kuhn: ranks ({ranks}) must be at least the number of players ({players})")
+    check_size("kuhn", f"kuhn:players={players},ranks={ranks}", players=players, ranks=ranks)
     deals = np.array(list(permutations(range(ranks), players)), dtype=np.int64)
     n = players
 

@@ -42,6 +42,7 @@ from itertools import product
 import numpy as np
 
 from .builder import Expansion, build_game, edges_from_counts
+from .estimate import check_size
 from .game import CHANCE, TERMINAL, Game, GameError
 
 # Action codes (edge labels) of betting actions.
@@ -114,6 +115,8 @@ def leduc(players: int = 2, ranks: int = 3, suits: int | None = None,
                         "(the betting would never end)")
     total_cap = np.iinfo(np.int64).max if max_raises is None else int(max_raises)
     player_cap = np.iinfo(np.int64).max if raises_per_player is None else int(raises_per_player)
+    check_size("leduc", f"leduc:players={n},ranks={r},suits={s}", players=n, ranks=r, suits=s,
+               raise_sizes=sizes, max_raises=max_raises, raises_per_player=raises_per_player)
     deck_size = r * s
     pidx = np.arange(n)
 

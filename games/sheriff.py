@@ -33,6 +33,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from .builder import Expansion, build_game, edges_from_counts
+from .estimate import check_size
 from .game import TERMINAL, Game, GameError
 
 SMUGGLER, SHERIFF = 0, 1
@@ -83,6 +84,8 @@ def sheriff(max_bribe: int = 3, max_items: int = 3, rounds: int = 4, item_value:
     item_value = _value_param(item_value, "item_value")
     item_penalty = _value_param(item_penalty, "item_penalty")
     sheriff_penalty = _value_param(sheriff_penalty, "sheriff_penalty")
+    check_size("sheriff", f"sheriff:max_bribe={max_bribe},max_items={max_items},rounds={rounds}",
+               max_bribe=max_bribe, max_items=max_items, rounds=rounds)
     nb = max_bribe + 1
     # Tokens: 1 + items (Smuggler only); then public 1 + (max_items+1) + bribe; then public
     # feedback 1 + (max_items+1) + nb + {0: no inspection, 1: inspection}.

@@ -1,15 +1,25 @@
 """Naming games on the command line: ``NAME:key=value,key=value`` or a path to a ``.efg`` file.
 
-Values are integers, floats, booleans (``true``/``false``), strings, or lists written
-``[1,2]`` (a bare value where a list is expected is a one-element list).
+Every generator parameter has a declared type and range (:data:`PARAMETERS`); values are parsed
+by that type, so ``kuhn:ranks=2.5`` is an error naming the game, the parameter and the expected
+type, never a silent ``ranks=2``.  Types: integers, finite numbers, booleans (``true``/``false``),
+one of a set of words, and lists written ``[1,2]`` (a bare value where a list is expected is a
+one-element list).  Parameters whose default is "none" (``kuhn``'s ``ranks``, ``leduc``'s caps)
+accept ``none``.
+
+Before a generator runs, :func:`make_game` estimates the size of the tree from the parameters
+(:mod:`games.estimate`) and refuses, with the estimate, a game that would not fit in the memory
+budget (:mod:`games.memory`).
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import os
 import re
+from dataclasses import dataclass
 
 from .game import Game, GameError
 
@@ -24,35 +34,120 @@ GENERATORS: dict[str, str] = {
     "farina-fig2": "games.figures:farina_fig2",
 }
 
-_LIST_PARAMS = {"ship_sizes", "ship_values", "raise_sizes"}
 
+@dataclass(frozen=True)
+class Param:
+    """Type and range of one generator parameter.
+
+    ``kind`` is ``"int"``, ``"number"`` (finite float), ``"bool"``, ``"choice"`` (one of
+    ``choices``), ``"int list"`` or ``"number list"``; ``low``/``high`` bound numbers and list
+    entries (inclusive); ``length`` fixes a list's length; ``none`` allows the value ``none``."""
+
+    kind: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+    length: int | None = None
+    none: bool = False
+
+    def describe(self) -> str:
+        if self.kind == "choice":
+            text = "one of " + ", ".join(self.choices)
+        else:
+            base = {"int": "an integer", "number": "a number", "bool": "true or false",
+                    "int list": "a list of integers", "number list": "a list of numbers"}[self.kind]
+            if self.length is not None:
+                base = base.replace("a list of", f"a list of {self.length}")
+            text = base + _range_text(self.low, self.high, "each " if "list" in self.kind else "")
+        return text + (" or none" if self.none else "")
+
+
+def _range_text(low, high, prefix: str) -> str:
+    if low is not None and high is not None:
+        return f", {prefix}from {low:g} to {high:g}"
+    if low is not None:
+        return f", {prefix}>= {low:g}"
+    if high is not None:
+        return f", {prefix}<= {high:g}"
+    return ""
+
+
+#: Declared parameters of every generator (the generators check the same ranges when called
+#: from Python; the spec layer checks them first so that sizes can be estimated before building).
+PARAMETERS: dict[str, dict[str, Param]] = {
+    "kuhn": {"players": Param("int", 2, 1000), "ranks": Param("int", 2, 1000, none=True)},
+    "leduc": {"players": Param("int", 2, 1000), "ranks": Param("int", 1, 1000),
+              "suits": Param("int", 1, 1000, none=True),
+              "raise_sizes": Param("number list", 0, None, length=2),
+              "max_raises": Param("int", 0, 1000, none=True),
+              "raises_per_player": Param("int", 0, 1000, none=True)},
+    "goofspiel": {"players": Param("int", 2, 16), "ranks": Param("int", 1, 62),
+                  "prizes": Param("choice", choices=("random", "sorted")),
+                  "limited_info": Param("bool")},
+    "battleship": {"rows": Param("int", 1, 63), "cols": Param("int", 1, 63),
+                   "ship_sizes": Param("int list", 1, 63), "ship_values": Param("number list", 0, None, none=True),
+                   "shots": Param("int", 1, 63), "loss_multiplier": Param("number")},
+    "sheriff": {"max_bribe": Param("int", 0, 1000), "max_items": Param("int", 1, 1000),
+                "rounds": Param("int", 1, 1000), "item_value": Param("number", 0),
+                "item_penalty": Param("number", 0), "sheriff_penalty": Param("number", 0)},
+    "farina-fig1": {},
+    "farina-fig2": {},
+}
 
 def _generator(name: str):
     module, func = GENERATORS[name].split(":")
     return getattr(importlib.import_module(module), func)
 
 
-def _parse_scalar(text: str):
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
+def _scalar(game: str, key: str, param: Param, kind: str, text: str):
+    """``text`` parsed as ``kind`` ("int", "number", "bool", "choice") and range-checked."""
+    def bad(expected: str | None = None):
+        return GameError(f"game '{game}': parameter '{key}' must be {expected or param.describe()}, "
+                         f"got '{text}'")
+    if kind == "bool":
+        if text.lower() not in ("true", "false"):
+            raise bad()
+        return text.lower() == "true"
+    if kind == "choice":
+        if text not in param.choices:
+            raise bad()
+        return text
+    try:
+        value = int(text) if kind == "int" else float(text)
+    except ValueError:
+        raise bad() from None
+    if kind == "number" and not math.isfinite(value):
+        raise bad()
+    if (param.low is not None and value < param.low) or (param.high is not None and value > param.high):
+        raise bad()
+    return value
 
 
-def _parse_value(key: str, text: str):
+def _parse_value(game: str, key: str, text: str, param: Param):
     text = text.strip()
+    if param.none and text.lower() == "none":
+        return None
+    if "list" in param.kind:
+        if text.startswith("["):
+            if not text.endswith("]"):
+                raise GameError(f"game '{game}': parameter '{key}': unterminated list '{text}'")
+            inner = text[1:-1].strip()
+            items = [t.strip() for t in inner.split(",")] if inner else []
+        else:
+            items = [text]
+        kind = param.kind.split()[0]
+        values = [_scalar(game, key, param, kind, t) for t in items]
+        if param.length is not None and len(values) != param.length:
+            raise GameError(f"game '{game}': parameter '{key}' must be {param.describe()}, "
+                            f"got {len(values)} value{'s' if len(values) != 1 else ''} ('{text}')")
+        if not values:
+            raise GameError(f"game '{game}': parameter '{key}' must be {param.describe()}, "
+                            f"got an empty list")
+        return values
     if text.startswith("["):
-        if not text.endswith("]"):
-            raise GameError(f"parameter '{key}': unterminated list '{text}'")
-        inner = text[1:-1].strip()
-        return [_parse_scalar(t.strip()) for t in inner.split(",")] if inner else []
-    value = _parse_scalar(text)
-    return [value] if key in _LIST_PARAMS else value
+        raise GameError(f"game '{game}': parameter '{key}' must be {param.describe()}, "
+                        f"got the list '{text}'")
+    return _scalar(game, key, param, param.kind, text)
 
 
 def _split_params(text: str) -> list[str]:
@@ -73,12 +168,20 @@ def _split_params(text: str) -> list[str]:
 
 
 def parse_spec(spec: str) -> tuple[str, dict]:
-    """Split ``NAME:key=value,...`` into the generator name and its keyword arguments."""
+    """Split ``NAME:key=value,...`` into the generator name and its keyword arguments, each
+    parsed by its declared type and range-checked (:data:`PARAMETERS`).
+
+    Raises
+    ------
+    GameError
+        Unknown game or parameter, malformed item, or a value of the wrong type or out of
+        range; the message names the game, the parameter and what is expected."""
     name, _, rest = spec.partition(":")
     name = name.strip().lower()
     if name not in GENERATORS:
         raise GameError(f"unknown game '{name}'; valid names: {', '.join(sorted(GENERATORS))} "
                         f"(or a path to a .efg file)")
+    declared = PARAMETERS[name]
     params = {}
     for item in _split_params(rest):
         key, eq, value = item.partition("=")
@@ -89,44 +192,84 @@ def parse_spec(spec: str) -> tuple[str, dict]:
             raise GameError(f"game '{name}': invalid parameter name '{key}'")
         if key in params:
             raise GameError(f"game '{name}': parameter '{key}' given twice")
-        params[key] = _parse_value(key, value)
+        if key not in declared:
+            listed = ", ".join(declared) if declared else "none"
+            raise GameError(f"game '{name}': unknown parameter {key}; valid parameters: {listed}")
+        params[key] = _parse_value(name, key, value, declared[key])
     return name, params
 
 
-def make_game(spec: str) -> Game:
-    """Build the game named by ``spec`` (a generator spec string or a ``.efg`` path)."""
-    if os.path.exists(spec) or spec.lower().endswith(".efg"):
-        from .efg import load
-        return load(spec)
+def _with_defaults(name: str, params: dict) -> dict:
+    signature = inspect.signature(_generator(name)).parameters
+    full = {key: p.default for key, p in signature.items()}
+    full.update(params)
+    return full
+
+
+def estimate_spec(spec: str):
+    """The :class:`games.estimate.SizeEstimate` of the game a spec string names (None for a
+    ``.efg`` path), computed from the parameters alone, without building anything."""
+    if _is_file(spec):
+        return None
+    from .estimate import estimate_size
     name, params = parse_spec(spec)
-    _check_parameters(name, params)
-    try:
-        return _generator(name)(**params)
-    except TypeError as exc:  # e.g. a list where a number is expected
-        raise GameError(f"game '{name}': bad parameter value ({exc})") from None
+    return estimate_size(name, _with_defaults(name, params))
 
 
-def check_spec(spec: str) -> None:
-    """Check that ``spec`` names a game (an existing ``.efg`` file, or a known generator with
-    known parameters) without building it.
+def _is_file(spec: str) -> bool:
+    return os.path.exists(spec) or spec.lower().endswith(".efg")
+
+
+def make_game(spec: str, memory_budget: int | None = None) -> Game:
+    """Build the game named by ``spec`` (a generator spec string or a ``.efg`` path).
+
+    Parameters
+    ----------
+    memory_budget : int, optional
+        Bytes the game may take while being built (default: :func:`games.memory.check_budget`'s
+        share of the available RAM).  A generated game whose estimated size exceeds it is
+        refused before the generator runs.
 
     Raises
     ------
     GameError
-        Naming the problem (missing file, unknown game, unknown parameter).
+        A bad spec or file; :class:`games.memory.MemoryBudgetExceeded` with the estimate when
+        the game is too large.
     """
-    if os.path.exists(spec) or spec.lower().endswith(".efg"):
+    if _is_file(spec):
+        from .efg import load
+        return load(spec)
+    name, params = parse_spec(spec)
+    estimate = estimate_spec(spec)
+    if estimate is not None:
+        from .memory import check_budget
+        check_budget(estimate.bytes, f"game {spec} ({estimate.describe()})", memory_budget)
+    from .estimate import size_already_checked
+    generator = _generator(name)
+    try:
+        with size_already_checked():
+            return generator(**params)
+    except TypeError as exc:  # e.g. a list where a number is expected
+        raise GameError(f"game '{name}': bad parameter value ({exc})") from None
+
+
+def check_spec(spec: str, memory_budget: int | None = None) -> None:
+    """Check that ``spec`` names a game that can be built, without building it: an existing,
+    readable ``.efg`` file, or a known generator with valid parameters whose estimated size fits
+    the memory budget.
+
+    Raises
+    ------
+    GameError
+        Naming the problem (missing file, unknown game or parameter, bad value, too large).
+    """
+    if _is_file(spec):
         if not os.path.isfile(spec):
             raise GameError(f"no such file: {spec}")
         if not os.access(spec, os.R_OK):
             raise GameError(f"cannot read {spec}: permission denied")
         return
-    _check_parameters(*parse_spec(spec))
-
-
-def _check_parameters(name: str, params: dict) -> None:
-    valid = list(inspect.signature(_generator(name)).parameters)
-    unknown = sorted(set(params) - set(valid))
-    if unknown:
-        raise GameError(f"game '{name}': unknown parameter{'s' if len(unknown) > 1 else ''} "
-                        f"{', '.join(unknown)}; valid parameters: {', '.join(valid) or 'none'}")
+    estimate = estimate_spec(spec)
+    if estimate is not None:
+        from .memory import check_budget
+        check_budget(estimate.bytes, f"game {spec} ({estimate.describe()})", memory_budget)

@@ -18,12 +18,17 @@ JSON format (read by :func:`device_from_json`, written by :func:`device_to_json`
                 ...]}
 
 with labels as printed by ``efce info GAME --infosets`` (``game.infoset_label`` and
-``game.action_labels``).  Every plan must name an action at every infoset of its player.
+``game.action_labels``).  An infoset may also be named by position, ``"P:N"`` for player P's
+N-th infoset counting from 0 in that listing; this is the only way to name infosets that share
+a label (a unique label takes precedence over a positional reading of the same text).  Actions
+given as JSON numbers match the label that reads the same (``3`` for ``"3"``).  Every plan must
+name an action at every infoset of its player.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,19 +167,61 @@ class Device:
 
 
 # ---------------------------------------------------------------------- JSON
-def _label_maps(game: Game):
+def _label_maps(game: Game) -> list[dict[str, list[int]]]:
+    """Per player: infoset label -> the infosets carrying it (several when labels repeat)."""
     maps = []
     for p in range(game.num_players):
-        space = game.sequences(p)
-        infosets: dict[str, int] = {}
-        for i in range(space.num_infosets):
-            label = game.infoset_label(p, i)
-            if label in infosets:
-                raise GameError(f"player {p + 1} has two infosets labelled '{label}'; "
-                                f"devices cannot be read by label for this game")
-            infosets[label] = i
+        infosets: dict[str, list[int]] = {}
+        for i in range(game.sequences(p).num_infosets):
+            infosets.setdefault(game.infoset_label(p, i), []).append(i)
         maps.append(infosets)
     return maps
+
+
+_POSITIONAL = re.compile(r"(\d+):(\d+)", re.ASCII)
+
+
+def _find_infoset(game: Game, maps, player: int, key, where: str) -> int:
+    """The infoset of ``player`` that ``key`` names: its label when that label is unique, else
+    the positional name ``P:N`` (player P = player + 1, N-th infoset from 0 in the game's order,
+    the order of ``efce info GAME --infosets``)."""
+    count = game.sequences(player).num_infosets
+    positional = (f"{player + 1}:N with N from 0 to {count - 1}" if count > 1 else
+                  f"{player + 1}:0" if count else "none")
+    text = key if isinstance(key, str) else str(key)
+    found = maps[player].get(text)
+    if found is not None and len(found) == 1:
+        return found[0]
+    m = _POSITIONAL.fullmatch(text)
+    if m and int(m.group(1)) == player + 1 and int(m.group(2)) < count:
+        return int(m.group(2))
+    if found is not None:
+        names = ", ".join(f"{player + 1}:{i}" for i in found)
+        raise GameError(f"{where}: player {player + 1} has {len(found)} infosets labelled "
+                        f"'{text}' ({names}); name one by position ({positional})")
+    labels = list(maps[player])
+    listed = ", ".join(f"'{label}'" for label in labels[:8]) + (", ..." if len(labels) > 8 else "")
+    raise GameError(f"{where}: player {player + 1} has no infoset labelled '{text}' (valid: "
+                    f"{listed + ' (see efce info GAME --infosets)' if labels else 'none'}, "
+                    f"or by position {positional})")
+
+
+def _find_action(game: Game, action_maps, player: int, infoset: int, action, where: str) -> int:
+    """The index of the action ``action`` names: its label; a JSON number matches the label
+    that reads the same (``3`` for ``"3"``)."""
+    amap = action_maps.get((player, infoset))
+    if amap is None:
+        amap = {a: i for i, a in enumerate(game.action_labels(player, infoset))}
+        action_maps[(player, infoset)] = amap
+    text = action
+    if isinstance(action, (int, float)) and not isinstance(action, bool):
+        text = str(int(action)) if float(action).is_integer() else str(action)
+    if isinstance(text, str) and text in amap:
+        return amap[text]
+    valid = ", ".join(f"'{a}'" for a in amap)
+    shown = f"'{action}'" if isinstance(action, str) else json.dumps(action)
+    raise GameError(f"{where}: infoset '{game.infoset_label(player, infoset)}' of player "
+                    f"{player + 1} has no action {shown} (valid actions: {valid})")
 
 
 def device_from_dict(game: Game, data: Any) -> Device:
@@ -208,19 +255,13 @@ def device_from_dict(game: Game, data: Any) -> Device:
                 raise GameError(f"device entry {k}: the plan of player {player + 1} must be an "
                                 f"object mapping infoset labels to action labels")
             seen = np.zeros(off[player + 1] - off[player], dtype=bool)
+            where = f"device entry {k}"
             for label, action in plan.items():
-                j = maps[player].get(label)
-                if j is None:
-                    raise GameError(f"device entry {k}: player {player + 1} has no infoset "
-                                    f"labelled '{label}'")
-                amap = action_maps.get((player, j))
-                if amap is None:
-                    amap = {a: i for i, a in enumerate(game.action_labels(player, j))}
-                    action_maps[(player, j)] = amap
-                if action not in amap:
-                    raise GameError(f"device entry {k}: infoset '{label}' of player {player + 1} "
-                                    f"has no action '{action}' (actions: {', '.join(amap)})")
-                plans[k, off[player] + j] = amap[action]
+                j = _find_infoset(game, maps, player, label, where)
+                if seen[j]:
+                    raise GameError(f"{where}: the plan of player {player + 1} names infoset "
+                                    f"'{label}' ({player + 1}:{j}) twice")
+                plans[k, off[player] + j] = _find_action(game, action_maps, player, j, action, where)
                 seen[j] = True
             if not seen.all():
                 missing = int(np.flatnonzero(~seen)[0])
@@ -252,7 +293,13 @@ def device_to_dict(game: Game, device: Device) -> dict:
     """Inverse of :func:`device_from_dict`; ``-1`` entries are written with the first action."""
     off = infoset_offsets(game)
     out = []
-    labels = [[(game.infoset_label(p, j), game.action_labels(p, j))
+    maps = _label_maps(game)
+
+    def name(p: int, j: int) -> str:  # repeated labels are written by position
+        label = game.infoset_label(p, j)
+        return label if len(maps[p][label]) == 1 else f"{p + 1}:{j}"
+
+    labels = [[(name(p, j), game.action_labels(p, j))
                for j in range(off[p + 1] - off[p])] for p in range(game.num_players)]
     for k in range(device.size):
         plans = []

@@ -380,6 +380,31 @@ ERRORS = {
         HEADER + 'p "" 1 1 "I" { "a" } 0\nt "" 1 "" { 1 two }\n', 4,
         ["expected a payoff", "symbol 'two'"]),
     "empty action list": (HEADER + 'p "" 1 1 "I" { } 0\n', 3, ["empty action list"]),
+    "overflowing payoff": (
+        HEADER + 'p "" 1 1 "I" { "a" } 0\nt "" 1 "" { 1e400 2 }\n', 4, ["'1e400' is too large"]),
+    "payoff near the float limit": (
+        HEADER + 'p "" 1 1 "I" { "a" } 0\nt "" 1 "" { 2, -1e308 }\n', 4, ["'-1e308' is too large"]),
+    "huge fraction": (
+        HEADER + 'p "" 1 1 "I" { "a" } 0\nt "" 1 "" { 10000000000000000000000000000000'
+                 '00000000000000000000000000000000000000000000000000000000000000000000000000000'
+                 '0000000/1 2 }\n', 4, ["too large"]),
+    "billion-digit exponent": (
+        HEADER + 'p "" 1 1 "I" { "a" } 0\nt "" 1 "" { 1e-999999999 2 }\n', 4,
+        ["'1e-999999999' is out of range"]),
+    "internal outcomes summing beyond the limit": (
+        HEADER + 'p "" 1 1 "I" { "a" } 1 "big" { 1e100 0 }\nt "" 2 "" { 1e100 0 }\n', 4,
+        ["exceed 1e+100"]),
+    "nan payoff": (
+        HEADER + 'p "" 1 1 "I" { "a" } 0\nt "" 1 "" { nan 2 }\n', 4,
+        ["non-finite number 'nan'"]),
+    "infinite probability": (
+        HEADER + 'c "" 1 "" { "h" -inf "t" inf } 0\nt "" 1 "" { 1 2 }\nt "" 2 "" { 1 2 }\n', 3,
+        ["non-finite number '-inf'"]),
+    "control character": (
+        HEADER + 'p "" 1 1 "I" { "a" } 0\n\nt "" 1 "" { 1\x00 2 }\n', 5,
+        ["unexpected character U+0000"]),
+    "huge player number": (
+        HEADER + 'p "" 1' + '9' * 5000 + ' 1 "I" { "a" } 0\n', 3, ["expected a player number"]),
     "imperfect recall": (
         'EFG 2 R "g" { "P1" }\n""\np "" 1 1 "first" { "l" "r" } 0\n'
         'p "" 1 2 "later" { "x" "y" } 0\nt "" 1 "" { 1 }\nt "" 2 "" { 2 }\n'
@@ -421,3 +446,37 @@ def test_errors_are_game_errors_not_value_errors_from_parsing():
     for cut in cut_points:
         with pytest.raises(GameError, match=r"^<string>:\d+: "):
             efg.loads(text[:cut])
+
+
+def test_unicode_whitespace_separates_tokens():
+    # A no-break space (pasted from a web page), a line separator, an ideographic space: all
+    # whitespace; only "\n" counts as a new line in messages.
+    text = (HEADER + 'p "" 1 1 "I"\u00a0{ "a" "b" } 0\u2028t "" 1 "" {\u3000 1 2 }\n'
+            't "" 2 "" { 3 4 }\nt "" 3 "" { 5 6 }\n')
+    with pytest.raises(GameError, match=r"^<string>:5: .*trailing garbage"):
+        efg.loads(text)
+    g = efg.loads(text.rsplit("t ", 1)[0])
+    assert g.payoffs.tolist() == [[1, 2], [3, 4]]
+
+
+def test_outcome_names_and_comment_round_trip(tmp_path):
+    g = efg.load(DATA / "one_card_poker.efg")
+    # Every name stands for one payoff vector (names are aligned with the terminals).
+    by_name = {}
+    for name, row in zip(g.outcome_names, g.payoffs.tolist()):
+        assert by_name.setdefault(name, row) == row, name
+    assert by_name["Dealer wins big"] == [2, -2]
+    assert by_name["Dealer loses ante"] == [-1, 1]
+    assert len(g.outcome_names) == g.num_terminals == 6
+    efg.save(g, tmp_path / "again.efg")
+    text = (tmp_path / "again.efg").read_text()
+    assert '"Dealer wins big"' in text and "Outcomes are numbered out of order" in text
+    h = games.load(tmp_path / "again.efg")
+    assert h.outcome_names == g.outcome_names
+    assert h.comment == g.comment
+    assert efg.dumps(h) == text
+
+
+def test_generated_games_write_empty_outcome_names():
+    text = efg.dumps(games.kuhn(2))
+    assert efg.loads(text).outcome_names == [""] * games.kuhn(2).num_terminals

@@ -1,0 +1,69 @@
+"""Devices name infosets by label or by position, and actions by label (JSON numbers too)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from games import GameError, efg
+from solvers.device import device_from_dict, device_to_dict
+
+# Player 1 has two infosets both named "again" (after her own "a" and "b"), with actions
+# labelled 1 and 2; player 2 has one infoset "I".
+TEXT = '''EFG 2 R "twins" { "P1" "P2" }
+""
+p "" 1 1 "root" { "a" "b" } 0
+p "" 1 2 "again" { "1" "2" } 0
+p "" 2 1 "I" { "x" "y" } 0
+t "" 1 "" { 1 0 }
+t "" 2 "" { 0 1 }
+p "" 2 1 "I" { "x" "y" } 0
+t "" 3 "" { 2 0 }
+t "" 4 "" { 0 2 }
+p "" 1 3 "again" { "1" "2" } 0
+t "" 5 "" { 3 0 }
+t "" 6 "" { 0 3 }
+'''
+
+
+@pytest.fixture(scope="module")
+def game():
+    return efg.loads(TEXT)
+
+
+def device(plan1, plan2=None):
+    return {"device": [{"p": 1.0, "plans": [plan1, plan2 or {"I": "y"}]}]}
+
+
+def test_positional_names_pick_infosets_that_share_a_label(game):
+    labels = [game.infoset_label(0, i) for i in range(3)]
+    assert labels.count("again") == 2
+    root = labels.index("root")
+    first, second = [i for i, lab in enumerate(labels) if lab == "again"]
+    dev = device_from_dict(game, device({"root": "a", f"1:{first}": 2, f"1:{second}": "1"}))
+    row = dev.plans[0]
+    assert row[root] == 0 and row[first] == 1 and row[second] == 0 and row[3] == 1
+    # Written back with positional names for the repeated label, and read again identically.
+    data = device_to_dict(game, dev)
+    assert set(data["device"][0]["plans"][0]) == {"root", f"1:{first}", f"1:{second}"}
+    np.testing.assert_array_equal(device_from_dict(game, data).plans, dev.plans)
+
+
+def test_positional_names_work_for_unique_labels_too(game):
+    dev = device_from_dict(game, device({"1:0": "a", "1:1": "1", "1:2": "2"}, {"2:0": "x"}))
+    assert dev.plans.shape == (1, 4)
+
+
+@pytest.mark.parametrize("plan, fragments", [
+    ({"root": "a", "again": "1"}, ["2 infosets labelled 'again'", "name one by position",
+                                   "1:N with N from 0 to 2"]),
+    ({"root": "a", "1:7": "1"}, ["no infoset labelled '1:7'", "1:N with N from 0 to 2"]),
+    ({"root": "c"}, ["has no action 'c'", "valid actions: 'a', 'b'"]),
+    ({"root": 3}, ["has no action 3", "valid actions: 'a', 'b'"]),
+    ({"root": "a", "1:0": "a"}, ["names infoset '1:0' (1:0) twice"]),
+])
+def test_errors_list_valid_names(game, plan, fragments):
+    with pytest.raises(GameError) as info:
+        device_from_dict(game, device(plan))
+    for fragment in fragments:
+        assert fragment in str(info.value), (fragment, str(info.value))
