@@ -44,15 +44,19 @@ def check_writable(path: str, what: str = "output file") -> None:
 
 
 def check_output_folder(folder: str) -> None:
-    """Raise :class:`~games.game.GameError` unless ``folder`` is a writable folder or can be
-    created (its nearest existing ancestor is a writable folder)."""
-    target = os.path.abspath(folder)
-    while not os.path.exists(target):
-        parent = os.path.dirname(target)
-        if parent == target:
-            break
-        target = parent
-    if not os.path.isdir(target):
-        raise GameError(f"cannot write to the output folder '{folder}': '{target}' is not a folder")
-    if not os.access(target, os.W_OK):
-        raise GameError(f"cannot write to the output folder '{folder}': permission denied on '{target}'")
+    """Create ``folder`` if needed and make sure a file can be written in it, so that a run's
+    results are never lost at the end.  Called after every other check of a run's arguments.
+
+    Raises
+    ------
+    GameError
+        ``cannot write to the output folder '<folder>': <reason>``.
+    """
+    try:
+        os.makedirs(folder, exist_ok=True)
+        probe = os.path.join(folder, f".efce-write-check-{os.getpid()}")
+        with open(probe, "w"):
+            pass
+        os.remove(probe)
+    except OSError as exc:
+        raise GameError(f"cannot write to the output folder '{folder}': {exc.strerror or exc}") from None

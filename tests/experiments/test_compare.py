@@ -63,3 +63,31 @@ def test_out_of_memory_is_recorded_and_others_go_on(tmp_path):
     summary = json.loads((tmp_path / "summary.json").read_text())
     for run in summary["methods"].values():
         assert run["status"] in ("out_of_memory", "error") and run["error"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["/no/such/game.efg"], "no such file"),
+    (["warp:speed=9"], "unknown game 'warp'"),
+    (["kuhn:players=100"], "too large"),
+    ([GAME, "--methods", ""], "no method to compare"),
+    ([GAME, "--methods", ","], "no method to compare"),
+    ([GAME, "--methods", "rm,warp-drive"], "unknown method 'warp-drive'"),
+    ([GAME, "--time-limit", "0"], "--time-limit must be a positive number"),
+    ([GAME, "--time-limit", "nan"], "--time-limit must be a positive number"),
+    ([GAME, "--memory-limit", "-1"], "--memory-limit must be a positive number"),
+    ([GAME, "--methods", "rm", "--step-size", "1e-3"], "subgradient is not among the methods"),
+    ([GAME, "--methods", "subgradient", "--step-size", "-1"], "--step-size must be a positive number"),
+])
+def test_bad_compare_arguments_are_refused_before_anything_runs(capsys, tmp_path, argv, message):
+    out = tmp_path / "out"
+    code = main(["compare", *argv, "--out", str(out), "--json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code != 0 and message in payload["error"], payload
+    assert not out.exists()  # nothing spawned, nothing written
+
+
+def test_unwritable_output_folder_is_refused_before_anything_runs(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code = main(["compare", GAME, "--out", str(blocker / "out"), "--json"])
+    assert code != 0 and "cannot write to the output folder" in json.loads(capsys.readouterr().out)["error"]
