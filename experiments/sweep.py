@@ -491,7 +491,7 @@ def dask_client(scheduler: str | None = None, workers: int | None = None):
         finally:
             client.close()
         return
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), _workers_ignore_sigint():
         cluster = distributed.LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
                                            processes=True, dashboard_address=None, memory_limit=0,
                                            silence_logs=logging.ERROR)
@@ -501,6 +501,23 @@ def dask_client(scheduler: str | None = None, workers: int | None = None):
     finally:
         client.close()
         cluster.close()
+
+
+@contextlib.contextmanager
+def _workers_ignore_sigint():
+    """Worker processes started in this block ignore SIGINT (they inherit the disposition), so a
+    Ctrl-C on the terminal reaches the sweep, which stops them in order, instead of every
+    worker printing a traceback."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def check_sweep_arguments(out_dir: str, *, scheduler: str | None, workers: int | None) -> None:
