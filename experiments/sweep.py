@@ -669,8 +669,10 @@ def _record(future, run: Run, starts: dict[str, int]) -> dict | None:
     else:
         exc = future.exception()
         reason = f"{type(exc).__name__}: {exc}"
-        if type(exc).__name__ == "KilledWorker":
-            reason = f"its worker died {attempts} time(s) while running it ({reason})"
+        if type(exc).__name__ == "KilledWorker":  # the scheduler gave up after allowed-failures
+            deaths = exc.allowed_failures + 1
+            last = getattr(exc.last_worker, "address", exc.last_worker)
+            reason = f"its worker died while running it, {deaths} time(s) (last on {last})"
         record = {**run.params(), "status": "failed", "outcome": "failed", "error": reason,
                   "trace": []}
     record["attempts"] = attempts

@@ -286,3 +286,22 @@ def test_a_run_dies_with_the_process_that_started_it(tmp_path):
     while child.is_running() and child.status() != psutil.STATUS_ZOMBIE:
         assert time.monotonic() < deadline, "the child outlived its parent"
         time.sleep(0.05)
+
+
+def test_a_run_lost_twice_is_recorded_as_failed_with_the_reason():
+    from distributed import KilledWorker
+
+    from experiments.sweep import _record
+
+    class Lost:  # a future whose task killed its worker on both attempts
+        status = "error"
+
+        def exception(self):
+            from types import SimpleNamespace
+            return KilledWorker("efce-run", SimpleNamespace(address="tcp://127.0.0.1:4242"), 1)
+
+    run = load_sweep(TINY).runs[0]
+    record = _record(Lost(), run, {run.key: 2})
+    assert record["outcome"] == "failed" and record["status"] == "failed" and not finished(record)
+    assert record["attempts"] == 2 and record["key"] == run.key
+    assert record["error"] == "its worker died while running it, 2 time(s) (last on tcp://127.0.0.1:4242)"
