@@ -957,7 +957,8 @@ def plot_sweep(source, folder: str) -> list[str]:
 
 def text_table(table: SweepTable) -> str:
     """The aggregated table for a terminal: mean ± std over seeds."""
-    head = (f"{'game':<24}{'method':<10}{'options':<22}{'runs':>6}{'final gap':>22}"
+    width = min(max([len(row["game"]) for row in table] + [4]) + 2, 50)
+    head = (f"{'game':<{width}}{'method':<13}{'options':<22}{'runs':>6}{'final gap':>22}"
             + "".join(f"{'t(' + format(t, 'g') + ')':>12}" for t in THRESHOLDS) + f"{'solve s':>10}  status")
     lines = [head, "-" * len(head)]
     shown = shown_options(table)
@@ -968,7 +969,7 @@ def text_table(table: SweepTable) -> str:
             name = f"time_to_{t:g}"
             times.append(f"{row[name + '_mean']:>12.2f}" if row[name + "_reached"] else f"{'—':>12}")
         solve = f"{row['seconds_mean']:>10.1f}" if row["seconds_mean"] is not None else f"{'—':>10}"
-        lines.append(f"{row['game'][:23]:<24}{row['method']:<10}{_options_text(options)[:21]:<22}"
+        lines.append(f"{row['game'][:width - 1]:<{width}}{row['method']:<13}{_options_text(options)[:21]:<22}"
                      f"{str(row['finished']) + '/' + str(row['runs']):>6}"
                      f"{_cell(row['final_gap_mean'], row['final_gap_std']):>22}{''.join(times)}{solve}  "
                      f"{row['statuses']}")
