@@ -5,7 +5,9 @@ The library's entry points, one per job (the ``efce`` command line is a thin lay
 * :func:`solve` — solve a game with any method (regret minimization on the EFCE saddle point,
   CFR/CFR+, ICFR, CFR-S, the EFCE LPs, the subgradient baseline);
 * :func:`compare` — run several methods on one game, each in its own process, and write traces,
-  a summary and a convergence plot.
+  a summary and a convergence plot;
+* :func:`sweep` — run a grid of solves (games × methods × seeds × options) on Dask distributed,
+  resumable, aggregated into a table and plots.
 
 ``python -m efce`` runs the command line.  The building blocks live in the packages ``games``,
 ``polytopes``, ``solvers``, ``baselines`` and ``experiments``.
@@ -13,5 +15,6 @@ The library's entry points, one per job (the ``efce`` command line is a thin lay
 
 from experiments.compare import compare
 from experiments.solve import METHODS, OPTIONS, OptionError, solve
+from experiments.sweep import SweepError, sweep
 
-__all__ = ["solve", "compare", "METHODS", "OPTIONS", "OptionError"]
+__all__ = ["solve", "compare", "sweep", "METHODS", "OPTIONS", "OptionError", "SweepError"]

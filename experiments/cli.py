@@ -1,4 +1,4 @@
-"""The ``efce`` command line: ``info``, ``decompose``, ``solve``, ``gap``, ``compare``.
+"""The ``efce`` command line: ``info``, ``decompose``, ``solve``, ``gap``, ``compare``, ``sweep``.
 
 With ``--json`` every subcommand prints exactly one JSON object on stdout (logs go to stderr) and
 exits 0; a failure prints ``{"error": "..."}`` and exits 2.  Without ``--json`` failures print a
@@ -205,7 +205,7 @@ def _import_commands() -> None:
     """Subcommands defined in other modules register themselves on import."""
     import importlib
     for module in ("experiments.cmd_decompose", "experiments.cmd_solve", "experiments.cmd_compare",
-                   "experiments.cmd_gap"):
+                   "experiments.cmd_gap", "experiments.cmd_sweep"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:

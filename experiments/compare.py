@@ -63,20 +63,12 @@ def run_method(game_spec: str, method: str, out_dir: str, *, time_limit: float,
                            "--time-limit", str(time_limit), "--trace", trace_path,
                            *option_arguments(options or {}))
     limit = None if memory_limit_gib is None else int(memory_limit_gib * 2**30)
-    grace = 60.0 + 0.5 * time_limit  # model building is outside the solver's own time limit
-    child = run_child(command, timeout=time_limit + grace, memory_limit_bytes=limit,
+    child = run_child(command, timeout=child_timeout(time_limit), memory_limit_bytes=limit,
                       stop_requested=stop_requested)
     run = MethodRun(method, "error", child.wall_seconds, child.peak_memory_mib)
     payload = child.payload
-    if child.timed_out:
-        run.status = "time_limit"
-        run.error = child.error
-    elif payload is None or "error" in payload:
-        run.error = child.error
-        lowered = (run.error or "").lower()
-        run.status = "out_of_memory" if ("memory" in lowered or "too large" in lowered) else "error"
-    else:
-        run.status = payload.get("status", "error")
+    run.status, run.error = child_status(child)
+    if run.error is None:
         run.result = payload
         run.final_gap = payload.get("efce_gap")
         run.feasible_iterates = payload.get("feasible_iterates")
@@ -91,6 +83,26 @@ def run_method(game_spec: str, method: str, out_dir: str, *, time_limit: float,
     else:
         run.time_to_gap = {f"{t:g}": None for t in THRESHOLDS}
     return run, rows
+
+
+def child_timeout(time_limit: float | None) -> float | None:
+    """Wall-clock seconds after which a child with this solver time limit is killed: model
+    building is outside the solver's own limit, so it gets a grace of 60 s + 50 %."""
+    return None if time_limit is None else time_limit + 60.0 + 0.5 * time_limit
+
+
+def child_status(child) -> tuple[str, str | None]:
+    """``(status, error)`` of an ``efce solve --json`` child (:class:`~.harness.ChildResult`):
+    the solver's own status when it printed a result, else ``time_limit`` (killed by the
+    harness), ``out_of_memory`` or ``error``, with the reason."""
+    payload = child.payload
+    if child.timed_out:
+        return "time_limit", child.error
+    if payload is None or "error" in payload:
+        lowered = (child.error or "").lower()
+        status = "out_of_memory" if ("memory" in lowered or "too large" in lowered) else "error"
+        return status, child.error
+    return payload.get("status", "error"), None
 
 
 def _read_trace(path: str, method: str) -> list[dict]:

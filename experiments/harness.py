@@ -67,16 +67,39 @@ class ChildResult:
         return self.payload.get("error")
 
 
-def _limit_address_space(limit_bytes: int | None):
-    if limit_bytes is None:
+def _load_prctl():
+    """``prctl`` of the C library on Linux (resolved here, in the parent: the child between fork
+    and exec should only call it), else None."""
+    if not sys.platform.startswith("linux"):
         return None
+    try:
+        import ctypes
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
+_PR_SET_PDEATHSIG = 1
+
+
+def _child_setup(limit_bytes: int | None):
+    """What runs in the child before exec: the address-space limit (POSIX), and on Linux a
+    SIGKILL when the parent dies — a killed sweep worker must not leave its run computing for
+    nobody."""
     try:
         import resource
     except ImportError:  # no RLIMIT_AS off POSIX: the child's own up-front budget check remains
+        resource = None
+    limit_memory = limit_bytes is not None and resource is not None
+    if not limit_memory and _PRCTL is None:
         return None
 
     def apply():  # runs in the child before exec
-        resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+        if limit_memory:
+            resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+        if _PRCTL is not None:
+            _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
     return apply
 
 
@@ -106,7 +129,7 @@ def run_child(command: list[str], *, timeout: float | None = None,
     """
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_limit_address_space(memory_limit_bytes), env=env)
+                            preexec_fn=_child_setup(memory_limit_bytes), env=env)
     deadline = None if timeout is None else started + timeout
     timed_out = False
     interrupted_at = None

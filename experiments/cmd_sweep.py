@@ -1,0 +1,40 @@
+"""``efce sweep SWEEP.toml --out DIR [--scheduler tcp://HOST:PORT] [--workers N] [--resume]``:
+a thin layer over :func:`experiments.sweep.sweep`."""
+
+from __future__ import annotations
+
+import os
+
+from solvers.driver import stop_on_signals
+
+from .cli import CommandError, command
+from .sweep import sweep, text_table
+
+
+def _configure(p):
+    p.add_argument("sweep_file", metavar="SWEEP.toml",
+                   help="the grid: games, methods, seeds, per-method options, per-run limits")
+    p.add_argument("--out", required=True, help="output folder (runs/, table.csv, table.md, plots/)")
+    p.add_argument("--scheduler", default=None,
+                   help="address of a running Dask scheduler (tcp://HOST:PORT); default: a local "
+                        "cluster of worker processes")
+    p.add_argument("--workers", type=int, default=None,
+                   help="worker processes of the local cluster (default: one per core)")
+    p.add_argument("--resume", action="store_true", help="skip the runs already finished in --out")
+
+
+@command("sweep", _configure)
+def run_sweep(args):
+    """Run a grid of solves (games × methods × seeds × options) on Dask, resumable."""
+    with stop_on_signals():
+        table = sweep(args.sweep_file, args.out, scheduler=args.scheduler, workers=args.workers,
+                      resume=args.resume, progress=None if not args.json else False)
+    if table.interrupted and not table.executed and not table.skipped:
+        raise CommandError("interrupted before the first run finished")
+    facts = table.summary()
+    lines = [text_table(table), "",
+             f"{facts['runs']} runs: {facts['executed']} run now, {facts['skipped']} already finished, "
+             f"{facts['failed']} failed{' (interrupted: rerun with --resume)' if facts['interrupted'] else ''}"
+             f" — {facts['wall_seconds']:.1f} s",
+             f"files in {args.out}: runs/, table.csv, table.md, plots/"]
+    return {**facts, "out_dir": os.path.abspath(args.out), "table": list(table)}, "\n".join(lines)
