@@ -521,8 +521,8 @@ def _workers_ignore_sigint():
 
 
 def check_sweep_arguments(out_dir: str, *, scheduler: str | None, workers: int | None) -> None:
-    """The checks of :func:`sweep` on its arguments (the sweep itself: :func:`load_sweep`)."""
-    check_output_folder(out_dir)
+    """The checks of :func:`sweep` on its arguments (the sweep itself: :func:`load_sweep`); the
+    output folder last, since checking it creates it."""
     if scheduler is not None and workers is not None:
         raise SweepError("--workers sizes the local cluster; with --scheduler the cluster's own "
                          "workers run the sweep")
@@ -530,6 +530,7 @@ def check_sweep_arguments(out_dir: str, *, scheduler: str | None, workers: int |
         raise SweepError(f"--workers must be an integer ≥ 1, got {workers!r}")
     if scheduler is not None and not re.match(r"^[a-z]+://\S+$", scheduler):
         raise SweepError(f"--scheduler must be an address such as tcp://HOST:PORT, got '{scheduler}'")
+    check_output_folder(out_dir)
 
 
 def sweep(spec_or_path, out_dir: str, scheduler: str | None = None, workers: int | None = None,
