@@ -11,6 +11,12 @@ and an out-of-memory kill cannot take the benchmark down.
     python benchmarks/bench_lp.py                       # all instances, 600 s limit
     python benchmarks/bench_lp.py --instances sheriff small --time-limit 600 \
         --output docs/results/lp_baseline.md
+    python benchmarks/bench_lp.py --instances sheriff --front-ends pdlp --time-limit 600
+    python benchmarks/bench_lp.py --highs-settings --instances sheriff --time-limit 300 \
+        --lock /tmp/efce-bench.lock --jsonl runs.jsonl --output docs/results/lp_highs_settings.md
+
+``--highs-settings`` runs every entry of :data:`HIGHS_SETTINGS` (one subprocess each, optionally
+under ``flock LOCK`` so that heavy runs on a shared machine do not overlap).
 """
 
 from __future__ import annotations
@@ -38,13 +44,30 @@ PAPER = {
 }
 
 
+#: HiGHS settings tried on these LPs (name → options over the defaults); see --highs-settings.
+HIGHS_SETTINGS = {
+    "ipx (crossover on)": {"solver": "ipx", "run_crossover": "on"},
+    "ipx, no crossover": {"solver": "ipx", "run_crossover": "off"},
+    "ipx, no crossover, no presolve": {"solver": "ipx", "run_crossover": "off", "presolve": "off"},
+    "ipx, no crossover, not dualized": {"solver": "ipx", "run_crossover": "off", "ipx_dualize_strategy": 0},
+    "dual simplex (serial)": {"solver": "simplex", "simplex_strategy": 1},
+    "dual simplex (PAMI)": {"solver": "simplex", "simplex_strategy": 3},
+    "primal simplex": {"solver": "simplex", "simplex_strategy": 4},
+    "simplex on the dual LP": {"solver": "simplex", "simplex_dualize_strategy": 1},
+    "cuPDLP-C (pdlp), tol 1e-6": {"solver": "pdlp", "pdlp_optimality_tolerance": 1e-6},
+    "HiPDLP (hipdlp), tol 1e-6": {"solver": "hipdlp", "pdlp_optimality_tolerance": 1e-6},
+}
+
+
 def run_one(instance: str, front_end: str, time_limit: float, solver: str, threads: int,
-            cvxpy_solver: str) -> dict:
+            cvxpy_solver: str, highs_options: dict | None = None) -> dict:
     import resource
 
     import games
-    from baselines import ModelTooLarge, build_efce_lp, estimate_efce_lp, solve_lp_cvxpy, solve_lp_highs
+    from baselines import (ModelTooLarge, build_efce_lp, estimate_efce_lp, estimate_pdlp_bytes,
+                           solve_lp_cvxpy, solve_lp_highs, solve_lp_pdlp)
     from baselines.efce_lp import CVXPY_FACTOR, default_memory_budget
+    from games.memory import MemoryBudgetExceeded
 
     kind, kw = INSTANCES[instance]
     t0 = time.perf_counter()
@@ -55,6 +78,20 @@ def run_one(instance: str, front_end: str, time_limit: float, solver: str, threa
     out.update(size.as_dict())
     factor = CVXPY_FACTOR if front_end == "cvxpy" else 1.0
     out["budget_bytes"] = default_memory_budget()
+    if front_end == "pdlp":
+        out["estimated_bytes"] = estimate_pdlp_bytes(game)
+        try:
+            r = solve_lp_pdlp(game, time_limit=time_limit, threads=threads or 2)
+        except MemoryBudgetExceeded as exc:
+            out.update(status="refused", reason=str(exc),
+                       peak_memory_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+            return out
+        out.update({k: v for k, v in r.info.items() if k not in ("utilities",)})
+        out.update(status=r.status, solve_seconds=r.seconds, setup_seconds=r.setup_seconds,
+                   iterations=r.iterations, utilities=r.info.get("utilities"),
+                   trace=[[t.iteration, t.seconds, t.gap, t.infeasibility, t.extra.get("welfare")]
+                          for t in r.trace])
+        return out
     try:
         model = build_efce_lp(game, budget_factor=factor)
     except ModelTooLarge as exc:
@@ -64,7 +101,8 @@ def run_one(instance: str, front_end: str, time_limit: float, solver: str, threa
     out.update(model.stats())
     out["peak_after_build_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     if front_end == "highs":
-        r = solve_lp_highs(game, model=model, solver=solver, threads=threads, time_limit=time_limit)
+        r = solve_lp_highs(game, model=model, solver=None if highs_options else solver,
+                           threads=threads, time_limit=time_limit, options=highs_options)
     else:
         opts = {"highs_options": {"solver": solver}} if cvxpy_solver == "HIGHS" and solver != "choose" else {}
         r = solve_lp_cvxpy(game, model=model, solver=cvxpy_solver, time_limit=time_limit, **opts)
@@ -74,10 +112,14 @@ def run_one(instance: str, front_end: str, time_limit: float, solver: str, threa
     return out
 
 
-def run_subprocess(instance, front_end, args) -> dict:
+def run_subprocess(instance, front_end, args, highs_options: dict | None = None) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--one", instance, front_end,
            "--time-limit", str(args.time_limit), "--solver", args.solver,
            "--threads", str(args.threads), "--cvxpy-solver", args.cvxpy_solver]
+    if highs_options:
+        cmd += ["--highs-options", json.dumps(highs_options)]
+    if args.lock:
+        cmd = ["flock", args.lock] + cmd
     t0 = time.perf_counter()
     # Wall-clock guard: solver limit + generous build/evaluation allowance.
     try:
@@ -141,18 +183,37 @@ def markdown(rows: list[dict], args) -> str:
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--instances", nargs="+", default=list(INSTANCES), choices=list(INSTANCES))
-    p.add_argument("--front-ends", nargs="+", default=["highs", "cvxpy"], choices=["highs", "cvxpy"])
+    p.add_argument("--front-ends", nargs="+", default=["highs", "pdlp", "cvxpy"],
+                   choices=["highs", "pdlp", "cvxpy"])
     p.add_argument("--time-limit", type=float, default=600.0, help="seconds per solver call")
-    p.add_argument("--solver", default="ipm", choices=["choose", "simplex", "ipm"])
+    p.add_argument("--solver", default="ipm", choices=["choose", "simplex", "ipm", "ipx", "pdlp", "hipdlp"])
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--cvxpy-solver", default="HIGHS")
     p.add_argument("--output", help="write the markdown table here")
     p.add_argument("--json", help="write the raw rows here")
+    p.add_argument("--highs-options", default=None, help="JSON object of HiGHS options")
+    p.add_argument("--highs-settings", action="store_true",
+                   help="try every HiGHS setting of HIGHS_SETTINGS on --instances")
+    p.add_argument("--settings", nargs="+", default=None, help="with --highs-settings: only these names")
+    p.add_argument("--lock", default=None, help="run each subprocess under `flock LOCK`")
+    p.add_argument("--jsonl", default=None, help="append each run's JSON row to this file")
     p.add_argument("--one", nargs=2, metavar=("INSTANCE", "FRONT_END"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.one:
+        options = json.loads(args.highs_options) if args.highs_options else None
         print(json.dumps(run_one(args.one[0], args.one[1], args.time_limit, args.solver,
-                                 args.threads, args.cvxpy_solver)), flush=True)
+                                 args.threads, args.cvxpy_solver, options)), flush=True)
+        return
+    if args.highs_settings:
+        names = args.settings or list(HIGHS_SETTINGS)
+        for inst in args.instances:
+            for name in names:
+                row = run_subprocess(inst, "highs", args, HIGHS_SETTINGS[name])
+                row.update(setting=name, options=HIGHS_SETTINGS[name], time_limit=args.time_limit)
+                print(json.dumps({k: v for k, v in row.items() if k != "reason"}), flush=True)
+                if args.jsonl:
+                    with open(args.jsonl, "a") as fh:
+                        fh.write(json.dumps(row) + "\n")
         return
     rows = []
     for inst in args.instances:
@@ -160,6 +221,9 @@ def main(argv=None):
             row = run_subprocess(inst, fe, args)
             rows.append(row)
             print(json.dumps({k: v for k, v in row.items() if k != "reason"}), flush=True)
+            if args.jsonl:
+                with open(args.jsonl, "a") as fh:
+                    fh.write(json.dumps(row) + "\n")
             if row.get("reason"):
                 print("   ", row["reason"], flush=True)
             if args.json:

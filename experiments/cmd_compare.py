@@ -8,6 +8,7 @@ import re
 import sys
 
 from .cli import CommandError, command
+from .compare import DEFAULT_METHODS
 
 #: The README's main job: a tiny game where the LP wins and a larger one where regret
 #: minimization pulls ahead (about a minute in all).
@@ -22,8 +23,8 @@ PRESETS = {
 
 def _configure(p):
     p.add_argument("game", nargs="?", default=None, help="a .efg path or spec (default: the preset's games)")
-    p.add_argument("--methods", default="rm,lp-highs,subgradient",
-                   help="comma-separated: rm, lp-highs, lp-cvxpy, subgradient, cfr+, icfr, ...")
+    p.add_argument("--methods", default=",".join(DEFAULT_METHODS),
+                   help="comma-separated: rm, lp-highs, lp-pdlp, lp-cvxpy, subgradient, cfr+, icfr, ...")
     p.add_argument("--time-limit", type=float, default=None,
                    help="seconds per method (default 30; 600 with --preset paper)")
     p.add_argument("--memory-limit", type=float, default=None, help="GiB per method (default: none)")

@@ -8,7 +8,7 @@ import time
 from .cli import CommandError, command
 from .progress import Progress
 
-METHODS = ("rm", "cfr", "cfr+", "icfr", "cfr-s", "lp-highs", "lp-cvxpy", "subgradient")
+METHODS = ("rm", "cfr", "cfr+", "icfr", "cfr-s", "lp-highs", "lp-pdlp", "lp-cvxpy", "subgradient")
 
 
 def _configure(p):
@@ -21,8 +21,12 @@ def _configure(p):
                    help="stop once the max deviation (or exploitability) is at most this")
     p.add_argument("--welfare-threshold", type=float, default=None,
                    help="rm, lp-*: look for an EFCE with social welfare at least this")
-    p.add_argument("--objective", default="welfare", choices=("welfare", "feasibility", "player1", "player2"),
-                   help="lp-*: objective of the EFCE LP")
+    p.add_argument("--objective", default=None, choices=("welfare", "feasibility", "player1", "player2"),
+                   help="lp-*: objective of the EFCE LP (default welfare); rm: 'welfare' bisects the "
+                        "welfare threshold for an interval around the optimal EFCE welfare")
+    p.add_argument("--lp-solver", default="HIGHS", help="lp-cvxpy: the cvxpy solver (CLARABEL, HIGHS, PDLP, SCS, ...)")
+    p.add_argument("--step-rule", default="constant", choices=("constant", "sqrt", "polyak"),
+                   help="subgradient: step rule (constant α, α/√t, or Polyak-type)")
     p.add_argument("--step-size", type=float, default=1e-3, help="subgradient: step size")
     p.add_argument("--start", default="uniform", choices=("uniform", "random"),
                    help="subgradient: initial plan (the uniform plan is an exact EFCE in some games)")
@@ -32,9 +36,13 @@ def _configure(p):
 
 
 def solve(game, method: str, *, iterations=None, time_limit=None, target_gap=None,
-          welfare_threshold=None, objective="welfare", step_size=1e-3, local="rm+", seed=0,
-          start="uniform", progress=None):
+          welfare_threshold=None, objective=None, step_size=1e-3, local="rm+", seed=0,
+          start="uniform", progress=None, lp_solver="HIGHS", step_rule="constant"):
     """Dispatch to the method; returns a :class:`solvers.result.SolveResult`."""
+    if method == "rm" and objective == "welfare":
+        from solvers.welfare import solve_optimal_welfare
+        return solve_optimal_welfare(game, tolerance=1e-2 if target_gap is None else target_gap,
+                                     time_limit=time_limit, iterations=iterations, rule=local)
     if method == "rm":
         from solvers.efce import solve_efce
         from solvers.local import make_rule
@@ -50,14 +58,25 @@ def solve(game, method: str, *, iterations=None, time_limit=None, target_gap=Non
         report = (lambda row: progress(row.iteration, row.gap, row.seconds)) if progress else None
         return solve_icfr(game, iterations or 10_000, seed=seed, method=method, time_limit=time_limit,
                           progress=report)
-    if method in ("lp-highs", "lp-cvxpy"):
+    if method == "lp-highs":
         import baselines
-        fn = baselines.solve_lp_highs if method == "lp-highs" else baselines.solve_lp_cvxpy
-        return fn(game, objective=objective, time_limit=time_limit, welfare_threshold=welfare_threshold)
+        return baselines.solve_lp_highs(game, objective=objective or "welfare", time_limit=time_limit,
+                                        welfare_threshold=welfare_threshold)
+    if method == "lp-cvxpy":
+        import baselines
+        return baselines.solve_lp_cvxpy(game, objective=objective or "welfare", time_limit=time_limit,
+                                        welfare_threshold=welfare_threshold, solver=lp_solver)
+    if method == "lp-pdlp":
+        import baselines
+        return baselines.solve_lp_pdlp(game, objective=objective or "welfare", time_limit=time_limit,
+                                       welfare_threshold=welfare_threshold,
+                                       tolerance=1e-6 if target_gap is None else target_gap,
+                                       progress=progress)
     if method == "subgradient":
         import baselines
         return baselines.solve_subgradient(game, iterations=iterations or 10_000, time_limit=time_limit,
-                                           step_size=step_size, seed=seed, start=start, progress=progress)
+                                           step_size=step_size, step_rule=step_rule, seed=seed, start=start,
+                                           progress=progress)
     raise CommandError(f"unknown method '{method}'; valid: {', '.join(METHODS)}")
 
 
@@ -73,7 +92,8 @@ def run_solve(args):
         result = solve(game, args.method, iterations=args.iterations, time_limit=args.time_limit,
                        target_gap=args.target_gap, welfare_threshold=args.welfare_threshold,
                        objective=args.objective, step_size=args.step_size, local=args.local,
-                       seed=args.seed, start=args.start, progress=bar)
+                       seed=args.seed, start=args.start, progress=bar, lp_solver=args.lp_solver,
+                       step_rule=args.step_rule)
     except MemoryError:
         raise CommandError(f"{args.method} ran out of memory on {game.name}") from None
     finally:
@@ -94,6 +114,8 @@ def run_solve(args):
             lines.append(f"  {key:<15} {value:.6g}")
     if "utilities" in result.info:
         lines.append("  utilities       " + ", ".join(f"{u:.6g}" for u in result.info["utilities"]))
+    if result.info.get("welfare_interval"):
+        lines.append("  welfare_interval [{:.6g}, {:.6g}]".format(*result.info["welfare_interval"]))
     if result.info.get("message"):
         lines.append("  " + result.info["message"])
     return out, "\n".join(lines)

@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 THRESHOLDS = (1e-1, 1e-2, 1e-3)
-DEFAULT_METHODS = ("rm", "lp-highs", "subgradient")
+DEFAULT_METHODS = ("rm", "lp-highs", "lp-pdlp", "subgradient")
 
 
 @dataclass
