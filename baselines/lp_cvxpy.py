@@ -25,7 +25,7 @@ from .lp_highs import evaluate_plan, peak_rss_bytes
 #: solver options take precedence.
 ACCURATE_OPTIONS = {
     "SCS": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 10**6},
-    "OSQP": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iter": 10**6, "polish": True},
+    "OSQP": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iter": 10**6, "polishing": True},
 }
 #: The library each solver loads HiGHS from (highspy and OR-Tools ship clashing copies, see
 #: :mod:`baselines.backends`).

@@ -150,7 +150,7 @@ _REASONS = {"TERMINATION_REASON_OPTIMAL": "converged",
 
 def solve_lp_pdlp(game: Game, *, objective="welfare", welfare_threshold: float | None = None,
                   tolerance: float = 1e-6, time_limit: float | None = None, threads: int = 2,
-                  first_stage_tolerance: float = FIRST_STAGE_TOLERANCE,
+                  first_stage_tolerance: float | None = None,
                   memory_budget: int | None = None, isolate: bool | None = None,
                   verbose: bool = False, model: EFCELP | None = None,
                   progress: Callable[[int, float, float], None] | None = None,
@@ -169,7 +169,11 @@ def solve_lp_pdlp(game: Game, *, objective="welfare", welfare_threshold: float |
     time_limit : seconds for all stages together (None = none).
     threads : PDLP threads (default 2).
     first_stage_tolerance : PDLP's relative tolerance in the first stage; each next stage is
-        10× tighter, warm-started from the last primal-dual pair and primal weight.
+        10× tighter, warm-started from the last primal-dual pair and primal weight.  None = one
+        stage at ``tolerance`` (further stages only if the project's checks still fail): a warm
+        start resets PDLP's restart averages, so on the full Sheriff LP stages from 1e-2 took
+        19.7k iterations against 13.8k for one stage (docs/results/lp_baseline.md).  Pass e.g.
+        :data:`FIRST_STAGE_TOLERANCE` (1e-2) for a denser anytime trace.
     memory_budget : bytes; the run is refused up front (:class:`games.memory.MemoryBudgetExceeded`)
         when :func:`estimate_pdlp_bytes` exceeds it (None = 60% of the available RAM).
     isolate : run PDLP in a fresh worker process (None = only when highspy's HiGHS library is
@@ -196,6 +200,13 @@ def solve_lp_pdlp(game: Game, *, objective="welfare", welfare_threshold: float |
     if time_limit is not None and not time_limit > 0:
         raise ValueError(f"time_limit must be positive, not {time_limit}")
     check_lp_inputs(game, welfare_threshold)
+    best_terminal = float(np.asarray(game.payoffs)[:, :2].sum(axis=1).max(initial=-np.inf))
+    if welfare_threshold is not None and welfare_threshold > best_terminal:
+        # PDLP's infeasibility detection is slow (no certificate in 30 s on small Sheriff even
+        # for this case); every plan's welfare is at most the best terminal's.
+        return SolveResult("lp-pdlp", None, "infeasible", 0, 0.0, 0.0, [], {
+            "message": f"no EFCE has welfare ≥ {welfare_threshold}: no terminal has welfare above "
+                       f"{best_terminal:g}", "peak_memory_bytes": peak_rss_bytes()})
     if model is None:
         need = estimate_pdlp_bytes(game, welfare_threshold=welfare_threshold)
         check_budget(need, f"the EFCE LP of {game.name} for PDLP", memory_budget)
@@ -212,7 +223,7 @@ def solve_lp_pdlp(game: Game, *, objective="welfare", welfare_threshold: float |
     trace: list[TraceRow] = []
     primal = dual = None
     primal_weight = None
-    stage_tol = float(first_stage_tolerance)
+    stage_tol = float(tolerance if first_stage_tolerance is None else first_stage_tolerance)
     iterations = 0
     solver_seconds = 0.0
     status = "time_limit"

@@ -197,6 +197,7 @@ def main(argv=None):
     p.add_argument("--settings", nargs="+", default=None, help="with --highs-settings: only these names")
     p.add_argument("--lock", default=None, help="run each subprocess under `flock LOCK`")
     p.add_argument("--jsonl", default=None, help="append each run's JSON row to this file")
+    p.add_argument("--highs-log-dir", default=None, help="with --highs-settings: HiGHS's log per run here")
     p.add_argument("--one", nargs=2, metavar=("INSTANCE", "FRONT_END"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.one:
@@ -208,7 +209,13 @@ def main(argv=None):
         names = args.settings or list(HIGHS_SETTINGS)
         for inst in args.instances:
             for name in names:
-                row = run_subprocess(inst, "highs", args, HIGHS_SETTINGS[name])
+                options = dict(HIGHS_SETTINGS[name])
+                if args.highs_log_dir:
+                    os.makedirs(args.highs_log_dir, exist_ok=True)
+                    slug = "".join(c if c.isalnum() else "_" for c in f"{inst}_{name}")
+                    options.update(output_flag=True, log_to_console=False,
+                                   log_file=os.path.join(args.highs_log_dir, slug + ".log"))
+                row = run_subprocess(inst, "highs", args, options)
                 row.update(setting=name, options=HIGHS_SETTINGS[name], time_limit=args.time_limit)
                 print(json.dumps({k: v for k, v in row.items() if k != "reason"}), flush=True)
                 if args.jsonl:

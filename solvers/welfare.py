@@ -39,7 +39,7 @@ def welfare_bounds(game: Game) -> tuple[float, float]:
 
 def solve_optimal_welfare(game: Game, *, tolerance: float = 1e-2, gap_tolerance: float | None = None,
                           time_limit: float | None = None, iterations: int | None = None,
-                          step_iterations: int = 20_000, rule: LocalRule | str | None = "rm+",
+                          step_iterations: int = 5_000, rule: LocalRule | str | None = "rm+",
                           memory_budget: int | None = None, log=None) -> SolveResult:
     """An interval ``[lower, upper]`` around the optimal EFCE social welfare, by bisection on τ.
 
@@ -97,13 +97,12 @@ def solve_optimal_welfare(game: Game, *, tolerance: float = 1e-2, gap_tolerance:
         if r.status == "infeasible":
             outcome = "infeasible"
             upper = min(upper, tau)
-        elif r.status == "converged":
-            outcome = "feasible"
-            if best is None or r.info["welfare"] > best.info["welfare"]:
-                best = r
-            lower = max(lower, min(r.info["welfare"], upper))
         else:
-            outcome = "undecided"
+            outcome = "feasible" if r.status == "converged" else "undecided"
+        # Any step's plan with max deviation ≤ ε is an ε-EFCE: its welfare is a lower end.
+        if r.info["efce_gap"] <= eps and (best is None or r.info["welfare"] > best.info["welfare"]):
+            best = r
+            lower = max(lower, min(r.info["welfare"], upper))
         steps.append({"threshold": tau, "outcome": outcome, "iterations": r.iterations,
                       "seconds": r.seconds, "efce_gap": r.info["efce_gap"], "welfare": r.info["welfare"]})
         trace.append(TraceRow(total_iterations, time.perf_counter() - t0, float(r.info["efce_gap"]),
@@ -120,24 +119,38 @@ def solve_optimal_welfare(game: Game, *, tolerance: float = 1e-2, gap_tolerance:
     # A plan at the lower end to begin with: any EFCE (τ = min welfare is no constraint).
     probe(lower)
     status = "converged"
-    undecided = None  # a threshold inside (lower, upper) where a step could not decide
+    low_mark = high_mark = None  # the lowest / highest threshold in (lower, upper) left undecided
     while upper - lower > tolerance:
         if out_of_budget():
             status = "time_limit" if time_limit is not None and time.perf_counter() - t0 >= time_limit \
                 else "iteration_limit"
             break
-        if undecided is None or not (lower < undecided < upper):
+        if low_mark is not None and not lower < low_mark < upper:
+            low_mark = None
+        if high_mark is not None and not lower < high_mark < upper:
+            high_mark = None
+        if low_mark is None and high_mark is None:
             tau = 0.5 * (lower + upper)
             if probe(tau) == "undecided":
-                undecided = tau
+                low_mark = high_mark = tau
             continue
-        # Bracket the undecided threshold from both sides (farther from the optimum, decisive).
-        a = 0.5 * (lower + undecided)
-        b = 0.5 * (undecided + upper)
-        outcomes = [probe(a)]
-        if upper - lower > tolerance and not out_of_budget():
-            outcomes.append(probe(b))
-        if all(o == "undecided" for o in outcomes):
+        # Near the optimum a step may not decide; probe halfway to either end instead (farther
+        # from the optimum the certificate or the convergence comes sooner).
+        progress_made = False
+        if low_mark is not None:
+            a = 0.5 * (lower + low_mark)
+            outcome = probe(a)
+            progress_made |= outcome != "undecided"
+            if outcome == "undecided":
+                low_mark = a
+        if high_mark is not None and upper - lower > tolerance and not out_of_budget():
+            b = 0.5 * (high_mark + upper)
+            outcome = probe(b)
+            progress_made |= outcome != "undecided"
+            if outcome == "undecided":
+                high_mark = b
+        if not progress_made and (low_mark is None or low_mark - lower <= tolerance / 4) \
+                and (high_mark is None or upper - high_mark <= tolerance / 4):
             status = "iteration_limit"
             break
     seconds = time.perf_counter() - t0
