@@ -180,6 +180,23 @@ def markdown(rows: list[dict], args) -> str:
     return "\n".join(lines)
 
 
+def settings_markdown(rows: list[dict]) -> str:
+    """The table of docs/results/lp_highs_settings.md from ``--highs-settings`` rows."""
+    lines = ["| instance | setting | options | time limit s | status | HiGHS status | solve s | "
+             "IPM / simplex / PDLP iterations | welfare | max deviation | max violation |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        opts = ", ".join(f"{k}={v}" for k, v in r.get("options", {}).items()
+                         if k not in ("output_flag", "log_to_console", "log_file"))
+        its = "/".join(str(r.get(k, "")) for k in ("ipm_iterations", "simplex_iterations", "pdlp_iterations"))
+        lines.append("| " + " | ".join([
+            r["instance"], r.get("setting", ""), f"`{opts}`", _fmt(r.get("time_limit"), "g"),
+            r.get("status", ""), r.get("highs_status", ""), _fmt(r.get("solve_seconds"), ".1f"), its,
+            _fmt(r.get("welfare"), ".6g"), _fmt(r.get("efce_gap"), ".2e"),
+            _fmt(r.get("max_violation"), ".2e")]) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--instances", nargs="+", default=list(INSTANCES), choices=list(INSTANCES))
@@ -198,8 +215,14 @@ def main(argv=None):
     p.add_argument("--lock", default=None, help="run each subprocess under `flock LOCK`")
     p.add_argument("--jsonl", default=None, help="append each run's JSON row to this file")
     p.add_argument("--highs-log-dir", default=None, help="with --highs-settings: HiGHS's log per run here")
+    p.add_argument("--settings-table", default=None, metavar="JSONL",
+                   help="print the markdown table of a --highs-settings JSONL file and exit")
     p.add_argument("--one", nargs=2, metavar=("INSTANCE", "FRONT_END"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.settings_table:
+        with open(args.settings_table) as fh:
+            print(settings_markdown([json.loads(line) for line in fh if line.strip()]))
+        return
     if args.one:
         options = json.loads(args.highs_options) if args.highs_options else None
         print(json.dumps(run_one(args.one[0], args.one[1], args.time_limit, args.solver,
