@@ -138,3 +138,25 @@ def test_unusable_inputs_are_refused_before_the_backend(front_end, monkeypatch):
         fn(_with_payoffs(game, huge))
     with pytest.raises(GameError, match="welfare threshold must be a finite number, not nan"):
         fn(game, welfare_threshold=float("nan"))
+
+
+def test_cli_methods_and_flags(capsys):
+    import json
+    from experiments.cli import main
+    game = "sheriff:max_bribe=1,max_items=1,rounds=1"
+    assert main(["solve", game, "--method", "lp-pdlp", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["method"] == "lp-pdlp" and out["status"] == "converged"
+    assert abs(out["welfare"] - 0.5) <= 1e-5 and out["efce_gap"] <= 1e-6
+    assert main(["solve", game, "--method", "lp-cvxpy", "--lp-solver", "clarabel", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["method"] == "lp-cvxpy-clarabel" and abs(out["welfare"] - 0.5) <= 1e-6
+    assert main(["solve", game, "--method", "lp-cvxpy", "--lp-solver", "nope", "--json"]) == 2
+    assert "installed: " in json.loads(capsys.readouterr().out)["error"]
+    assert main(["solve", game, "--method", "subgradient", "--step-rule", "polyak", "--iterations", "50",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["step_rule"] == "polyak"
+    assert main(["solve", game, "--method", "rm", "--objective", "welfare", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    lower, upper = out["welfare_interval"]
+    assert out["method"] == "rm-welfare" and upper - lower <= 1e-2 and upper >= 0.5
