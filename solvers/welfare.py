@@ -14,6 +14,15 @@ terminals, which bounds every plan's welfare) halves the interval per step.  Nea
 neither answer may come within a step's budget (the saddle value is positive but tiny); such a
 midpoint is then bracketed by probing halfway to either end, which stay decisive.  One saddle-point
 model is built and its τ moved in place between steps (:func:`solvers.efce.set_welfare_threshold`).
+
+What the two ends mean: ``upper`` is certified — no exact EFCE has welfare ≥ ``upper``.
+``lower`` is the welfare of the returned plan, an ε-EFCE (max deviation ≤ ε).  Relaxing the
+incentive constraints raises the optimal welfare, sometimes steeply: on
+``battleship:rows=2,cols=2,ship_sizes=[1],shots=2`` the exact optimum is −0.525, while relaxing
+every incentive row of the LP by 1e-4 (max deviation 6e-4) allows −0.4895.  So ``lower`` can
+exceed the exact optimum by that sensitivity times ε (measured: 2e-5 on the Figure-1 game and
+4e-4 on that Battleship with ε = 1e-4); only an exact EFCE could certify a lower bound, and
+regret minimization produces ε-EFCE.
 """
 
 from __future__ import annotations
@@ -155,6 +164,8 @@ def solve_optimal_welfare(game: Game, *, tolerance: float = 1e-2, gap_tolerance:
             break
     seconds = time.perf_counter() - t0
     info = {"welfare_interval": [float(lower), float(upper)], "interval_width": float(upper - lower),
+            "lower_end": f"welfare of an EFCE up to max deviation {eps:g}",
+            "upper_end": "certified: no EFCE has welfare at or above it",
             "bisection_steps": len(steps), "steps": steps, "gap_tolerance": eps,
             "tolerance": tolerance}
     point = None
