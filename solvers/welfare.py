@@ -15,7 +15,7 @@ neither answer may come within a step's budget (the saddle value is positive but
 midpoint is then bracketed by probing halfway to either end, which stay decisive.  One saddle-point
 model is built and its τ moved in place between steps (:func:`solvers.efce.set_welfare_threshold`).
 
-What the two ends mean: ``upper`` is certified — no exact EFCE has welfare ≥ ``upper``.
+What the two ends mean: ``upper`` is certified — no exact EFCE has welfare above ``upper``.
 ``lower`` is the welfare of the returned plan, an ε-EFCE (max deviation ≤ ε).  Relaxing the
 incentive constraints raises the optimal welfare, sometimes steeply: on
 ``battleship:rows=2,cols=2,ship_sizes=[1],shots=2`` the exact optimum is −0.525, while relaxing
@@ -165,7 +165,7 @@ def solve_optimal_welfare(game: Game, *, tolerance: float = 1e-2, gap_tolerance:
     seconds = time.perf_counter() - t0
     info = {"welfare_interval": [float(lower), float(upper)], "interval_width": float(upper - lower),
             "lower_end": f"welfare of an EFCE up to max deviation {eps:g}",
-            "upper_end": "certified: no EFCE has welfare at or above it",
+            "upper_end": "certified: no EFCE has welfare above it",
             "bisection_steps": len(steps), "steps": steps, "gap_tolerance": eps,
             "tolerance": tolerance}
     point = None
