@@ -30,6 +30,7 @@ import time
 
 INSTANCES = {
     "sheriff": ("sheriff", dict(max_bribe=3, max_items=3, rounds=4)),
+    "sheriff222": ("sheriff", dict(max_bribe=2, max_items=2, rounds=2)),
     "small": ("battleship", dict(rows=3, cols=2, ship_sizes=[1], shots=3)),
     "medium": ("battleship", dict(rows=3, cols=2, ship_sizes=[1], shots=4)),
     "large": ("battleship", dict(rows=3, cols=2, ship_sizes=[2], shots=4)),
@@ -41,6 +42,7 @@ PAPER = {
     "medium": "26.4M pairs; Gurobi killed (out of memory, 16 GB)",
     "large": "111M pairs; Gurobi killed (out of memory; >500 GB per Farina et al. 2019c)",
     "sheriff": "not in the paper",
+    "sheriff222": "not in the paper",
 }
 
 
