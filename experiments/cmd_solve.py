@@ -39,6 +39,8 @@ def solve(game, method: str, *, iterations=None, time_limit=None, target_gap=Non
           welfare_threshold=None, objective=None, step_size=1e-3, local="rm+", seed=0,
           start="uniform", progress=None, lp_solver="HIGHS", step_rule="constant"):
     """Dispatch to the method; returns a :class:`solvers.result.SolveResult`."""
+    if method == "rm" and objective not in (None, "welfare"):
+        raise CommandError(f"rm takes --objective welfare (the optimal-welfare interval) or none, not {objective}")
     if method == "rm" and objective == "welfare":
         from solvers.welfare import solve_optimal_welfare
         return solve_optimal_welfare(game, tolerance=1e-2 if target_gap is None else target_gap,
