@@ -9,6 +9,8 @@ Algorithm for Extensive-Form Correlated Equilibrium", NeurIPS).
 * :func:`solve_lp_highs` — that LP solved by HiGHS through highspy (the paper used Gurobi's
   barrier method; it solved the small Battleship instance only, the medium and large ones ran
   out of memory).
+* :func:`solve_lp_pdlp` — the same model solved by OR-Tools PDLP (first-order primal-dual hybrid
+  gradient; no factorization), in stages of tightening tolerance for an anytime trace.
 * :func:`solve_lp_cvxpy` — the same matrices as a cvxpy problem (HIGHS, CLARABEL, ...).
 * :func:`solve_subgradient` — the subgradient method of Farina et al. (2019c) with the
   incremental constraint projection of Wang and Bertsekas (2013); infeasible iterates, step size
@@ -20,7 +22,9 @@ All return :class:`solvers.result.SolveResult` with ``point`` = ξ in relevant-p
 from .efce_lp import EFCELP, ModelSize, ModelTooLarge, build_efce_lp, estimate_efce_lp
 from .lp_cvxpy import solve_lp_cvxpy
 from .lp_highs import solve_lp_highs
+from .lp_pdlp import estimate_pdlp_bytes, solve_lp_pdlp
 from .subgradient import solve_subgradient
 
 __all__ = ["EFCELP", "ModelSize", "ModelTooLarge", "build_efce_lp", "estimate_efce_lp",
-           "solve_lp_cvxpy", "solve_lp_highs", "solve_subgradient"]
+           "estimate_pdlp_bytes",
+           "solve_lp_cvxpy", "solve_lp_highs", "solve_lp_pdlp", "solve_subgradient"]

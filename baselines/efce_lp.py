@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from games.game import Game, GameError
-from games.memory import DEFAULT_BUDGET_FRACTION, MemoryBudgetExceeded, default_memory_budget, gib
+from games.memory import MemoryBudgetExceeded, check_budget, default_memory_budget, gib
 from games.payoffs import terminal_map
 from games.relevant import RelevantPairs, connected_infosets, count_relevant_pairs, relevant_pairs
 from polytopes.decompose import check_decomposable
@@ -169,21 +169,26 @@ def estimate_efce_lp(game: Game, *, extra_rows: int = 0) -> ModelSize:
 
 def check_memory(size: ModelSize, game: Game, budget: int | None, *, factor: float = 1.0,
                  what: str = "the EFCE LP") -> int:
-    """Raise :class:`ModelTooLarge` if ``factor × size.bytes`` exceeds ``budget`` (bytes; None =
-    60% of available RAM).  Returns the budget used."""
-    fraction_note = ""
-    if budget is None:
-        budget = default_memory_budget()
-        fraction_note = f" ({DEFAULT_BUDGET_FRACTION:.0%} of the available RAM)"
-    need = int(size.bytes * factor)
-    if need > budget:
-        raise ModelTooLarge(
-            f"{what} of {game.name} is too large: {size.describe()}"
-            + (f", ×{factor:g} for this front end = {gib(need)}" if factor != 1.0 else "")
-            + f", over the memory budget of {gib(budget)}{fraction_note}. Not building it; use "
-            f"the scaled-extension regret minimizer instead, or raise memory_budget.",
-            size, budget)
-    return budget
+    """Refuse a model of ``factor × size.bytes`` over the memory budget before building it
+    (:func:`games.memory.check_budget`, the one budget rule).
+
+    Returns
+    -------
+    int
+        The budget used.
+
+    Raises
+    ------
+    ModelTooLarge
+        With the estimate, the budget, and what to use instead.
+    """
+    budget = default_memory_budget() if budget is None else budget
+    detail = size.describe() + (f", ×{factor:g} for this front end" if factor != 1.0 else "")
+    try:
+        return check_budget(int(size.bytes * factor), f"{what} of {game.name} ({detail})", budget)
+    except MemoryBudgetExceeded as exc:
+        raise ModelTooLarge(f"{exc} Use the scaled-extension regret minimizer instead, or raise "
+                            f"memory_budget.", size, budget) from None
 
 
 # --------------------------------------------------------------------------- the model

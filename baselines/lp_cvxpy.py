@@ -3,7 +3,7 @@
 Same sparse matrices as :mod:`baselines.lp_highs` (built once by
 :func:`baselines.efce_lp.build_efce_lp`); the problem is stated with three matrix constraints
 (``A_eq x = b_eq``, ``A_ge x ≥ b_ge``, ``ξ ≥ 0``), never one Python constraint per row, and handed
-to any installed cvxpy LP solver (HIGHS by default; CLARABEL, SCIPY, SCS, ...).
+to any installed cvxpy LP solver (HIGHS by default; CLARABEL, PDLP, SCS, SCIPY, ...).
 """
 
 from __future__ import annotations
@@ -15,76 +15,148 @@ import numpy as np
 from games.game import Game
 from solvers.result import SolveResult, TraceRow
 
+from .backends import BackendError, IsolatedWorker, check_lp_inputs, libhighs_conflict
 from .efce_lp import CVXPY_FACTOR, EFCELP, build_efce_lp
 from .lp_highs import evaluate_plan, peak_rss_bytes
 
 
-def cvxpy_problem(model: EFCELP):
-    """``(problem, x)`` for the model (maximize ``cᵀx``)."""
+#: Accuracy settings for the first-order and splitting solvers, whose defaults (1e-4 .. 1e-3)
+#: are too loose for the 1e-6 max deviation the project asks of an LP solution; the user's own
+#: solver options take precedence.
+ACCURATE_OPTIONS = {
+    "SCS": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 10**6},
+    "OSQP": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iter": 10**6, "polishing": True},
+}
+#: The library each solver loads HiGHS from (highspy and OR-Tools ship clashing copies, see
+#: :mod:`baselines.backends`).
+_HIGHS_COPY = {"HIGHS": "highspy", "PDLP": "ortools", "GLOP": "ortools"}
+
+
+def installed_lp_solvers() -> list[str]:
+    """cvxpy solvers installed here that take linear programs."""
     import cvxpy as cp
-    x = cp.Variable(model.num_variables, name="x")
-    constraints = [model.A_eq @ x == model.b_eq, x[:model.num_xi] >= 0]
-    if model.A.shape[0] > model.num_eq:
-        constraints.append(model.A_ge @ x >= model.b_ge)
-    objective = cp.Maximize(model.c @ x) if np.any(model.c) else cp.Minimize(0)
-    return cp.Problem(objective, constraints), x
+    return [name for name in cp.installed_solvers() if name not in ("ECOS_BB",)]
+
+
+def _pdlp_accuracy():
+    from ortools.pdlp import solvers_pb2
+    proto = solvers_pb2.PrimalDualHybridGradientParams()
+    proto.termination_criteria.simple_optimality_criteria.eps_optimal_relative = 1e-9
+    proto.termination_criteria.simple_optimality_criteria.eps_optimal_absolute = 1e-9
+    return proto
+
+
+def _solve_arrays(A_eq, b_eq, A_ge, b_ge, c, num_xi, solver, verbose, options):
+    """Build and solve the cvxpy problem from the model's arrays (picklable: runs in a worker
+    when the solver's HiGHS copy clashes with the one loaded here).  Returns a plain dict."""
+    if _HIGHS_COPY.get(solver) == "ortools" and not libhighs_conflict("ortools"):
+        # Load OR-Tools' HiGHS before cvxpy's solver discovery tries highspy's (which then fails
+        # to import here, expectedly: silence cvxpy's report of it).
+        import logging
+        import ortools.linear_solver.pywraplp  # noqa: F401
+        import ortools.pdlp.python.pdlp  # noqa: F401
+        logging.getLogger("__cvxpy__").setLevel(logging.CRITICAL)
+    import cvxpy as cp
+    x = cp.Variable(A_eq.shape[1], name="x")
+    constraints = [A_eq @ x == b_eq, x[:num_xi] >= 0]
+    if A_ge.shape[0]:
+        constraints.append(A_ge @ x >= b_ge)
+    problem = cp.Problem(cp.Maximize(c @ x) if np.any(c) else cp.Minimize(0), constraints)
+    options = dict(options)
+    if solver == "PDLP" and "parameters_proto" not in options:
+        options["parameters_proto"] = _pdlp_accuracy()
+    try:
+        problem.solve(solver=solver, verbose=verbose, **options)
+    except cp.error.SolverError as exc:
+        return {"error": str(exc).strip().splitlines()[0][:200] if str(exc).strip() else "solver error"}
+    stats = problem.solver_stats
+    return {"status": problem.status, "x": None if x.value is None else np.asarray(x.value),
+            "value": problem.value, "compile_seconds": float(problem.compilation_time or 0.0),
+            "solver_seconds": None if stats is None or stats.solve_time is None else float(stats.solve_time),
+            "iterations": int(stats.num_iters) if stats is not None and stats.num_iters is not None else 0}
 
 
 def solve_lp_cvxpy(game: Game, *, objective="welfare", welfare_threshold: float | None = None,
                    solver: str = "HIGHS", time_limit: float | None = None,
                    memory_budget: int | None = None, verbose: bool = False,
-                   model: EFCELP | None = None, **solver_options) -> SolveResult:
+                   model: EFCELP | None = None, isolate: bool | None = None,
+                   **solver_options) -> SolveResult:
     """EFCE by the von Stengel–Forges LP through cvxpy.
 
-    ``solver`` is any installed cvxpy solver name (``cvxpy.installed_solvers()``); ``time_limit``
-    is passed as the solver's own option where known (HIGHS ``time_limit``, CLARABEL
-    ``time_limit``, SCIPY ``scipy_options={"time_limit": ...}``).  The memory budget check uses
-    the model estimate times :data:`~baselines.efce_lp.CVXPY_FACTOR` (canonicalization copies).
-    Result as :func:`baselines.solve_lp_highs`; ``setup_seconds`` covers model build and cvxpy
-    canonicalization is inside ``seconds`` (reported separately in
-    ``info["compile_seconds"]`` when the solver reports its own time).
+    Parameters
+    ----------
+    solver : any installed cvxpy solver taking LPs (:func:`installed_lp_solvers`: CLARABEL,
+        HIGHS, PDLP, SCS, GLOP, SCIPY, OSQP, ... — whichever are installed); the first-order ones
+        get tight tolerances (:data:`ACCURATE_OPTIONS`, PDLP 1e-9) unless ``solver_options`` say
+        otherwise.
+    time_limit : passed as the solver's own option where it has one (HIGHS/CLARABEL
+        ``time_limit``, SCS ``time_limit_secs``, PDLP ``time_limit_sec``, SCIPY
+        ``scipy_options.time_limit``).
+    isolate : solve in a fresh worker process (None = when the solver's HiGHS library clashes
+        with the one already loaded here, see :mod:`baselines.backends`).
+
+    The memory budget check uses the model estimate times :data:`~baselines.efce_lp.CVXPY_FACTOR`
+    (canonicalization copies).  Result as :func:`baselines.solve_lp_highs`; ``seconds`` includes
+    cvxpy's canonicalization (``info["compile_seconds"]``, ``info["solver_seconds"]``).
+
+    Raises
+    ------
+    ValueError
+        Unknown or uninstalled solver (the message lists the installed ones).
+    games.GameError
+        Out-of-scope game, unusable payoffs/threshold, model over budget (before building).
+    baselines.backends.BackendError
+        The cvxpy solver failed (one line: solver and its status).
     """
-    import cvxpy as cp
-    solver = solver.upper()
-    if solver not in cp.installed_solvers():
-        raise ValueError(f"cvxpy solver {solver!r} is not installed (installed: "
-                         f"{', '.join(cp.installed_solvers())})")
+    name = str(solver).upper()
+    installed = installed_lp_solvers()
+    if name not in installed:
+        raise ValueError(f"cvxpy solver {solver!r} is not installed; installed: {', '.join(installed)}")
+    check_lp_inputs(game, welfare_threshold)
     if model is None:
         model = build_efce_lp(game, objective=objective, welfare_threshold=welfare_threshold,
                               memory_budget=memory_budget, budget_factor=CVXPY_FACTOR)
-    t0 = time.perf_counter()
-    problem, x = cvxpy_problem(model)
-    setup = model.build_seconds + time.perf_counter() - t0
-    options = dict(solver_options)
+    options = dict(ACCURATE_OPTIONS.get(name, {}))
+    options.update(solver_options)
     if time_limit is not None:
-        if solver in ("HIGHS", "CLARABEL"):
-            options.setdefault("time_limit", float(time_limit))
-        elif solver == "SCIPY":
+        key = {"HIGHS": "time_limit", "CLARABEL": "time_limit", "SCS": "time_limit_secs",
+               "PDLP": "time_limit_sec"}.get(name)
+        if key:
+            options.setdefault(key, float(time_limit))
+        elif name == "SCIPY":
             options.setdefault("scipy_options", {}).setdefault("time_limit", float(time_limit))
+    if isolate is None:
+        isolate = name in _HIGHS_COPY and libhighs_conflict(_HIGHS_COPY[name])
+    args = (model.A_eq, model.b_eq, model.A_ge, model.b_ge, model.c, model.num_xi, name,
+            verbose, options)
+    setup = model.build_seconds
     t1 = time.perf_counter()
-    try:
-        problem.solve(solver=solver, verbose=verbose, **options)
-    except cp.error.SolverError as exc:
-        info = dict(model.stats(), solver=solver, error=str(exc), peak_memory_bytes=peak_rss_bytes())
-        return SolveResult(f"lp-cvxpy-{solver.lower()}", None, "error", 0, setup,
-                           time.perf_counter() - t1, [], info)
+    if isolate:
+        with IsolatedWorker() as worker:
+            out = worker.call(_solve_arrays, *args)
+    else:
+        out = _solve_arrays(*args)
     seconds = time.perf_counter() - t1
-    st = problem.status
+    method = f"lp-cvxpy-{name.lower()}"
+    if "error" in out:
+        raise BackendError(f"cvxpy solver {name}", out["error"])
+    import cvxpy as cp
+    st = out["status"]
     status = {cp.OPTIMAL: "converged", cp.OPTIMAL_INACCURATE: "converged",
               cp.INFEASIBLE: "infeasible", cp.INFEASIBLE_INACCURATE: "infeasible",
-              cp.USER_LIMIT: "time_limit"}.get(st, "error")
-    info = dict(model.stats(), solver=solver, cvxpy_status=st, objective=model.objective)
-    stats = problem.solver_stats
-    if stats is not None and stats.solve_time is not None:
-        info["solver_seconds"] = float(stats.solve_time)
-        info["compile_seconds"] = float(problem.compilation_time or 0.0)
-    iterations = int(stats.num_iters) if stats is not None and stats.num_iters is not None else 0
+              cp.USER_LIMIT: "time_limit"}.get(st)
+    if status is None:
+        raise BackendError(f"cvxpy solver {name}", f"status {st}")
+    info = dict(model.stats(), solver=name, cvxpy_status=st, objective=model.objective,
+                compile_seconds=out["compile_seconds"], isolated=bool(isolate))
+    if out["solver_seconds"] is not None:
+        info["solver_seconds"] = out["solver_seconds"]
     xi = None
-    if x.value is not None:
-        xi = np.asarray(x.value)[:model.num_xi].copy()
+    if out["x"] is not None and status != "infeasible":
+        xi = out["x"][:model.num_xi].copy()
         info.update(evaluate_plan(game, model, xi))
-        if problem.value is not None and np.isfinite(problem.value):
-            info["objective_value"] = float(problem.value)
+        if out["value"] is not None and np.isfinite(out["value"]):
+            info["objective_value"] = float(out["value"])
     info["peak_memory_bytes"] = peak_rss_bytes()
-    trace = [TraceRow(iterations, seconds, info["efce_gap"], info["max_violation"])] if xi is not None else []
-    return SolveResult(f"lp-cvxpy-{solver.lower()}", xi, status, iterations, setup, seconds, trace, info)
+    trace = [TraceRow(out["iterations"], seconds, info["efce_gap"], info["max_violation"])] if xi is not None else []
+    return SolveResult(method, xi, status, out["iterations"], setup, seconds, trace, info)

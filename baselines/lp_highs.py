@@ -15,9 +15,17 @@ import numpy as np
 from games.game import Game
 from solvers.result import SolveResult, TraceRow
 
+from .backends import BackendError, check_lp_inputs, libhighs_conflict
 from .efce_lp import EFCELP, build_efce_lp
 
-SOLVERS = ("choose", "simplex", "ipm")
+SOLVERS = ("choose", "simplex", "ipm", "ipx", "pdlp", "hipdlp")
+
+#: Default HiGHS options of ``lp-highs``: the best setting found on the full Sheriff and the
+#: small Battleship LPs (every setting tried and what it did: docs/results/lp_highs_settings.md).
+DEFAULT_OPTIONS: dict = {"solver": "ipm"}
+#: A point HiGHS returns with model status "Unknown" is accepted when its max deviation and
+#: Definition-3 violation are at most this.
+UNVERIFIED_TOLERANCE = 1e-6
 
 
 def peak_rss_bytes() -> int:
@@ -58,17 +66,19 @@ def _to_highs_lp(model: EFCELP):
 
 
 def solve_lp_highs(game: Game, *, objective="welfare", welfare_threshold: float | None = None,
-                   solver: str = "choose", threads: int = 0, time_limit: float | None = None,
+                   solver: str | None = None, threads: int = 0, time_limit: float | None = None,
                    memory_budget: int | None = None, verbose: bool = False,
-                   model: EFCELP | None = None) -> SolveResult:
+                   model: EFCELP | None = None, options: dict | None = None) -> SolveResult:
     """EFCE by the von Stengel–Forges LP, solved by HiGHS.
 
     Parameters
     ----------
     objective : ``"welfare"``, ``"feasibility"``, or a player (0/1) — see :func:`build_efce_lp`.
     welfare_threshold : optional lower bound τ on social welfare.
-    solver : ``"choose"`` (HiGHS default), ``"simplex"`` or ``"ipm"`` (interior point with
-        crossover).
+    solver : one of :data:`SOLVERS` (``"ipm"``/``"ipx"``: interior point, ``"pdlp"``: cuPDLP-C,
+        ``"hipdlp"``: HiGHS's own PDLP); None = :data:`DEFAULT_OPTIONS`.
+    options : further HiGHS options by name (e.g. ``{"run_crossover": "off", "presolve": "off",
+        "simplex_strategy": 4}``), applied over :data:`DEFAULT_OPTIONS`.
     threads : HiGHS threads (0 = HiGHS default).
     time_limit : seconds for the solver call (None = no limit).
     memory_budget : bytes; the model is refused up front (:class:`ModelTooLarge`) when its
@@ -79,16 +89,33 @@ def solve_lp_highs(game: Game, *, objective="welfare", welfare_threshold: float 
     ``converged`` / ``time_limit`` / ``infeasible`` / ``error``; ``setup_seconds`` is the model
     build, ``seconds`` the HiGHS call; ``info`` holds welfare, utilities, efce_gap,
     max_violation, model statistics and peak memory.
+
+    Raises
+    ------
+    games.GameError
+        Out-of-scope game, unusable payoffs or threshold, model over budget (before building).
+    baselines.backends.BackendError
+        HiGHS rejected the model or an option (one line with its status).
     """
-    import highspy
-    if solver not in SOLVERS:
+    if solver is not None and solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, not {solver!r}")
+    check_lp_inputs(game, welfare_threshold)
+    settings = dict(DEFAULT_OPTIONS)
+    if solver is not None:
+        settings["solver"] = solver
+    settings.update(options or {})
+    if libhighs_conflict("highspy"):
+        raise BackendError("HiGHS", "cannot load highspy in a process that has loaded OR-Tools "
+                           "(they bundle different HiGHS libraries); run it in its own process")
+    import highspy
     if model is None:
         model = build_efce_lp(game, objective=objective, welfare_threshold=welfare_threshold,
                               memory_budget=memory_budget)
     h = highspy.Highs()
     h.setOptionValue("output_flag", bool(verbose))
-    h.setOptionValue("solver", solver)
+    for key, value in settings.items():
+        if h.setOptionValue(key, value) != highspy.HighsStatus.kOk:
+            raise BackendError("HiGHS", f"option {key}={value!r} rejected")
     if threads:
         h.setOptionValue("threads", int(threads))
     if time_limit is not None:
@@ -97,26 +124,38 @@ def solve_lp_highs(game: Game, *, objective="welfare", welfare_threshold: float 
     status_pass = h.passModel(_to_highs_lp(model))
     pass_seconds = time.perf_counter() - t0
     if status_pass == highspy.HighsStatus.kError:
-        raise RuntimeError(f"HiGHS rejected the EFCE LP of {game.name}")
+        raise BackendError("HiGHS", f"passModel returned {status_pass.name} for the EFCE LP of {game.name}")
     t1 = time.perf_counter()
-    h.run()
+    run_status = h.run()
     seconds = time.perf_counter() - t1
     ms = h.getModelStatus()
     S = highspy.HighsModelStatus
     status = {S.kOptimal: "converged", S.kTimeLimit: "time_limit", S.kInfeasible: "infeasible",
-              S.kIterationLimit: "iteration_limit", S.kMemoryLimit: "out_of_memory"}.get(ms, "error")
-    info = dict(model.stats(), solver=solver, highs_status=h.modelStatusToString(ms),
+              S.kIterationLimit: "iteration_limit", S.kMemoryLimit: "out_of_memory",
+              S.kUnknown: "unknown"}.get(ms, "error")
+    if run_status == highspy.HighsStatus.kError and status in ("error", "unknown"):
+        raise BackendError("HiGHS", f"run returned {run_status.name}, model status "
+                           f"{h.modelStatusToString(ms)!r}")
+    info = dict(model.stats(), solver=settings["solver"], highs_options=settings,
+                highs_status=h.modelStatusToString(ms),
                 pass_seconds=pass_seconds, objective=model.objective,
                 simplex_iterations=int(h.getInfo().simplex_iteration_count),
-                ipm_iterations=int(h.getInfo().ipm_iteration_count))
+                ipm_iterations=int(h.getInfo().ipm_iteration_count),
+                pdlp_iterations=int(h.getInfo().pdlp_iteration_count),
+                crossover_iterations=int(h.getInfo().crossover_iteration_count))
     xi = None
     sol = h.getSolution()
-    if status in ("converged", "time_limit", "iteration_limit") and sol.value_valid:
+    if status in ("converged", "time_limit", "iteration_limit", "unknown") and sol.value_valid:
         xi = np.asarray(sol.col_value)[:model.num_xi].copy()
         info.update(evaluate_plan(game, model, xi))
         info["objective_value"] = float(h.getInfo().objective_function_value)
+    if status == "unknown":
+        # IPM without crossover and the PDLP solvers end "Unknown" after presolve (no basis to
+        # postsolve with): the point counts when the project's own checks accept it.
+        verified = xi is not None and max(info["efce_gap"], info["max_violation"]) <= UNVERIFIED_TOLERANCE
+        status = "converged" if verified else "error"
     info["peak_memory_bytes"] = peak_rss_bytes()
-    iterations = info["simplex_iterations"] + info["ipm_iterations"]
+    iterations = info["simplex_iterations"] + info["ipm_iterations"] + info["pdlp_iterations"]
     trace = []
     if xi is not None:
         trace.append(TraceRow(iterations, seconds, info["efce_gap"], info["max_violation"]))

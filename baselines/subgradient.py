@@ -181,6 +181,19 @@ class MaxDeviation:
 SUBGRADIENT_MEMORY_FACTOR = 0.4
 
 
+#: Step rules of :func:`solve_subgradient`.
+STEP_RULES = ("constant", "sqrt", "polyak")
+
+
+def _step(rule: str, alpha: float, t: int, f: float, g: np.ndarray) -> float:
+    if rule == "constant":
+        return alpha
+    if rule == "sqrt":
+        return alpha / np.sqrt(t + 1)
+    norm2 = float(g @ g)
+    return min(f / norm2, alpha) if norm2 > 0 else 0.0
+
+
 def solve_subgradient(game: Game, *, step_size: float = 1e-3, step_rule: str = "constant",
                       iterations: int = 1000, time_limit: float | None = None,
                       projections: int | None = None, trace_every: int = 10,
@@ -194,7 +207,9 @@ def solve_subgradient(game: Game, *, step_size: float = 1e-3, step_rule: str = "
     Parameters
     ----------
     step_size : α (the paper used 1e-3 on the small Battleship instance, 1e-6 on the medium).
-    step_rule : ``"constant"`` (α) or ``"sqrt"`` (α / √t).
+    step_rule : :data:`STEP_RULES`: ``"constant"`` (α), ``"sqrt"`` (α / √(t+1)), or ``"polyak"``
+        (``f(ξ_t) / ‖g_t‖²``, capped at α: Polyak's step with the known optimal value f* = 0 of
+        the max deviation — an EFCE exists — so it needs no tuning beyond the cap).
     iterations, time_limit : stopping rules (whichever comes first).
     projections : equality rows of Definition 3 sampled per iteration (default: 1% of the rows,
         at least 10); the sample is thinned to rows with disjoint supports and projected onto
@@ -208,8 +223,10 @@ def solve_subgradient(game: Game, *, step_size: float = 1e-3, step_rule: str = "
         behavioral strategies drawn with ``seed``); both lie in Ξ.
     xi0 : explicit start point (overrides ``start``).
     """
-    if step_rule not in ("constant", "sqrt"):
-        raise ValueError(f"step_rule must be 'constant' or 'sqrt', not {step_rule!r}")
+    if step_rule not in STEP_RULES:
+        raise ValueError(f"step_rule must be one of {', '.join(STEP_RULES)}, not {step_rule!r}")
+    if not (step_size > 0 and np.isfinite(step_size)):
+        raise ValueError(f"step_size must be a positive number, not {step_size}")
     t_setup = time.perf_counter()
     check_decomposable(game)
     check_memory(estimate_efce_lp(game), game, memory_budget, factor=SUBGRADIENT_MEMORY_FACTOR,
@@ -262,7 +279,7 @@ def solve_subgradient(game: Game, *, step_size: float = 1e-3, step_rule: str = "
         # Subgradient step (f ≤ 0 means no trigger gains: only the projections move ξ).
         if f > 0:
             g = f_eval.subgradient(player, trig, rowval)
-            alpha = step_size if step_rule == "constant" else step_size / np.sqrt(it + 1)
+            alpha = _step(step_rule, step_size, it, f, g)
             xi -= alpha * g
         # Incremental projection onto sampled hyperplanes (disjoint supports), then ξ ≥ 0.
         sample = rng.choice(n_rows, size=projections, replace=False)

@@ -74,6 +74,8 @@ def run_solve(args):
             lines.append(f"  {key:<15} {value:.6g}")
     if "utilities" in result.info:
         lines.append("  utilities       " + ", ".join(f"{u:.6g}" for u in result.info["utilities"]))
+    if result.info.get("welfare_interval"):
+        lines.append("  welfare_interval [{:.6g}, {:.6g}]".format(*result.info["welfare_interval"]))
     if result.info.get("message"):
         lines.append("  " + result.info["message"])
     return out, "\n".join(lines)

@@ -28,7 +28,7 @@ from .paths import check_output_folder
 from .solve import validate_options
 
 THRESHOLDS = (1e-1, 1e-2, 1e-3)
-DEFAULT_METHODS = ("rm", "lp-highs", "subgradient")
+DEFAULT_METHODS = ("rm", "lp-highs", "lp-pdlp", "subgradient")
 
 
 @dataclass

@@ -53,11 +53,14 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("target_gap", float, "stop once the max deviation (or exploitability) is at most this",
            _nonnegative),
     Option("welfare_threshold", float, "look for an EFCE with social welfare at least this"),
-    Option("objective", str, "LP objective; for rm, 'welfare' bisects the welfare threshold",
-           choices=("welfare", "feasibility", "player1", "player2")),
+    Option("objective", str, "LP objective; for rm, 'welfare' bisects the welfare threshold for an "
+           "interval around the optimal EFCE welfare", choices=("welfare", "feasibility", "player1", "player2")),
+    Option("lp_solver", str, "the cvxpy solver (CLARABEL, HIGHS, PDLP, SCS, ...; installed ones)"),
     Option("local", str, "local regret minimizer at every simplex",
            choices=("rm", "rm+", "hedge", "prm+", "dcfr")),
     Option("step_size", float, "subgradient step size", _positive),
+    Option("step_rule", str, "subgradient step rule: constant α, α/√t, or Polyak's f/‖g‖² capped at α",
+           choices=("constant", "sqrt", "polyak")),
     Option("start", str, "subgradient initial plan (the uniform plan is an exact EFCE in some games)",
            choices=("uniform", "random")),
     Option("seed", int, "random seed", _nonnegative),
@@ -77,9 +80,15 @@ class Method:
 def _run_rm(game, *, progress, **o):
     from solvers.efce import solve_efce
     from solvers.local import make_rule
+    if o["objective"] not in ("feasibility", "welfare"):
+        raise OptionError(f"rm takes --objective feasibility (any EFCE) or welfare (the optimal-welfare "
+                          f"interval), not {o['objective']}")
     if o["objective"] == "welfare":
-        raise OptionError("rm: --objective welfare (optimal-welfare bisection) is not available yet; "
-                          "use --welfare-threshold or an lp-* method")
+        if o["welfare_threshold"] is not None:
+            raise OptionError("rm --objective welfare searches the threshold itself; drop --welfare-threshold")
+        from solvers.welfare import solve_optimal_welfare
+        return solve_optimal_welfare(game, tolerance=WELFARE_INTERVAL_WIDTH, time_limit=o["time_limit"],
+                                     iterations=o["iterations"], rule=o["local"])
     return solve_efce(game, iterations=o["iterations"], time_limit=o["time_limit"],
                       target_gap=o["target_gap"], welfare_threshold=o["welfare_threshold"],
                       rule=make_rule(o["local"]), progress=progress)
@@ -106,21 +115,26 @@ def _run_icfr(variant):
 def _run_lp(backend):
     def run(game, *, progress, **o):
         import baselines
-        objective = {"player1": 0, "player2": 1}.get(o["objective"], o["objective"])
-        solver = baselines.solve_lp_highs if backend == "highs" else baselines.solve_lp_cvxpy
-        return solver(game, objective=objective, time_limit=o["time_limit"],
-                      welfare_threshold=o["welfare_threshold"])
+        common = dict(objective={"player1": 0, "player2": 1}.get(o["objective"], o["objective"]),
+                      time_limit=o["time_limit"], welfare_threshold=o["welfare_threshold"])
+        if backend == "highs":
+            return baselines.solve_lp_highs(game, **common)
+        if backend == "pdlp":
+            return baselines.solve_lp_pdlp(game, tolerance=o["target_gap"], progress=progress, **common)
+        return baselines.solve_lp_cvxpy(game, solver=o["lp_solver"], **common)
     return run
 
 
 def _run_subgradient(game, *, progress, **o):
     from baselines import solve_subgradient
     return solve_subgradient(game, iterations=o["iterations"], time_limit=o["time_limit"],
-                             step_size=o["step_size"], seed=o["seed"], start=o["start"],
-                             progress=progress)
+                             step_size=o["step_size"], step_rule=o["step_rule"], seed=o["seed"],
+                             start=o["start"], progress=progress)
 
 
 _COMMON = {"time_limit": None}
+#: Width of the welfare interval ``rm --objective welfare`` stops at.
+WELFARE_INTERVAL_WIDTH = 1e-2
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("rm", "regret minimization on the EFCE saddle point (Farina et al. 2019, Algorithm 1)",
            {**_COMMON, "iterations": 10_000, "target_gap": 1e-3, "welfare_threshold": None,
@@ -135,11 +149,16 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            {**_COMMON, "iterations": 10_000, "target_gap": None, "seed": 0}, _run_icfr("cfr-s")),
     Method("lp-highs", "the von Stengel–Forges EFCE LP solved by HiGHS",
            {**_COMMON, "welfare_threshold": None, "objective": "welfare"}, _run_lp("highs")),
+    Method("lp-pdlp", "the von Stengel–Forges EFCE LP solved by OR-Tools PDLP (first-order); "
+           "--target-gap is its relative tolerance",
+           {**_COMMON, "welfare_threshold": None, "objective": "welfare", "target_gap": 1e-6},
+           _run_lp("pdlp")),
     Method("lp-cvxpy", "the von Stengel–Forges EFCE LP through cvxpy",
-           {**_COMMON, "welfare_threshold": None, "objective": "welfare"}, _run_lp("cvxpy")),
+           {**_COMMON, "welfare_threshold": None, "objective": "welfare", "lp_solver": "HIGHS"},
+           _run_lp("cvxpy")),
     Method("subgradient", "subgradient descent on the max deviation with incremental projection",
-           {**_COMMON, "iterations": 10_000, "step_size": 1e-3, "start": "uniform", "seed": 0},
-           _run_subgradient),
+           {**_COMMON, "iterations": 10_000, "step_size": 1e-3, "step_rule": "constant",
+            "start": "uniform", "seed": 0}, _run_subgradient),
 ]}
 
 
@@ -222,7 +241,7 @@ def solve(game: Game | str, method: str, *, progress=None, **options) -> SolveRe
         A game, or a spec string / ``.efg`` path (:func:`games.spec.make_game`).
     method : str
         One of :data:`METHODS`: ``rm``, ``cfr``, ``cfr+``, ``icfr``, ``cfr-s``, ``lp-highs``,
-        ``lp-cvxpy``, ``subgradient``.
+        ``lp-pdlp``, ``lp-cvxpy``, ``subgradient``.
     progress : callable, optional
         Called with each :class:`~solvers.result.TraceRow` as it is recorded.
     **options

@@ -88,6 +88,25 @@ def build_efce_model(game: Game, welfare_threshold: float | None = None,
     return EFCEModel(game, pairs, xi_chain, triggers, A, A.T.tocsr(), welfare_threshold)
 
 
+def set_welfare_threshold(model: EFCEModel, welfare_threshold: float) -> None:
+    """Move the welfare threshold τ of a model built with one, in place.
+
+    τ enters ``A`` only as the coefficient of ``ξ[∅, ∅]`` on the weight ``λ_τ`` (module
+    docstring), so a bisection over τ reuses one model: that entry of ``A`` and of ``Aᵀ`` is
+    shifted by ``τ − τ_old``."""
+    if model.welfare_threshold is None:
+        raise ValueError("the model was built without a welfare threshold; build it with one")
+    delta = float(welfare_threshold) - float(model.welfare_threshold)
+    row = int(np.flatnonzero(model.xi_chain.entry_index == 0)[0])  # ξ[∅, ∅] in chain order
+    col = model.triggers.num_triggers                               # λ_τ
+    for matrix, r, c in ((model.A, row, col), (model.At, col, row)):
+        lo, hi = matrix.indptr[r], matrix.indptr[r + 1]
+        hit = lo + np.flatnonzero(matrix.indices[lo:hi] == c)
+        if len(hit) != 1:
+            raise ValueError("the model's A has no welfare-threshold entry")
+        matrix.data[hit[0]] += delta
+    model.welfare_threshold = float(welfare_threshold)
+
 def _payoff_matrix(game, pairs, triggers: TriggerSpace, tau, entry_of_pair) -> sp.csr_matrix:
     """``A`` with rows numbered by ``entry_of_pair`` (Ξ's chain entries), columns by Y's entries."""
     tm = terminal_map(game)

@@ -72,3 +72,21 @@ def test_time_limit_and_step_rule():
 def test_out_of_scope_games(game):
     with pytest.raises(GameError, match="chance|two-player"):
         solve_subgradient(game, iterations=1)
+
+
+def test_step_rules():
+    from baselines.subgradient import STEP_RULES, _step
+    g = np.array([1.0, 1.0])
+    assert STEP_RULES == ("constant", "sqrt", "polyak")
+    assert _step("constant", 0.1, 99, 2.0, g) == 0.1
+    assert _step("sqrt", 0.1, 99, 2.0, g) == pytest.approx(0.01)
+    assert _step("polyak", 10.0, 0, 2.0, g) == pytest.approx(1.0)  # f / ‖g‖²
+    assert _step("polyak", 0.5, 0, 2.0, g) == 0.5                  # capped at α
+    assert _step("polyak", 0.5, 0, 2.0, np.zeros(2)) == 0.0
+    game = games.sheriff(max_bribe=2, max_items=2, rounds=2)
+    r = solve_subgradient(game, step_size=1.0, step_rule="polyak", iterations=600, trace_every=20,
+                          start="random", seed=1)
+    assert min(row.gap for row in r.trace[1:]) < 0.5 * r.trace[0].gap
+    assert r.info["step_rule"] == "polyak"
+    with pytest.raises(ValueError, match="step_size"):
+        solve_subgradient(game, step_size=float("nan"))

@@ -49,7 +49,7 @@ def test_bad_options_are_one_line_errors(capsys, argv, message):
 
 
 def test_option_errors_name_the_methods_that_use_the_option():
-    with pytest.raises(OptionError, match="it is an option of rm, lp-highs, lp-cvxpy"):
+    with pytest.raises(OptionError, match="it is an option of rm, lp-highs, lp-pdlp, lp-cvxpy"):
         validate_options("cfr", {"welfare_threshold": 1.0})
 
 

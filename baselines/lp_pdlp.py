@@ -1,0 +1,295 @@
+"""Solve the EFCE LP (von Stengel and Forges 2008) with OR-Tools PDLP, a first-order method.
+
+PDLP (Applegate et al. 2021, "Practical large-scale linear programming using primal-dual hybrid
+gradient") runs restarted primal-dual hybrid gradient on ``min cᵀx s.t. l ≤ Ax ≤ u, x ∈ [lb, ub]``
+with diagonal preconditioning; an iteration is two sparse products with ``A``, so its memory is
+the matrix (a few copies) plus a dozen vectors — no factorization, which is where HiGHS's IPX
+and simplex stall on these LPs (see ``docs/results/lp_highs_settings.md``).
+
+The model is the one of :func:`baselines.efce_lp.build_efce_lp`.  The solve runs in *stages of
+tightening tolerance* (relative KKT tolerance 1e-2, 1e-3, …), each stage warm-started from the
+previous primal-dual pair with its primal weight; after each stage the iterate ξ is evaluated by
+the project's own code (max deviation by :mod:`solvers.gaps`, Definition-3 violation, welfare),
+which gives the anytime trace plotted beside the regret minimizer's.  The run ends when both the
+max deviation and the violation are at most ``tolerance`` at a stage PDLP calls optimal.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+
+from games.game import Game
+from games.memory import check_budget
+from solvers.result import SolveResult, TraceRow
+
+from .backends import BackendError, IsolatedWorker, check_lp_inputs, libhighs_conflict
+from .efce_lp import EFCELP, build_efce_lp, estimate_efce_lp
+from .lp_highs import peak_rss_bytes
+
+#: Peak memory model of a PDLP run (model build + OR-Tools' copies + evaluation), calibrated on
+#: the full Sheriff and the small Battleship LP (see docs/results/lp_baseline.md): the COO
+#: triplets of the build and the CSC we hand over (~36 B per nonzero), OR-Tools' own CSC, its
+#: rescaled copy and its transpose (~16 B each), and per row or column about twenty float64
+#: vectors (iterates, averages, deltas, scaling, bounds).
+PDLP_BYTES_PER_NONZERO = 100
+PDLP_BYTES_PER_ROW_OR_COLUMN = 200
+PDLP_FIXED_BYTES = 400 * 2**20
+
+#: First stage's relative tolerance; each later stage divides it by ``STAGE_FACTOR``.
+FIRST_STAGE_TOLERANCE = 1e-2
+STAGE_FACTOR = 10.0
+#: PDLP's tolerance is never tightened below this (double precision on these LPs).
+SMALLEST_STAGE_TOLERANCE = 1e-12
+
+
+def estimate_pdlp_bytes(game: Game, *, welfare_threshold: float | None = None) -> int:
+    """Estimated peak memory (bytes) of :func:`solve_lp_pdlp` on ``game``, from the exact model
+    counts of :func:`baselines.efce_lp.estimate_efce_lp` (nothing large is allocated)."""
+    size = estimate_efce_lp(game, extra_rows=int(welfare_threshold is not None))
+    return (PDLP_FIXED_BYTES + size.nonzeros * PDLP_BYTES_PER_NONZERO
+            + (size.variables + size.rows) * PDLP_BYTES_PER_ROW_OR_COLUMN)
+
+
+# --------------------------------------------------------------------------- the backend session
+_SESSION = None  # the QuadraticProgram of this (worker) process
+
+
+def _load_program(A, c, row_lower, row_upper, col_lower, col_upper) -> None:
+    """Build PDLP's QuadraticProgram (minimize −cᵀx) and keep it for the stages."""
+    global _SESSION
+    from ortools.pdlp.python import pdlp
+    qp = pdlp.QuadraticProgram()
+    qp.objective_vector = -np.asarray(c, dtype=np.float64)
+    qp.constraint_matrix = A
+    qp.constraint_lower_bounds = row_lower
+    qp.constraint_upper_bounds = row_upper
+    qp.variable_lower_bounds = col_lower
+    qp.variable_upper_bounds = col_upper
+    _SESSION = qp
+
+
+def _unload_program() -> None:
+    global _SESSION
+    _SESSION = None
+
+
+def _run_stage(params_bytes: bytes, primal, dual):
+    """One PDLP call on the loaded program: ``(primal, dual, solve_log bytes)``."""
+    from ortools.pdlp import solvers_pb2
+    from ortools.pdlp.python import pdlp
+    params = solvers_pb2.PrimalDualHybridGradientParams()
+    params.ParseFromString(params_bytes)
+    start = None
+    if primal is not None:
+        start = pdlp.PrimalAndDualSolution()
+        start.primal_solution = primal
+        start.dual_solution = dual
+    result = pdlp.primal_dual_hybrid_gradient(_SESSION, params, initial_solution=start)
+    return (np.asarray(result.primal_solution), np.asarray(result.dual_solution),
+            result.solve_log.SerializeToString())
+
+
+class _Backend:
+    """PDLP in this process, or in a fresh worker when highspy's libhighs is loaded here."""
+
+    def __init__(self, model: EFCELP, isolate: bool | None):
+        self.isolate = libhighs_conflict("ortools") if isolate is None else bool(isolate)
+        args = (model.A, model.c, model.row_lower, model.row_upper, model.col_lower, model.col_upper)
+        self.worker = None
+        if self.isolate:
+            self.worker = IsolatedWorker()
+            self.worker.call(_load_program, *args)
+        else:
+            try:
+                _load_program(*args)
+            except ImportError as exc:
+                raise BackendError("OR-Tools PDLP", f"cannot load ({str(exc).splitlines()[0][:120]}); "
+                                   "pass isolate=True") from None
+
+    def run(self, params_bytes, primal, dual):
+        if self.worker is not None:
+            return self.worker.call(_run_stage, params_bytes, primal, dual)
+        return _run_stage(params_bytes, primal, dual)
+
+    def close(self):
+        if self.worker is not None:
+            self.worker.close()
+        else:
+            _unload_program()
+
+
+def _stage_params(tolerance: float, seconds: float, threads: int, primal_weight: float | None,
+                  verbose: bool, options: dict) -> bytes:
+    from ortools.pdlp import solvers_pb2
+    params = solvers_pb2.PrimalDualHybridGradientParams()
+    params.num_threads = int(threads)
+    params.verbosity_level = 2 if verbose else 0
+    crit = params.termination_criteria
+    crit.simple_optimality_criteria.eps_optimal_relative = tolerance
+    crit.simple_optimality_criteria.eps_optimal_absolute = tolerance
+    crit.time_sec_limit = max(float(seconds), 1e-3)
+    if primal_weight is not None and np.isfinite(primal_weight) and primal_weight > 0:
+        params.initial_primal_weight = float(primal_weight)
+    for key, value in options.items():
+        if not hasattr(params, key):
+            raise ValueError(f"unknown PDLP parameter {key!r}")
+        setattr(params, key, value)
+    return params.SerializeToString()
+
+
+_REASONS = {"TERMINATION_REASON_OPTIMAL": "converged",
+            "TERMINATION_REASON_TIME_LIMIT": "time_limit",
+            "TERMINATION_REASON_ITERATION_LIMIT": "iteration_limit",
+            "TERMINATION_REASON_KKT_MATRIX_PASS_LIMIT": "iteration_limit",
+            "TERMINATION_REASON_PRIMAL_INFEASIBLE": "infeasible",
+            "TERMINATION_REASON_PRIMAL_OR_DUAL_INFEASIBLE": "infeasible"}
+
+
+def solve_lp_pdlp(game: Game, *, objective="welfare", welfare_threshold: float | None = None,
+                  tolerance: float = 1e-6, time_limit: float | None = None, threads: int = 2,
+                  first_stage_tolerance: float | None = None,
+                  memory_budget: int | None = None, isolate: bool | None = None,
+                  verbose: bool = False, model: EFCELP | None = None,
+                  progress: Callable[[TraceRow], None] | None = None,
+                  **pdlp_options) -> SolveResult:
+    """EFCE by the von Stengel–Forges LP, solved by OR-Tools PDLP in stages of tightening
+    tolerance.
+
+    Parameters
+    ----------
+    objective : ``"welfare"``, ``"feasibility"``, or a player (0/1) — see
+        :func:`baselines.build_efce_lp`.
+    welfare_threshold : optional lower bound τ on social welfare (one more row).
+    tolerance : the run is ``converged`` when the iterate's max deviation (raw payoff units,
+        :mod:`solvers.gaps`) and its Definition-3 violation ``max(|Cξ − b|_∞, max(−ξ))`` are both
+        at most this, at a stage PDLP reports optimal for its own relative KKT tolerance.
+    time_limit : seconds for all stages together (None = none).
+    threads : PDLP threads (default 2).
+    first_stage_tolerance : PDLP's relative tolerance in the first stage; each next stage is
+        10× tighter, warm-started from the last primal-dual pair and primal weight.  None = one
+        stage at ``tolerance`` (further stages only if the project's checks still fail): a warm
+        start resets PDLP's restart averages, so on the full Sheriff LP stages from 1e-2 took
+        19.7k iterations against 13.8k for one stage (docs/results/lp_baseline.md).  Pass e.g.
+        :data:`FIRST_STAGE_TOLERANCE` (1e-2) for a denser anytime trace.
+    memory_budget : bytes; the run is refused up front (:class:`games.memory.MemoryBudgetExceeded`)
+        when :func:`estimate_pdlp_bytes` exceeds it (None = 60% of the available RAM).
+    isolate : run PDLP in a fresh worker process (None = only when highspy's HiGHS library is
+        already loaded here, which OR-Tools cannot coexist with).
+    pdlp_options : further fields of ``PrimalDualHybridGradientParams`` (e.g.
+        ``use_feasibility_polishing=True``).
+
+    Returns
+    -------
+    SolveResult
+        ``point`` = ξ of the last stage; ``trace`` = one row per stage (iteration = PDLP's
+        cumulative iterations, seconds = wall clock since the solver started, gap = max
+        deviation, infeasibility = Definition-3 violation, extra: welfare, stage tolerance);
+        status ``converged`` / ``time_limit`` / ``infeasible`` / ``iteration_limit``.
+
+    Raises
+    ------
+    games.GameError
+        Out-of-scope game, payoffs beyond :data:`baselines.backends.MAX_ABS_PAYOFF`, a
+        non-finite threshold, or a model over the memory budget — all before building.
+    """
+    if not (tolerance > 0 and np.isfinite(tolerance)):
+        raise ValueError(f"tolerance must be a positive number, not {tolerance}")
+    if time_limit is not None and not time_limit > 0:
+        raise ValueError(f"time_limit must be positive, not {time_limit}")
+    check_lp_inputs(game, welfare_threshold)
+    best_terminal = float(np.asarray(game.payoffs)[:, :2].sum(axis=1).max(initial=-np.inf))
+    if welfare_threshold is not None and welfare_threshold > best_terminal:
+        # PDLP's infeasibility detection is slow (no certificate in 30 s on small Sheriff even
+        # for this case); every plan's welfare is at most the best terminal's.
+        return SolveResult("lp-pdlp", None, "infeasible", 0, 0.0, 0.0, [], {
+            "message": f"no EFCE has welfare ≥ {welfare_threshold}: no terminal has welfare above "
+                       f"{best_terminal:g}", "peak_memory_bytes": peak_rss_bytes()})
+    if model is None:
+        need = estimate_pdlp_bytes(game, welfare_threshold=welfare_threshold)
+        check_budget(need, f"the EFCE LP of {game.name} for PDLP", memory_budget)
+        # The PDLP estimate above replaces the generic (factorizing-solver) one of the builder.
+        model = build_efce_lp(game, objective=objective, welfare_threshold=welfare_threshold,
+                              memory_budget=2**62)
+    from solvers.gaps import EFCEGapEvaluator
+    t_setup = time.perf_counter()
+    evaluator = EFCEGapEvaluator(game, model.pairs)
+    backend = _Backend(model, isolate)
+    setup_seconds = model.build_seconds + time.perf_counter() - t_setup
+
+    from ortools.pdlp import solve_log_pb2  # protobuf only: no HiGHS library involved
+    trace: list[TraceRow] = []
+    primal = dual = None
+    primal_weight = None
+    stage_tol = float(tolerance if first_stage_tolerance is None else first_stage_tolerance)
+    iterations = 0
+    solver_seconds = 0.0
+    status = "time_limit"
+    reason_text = ""
+    report = None
+    xi = None
+    t0 = time.perf_counter()
+    try:
+        while True:
+            remaining = np.inf if time_limit is None else time_limit - (time.perf_counter() - t0)
+            if remaining <= 0:
+                status = "time_limit"
+                break
+            params = _stage_params(stage_tol, min(remaining, 1e9), threads, primal_weight, verbose,
+                                   pdlp_options)
+            primal, dual, log_bytes = backend.run(params, primal, dual)
+            log = solve_log_pb2.SolveLog()
+            log.ParseFromString(log_bytes)
+            iterations += int(log.iteration_count)
+            solver_seconds += float(log.solve_time_sec)
+            reason = solve_log_pb2.TerminationReason.Name(log.termination_reason)
+            reason_text = reason.replace("TERMINATION_REASON_", "").lower()
+            if log.solution_stats.primal_weight > 0:
+                primal_weight = float(log.solution_stats.primal_weight)
+            stage_status = _REASONS.get(reason)
+            if stage_status is None:
+                raise BackendError("OR-Tools PDLP", f"{reason_text} ({log.termination_string[:120]})")
+            if stage_status == "infeasible":
+                status = "infeasible"
+                break
+            xi = primal[:model.num_xi]
+            report = evaluator(xi)
+            violation = model.vsf.max_violation(xi)
+            elapsed = time.perf_counter() - t0
+            trace.append(TraceRow(iterations, elapsed, float(report.gap), float(violation),
+                                  {"welfare": float(report.welfare), "stage_tolerance": stage_tol}))
+            if progress is not None:
+                progress(trace[-1])
+            if stage_status == "converged" and report.gap <= tolerance and violation <= tolerance:
+                status = "converged"
+                break
+            if stage_status != "converged":
+                status = stage_status
+                break
+            if stage_tol <= SMALLEST_STAGE_TOLERANCE:
+                status = "iteration_limit"
+                break
+            stage_tol = max(stage_tol / STAGE_FACTOR, SMALLEST_STAGE_TOLERANCE)
+    finally:
+        backend.close()
+    seconds = time.perf_counter() - t0
+    info = dict(model.stats(), objective=model.objective, pdlp_termination=reason_text,
+                stages=len(trace), iteration_seconds=solver_seconds, threads=threads,
+                tolerance=tolerance, isolated=backend.isolate,
+                estimated_bytes=estimate_pdlp_bytes(game, welfare_threshold=model.welfare_threshold))
+    if xi is not None:
+        xi = np.array(xi, dtype=np.float64)
+        utilities = model.utility_matrix @ xi
+        info.update(efce_gap=float(report.gap), welfare=float(utilities.sum()),
+                    utilities=[float(u) for u in utilities],
+                    max_violation=trace[-1].infeasibility,
+                    objective_value=float(model.c @ primal))
+    info["peak_memory_bytes"] = peak_rss_bytes()
+    if status == "infeasible":
+        info["message"] = (f"PDLP certifies that the EFCE LP is infeasible"
+                           + (f" (no EFCE has welfare ≥ {welfare_threshold})"
+                              if welfare_threshold is not None else ""))
+    return SolveResult("lp-pdlp", xi, status, iterations, setup_seconds, seconds, trace, info)
+

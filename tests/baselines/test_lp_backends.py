@@ -1,0 +1,162 @@
+"""lp-pdlp, lp-cvxpy solver choice, HiGHS settings and the backends' input checks and errors."""
+
+import re
+
+import numpy as np
+import pytest
+
+import games
+from baselines import build_efce_lp, estimate_pdlp_bytes, solve_lp_cvxpy, solve_lp_highs, solve_lp_pdlp
+from baselines.backends import BackendError, MAX_ABS_PAYOFF, libhighs_conflict
+from baselines.lp_cvxpy import installed_lp_solvers
+from games.game import Game, GameError
+from games.memory import MemoryBudgetExceeded
+from solvers.gaps import efce_gap
+
+GAMES = {
+    "fig1": lambda: games.farina_fig1(),
+    "sheriff111": lambda: games.sheriff(max_bribe=1, max_items=1, rounds=1),
+    "sheriff222": lambda: games.sheriff(max_bribe=2, max_items=2, rounds=2),
+    "battleship22": lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2),
+}
+_cache = {}
+
+
+def _game(name):
+    if name not in _cache:
+        _cache[name] = GAMES[name]()
+    return _cache[name]
+
+
+def _reference(name):
+    key = ("ref", name)
+    if key not in _cache:
+        _cache[key] = solve_lp_highs(_game(name), solver="ipm").info["welfare"]
+    return _cache[key]
+
+
+def _with_payoffs(game: Game, payoffs) -> Game:
+    return Game(num_players=2, parent=game.parent, action=game.action, player=game.player,
+                infoset=game.infoset, chance_prob=game.chance_prob, payoffs=payoffs,
+                terminal_index=game.terminal_index, name=f"{game.name}-modified")
+
+
+@pytest.mark.parametrize("name", list(GAMES))
+def test_pdlp_agrees_with_highs_and_is_an_efce(name):
+    game = _game(name)
+    ref = _reference(name)
+    # highspy is loaded in this process: PDLP must run in its own worker (clashing HiGHS copies).
+    assert libhighs_conflict("ortools")
+    r = solve_lp_pdlp(game, tolerance=1e-7)
+    assert r.info["isolated"] is True
+    assert r.status == "converged" and r.method == "lp-pdlp"
+    assert abs(r.info["welfare"] - ref) <= 1e-5
+    assert efce_gap(game, r.point) <= 1e-5 and r.info["efce_gap"] <= 1e-7
+    assert build_efce_lp(game).vsf.max_violation(r.point) <= 1e-7
+    assert r.trace and r.trace[-1].gap == r.info["efce_gap"] and r.trace[-1].infeasibility == r.info["max_violation"]
+
+
+def test_pdlp_stages_give_an_anytime_trace():
+    game = _game("sheriff222")
+    r = solve_lp_pdlp(game, tolerance=1e-7, first_stage_tolerance=1e-2)
+    assert r.status == "converged" and len(r.trace) >= 3
+    its = [row.iteration for row in r.trace]
+    secs = [row.seconds for row in r.trace]
+    assert its == sorted(its) and secs == sorted(secs)
+    tols = [row.extra["stage_tolerance"] for row in r.trace]
+    assert all(b < a for a, b in zip(tols, tols[1:]))
+    # The first stage is loose: its iterate is visibly worse than the last.
+    assert r.trace[0].gap + r.trace[0].infeasibility > r.trace[-1].gap + r.trace[-1].infeasibility
+    assert abs(r.trace[-1].extra["welfare"] - _reference("sheriff222")) <= 1e-6
+
+
+def test_pdlp_threshold_above_optimum_and_memory_refusal():
+    game = _game("sheriff222")
+    # Above every terminal's welfare: refused as infeasible without calling the backend.
+    r = solve_lp_pdlp(game, objective="feasibility", welfare_threshold=3.5)
+    assert r.status == "infeasible" and r.point is None and "no terminal" in r.info["message"]
+    # Just above the optimum PDLP has no certificate within seconds: never "converged".
+    r = solve_lp_pdlp(game, objective="feasibility", welfare_threshold=_reference("sheriff222") + 0.1,
+                      time_limit=3)
+    assert r.status in ("time_limit", "infeasible")
+    need = estimate_pdlp_bytes(game)
+    with pytest.raises(MemoryBudgetExceeded, match="PDLP.*too large"):
+        solve_lp_pdlp(game, memory_budget=need - 1)
+
+
+@pytest.mark.parametrize("name", ["fig1", "sheriff222"])
+def test_every_installed_cvxpy_solver_agrees(name):
+    game = _game(name)
+    ref = _reference(name)
+    model = build_efce_lp(game)
+    solvers = installed_lp_solvers()
+    assert {"CLARABEL", "HIGHS"} <= set(solvers)
+    for solver in solvers:
+        r = solve_lp_cvxpy(game, model=model, solver=solver.lower())
+        assert r.status == "converged", solver
+        assert abs(r.info["welfare"] - ref) <= 1e-5, (solver, r.info["welfare"], ref)
+        assert r.info["efce_gap"] <= 1e-5 and r.info["max_violation"] <= 1e-5, solver
+
+
+def test_unknown_cvxpy_solver_lists_installed_ones():
+    with pytest.raises(ValueError, match="not installed; installed: .*CLARABEL"):
+        solve_lp_cvxpy(_game("fig1"), solver="GUROBI_NOT_HERE")
+
+
+@pytest.mark.parametrize("options", [{"solver": "ipx", "run_crossover": "off"},
+                                     {"solver": "simplex", "simplex_strategy": 4},
+                                     {"solver": "pdlp", "pdlp_optimality_tolerance": 1e-7}])
+def test_highs_settings_reach_the_optimum(options):
+    game = _game("sheriff222")
+    r = solve_lp_highs(game, options=options)
+    assert r.status == "converged" and r.info["highs_options"]["solver"] == options["solver"]
+    assert abs(r.info["welfare"] - _reference("sheriff222")) <= 1e-5 and r.info["efce_gap"] <= 1e-6
+
+
+def test_highs_rejected_option_is_one_line():
+    with pytest.raises(BackendError) as info:
+        solve_lp_highs(_game("fig1"), options={"simplex_strategy": 99})
+    message = str(info.value)
+    assert message.startswith("HiGHS failed: option simplex_strategy=99") and "\n" not in message
+
+
+@pytest.mark.parametrize("front_end", ["highs", "pdlp", "cvxpy"])
+def test_unusable_inputs_are_refused_before_the_backend(front_end, monkeypatch):
+    import baselines.efce_lp as efce_lp
+    fn = {"highs": solve_lp_highs, "pdlp": solve_lp_pdlp, "cvxpy": solve_lp_cvxpy}[front_end]
+    game = _game("fig1")
+    huge = np.array(game.payoffs, dtype=float)
+    huge[0, 0] = 1e308
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("the model was built")
+    monkeypatch.setattr(efce_lp, "build_efce_lp", no_build)
+    for module in ("baselines.lp_highs", "baselines.lp_pdlp", "baselines.lp_cvxpy"):
+        monkeypatch.setattr(f"{module}.build_efce_lp", no_build)
+    with pytest.raises(GameError, match=re.escape(f"reach 1e+308 in magnitude; the EFCE LP needs finite "
+                                                  f"payoffs of at most {MAX_ABS_PAYOFF:g}")):
+        fn(_with_payoffs(game, huge))
+    with pytest.raises(GameError, match="welfare threshold must be a finite number, not nan"):
+        fn(game, welfare_threshold=float("nan"))
+
+
+def test_cli_methods_and_flags(capsys):
+    import json
+    from experiments.cli import main
+    game = "sheriff:max_bribe=1,max_items=1,rounds=1"
+    assert main(["solve", game, "--method", "lp-pdlp", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["method"] == "lp-pdlp" and out["status"] == "converged"
+    assert abs(out["welfare"] - 0.5) <= 1e-5 and out["efce_gap"] <= 1e-6
+    assert main(["solve", game, "--method", "lp-cvxpy", "--lp-solver", "clarabel", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["method"] == "lp-cvxpy-clarabel" and abs(out["welfare"] - 0.5) <= 1e-6
+    assert main(["solve", game, "--method", "lp-cvxpy", "--lp-solver", "nope", "--json"]) == 2
+    assert "installed: " in json.loads(capsys.readouterr().out)["error"]
+    assert main(["solve", game, "--method", "subgradient", "--step-rule", "polyak", "--iterations", "50",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["step_rule"] == "polyak"
+    assert main(["solve", game, "--method", "rm", "--objective", "welfare", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    lower, upper = out["welfare_interval"]
+    assert out["method"] == "rm-welfare" and upper - lower <= 1e-2 and upper >= 0.5
