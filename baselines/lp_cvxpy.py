@@ -13,11 +13,12 @@ import time
 import numpy as np
 
 from games.game import Game
+from games.memory import peak_rss_bytes
 from solvers.result import SolveResult, TraceRow
 
 from .backends import BackendError, IsolatedWorker, check_lp_inputs, libhighs_conflict
 from .efce_lp import CVXPY_FACTOR, EFCELP, build_efce_lp
-from .lp_highs import evaluate_plan, peak_rss_bytes
+from .lp_highs import evaluate_plan
 
 
 #: Accuracy settings for the first-order and splitting solvers, whose defaults (1e-4 .. 1e-3)

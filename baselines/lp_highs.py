@@ -7,12 +7,12 @@ Fang, Sandholm 2019 (there with Gurobi's barrier method).
 
 from __future__ import annotations
 
-import resource
 import time
 
 import numpy as np
 
 from games.game import Game
+from games.memory import peak_rss_bytes
 from solvers.result import SolveResult, TraceRow
 
 from .backends import BackendError, check_lp_inputs, libhighs_conflict
@@ -26,11 +26,6 @@ DEFAULT_OPTIONS: dict = {"solver": "ipm"}
 #: A point HiGHS returns with model status "Unknown" is accepted when its max deviation and
 #: Definition-3 violation are at most this.
 UNVERIFIED_TOLERANCE = 1e-6
-
-
-def peak_rss_bytes() -> int:
-    """Peak resident set size of this process so far (``ru_maxrss`` is KiB on Linux)."""
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
 def evaluate_plan(game: Game, model: EFCELP, xi: np.ndarray) -> dict:

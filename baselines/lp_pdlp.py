@@ -22,12 +22,11 @@ from typing import Callable
 import numpy as np
 
 from games.game import Game
-from games.memory import check_budget
+from games.memory import check_budget, peak_rss_bytes
 from solvers.result import SolveResult, TraceRow
 
 from .backends import BackendError, IsolatedWorker, check_lp_inputs, libhighs_conflict
 from .efce_lp import EFCELP, build_efce_lp, estimate_efce_lp
-from .lp_highs import peak_rss_bytes
 
 #: Peak memory model of a PDLP run (model build + OR-Tools' copies + evaluation), calibrated on
 #: the full Sheriff and the small Battleship LP (see docs/results/lp_baseline.md): the COO

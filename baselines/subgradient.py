@@ -27,14 +27,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from games.game import Game
+from games.memory import peak_rss_bytes
 from games.payoffs import terminal_map
 from games.relevant import relevant_pairs
 from polytopes.decompose import check_decomposable
 from polytopes.vsf import vsf_constraints
+from solvers.driver import IterationDriver
 from solvers.result import SolveResult, TraceRow
 
 from .efce_lp import _incentive_block, check_memory, estimate_efce_lp
-from .lp_highs import peak_rss_bytes
 
 
 class _PlayerDeviation:
@@ -252,50 +253,42 @@ def solve_subgradient(game: Game, *, step_size: float = 1e-3, step_rule: str = "
         xi = _uniform_plan(game, pairs, rng if start == "random" else None)
     setup_seconds = time.perf_counter() - t_setup
 
-    trace: list[TraceRow] = []
-    t0 = time.perf_counter()
-    status = "iteration_limit"
-    best_gap = np.inf
-    it = 0
+    driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=trace_every,
+                             progress=progress)
     f, player, trig, rowval = f_eval(xi)
-    while True:
-        gap = max(0.0, f)
-        if it % trace_every == 0 or it == iterations:
-            infeas = vsf.max_violation(xi)
-            trace.append(TraceRow(it, time.perf_counter() - t0, gap, infeas))
-            if progress is not None:
-                progress(trace[-1])
-            best_gap = min(best_gap, gap)
-            if gap <= tolerance and infeas <= tolerance:
-                status = "converged"
-                break
-        if it >= iterations:
-            break
-        if time_limit is not None and time.perf_counter() - t0 >= time_limit:
-            status = "time_limit"
-            if trace[-1].iteration != it:
-                trace.append(TraceRow(it, time.perf_counter() - t0, gap, vsf.max_violation(xi)))
-            break
-        # Subgradient step (f ≤ 0 means no trigger gains: only the projections move ξ).
-        if f > 0:
-            g = f_eval.subgradient(player, trig, rowval)
-            alpha = _step(step_rule, step_size, it, f, g)
-            xi -= alpha * g
-        # Incremental projection onto sampled hyperplanes (disjoint supports), then ξ ≥ 0.
-        sample = rng.choice(n_rows, size=projections, replace=False)
-        _project_rows(xi, C, b, row_norm2, sample)
-        np.maximum(xi, 0.0, out=xi)
-        it += 1
-        f, player, trig, rowval = f_eval(xi)
+    gap, infeasibility = max(0.0, f), vsf.max_violation(xi)
+    best_gap = gap
+    start_row = TraceRow(0, 0.0, gap, infeasibility)
+    if not driver.record(start_row, converged=gap <= tolerance and infeasibility <= tolerance):
+        for t in driver:
+            # Subgradient step (f ≤ 0 means no trigger gains: only the projections move ξ).
+            if f > 0:
+                g = f_eval.subgradient(player, trig, rowval)
+                xi -= _step(step_rule, step_size, t - 1, f, g) * g
+            # Incremental projection onto sampled hyperplanes (disjoint supports), then ξ ≥ 0.
+            sample = rng.choice(n_rows, size=projections, replace=False)
+            _project_rows(xi, C, b, row_norm2, sample)
+            np.maximum(xi, 0.0, out=xi)
+            f, player, trig, rowval = f_eval(xi)
+            if driver.checkpoint_due():
+                gap = max(0.0, f)
+                with driver.paused():
+                    infeasibility = vsf.max_violation(xi)
+                best_gap = min(best_gap, gap)
+                if driver.record(TraceRow(t, driver.elapsed(), gap, infeasibility),
+                                 converged=gap <= tolerance and infeasibility <= tolerance):
+                    break
+    trace = driver.trace
     info = dict(step_size=step_size, step_rule=step_rule, projections=projections,
                 efce_gap=trace[-1].gap, max_violation=vsf.max_violation(xi),
-                best_traced_gap=float(best_gap), peak_memory_bytes=peak_rss_bytes())
+                best_traced_gap=float(best_gap), peak_memory_bytes=peak_rss_bytes(),
+                iteration_seconds=driver.iteration_seconds)
     tm = terminal_map(game)
     pz = pairs.index(tm.sequences[:, 0], tm.sequences[:, 1])
     utilities = tm.weighted_payoffs().T @ xi[pz]
     info.update(utilities=[float(x) for x in utilities], welfare=float(utilities.sum()))
-    return SolveResult("subgradient", xi, status, it, setup_seconds, time.perf_counter() - t0,
-                       trace, info)
+    return SolveResult("subgradient", xi, driver.status, driver.iteration, setup_seconds,
+                       driver.elapsed(), trace, info)
 
 
 def _project_rows(xi: np.ndarray, C: sp.csr_matrix, b: np.ndarray, norm2: np.ndarray,
