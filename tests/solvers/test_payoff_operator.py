@@ -1,0 +1,86 @@
+"""The lean payoff operator against a straightforward scipy.sparse construction of ``A``."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import games
+from games.arrays import concat_ranges
+from games.payoffs import terminal_map
+from games.relevant import relevant_pairs
+from polytopes.decompose import correlation_plan
+from polytopes.triggers import trigger_deviations
+from solvers.payoff_operator import build_payoff_operator
+
+
+def reference_payoff_matrix(game, pairs, triggers, tau, entry_of_pair) -> sp.csr_matrix:
+    """``A`` entry by entry from the definition (solvers/efce.py docstring), as COO → CSR."""
+    tm = terminal_map(game)
+    weighted = tm.weighted_payoffs()
+    term_pair = pairs.index(tm.sequences[:, 0], tm.sequences[:, 1])
+    rows, cols, vals = [], [], []
+    for i in (0, 1):
+        space = game.sequences(i)
+        own = tm.sequences[:, i].astype(np.int64)
+        other = tm.sequences[:, 1 - i].astype(np.int64)
+        order = np.argsort(own, kind="stable")
+        count = np.bincount(own, minlength=space.num_sequences)
+        start = np.cumsum(count) - count
+        trig_of_entry = triggers.entry_trigger.astype(np.int64)
+        entries = np.flatnonzero((trig_of_entry >= 0)
+                                 & (triggers.trigger_player[np.maximum(trig_of_entry, 0)] == i))
+        seq = triggers.entry_sequence[entries].astype(np.int64)
+        trig = trig_of_entry[entries]
+        s_hat = triggers.trigger_sequence[trig].astype(np.int64)
+        reps = count[seq]
+        z = order[concat_ranges(start[seq], reps)]
+        s_hat_rep = np.repeat(s_hat, reps)
+        r1, r2 = (s_hat_rep, other[z]) if i == 0 else (other[z], s_hat_rep)
+        rows.append(pairs.index(r1, r2))
+        cols.append(np.repeat(entries, reps))
+        vals.append(weighted[z, i])
+        below = space.is_descendant(seq, s_hat)
+        reps_b = np.where(below, reps, 0)
+        z_b = order[concat_ranges(start[seq], reps_b)]
+        rows.append(term_pair[z_b])
+        cols.append(1 + np.repeat(trig, reps_b))
+        vals.append(-weighted[z_b, i])
+    if tau is not None:
+        lam = triggers.num_triggers
+        rows += [term_pair, np.array([0])]
+        cols += [np.full(len(term_pair), lam), np.array([lam])]
+        vals += [-weighted.sum(axis=1), np.array([float(tau)])]
+    A = sp.csr_matrix((np.concatenate(vals), (entry_of_pair[np.concatenate(rows)], np.concatenate(cols))),
+                      shape=(len(pairs), triggers.chain.num_entries))
+    A.sum_duplicates()
+    return A
+
+
+GAMES = [lambda: games.farina_fig1(), lambda: games.sheriff(max_bribe=1, max_items=2, rounds=2),
+         lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2),
+         lambda: games.goofspiel(players=2, ranks=3, prizes="sorted")]
+
+
+@pytest.mark.parametrize("make", GAMES)
+@pytest.mark.parametrize("tau", [None, 0.3])
+def test_operator_equals_the_reference_matrix(make, tau):
+    game = make()
+    if game.has_chance:
+        pytest.skip("Ξ needs a game without chance")
+    pairs = relevant_pairs(game)
+    chain = correlation_plan(game, pairs)
+    triggers = trigger_deviations(game, welfare=tau is not None)
+    entry_of_pair = np.empty(len(pairs), dtype=np.int32)
+    entry_of_pair[chain.entry_index] = np.arange(len(pairs))
+    A = reference_payoff_matrix(game, pairs, triggers, tau, entry_of_pair)
+    op = build_payoff_operator(game, pairs, triggers, entry_of_pair, tau)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        y = rng.standard_normal(A.shape[1]) * (rng.random(A.shape[1]) < 0.7)
+        x = rng.standard_normal(A.shape[0])
+        out = np.full(A.shape[0], np.nan)
+        np.testing.assert_allclose(op.matvec(y, out), A @ y, rtol=0, atol=1e-12)
+        out_t = np.full(A.shape[1], np.nan)
+        np.testing.assert_allclose(op.rmatvec(x, out_t, sign=-1.0), -(A.T @ x), rtol=0, atol=1e-12)
+    dense = op.to_sparse().toarray()
+    np.testing.assert_allclose(dense, A.toarray(), rtol=0, atol=1e-15)
