@@ -23,21 +23,20 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+import numba
 import numpy as np
-import scipy.sparse as sp
 
-from games.arrays import concat_ranges
 from games.game import Game
-from games.payoffs import terminal_map
 from games.memory import check_budget
 from games.relevant import RelevantPairs, count_relevant_pairs, relevant_pairs
-from polytopes.chain import Chain
+from polytopes.chain import Chain, index_dtype
 from polytopes.decompose import check_decomposable, correlation_plan
+from polytopes.feasibility import FeasibilityCheck
 from polytopes.triggers import TriggerSpace, trigger_deviations
-from polytopes.vsf import vsf_constraints
 
 from .engine import ChainEngine, chain_minimum
 from .gaps import EFCEGapEvaluator
+from .payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
 from .local import LocalRule, RegretMatching
 from .result import SolveResult, TraceRow
 
@@ -48,19 +47,28 @@ CERTIFICATE_TOLERANCE = 1e-9
 
 @dataclass
 class EFCEModel:
-    """Everything the saddle point needs, built once per game."""
+    """Everything the saddle point needs, built once per game.
+
+    ``operator`` is ``A`` (rows: Ξ's chain entries; columns: Y's entries) as a
+    :class:`solvers.payoff_operator.PayoffOperator`; ``entry_of_pair[q]`` is the chain entry of
+    relevant pair ``q`` (the inverse of ``xi_chain.entry_index``)."""
 
     game: Game
     pairs: RelevantPairs
     xi_chain: Chain
     triggers: TriggerSpace
-    A: sp.csr_matrix        # rows: Ξ entries (chain order); columns: Y entries
-    At: sp.csr_matrix
+    operator: PayoffOperator
+    entry_of_pair: np.ndarray
     welfare_threshold: float | None
 
+    @property
+    def tables(self) -> TriggerTables:
+        return self.operator.tables
 
-#: Peak memory of a saddle-point run per relevant pair, measured on the Battleship instances of
-#: Table 1 (482 B on 3.89M pairs, 415 B on 26.4M), plus the interpreter and libraries.
+
+#: Peak memory of a saddle-point run per relevant pair and the fixed part (interpreter, numpy,
+#: scipy, numba and the compiled kernels), fitted to ``benchmarks/bench_memory.py`` on the
+#: Battleship instances of Table 1 (see docs/results/memory.md).
 BYTES_PER_RELEVANT_PAIR = 450
 FIXED_BYTES = 300 * 2**20
 
@@ -73,66 +81,21 @@ def estimate_efce_bytes(game: Game) -> int:
 def build_efce_model(game: Game, welfare_threshold: float | None = None,
                      pairs: RelevantPairs | None = None, xi_chain: Chain | None = None,
                      memory_budget: int | None = None) -> EFCEModel:
-    """Ξ by DECOMPOSE, Y by :func:`polytopes.triggers.trigger_deviations`, and the sparse ``A``
-    of the module docstring (rows in Ξ's entry order).  ``pairs``/``xi_chain`` may be passed to
-    reuse ones already built.  A game whose estimated peak memory exceeds ``memory_budget``
-    (bytes; default 60% of the available RAM) is refused before anything large is built."""
+    """Ξ by DECOMPOSE, Y by :func:`polytopes.triggers.trigger_deviations`, and the payoff
+    operator ``A`` of the module docstring (rows in Ξ's entry order).  ``pairs``/``xi_chain``
+    may be passed to reuse ones already built.  A game whose estimated peak memory exceeds
+    ``memory_budget`` (bytes; default 60% of the available RAM) is refused before anything
+    large is built."""
     check_decomposable(game)
     check_budget(estimate_efce_bytes(game), f"the EFCE saddle point of {game.name}", memory_budget)
     pairs = relevant_pairs(game) if pairs is None else pairs
     xi_chain = correlation_plan(game, pairs) if xi_chain is None else xi_chain
     triggers = trigger_deviations(game, welfare=welfare_threshold is not None)
-    entry_of_pair = np.empty(len(pairs), dtype=np.int64)
-    entry_of_pair[xi_chain.entry_index] = np.arange(len(pairs))
-    A = _payoff_matrix(game, pairs, triggers, welfare_threshold, entry_of_pair)
-    return EFCEModel(game, pairs, xi_chain, triggers, A, A.T.tocsr(), welfare_threshold)
-
-
-def _payoff_matrix(game, pairs, triggers: TriggerSpace, tau, entry_of_pair) -> sp.csr_matrix:
-    """``A`` with rows numbered by ``entry_of_pair`` (Ξ's chain entries), columns by Y's entries."""
-    tm = terminal_map(game)
-    weighted = tm.weighted_payoffs()
-    term_pair = pairs.index(tm.sequences[:, 0], tm.sequences[:, 1])
-    rows, cols, vals = [], [], []
-    n_entries = triggers.chain.num_entries
-    for i in (0, 1):
-        space = game.sequences(i)
-        own = tm.sequences[:, i].astype(np.int64)
-        other = tm.sequences[:, 1 - i].astype(np.int64)
-        order = np.argsort(own, kind="stable")
-        count = np.bincount(own, minlength=space.num_sequences)
-        start = np.cumsum(count) - count
-        # Y entries of player i's triggers.
-        entries = np.flatnonzero((triggers.entry_trigger >= 0)
-                                 & (triggers.trigger_player[np.maximum(triggers.entry_trigger, 0)] == i))
-        seq = triggers.entry_sequence[entries]
-        trig = triggers.entry_trigger[entries]
-        s_hat = triggers.trigger_sequence[trig]
-        reps = count[seq]
-        e_rep = np.repeat(entries, reps)
-        z = order[concat_ranges(start[seq], reps)]
-        s_hat_rep = np.repeat(s_hat, reps)
-        # (a) deviation value.
-        r1, r2 = (s_hat_rep, other[z]) if i == 0 else (other[z], s_hat_rep)
-        rows.append(pairs.index(r1, r2))
-        cols.append(e_rep)
-        vals.append(weighted[z, i])
-        # (b) following value on λ_σ̂, for terminals below σ̂ itself.
-        below = space.is_descendant(seq, s_hat)
-        reps_b = np.where(below, reps, 0)
-        z_b = order[concat_ranges(start[seq], reps_b)]
-        rows.append(term_pair[z_b])
-        cols.append(1 + np.repeat(trig, reps_b))
-        vals.append(-weighted[z_b, i])
-    if tau is not None:
-        lam = triggers.num_triggers  # the last weight, entry 1 + (K - 1)
-        rows += [term_pair, np.array([0])]
-        cols += [np.full(len(term_pair), lam), np.array([lam])]
-        vals += [-weighted.sum(axis=1), np.array([float(tau)])]
-    A = sp.csr_matrix((np.concatenate(vals), (entry_of_pair[np.concatenate(rows)], np.concatenate(cols))),
-                      shape=(len(pairs), n_entries))
-    A.sum_duplicates()
-    return A
+    index = index_dtype(len(pairs))
+    entry_of_pair = np.empty(len(pairs), dtype=index)
+    entry_of_pair[xi_chain.entry_index] = np.arange(len(pairs), dtype=index)
+    operator = build_payoff_operator(game, pairs, triggers, entry_of_pair, welfare_threshold)
+    return EFCEModel(game, pairs, xi_chain, triggers, operator, entry_of_pair, welfare_threshold)
 
 
 def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None = None,
@@ -154,41 +117,50 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     rule = rule or RegretMatching(plus=True)
     xi_engine = ChainEngine(model.xi_chain, rule)
     y_engine = ChainEngine(model.triggers.chain, rule)
-    evaluator = EFCEGapEvaluator(game, model.pairs)
-    constraints = vsf_constraints(game, model.pairs)
+    evaluator = EFCEGapEvaluator(game, model.pairs, tables=model.tables)
+    feasibility = FeasibilityCheck(game, model.pairs)
     setup = time.perf_counter() - started
 
     chain = model.xi_chain
-    n = len(model.pairs)
+    operator = model.operator
+    entry_of_pair = model.entry_of_pair
+    # One buffer per side: the loss observed, then (after RECOMMEND) the iterate itself.
+    x = np.empty(chain.num_entries)
+    y = np.empty(model.triggers.chain.num_entries)
     sum_x = np.zeros(chain.num_entries)
-    sum_y = np.zeros(model.triggers.chain.num_entries)
+    # ȳ is needed only for the welfare certificate.
+    sum_y = np.zeros(model.triggers.chain.num_entries) if welfare_threshold is not None else None
     weight = 0.0
     trace: list[TraceRow] = []
     max_violation = 0.0
     status = "iteration_limit"
     t0 = time.perf_counter()
-    y = y_engine.recommend()
+    iteration_seconds = 0.0
+    y_engine.recommend(out=y)
     next_check = 1
     t = 0
     report = None
     for t in range(1, iterations + 1):
-        xi_engine.observe(model.A @ y)
-        x = xi_engine.recommend()
-        y_engine.observe(-(model.At @ x))
-        y = y_engine.recommend()
-        sum_x += t * x
-        sum_y += t * y
+        step_started = time.perf_counter()
+        operator.matvec(y, out=x)
+        xi_engine.observe(x, overwrite=True)
+        xi_engine.recommend(out=x)
+        operator.rmatvec(x, out=y, sign=-1.0)
+        y_engine.observe(y, overwrite=True)
+        y_engine.recommend(out=y)
+        _accumulate(sum_x, x, float(t))
+        if sum_y is not None:
+            _accumulate(sum_y, y, float(t))
         weight += t
+        iteration_seconds += time.perf_counter() - step_started
         if check_feasibility_every_iteration:
-            max_violation = max(max_violation, constraints.max_violation(chain.to_natural(x, n)))
+            max_violation = max(max_violation, feasibility(x, entry_of_pair))
         last = t == iterations or (time_limit is not None and time.perf_counter() - t0 > time_limit)
         if t >= next_check or last:
             next_check = t + check_every if check_every else max(t + 1, int(t * 1.15))
             elapsed = time.perf_counter() - t0
-            xbar = chain.to_natural(sum_x / weight, n)
-            report = evaluator(xbar)
-            violation = max(constraints.max_violation(chain.to_natural(x, n)),
-                            constraints.max_violation(xbar))
+            report = evaluator.evaluate(sum_x, entry_of_pair, 1.0 / weight)
+            violation = max(feasibility(x, entry_of_pair), feasibility(sum_x, entry_of_pair, 1.0 / weight))
             max_violation = max(max_violation, violation)
             shortfall = 0.0 if welfare_threshold is None else max(0.0, welfare_threshold - report.welfare)
             trace.append(TraceRow(t, elapsed, report.gap, violation,
@@ -200,20 +172,26 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
                 break
             if welfare_threshold is not None and shortfall > 0:
                 # min_ξ ξᵀ A ȳ > 0 proves that no EFCE reaches the threshold: stop early.
-                if chain_minimum(chain, model.A @ (sum_y / weight)) > CERTIFICATE_TOLERANCE:
+                if chain_minimum(chain, operator @ (sum_y / weight)) > CERTIFICATE_TOLERANCE:
                     status = "infeasible"
                     break
             if last:
                 status = "time_limit" if t < iterations else "iteration_limit"
                 break
     seconds = time.perf_counter() - t0
-    xbar = chain.to_natural(sum_x / weight, n)
+    lower_bound = (chain_minimum(chain, operator @ (sum_y / weight))
+                   if welfare_threshold is not None else None)
+    del x, y, sum_y, xi_engine, y_engine
+    # The average plan in relevant-pair order, built in place of the running sum.
+    np.divide(sum_x, weight, out=sum_x)
+    xbar = np.take(sum_x, entry_of_pair, out=np.empty(len(model.pairs)))
+    del sum_x
     report = evaluator(xbar)
     info = {"efce_gap": report.gap, "efcce_gap": None, "nfcce_gap": None,
             "welfare": report.welfare, "utilities": report.utilities,
-            "max_violation": max_violation, "feasible_iterates": max_violation <= 1e-9}
+            "max_violation": max_violation, "feasible_iterates": max_violation <= 1e-9,
+            "iteration_seconds": iteration_seconds}
     if welfare_threshold is not None:
-        lower_bound = chain_minimum(chain, model.A @ (sum_y / weight))
         info.update({"welfare_threshold": welfare_threshold,
                      "threshold_met": report.welfare >= welfare_threshold - (target_gap or 0.0),
                      "saddle_value_lower_bound": lower_bound})
@@ -225,3 +203,10 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
             info["message"] = f"no EFCE with welfare ≥ {welfare_threshold} found within the budget"
     return SolveResult(method="rm", point=xbar, status=status, iterations=t, setup_seconds=setup,
                        seconds=seconds, trace=trace, info=info)
+
+
+@numba.njit(cache=True)
+def _accumulate(total, x, t):
+    """``total += t · x`` without a temporary (linear averaging, section 5)."""
+    for k in range(len(x)):
+        total[k] += t * x[k]

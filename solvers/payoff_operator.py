@@ -33,6 +33,7 @@ import scipy.sparse as sp
 from games.game import Game
 from games.payoffs import terminal_map
 from games.relevant import RelevantPairs, pair_positions
+from polytopes.chain import index_dtype
 from polytopes.decompose import _find, _preorder
 from polytopes.triggers import TriggerSpace
 
@@ -45,8 +46,13 @@ class PlayerTriggerTable:
     spans positions ``pos[I] .. end[I]-1``; the sequences of the infoset at preorder position
     ``q`` are the preorder-sequence slots ``cum[q] .. cum[q+1]-1``; the terminals whose own
     sequence is in slot ``p`` are ``term_ptr[p] .. term_ptr[p+1]-1`` (terminals with the empty
-    own sequence are below no trigger and are left out).  ``line[line_start[I] + j - term_ptr[cum[pos[I]]]]``
-    is the line-table entry of terminal slot ``j`` below ``I`` (see the module docstring).
+    own sequence are below no trigger and are left out).  The terminals below ``I`` own the
+    line entries ``line_start[I] + (j - term_ptr[cum[pos[I]]])``, ``j`` over their slots; entry
+    ``k`` holds terminal slot ``line_term[k]`` and its line value ``line[k]`` (module docstring).
+    Within the terminals of one sequence slot, the entries are sorted by the Ξ entry they read
+    (when the chain's entry map is given), so that every sum runs in the same order as a CSR
+    product with the explicit matrix would — regret matching breaks ties exactly, and this keeps
+    its iterates identical to the explicit-matrix computation.
     """
 
     player: int
@@ -63,6 +69,7 @@ class PlayerTriggerTable:
     term_weight: np.ndarray    # float64[T_i]  p_c(z) u_i(z) in slot order
     line_start: np.ndarray     # int64[n_inf + 1]
     line: np.ndarray           # int32[line_start[-1]]
+    line_term: np.ndarray      # int32[line_start[-1]]  terminal slot of each line entry
 
     @property
     def num_sequences(self) -> int:
@@ -83,6 +90,7 @@ class TriggerTables:
     terminal_pair: np.ndarray
     terminal_sequences: np.ndarray
     weighted: np.ndarray
+    sum_order: bool = False  # line entries sorted by Ξ entry within every slot (see above)
 
     @property
     def nbytes(self) -> int:
@@ -90,17 +98,23 @@ class TriggerTables:
                 + self.terminal_sequences.nbytes + self.weighted.nbytes)
 
 
-def trigger_tables(game: Game, pairs: RelevantPairs) -> TriggerTables:
-    """Build the :class:`TriggerTables` of a two-player game (cost ``O(Σ_I |Z(I)| log)``)."""
+def trigger_tables(game: Game, pairs: RelevantPairs, entry_of_pair: np.ndarray | None = None) -> TriggerTables:
+    """Build the :class:`TriggerTables` of a two-player game (cost ``O(Σ_I |Z(I)| log)``).
+
+    With ``entry_of_pair`` (relevant pair → Ξ chain entry) the entries of every slot are sorted
+    by the Ξ entry they read; ``sum_order`` says whether that order is the same for all actions
+    of every trigger infoset (then the operator reproduces the explicit-matrix sums bit for bit)."""
     tm = terminal_map(game)
     weighted = tm.weighted_payoffs()
     seqs = tm.sequences
     terminal_pair = pair_positions(pairs, seqs[:, 0], seqs[:, 1])
-    players = tuple(_player_table(game, pairs, i, seqs, weighted[:, i]) for i in (0, 1))
-    return TriggerTables(players, terminal_pair, seqs, weighted)
+    eop = np.zeros(0, dtype=np.int32) if entry_of_pair is None else entry_of_pair
+    built = [_player_table(game, pairs, i, seqs, weighted[:, i], eop) for i in (0, 1)]
+    consistent = entry_of_pair is not None and all(ok for _, ok in built)
+    return TriggerTables(tuple(t for t, _ in built), terminal_pair, seqs, weighted, consistent)
 
 
-def _player_table(game, pairs, i, seqs, w) -> PlayerTriggerTable:
+def _player_table(game, pairs, i, seqs, w, entry_of_pair):
     space = game.sequences(i)
     n_seq = space.num_sequences
     first = space.infoset_first_seq.astype(np.int64)
@@ -129,9 +143,46 @@ def _player_table(game, pairs, i, seqs, w) -> PlayerTriggerTable:
     line, bad = _line_table(i, first, z_lo, z_hi, line_start, other, pairs.indptr, pairs.sigma2)
     if bad >= 0:
         raise AssertionError(f"terminal slot {bad} of player {i + 1} meets a pair that is not relevant")
-    return PlayerTriggerTable(i, first, num_actions, space.infoset_parent_seq.astype(np.int64), pos, pre,
-                              end, cum, child_ptr, child_inf, term_ptr, np.ascontiguousarray(w[order]),
-                              line_start, line)
+    line_term = np.empty(len(line), dtype=np.int32)
+    consistent = _sort_lines(i, first, num_actions, pos, end, cum, term_ptr, line_start, line, line_term,
+                             pairs.indptr, entry_of_pair)
+    table = PlayerTriggerTable(i, first, num_actions, space.infoset_parent_seq.astype(np.int64), pos, pre,
+                               end, cum, child_ptr, child_inf, term_ptr, np.ascontiguousarray(w[order]),
+                               line_start, line, line_term)
+    return table, consistent
+
+
+@numba.njit(cache=True)
+def _sort_lines(player, first, num_actions, pos, end, cum, term_ptr, line_start, line, line_term,
+                indptr, entry_of_pair):
+    """Fill ``line_term`` and, given the entry map, sort each slot's entries by the Ξ entry read
+    for the infoset's first action; True if every other action reads them in ascending order too."""
+    consistent = True
+    mapped = len(entry_of_pair) > 0
+    for inf in range(len(first)):
+        p_lo, p_hi = cum[pos[inf]], cum[end[inf]]
+        shift = line_start[inf] - term_ptr[p_lo]
+        for p in range(p_lo, p_hi):
+            lo, hi = term_ptr[p] + shift, term_ptr[p + 1] + shift
+            for k in range(lo, hi):
+                line_term[k] = k - shift
+            if not mapped or hi - lo < 2:
+                continue
+            rb = indptr[first[inf]] if player == 0 else 0
+            keys = np.empty(hi - lo, np.int64)
+            for k in range(lo, hi):
+                keys[k - lo] = entry_of_pair[rb + line[k]]
+            perm = np.argsort(keys, kind="mergesort")
+            old_line = line[lo:hi].copy()
+            for r in range(hi - lo):
+                line[lo + r] = old_line[perm[r]]
+                line_term[lo + r] = lo + perm[r] - shift
+            for a in range(1, num_actions[inf]):
+                rb = indptr[first[inf] + a] if player == 0 else a
+                for k in range(lo + 1, hi):
+                    if entry_of_pair[rb + line[k]] < entry_of_pair[rb + line[k - 1]]:
+                        consistent = False
+    return consistent
 
 
 @numba.njit(cache=True)
@@ -160,7 +211,8 @@ class PayoffOperator:
     ``sign · Aᵀ x``.  Scratch space is per-sequence (small) and allocated once."""
 
     def __init__(self, tables: TriggerTables, triggers: TriggerSpace, entry_of_pair: np.ndarray,
-                 indptr: np.ndarray, welfare_threshold: float | None = None):
+                 indptr: np.ndarray, seq_parents: tuple, max_depth: int,
+                 welfare_threshold: float | None = None):
         self.tables = tables
         self.indptr = indptr
         self.triggers = triggers
@@ -172,43 +224,45 @@ class PayoffOperator:
         self._lambda_tau = triggers.num_triggers if self.tau is not None else -1
         self._welfare_weight = np.ascontiguousarray(tables.weighted.sum(axis=1))
         self._own = tuple(np.ascontiguousarray(tables.terminal_sequences[:, i]) for i in (0, 1))
-        self._scratch = tuple(np.zeros(t.num_sequences) for t in tables.players)
+        self._seq_parent = tuple(np.ascontiguousarray(p) for p in seq_parents)
+        # Terminals in ascending Ξ entry of σ(z): the order of the rows of the explicit matrix.
+        index = index_dtype(len(tables.terminal_pair) + 1)
+        self._term_order = np.argsort(entry_of_pair[tables.terminal_pair], kind="stable").astype(index)
+        self._stack = np.empty(max_depth + 2, dtype=np.int64)
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the operator itself (the shared tables and the entry map included)."""
         return (self.tables.nbytes + self.entry_of_pair.nbytes + self._welfare_weight.nbytes
-                + sum(s.nbytes for s in self._scratch))
+                + self._term_order.nbytes + sum(p.nbytes for p in self._seq_parent))
 
     def matvec(self, y: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out = A y`` (``out`` has one slot per Ξ entry)."""
         out[:] = 0.0
+        self._following(y, out)
         for i, t in enumerate(self.tables.players):
             _deviation_matvec(i, t.first, t.num_actions, t.pos, t.end, t.cum, t.term_ptr, t.term_weight,
-                              t.line_start, t.line, self.indptr, self._trigger_base[i],
+                              t.line_start, t.line, t.line_term, self.indptr, self._trigger_base[i],
                               self.triggers.block_start, self.entry_of_pair, y, out)
-        tau = 0.0 if self.tau is None else self.tau
-        _following_matvec(self.tables.players[0].first, self.tables.players[0].num_actions,
-                          self.tables.players[0].infoset_parent, self.tables.players[1].first,
-                          self.tables.players[1].num_actions, self.tables.players[1].infoset_parent,
-                          self._own[0], self._own[1], self.tables.weighted, self._welfare_weight,
-                          self.tables.terminal_pair, self.entry_of_pair, self._trigger_base[1],
-                          self._lambda_tau, tau, y, self._scratch[0], self._scratch[1], out)
         return out
+
+    def _following(self, y, out):
+        tau = 0.0 if self.tau is None else self.tau
+        _following_matvec(self._seq_parent[0], self._seq_parent[1], self._own[0], self._own[1],
+                          self.tables.weighted, self._welfare_weight, self.tables.terminal_pair,
+                          self.entry_of_pair, self._trigger_base[1], self._lambda_tau, tau, y, self._stack, out)
 
     def rmatvec(self, x: np.ndarray, out: np.ndarray, sign: float = 1.0) -> np.ndarray:
         """``out = sign · Aᵀ x`` (``out`` has one slot per Y entry)."""
         for i, t in enumerate(self.tables.players):
             _deviation_rmatvec(i, t.first, t.num_actions, t.pos, t.end, t.cum, t.term_ptr, t.term_weight,
-                               t.line_start, t.line, self.indptr, self._trigger_base[i],
+                               t.line_start, t.line, t.line_term, self.indptr, self._trigger_base[i],
                                self.triggers.block_start, self.entry_of_pair, x, sign, out)
         tau = 0.0 if self.tau is None else self.tau
-        _following_rmatvec(self.tables.players[0].first, self.tables.players[0].num_actions,
-                           self.tables.players[0].infoset_parent, self.tables.players[1].first,
-                           self.tables.players[1].num_actions, self.tables.players[1].infoset_parent,
-                           self._own[0], self._own[1], self.tables.weighted, self._welfare_weight,
-                           self.tables.terminal_pair, self.entry_of_pair, self._trigger_base[1],
-                           self._lambda_tau, tau, x, sign, self._scratch[0], self._scratch[1], out)
+        _following_rmatvec(self._seq_parent[0], self._seq_parent[1], self._own[0], self._own[1],
+                           self.tables.weighted, self._welfare_weight, self.tables.terminal_pair,
+                           self.entry_of_pair, self._term_order, self._trigger_base[1],
+                           self.triggers.num_triggers, self._lambda_tau, tau, x, sign, out)
         return out
 
     def __matmul__(self, y: np.ndarray) -> np.ndarray:
@@ -234,16 +288,19 @@ def build_payoff_operator(game: Game, pairs: RelevantPairs, triggers: TriggerSpa
                           entry_of_pair: np.ndarray, welfare_threshold: float | None = None,
                           tables: TriggerTables | None = None) -> PayoffOperator:
     """The operator of ``A`` for Ξ's chain with ``entry_of_pair`` (pair position → chain entry)."""
-    tables = trigger_tables(game, pairs) if tables is None else tables
-    return PayoffOperator(tables, triggers, entry_of_pair, pairs.indptr, welfare_threshold)
+    tables = trigger_tables(game, pairs, entry_of_pair) if tables is None else tables
+    spaces = (game.sequences(0), game.sequences(1))
+    max_depth = max(int(sp_.infoset_depth.max(initial=0)) for sp_ in spaces) + 1
+    return PayoffOperator(tables, triggers, entry_of_pair, pairs.indptr,
+                          tuple(sp_.seq_parent for sp_ in spaces), max_depth, welfare_threshold)
 
 
 @numba.njit(cache=True)
 def _deviation_matvec(player, first, num_actions, pos, end, cum, term_ptr, term_w, line_start, line,
-                      indptr, trig_base, block_start, entry_of_pair, y, out):
+                      line_term, indptr, trig_base, block_start, entry_of_pair, y, out):
     for inf in range(len(first)):
         p_lo, p_hi = cum[pos[inf]], cum[end[inf]]
-        lbase = line_start[inf] - term_ptr[p_lo]
+        shift = line_start[inf] - term_ptr[p_lo]
         for a in range(num_actions[inf]):
             s_hat = first[inf] + a
             eb = block_start[trig_base + s_hat - 1] - p_lo
@@ -252,79 +309,84 @@ def _deviation_matvec(player, first, num_actions, pos, end, cum, term_ptr, term_
                 v = y[eb + p]
                 if v == 0.0:
                     continue
-                for j in range(term_ptr[p], term_ptr[p + 1]):
-                    out[entry_of_pair[rb + line[lbase + j]]] += term_w[j] * v
+                for k in range(term_ptr[p] + shift, term_ptr[p + 1] + shift):
+                    out[entry_of_pair[rb + line[k]]] += term_w[line_term[k]] * v
 
 
 @numba.njit(cache=True)
 def _deviation_rmatvec(player, first, num_actions, pos, end, cum, term_ptr, term_w, line_start, line,
-                       indptr, trig_base, block_start, entry_of_pair, x, sign, out):
+                       line_term, indptr, trig_base, block_start, entry_of_pair, x, sign, out):
     for inf in range(len(first)):
         p_lo, p_hi = cum[pos[inf]], cum[end[inf]]
-        lbase = line_start[inf] - term_ptr[p_lo]
+        shift = line_start[inf] - term_ptr[p_lo]
         for a in range(num_actions[inf]):
             s_hat = first[inf] + a
             eb = block_start[trig_base + s_hat - 1] - p_lo
             rb = indptr[s_hat] if player == 0 else a
             for p in range(p_lo, p_hi):
                 acc = 0.0
-                for j in range(term_ptr[p], term_ptr[p + 1]):
-                    acc += term_w[j] * x[entry_of_pair[rb + line[lbase + j]]]
+                for k in range(term_ptr[p] + shift, term_ptr[p + 1] + shift):
+                    acc += term_w[line_term[k]] * x[entry_of_pair[rb + line[k]]]
                 out[eb + p] = sign * acc
 
 
 @numba.njit(cache=True)
-def _following_matvec(first0, nact0, parent0, first1, nact1, parent1, own0, own1, weighted, welfare_w,
-                      terminal_pair, entry_of_pair, trig_base1, lam_tau, tau, y, c0, c1, out):
-    # c_i[s] = Σ of λ_σ̂ over player i's triggers σ̂ ⪯ s (top-down: infosets are numbered top-down).
-    c0[0] = 0.0
-    for s in range(1, len(c0)):
-        c0[s] = y[1 + s - 1]
-    for inf in range(len(first0)):
-        for a in range(nact0[inf]):
-            c0[first0[inf] + a] += c0[parent0[inf]]
-    c1[0] = 0.0
-    for s in range(1, len(c1)):
-        c1[s] = y[1 + trig_base1 + s - 1]
-    for inf in range(len(first1)):
-        for a in range(nact1[inf]):
-            c1[first1[inf] + a] += c1[parent1[inf]]
-    lam = y[lam_tau] if lam_tau >= 0 else 0.0
+def _following_matvec(seq_parent0, seq_parent1, own0, own1, weighted, welfare_w, terminal_pair,
+                      entry_of_pair, trig_base1, lam_tau, tau, y, stack, out):
+    """Columns ``λ`` (and ``λ_τ``) of ``A y``: row ``σ(z)`` gets ``−p_c u_i(z) λ_σ̂`` for every
+    own sequence ``σ̂ ⪯ σ_i(z)`` of either player, added in ascending column order (the order
+    of a CSR row of the explicit matrix).  Rows of distinct terminals are distinct (no chance),
+    so this pass writes each of them once, before the deviation part adds to them."""
     for z in range(len(own0)):
-        v = -(weighted[z, 0] * c0[own0[z]] + weighted[z, 1] * c1[own1[z]])
+        acc = 0.0
+        n = 0
+        s = own0[z]
+        while s != 0:
+            stack[n] = s
+            n += 1
+            s = seq_parent0[s]
+        w = -weighted[z, 0]
+        for q in range(n - 1, -1, -1):
+            acc += w * y[stack[q]]  # λ of player 1's trigger σ̂ is entry σ̂
+        n = 0
+        s = own1[z]
+        while s != 0:
+            stack[n] = s
+            n += 1
+            s = seq_parent1[s]
+        w = -weighted[z, 1]
+        for q in range(n - 1, -1, -1):
+            acc += w * y[trig_base1 + stack[q]]
         if lam_tau >= 0:
-            v -= welfare_w[z] * lam
-        out[entry_of_pair[terminal_pair[z]]] += v
+            acc += -welfare_w[z] * y[lam_tau]
+        out[entry_of_pair[terminal_pair[z]]] = acc
     if lam_tau >= 0:
-        out[entry_of_pair[0]] += tau * lam
+        out[entry_of_pair[0]] += tau * y[lam_tau]
 
 
 @numba.njit(cache=True)
-def _following_rmatvec(first0, nact0, parent0, first1, nact1, parent1, own0, own1, weighted, welfare_w,
-                       terminal_pair, entry_of_pair, trig_base1, lam_tau, tau, x, sign, f0, f1, out):
-    # f_i[s] = Σ_{z: σ_i(z) ⪰ s} p_c u_i ξ[σ(z)] (bottom-up subtree sums).
-    f0[:] = 0.0
-    f1[:] = 0.0
-    welfare = 0.0
-    for z in range(len(own0)):
-        v = x[entry_of_pair[terminal_pair[z]]]
-        f0[own0[z]] += weighted[z, 0] * v
-        f1[own1[z]] += weighted[z, 1] * v
-        welfare += welfare_w[z] * v
-    for inf in range(len(first0) - 1, -1, -1):
-        total = 0.0
-        for a in range(nact0[inf]):
-            total += f0[first0[inf] + a]
-        f0[parent0[inf]] += total
-    for inf in range(len(first1) - 1, -1, -1):
-        total = 0.0
-        for a in range(nact1[inf]):
-            total += f1[first1[inf] + a]
-        f1[parent1[inf]] += total
-    out[0] = 0.0
-    for s in range(1, len(f0)):
-        out[1 + s - 1] = -sign * f0[s]
-    for s in range(1, len(f1)):
-        out[1 + trig_base1 + s - 1] = -sign * f1[s]
+def _following_rmatvec(seq_parent0, seq_parent1, own0, own1, weighted, welfare_w, terminal_pair,
+                       entry_of_pair, term_order, trig_base1, num_lambda, lam_tau, tau, x, sign, out):
+    """Entries ``λ`` (and ``λ_τ``) of ``sign · Aᵀ x``: minus the following values, summed over
+    the terminals in ascending Ξ-entry order (the order of a CSR row of the explicit ``Aᵀ``)."""
+    for e in range(num_lambda + 1):
+        out[e] = 0.0
     if lam_tau >= 0:
-        out[lam_tau] = sign * (tau * x[entry_of_pair[0]] - welfare)
+        out[lam_tau] = tau * x[entry_of_pair[0]]  # row (∅, ∅) is Ξ's entry 0, the first
+    for q in range(len(term_order)):
+        z = term_order[q]
+        v = x[entry_of_pair[terminal_pair[z]]]
+        w = -weighted[z, 0]
+        s = own0[z]
+        while s != 0:
+            out[s] += w * v
+            s = seq_parent0[s]
+        w = -weighted[z, 1]
+        s = own1[z]
+        while s != 0:
+            out[trig_base1 + s] += w * v
+            s = seq_parent1[s]
+        if lam_tau >= 0:
+            out[lam_tau] += -welfare_w[z] * v
+    for e in range(1, num_lambda + 1):
+        out[e] = sign * out[e]

@@ -82,5 +82,47 @@ def test_operator_equals_the_reference_matrix(make, tau):
         np.testing.assert_allclose(op.matvec(y, out), A @ y, rtol=0, atol=1e-12)
         out_t = np.full(A.shape[1], np.nan)
         np.testing.assert_allclose(op.rmatvec(x, out_t, sign=-1.0), -(A.T @ x), rtol=0, atol=1e-12)
-    dense = op.to_sparse().toarray()
-    np.testing.assert_allclose(dense, A.toarray(), rtol=0, atol=1e-15)
+    if A.shape[1] <= 2000:
+        np.testing.assert_array_equal(op.to_sparse().toarray(), A.toarray())
+
+
+def _reference_iterates(game, iterations, tau=None):
+    """The saddle-point loop with an explicit scipy ``A`` and ``Aᵀ`` (the pre-operator code)."""
+    from solvers.engine import ChainEngine
+    from solvers.local import RegretMatching
+    pairs = relevant_pairs(game)
+    chain = correlation_plan(game, pairs)
+    triggers = trigger_deviations(game, welfare=tau is not None)
+    entry_of_pair = np.empty(len(pairs), dtype=np.int64)
+    entry_of_pair[chain.entry_index] = np.arange(len(pairs))
+    A = reference_payoff_matrix(game, pairs, triggers, tau, entry_of_pair)
+    At = A.T.tocsr()
+    rule = RegretMatching(plus=True)
+    xi_engine, y_engine = ChainEngine(chain, rule), ChainEngine(triggers.chain, rule)
+    sum_x = np.zeros(chain.num_entries)
+    weight = 0.0
+    y = y_engine.recommend()
+    for t in range(1, iterations + 1):
+        xi_engine.observe(A @ y)
+        x = xi_engine.recommend()
+        y_engine.observe(-(At @ x))
+        y = y_engine.recommend()
+        sum_x += t * x
+        weight += t
+    return chain.to_natural(sum_x / weight, len(pairs)), x[entry_of_pair]
+
+
+@pytest.mark.parametrize("make", [lambda: games.sheriff(max_bribe=1, max_items=2, rounds=2),
+                                  lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2)])
+def test_solver_iterates_equal_the_explicit_matrix_loop(make):
+    from solvers.efce import solve_efce
+    game = make()
+    iterations = 300
+    for tau in (None, -1.0):
+        expected_avg, _ = _reference_iterates(game, iterations, tau)
+        result = solve_efce(game, iterations=iterations, target_gap=None, welfare_threshold=tau,
+                            check_every=100)
+        assert result.iterations == iterations
+        # Sums run in the explicit matrix's order, so regret matching breaks every tie alike.
+        np.testing.assert_array_equal(result.point, expected_avg)
+        assert 0 < result.info["iteration_seconds"] <= result.seconds
