@@ -115,6 +115,7 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
 
     # Steps: step 0 splits 1 into λ; then per trigger, per infoset of its subtree (preorder).
     step_sizes = [np.array([num_triggers])]
+    step_levels = [np.array([1], dtype=np.int32)]
     step_sources = [np.array([0])]
     block_starts, preorder_starts = [], []
     next_entry = 1 + num_triggers
@@ -137,6 +138,10 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
         lam_entry = 1 + trigger_base + trig_of_step
         step_sizes.append(sizes)
         step_sources.append(np.where(is_root, lam_entry, parent_entry))
+        # A step reads its parent sequence's entry (or λ at the subtree root): its level is its
+        # depth below the trigger's infoset, plus 2 (λ is filled at level 1).
+        depth = space.infoset_depth
+        step_levels.append((2 + depth[infoset] - depth[b["root_inf"][trig_of_step]]).astype(np.int32))
         block_starts.append(block_start)
         preorder_starts.append(b["cum"][b["start_inf"]])
         trigger_base += n_trig
@@ -151,6 +156,7 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
                   source=np.concatenate(step_sources).astype(index),
                   entry_index=np.arange(next_entry, dtype=index),
                   describe_entry=str, name=f"trigger deviations of {game.name}")
+    chain.__dict__["level"] = np.concatenate(step_levels)
     # The welfare weight (if any) has an empty block; the last start closes the final block.
     starts = np.concatenate(block_starts + [np.array([next_entry])] * (1 + welfare))
     preorder_start = np.concatenate(preorder_starts + ([np.array([0])] if welfare else []))

@@ -117,7 +117,7 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     rule = rule or RegretMatching(plus=True)
     xi_engine = ChainEngine(model.xi_chain, rule)
     y_engine = ChainEngine(model.triggers.chain, rule)
-    evaluator = EFCEGapEvaluator(game, model.pairs, tables=model.tables)
+    evaluator = EFCEGapEvaluator(game, model.pairs, tables=model.tables, entry_index=model.xi_chain.entry_index)
     feasibility = FeasibilityCheck(game, model.pairs)
     setup = time.perf_counter() - started
 
@@ -159,7 +159,7 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
         if t >= next_check or last:
             next_check = t + check_every if check_every else max(t + 1, int(t * 1.15))
             elapsed = time.perf_counter() - t0
-            report = evaluator.evaluate(sum_x, entry_of_pair, 1.0 / weight)
+            report = evaluator.evaluate(sum_x, 1.0 / weight)
             violation = max(feasibility(x, entry_of_pair), feasibility(sum_x, entry_of_pair, 1.0 / weight))
             max_violation = max(max_violation, violation)
             shortfall = 0.0 if welfare_threshold is None else max(0.0, welfare_threshold - report.welfare)
@@ -182,11 +182,11 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     lower_bound = (chain_minimum(chain, operator @ (sum_y / weight))
                    if welfare_threshold is not None else None)
     del x, y, sum_y, xi_engine, y_engine
-    # The average plan in relevant-pair order, built in place of the running sum.
+    # The average plan, in place of the running sum, then in relevant-pair order.
     np.divide(sum_x, weight, out=sum_x)
+    report = evaluator.evaluate(sum_x)
     xbar = np.take(sum_x, entry_of_pair, out=np.empty(len(model.pairs)))
     del sum_x
-    report = evaluator(xbar)
     info = {"efce_gap": report.gap, "efcce_gap": None, "nfcce_gap": None,
             "welfare": report.welfare, "utilities": report.utilities,
             "max_violation": max_violation, "feasible_iterates": max_violation <= 1e-9,

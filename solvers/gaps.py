@@ -11,7 +11,7 @@ For player ``i`` and trigger sequence ``σ̂ = (Î, â)`` (von Stengel & Forges 
 
 and the max deviation is ``max(0, max_{i, σ̂} D(σ̂) − F(σ̂))`` in raw payoff units.  ``D`` is a
 best response computed by backward induction over the subtree, for every trigger, in a compiled
-loop that reads ``ξ[σ̂, σ_{-i}(z)]`` through the line table of :mod:`solvers.payoff_operator`;
+loop that reads ``ξ[σ̂, σ_{-i}(z)]`` through the trigger tables of :mod:`solvers.payoff_operator`;
 one evaluation costs ``O(Σ_σ̂ (|subtree(Î)| + |Z(Î)|))``, about one product with ``Aᵀ``.
 """
 
@@ -48,20 +48,22 @@ class EFCEGapEvaluator:
 
     The structures are the :class:`solvers.payoff_operator.TriggerTables` (terminals in
     preorder and the line table that locates ``ξ[σ̂, σ_{-i}(z)]``); the EFCE solver passes the
-    ones its payoff operator already holds, so nothing per pair is built twice.  A line value
-    ``ξ[σ̂, σ_{-i}(z)]`` is read at ``indptr[σ̂] + line`` (player 1's triggers) or
-    ``line + b̂`` (player 2's)."""
+    ones its payoff operator already holds (in Ξ's chain-entry order; ``entry_index`` then maps
+    entries to relevant pairs), so nothing per pair is built twice."""
 
-    def __init__(self, game: Game, pairs: RelevantPairs | None = None, tables: TriggerTables | None = None):
+    def __init__(self, game: Game, pairs: RelevantPairs | None = None, tables: TriggerTables | None = None,
+                 entry_index: np.ndarray | None = None):
         require_two_players(game, "the correlation-plan EFCE gap")
         self.game = game
         self.pairs = relevant_pairs(game) if pairs is None else pairs
         self.tables = trigger_tables(game, self.pairs) if tables is None else tables
+        if self.tables.entry_order and entry_index is None:
+            raise ValueError("trigger tables in Ξ's entry order need the chain's entry_index")
+        self._entry_index = entry_index
         self.terminal_pair = self.tables.terminal_pair
         self.weighted = self.tables.weighted  # p_c(z) u_i(z)
         self._own = tuple(np.ascontiguousarray(self.tables.terminal_sequences[:, i], dtype=np.int64)
                           for i in (0, 1))
-        self._no_map = np.zeros(0, dtype=np.int32)
 
     def utilities(self, xi: np.ndarray) -> np.ndarray:
         """Expected utility of each player under ξ: ``Σ_z p_c(z) u_i(z) ξ[σ(z)]``."""
@@ -71,15 +73,14 @@ class EFCEGapEvaluator:
         xi = np.ascontiguousarray(xi, dtype=np.float64)
         if xi.shape != (len(self.pairs),):
             raise ValueError(f"ξ has shape {xi.shape}, expected ({len(self.pairs)},) relevant pairs")
-        return self.evaluate(xi)
+        return self.evaluate(xi if self._entry_index is None else xi[self._entry_index])
 
-    def evaluate(self, values: np.ndarray, index_map: np.ndarray | None = None, scale: float = 1.0) -> GapReport:
-        """The report of ``ξ[q] = scale · values[index_map[q]]`` (``values[q]`` without a map):
-        the solver passes its running sum of iterates in chain-entry order, the entry of every
-        pair and ``1 / Σ weights``, so the average plan is never materialized.  Gains are linear
-        in ξ, so they are computed on ``values`` and scaled."""
-        index_map = self._no_map if index_map is None else index_map
-        at_terminal = values[self.terminal_pair] if len(index_map) == 0 else values[index_map[self.terminal_pair]]
+    def evaluate(self, values: np.ndarray, scale: float = 1.0) -> GapReport:
+        """The report of ``ξ = scale · values``, with ``values`` in the tables' order (Ξ's chain
+        entries when built with its entry map, else relevant pairs): the solver passes its running
+        sum of iterates and ``1 / Σ weights``, so the average plan is never materialized.  Gains
+        are linear in ξ, so they are computed on ``values`` and scaled."""
+        at_terminal = values[self.tables.terminal_row]
         gains = []
         for i in (0, 1):
             t = self.tables.players[i]
@@ -87,9 +88,9 @@ class EFCEGapEvaluator:
             # Following values: per own sequence, then accumulated over subtrees.
             per_seq = np.bincount(self._own[i], weights=w * at_terminal, minlength=t.num_sequences)
             follow = _subtree_sums(per_seq, t.first, t.num_actions, t.infoset_parent)
-            g = _trigger_gains(i, t.first, t.num_actions, t.child_ptr, t.child_inf, t.pos, t.pre, t.end,
-                               t.cum, t.term_ptr, t.term_weight, t.line_start, t.line, t.line_term, follow,
-                               self.pairs.indptr, values, index_map)
+            g = _trigger_gains(t.first, t.num_actions, t.child_ptr, t.child_inf, t.pos, t.pre, t.end,
+                               t.cum, t.term_ptr, t.term_weight, t.line_start, t.line_term, t.row_start,
+                               t.rows, follow, values)
             if scale != 1.0:
                 g *= scale
             gains.append(g)
@@ -123,18 +124,18 @@ def _subtree_sums(per_seq, first, num_actions, infoset_parent):
 
 
 @numba.njit(cache=True)
-def _trigger_gains(player, first, num_actions, child_ptr, child_inf, pos, pre, end, cum, term_ptr, term_w,
-                   line_start, line, line_term, follow, indptr, values, index_map):
+def _trigger_gains(first, num_actions, child_ptr, child_inf, pos, pre, end, cum, term_ptr, term_w,
+                   line_start, line_term, row_start, rows, follow, values):
     n_seq = len(follow)
     gains = np.full(n_seq, np.nan)
     value = np.zeros(len(first))
-    mapped = len(index_map) > 0
     for trig_inf in range(len(first)):
         lo, hi = pos[trig_inf], end[trig_inf]
         shift = line_start[trig_inf] - term_ptr[cum[lo]]
+        width = line_start[trig_inf + 1] - line_start[trig_inf]
         for a_hat in range(num_actions[trig_inf]):
             s_hat = first[trig_inf] + a_hat
-            rb = indptr[s_hat] if player == 0 else a_hat
+            rshift = row_start[trig_inf] + a_hat * width - line_start[trig_inf]
             # Best response of the trigger agent, bottom-up over Î's subtree (reverse preorder).
             for q in range(hi - 1, lo - 1, -1):
                 inf = pre[q]
@@ -144,8 +145,7 @@ def _trigger_gains(player, first, num_actions, child_ptr, child_inf, pos, pre, e
                     p = cum[q] + b
                     v = 0.0
                     for k in range(term_ptr[p] + shift, term_ptr[p + 1] + shift):
-                        at = rb + line[k]
-                        v += term_w[line_term[k]] * (values[index_map[at]] if mapped else values[at])
+                        v += term_w[line_term[k]] * values[rows[rshift + k]]
                     for c in range(child_ptr[s], child_ptr[s + 1]):
                         v += value[child_inf[c]]
                     if v > best:

@@ -48,7 +48,11 @@ class PlayerTriggerTable:
     sequence is in slot ``p`` are ``term_ptr[p] .. term_ptr[p+1]-1`` (terminals with the empty
     own sequence are below no trigger and are left out).  The terminals below ``I`` own the
     line entries ``line_start[I] + (j - term_ptr[cum[pos[I]]])``, ``j`` over their slots; entry
-    ``k`` holds terminal slot ``line_term[k]`` and its line value ``line[k]`` (module docstring).
+    ``k`` holds terminal slot ``line_term[k]``, and for the trigger ``(I, a)`` the position of
+    ``ξ[σ̂, σ_{-i}(z)]`` it reads is ``rows[row_start[I] + a · width(I) + k - line_start[I]]``
+    (a Ξ chain entry when the tables were built with the chain's entry map, else a relevant-pair
+    position).  One int32 per nonzero of ``A``'s deviation part: reading ``x[rows[k]]`` costs one
+    random access, where locating the pair from the line table and then its entry would cost two.
     Within the terminals of one sequence slot, the entries are sorted by the Ξ entry they read
     (when the chain's entry map is given), so that every sum runs in the same order as a CSR
     product with the explicit matrix would — regret matching breaks ties exactly, and this keeps
@@ -68,8 +72,9 @@ class PlayerTriggerTable:
     term_ptr: np.ndarray       # int64[n_seq]  (preorder slots, the empty sequence has none)
     term_weight: np.ndarray    # float64[T_i]  p_c(z) u_i(z) in slot order
     line_start: np.ndarray     # int64[n_inf + 1]
-    line: np.ndarray           # int32[line_start[-1]]
     line_term: np.ndarray      # int32[line_start[-1]]  terminal slot of each line entry
+    row_start: np.ndarray      # int64[n_inf + 1]
+    rows: np.ndarray           # int32[row_start[-1]]  the Ξ position read, per (trigger, line entry)
 
     @property
     def num_sequences(self) -> int:
@@ -88,13 +93,15 @@ class TriggerTables:
 
     players: tuple
     terminal_pair: np.ndarray
+    terminal_row: np.ndarray   # position read for σ(z): the Ξ entry, or terminal_pair
     terminal_sequences: np.ndarray
     weighted: np.ndarray
-    sum_order: bool = False  # line entries sorted by Ξ entry within every slot (see above)
+    entry_order: bool          # rows are Ξ chain entries (built with the entry map)
+    sum_order: bool = False    # line entries sorted by Ξ entry for every action (see above)
 
     @property
     def nbytes(self) -> int:
-        return (sum(t.nbytes for t in self.players) + self.terminal_pair.nbytes
+        return (sum(t.nbytes for t in self.players) + self.terminal_pair.nbytes + self.terminal_row.nbytes
                 + self.terminal_sequences.nbytes + self.weighted.nbytes)
 
 
@@ -111,7 +118,9 @@ def trigger_tables(game: Game, pairs: RelevantPairs, entry_of_pair: np.ndarray |
     eop = np.zeros(0, dtype=np.int32) if entry_of_pair is None else entry_of_pair
     built = [_player_table(game, pairs, i, seqs, weighted[:, i], eop) for i in (0, 1)]
     consistent = entry_of_pair is not None and all(ok for _, ok in built)
-    return TriggerTables(tuple(t for t, _ in built), terminal_pair, seqs, weighted, consistent)
+    terminal_row = terminal_pair if entry_of_pair is None else entry_of_pair[terminal_pair].astype(np.int64)
+    return TriggerTables(tuple(t for t, _ in built), terminal_pair, terminal_row, seqs, weighted,
+                         entry_of_pair is not None, consistent)
 
 
 def _player_table(game, pairs, i, seqs, w, entry_of_pair):
@@ -146,10 +155,29 @@ def _player_table(game, pairs, i, seqs, w, entry_of_pair):
     line_term = np.empty(len(line), dtype=np.int32)
     consistent = _sort_lines(i, first, num_actions, pos, end, cum, term_ptr, line_start, line, line_term,
                              pairs.indptr, entry_of_pair)
+    row_start = np.zeros(len(first) + 1, dtype=np.int64)
+    np.cumsum(num_actions * np.diff(line_start), out=row_start[1:])
+    rows = _rows(i, first, num_actions, line_start, line, row_start, pairs.indptr, entry_of_pair,
+                 np.empty(row_start[-1], dtype=index_dtype(len(pairs))))
+    del line
     table = PlayerTriggerTable(i, first, num_actions, space.infoset_parent_seq.astype(np.int64), pos, pre,
                                end, cum, child_ptr, child_inf, term_ptr, np.ascontiguousarray(w[order]),
-                               line_start, line, line_term)
+                               line_start, line_term, row_start, rows)
     return table, consistent
+
+
+@numba.njit(cache=True)
+def _rows(player, first, num_actions, line_start, line, row_start, indptr, entry_of_pair, rows):
+    mapped = len(entry_of_pair) > 0
+    for inf in range(len(first)):
+        width = line_start[inf + 1] - line_start[inf]
+        for a in range(num_actions[inf]):
+            rb = indptr[first[inf] + a] if player == 0 else a
+            out = row_start[inf] + a * width
+            for k in range(line_start[inf], line_start[inf + 1]):
+                q = rb + line[k]
+                rows[out + k - line_start[inf]] = entry_of_pair[q] if mapped else q
+    return rows
 
 
 @numba.njit(cache=True)
@@ -210,15 +238,14 @@ class PayoffOperator:
     Y's entries.  ``matvec(y, out)`` writes ``A y``; ``rmatvec(x, out, sign)`` writes
     ``sign · Aᵀ x``.  Scratch space is per-sequence (small) and allocated once."""
 
-    def __init__(self, tables: TriggerTables, triggers: TriggerSpace, entry_of_pair: np.ndarray,
-                 indptr: np.ndarray, seq_parents: tuple, max_depth: int,
-                 welfare_threshold: float | None = None):
+    def __init__(self, tables: TriggerTables, triggers: TriggerSpace, num_rows: int, seq_parents: tuple,
+                 max_depth: int, welfare_threshold: float | None = None):
+        if not tables.entry_order:
+            raise ValueError("the payoff operator needs trigger tables built with Ξ's entry map")
         self.tables = tables
-        self.indptr = indptr
         self.triggers = triggers
-        self.entry_of_pair = entry_of_pair
         self.tau = None if welfare_threshold is None else float(welfare_threshold)
-        self.shape = (len(entry_of_pair), triggers.chain.num_entries)
+        self.shape = (num_rows, triggers.chain.num_entries)
         self._trigger_base = (0, tables.players[0].num_sequences - 1)
         # The welfare weight is the last trigger: entry 1 + (K - 1).
         self._lambda_tau = triggers.num_triggers if self.tau is not None else -1
@@ -227,13 +254,13 @@ class PayoffOperator:
         self._seq_parent = tuple(np.ascontiguousarray(p) for p in seq_parents)
         # Terminals in ascending Ξ entry of σ(z): the order of the rows of the explicit matrix.
         index = index_dtype(len(tables.terminal_pair) + 1)
-        self._term_order = np.argsort(entry_of_pair[tables.terminal_pair], kind="stable").astype(index)
+        self._term_order = np.argsort(tables.terminal_row, kind="stable").astype(index)
         self._stack = np.empty(max_depth + 2, dtype=np.int64)
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the operator itself (the shared tables and the entry map included)."""
-        return (self.tables.nbytes + self.entry_of_pair.nbytes + self._welfare_weight.nbytes
+        return (self.tables.nbytes + self._welfare_weight.nbytes
                 + self._term_order.nbytes + sum(p.nbytes for p in self._seq_parent))
 
     def matvec(self, y: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -241,27 +268,27 @@ class PayoffOperator:
         out[:] = 0.0
         self._following(y, out)
         for i, t in enumerate(self.tables.players):
-            _deviation_matvec(i, t.first, t.num_actions, t.pos, t.end, t.cum, t.term_ptr, t.term_weight,
-                              t.line_start, t.line, t.line_term, self.indptr, self._trigger_base[i],
-                              self.triggers.block_start, self.entry_of_pair, y, out)
+            _deviation_matvec(t.first, t.num_actions, t.pos, t.end, t.cum, t.term_ptr, t.term_weight,
+                              t.line_start, t.line_term, t.row_start, t.rows, self._trigger_base[i],
+                              self.triggers.block_start, y, out)
         return out
 
     def _following(self, y, out):
         tau = 0.0 if self.tau is None else self.tau
         _following_matvec(self._seq_parent[0], self._seq_parent[1], self._own[0], self._own[1],
-                          self.tables.weighted, self._welfare_weight, self.tables.terminal_pair,
-                          self.entry_of_pair, self._trigger_base[1], self._lambda_tau, tau, y, self._stack, out)
+                          self.tables.weighted, self._welfare_weight, self.tables.terminal_row,
+                          self._trigger_base[1], self._lambda_tau, tau, y, self._stack, out)
 
     def rmatvec(self, x: np.ndarray, out: np.ndarray, sign: float = 1.0) -> np.ndarray:
         """``out = sign · Aᵀ x`` (``out`` has one slot per Y entry)."""
         for i, t in enumerate(self.tables.players):
-            _deviation_rmatvec(i, t.first, t.num_actions, t.pos, t.end, t.cum, t.term_ptr, t.term_weight,
-                               t.line_start, t.line, t.line_term, self.indptr, self._trigger_base[i],
-                               self.triggers.block_start, self.entry_of_pair, x, sign, out)
+            _deviation_rmatvec(t.first, t.num_actions, t.pos, t.end, t.cum, t.term_ptr, t.term_weight,
+                               t.line_start, t.line_term, t.row_start, t.rows, self._trigger_base[i],
+                               self.triggers.block_start, x, sign, out)
         tau = 0.0 if self.tau is None else self.tau
         _following_rmatvec(self._seq_parent[0], self._seq_parent[1], self._own[0], self._own[1],
-                           self.tables.weighted, self._welfare_weight, self.tables.terminal_pair,
-                           self.entry_of_pair, self._term_order, self._trigger_base[1],
+                           self.tables.weighted, self._welfare_weight, self.tables.terminal_row,
+                           self._term_order, self._trigger_base[1],
                            self.triggers.num_triggers, self._lambda_tau, tau, x, sign, out)
         return out
 
@@ -291,48 +318,50 @@ def build_payoff_operator(game: Game, pairs: RelevantPairs, triggers: TriggerSpa
     tables = trigger_tables(game, pairs, entry_of_pair) if tables is None else tables
     spaces = (game.sequences(0), game.sequences(1))
     max_depth = max(int(sp_.infoset_depth.max(initial=0)) for sp_ in spaces) + 1
-    return PayoffOperator(tables, triggers, entry_of_pair, pairs.indptr,
-                          tuple(sp_.seq_parent for sp_ in spaces), max_depth, welfare_threshold)
+    return PayoffOperator(tables, triggers, len(pairs), tuple(sp_.seq_parent for sp_ in spaces), max_depth,
+                          welfare_threshold)
 
 
 @numba.njit(cache=True)
-def _deviation_matvec(player, first, num_actions, pos, end, cum, term_ptr, term_w, line_start, line,
-                      line_term, indptr, trig_base, block_start, entry_of_pair, y, out):
+def _deviation_matvec(first, num_actions, pos, end, cum, term_ptr, term_w, line_start, line_term,
+                      row_start, rows, trig_base, block_start, y, out):
     for inf in range(len(first)):
         p_lo, p_hi = cum[pos[inf]], cum[end[inf]]
         shift = line_start[inf] - term_ptr[p_lo]
+        width = line_start[inf + 1] - line_start[inf]
         for a in range(num_actions[inf]):
             s_hat = first[inf] + a
             eb = block_start[trig_base + s_hat - 1] - p_lo
-            rb = indptr[s_hat] if player == 0 else a
+            rshift = row_start[inf] + a * width - line_start[inf]
             for p in range(p_lo, p_hi):
                 v = y[eb + p]
                 if v == 0.0:
                     continue
                 for k in range(term_ptr[p] + shift, term_ptr[p + 1] + shift):
-                    out[entry_of_pair[rb + line[k]]] += term_w[line_term[k]] * v
+                    out[rows[rshift + k]] += term_w[line_term[k]] * v
 
 
 @numba.njit(cache=True)
-def _deviation_rmatvec(player, first, num_actions, pos, end, cum, term_ptr, term_w, line_start, line,
-                       line_term, indptr, trig_base, block_start, entry_of_pair, x, sign, out):
+def _deviation_rmatvec(first, num_actions, pos, end, cum, term_ptr, term_w, line_start, line_term,
+                       row_start, rows, trig_base, block_start, x, sign, out):
     for inf in range(len(first)):
         p_lo, p_hi = cum[pos[inf]], cum[end[inf]]
         shift = line_start[inf] - term_ptr[p_lo]
+        width = line_start[inf + 1] - line_start[inf]
         for a in range(num_actions[inf]):
             s_hat = first[inf] + a
             eb = block_start[trig_base + s_hat - 1] - p_lo
-            rb = indptr[s_hat] if player == 0 else a
+            rshift = row_start[inf] + a * width - line_start[inf]
             for p in range(p_lo, p_hi):
                 acc = 0.0
                 for k in range(term_ptr[p] + shift, term_ptr[p + 1] + shift):
-                    acc += term_w[line_term[k]] * x[entry_of_pair[rb + line[k]]]
+                    acc += term_w[line_term[k]] * x[rows[rshift + k]]
                 out[eb + p] = sign * acc
 
 
 @numba.njit(cache=True)
-def _following_matvec(seq_parent0, seq_parent1, own0, own1, weighted, welfare_w, terminal_pair,
-                      entry_of_pair, trig_base1, lam_tau, tau, y, stack, out):
+def _following_matvec(seq_parent0, seq_parent1, own0, own1, weighted, welfare_w, terminal_row,
+                      trig_base1, lam_tau, tau, y, stack, out):
     """Columns ``λ`` (and ``λ_τ``) of ``A y``: row ``σ(z)`` gets ``−p_c u_i(z) λ_σ̂`` for every
     own sequence ``σ̂ ⪯ σ_i(z)`` of either player, added in ascending column order (the order
     of a CSR row of the explicit matrix).  Rows of distinct terminals are distinct (no chance),
@@ -359,23 +388,23 @@ def _following_matvec(seq_parent0, seq_parent1, own0, own1, weighted, welfare_w,
             acc += w * y[trig_base1 + stack[q]]
         if lam_tau >= 0:
             acc += -welfare_w[z] * y[lam_tau]
-        out[entry_of_pair[terminal_pair[z]]] = acc
+        out[terminal_row[z]] = acc
     if lam_tau >= 0:
-        out[entry_of_pair[0]] += tau * y[lam_tau]
+        out[0] += tau * y[lam_tau]  # (∅, ∅) is Ξ's entry 0
 
 
 @numba.njit(cache=True)
-def _following_rmatvec(seq_parent0, seq_parent1, own0, own1, weighted, welfare_w, terminal_pair,
-                       entry_of_pair, term_order, trig_base1, num_lambda, lam_tau, tau, x, sign, out):
+def _following_rmatvec(seq_parent0, seq_parent1, own0, own1, weighted, welfare_w, terminal_row,
+                       term_order, trig_base1, num_lambda, lam_tau, tau, x, sign, out):
     """Entries ``λ`` (and ``λ_τ``) of ``sign · Aᵀ x``: minus the following values, summed over
     the terminals in ascending Ξ-entry order (the order of a CSR row of the explicit ``Aᵀ``)."""
     for e in range(num_lambda + 1):
         out[e] = 0.0
     if lam_tau >= 0:
-        out[lam_tau] = tau * x[entry_of_pair[0]]  # row (∅, ∅) is Ξ's entry 0, the first
+        out[lam_tau] = tau * x[0]  # row (∅, ∅) is Ξ's entry 0, the first
     for q in range(len(term_order)):
         z = term_order[q]
-        v = x[entry_of_pair[terminal_pair[z]]]
+        v = x[terminal_row[z]]
         w = -weighted[z, 0]
         s = own0[z]
         while s != 0:

@@ -126,3 +126,25 @@ def test_solver_iterates_equal_the_explicit_matrix_loop(make):
         # Sums run in the explicit matrix's order, so regret matching breaks every tie alike.
         np.testing.assert_array_equal(result.point, expected_avg)
         assert 0 < result.info["iteration_seconds"] <= result.seconds
+
+
+@pytest.mark.parametrize("make", GAMES[:3])
+def test_trigger_chain_levels_and_entry_labels(make):
+    """The trigger chain's precomputed levels equal the generic fixed point; the on-demand
+    entry labels match the block layout."""
+    from polytopes.chain import Chain
+    game = make()
+    for welfare in (False, True):
+        space = trigger_deviations(game, welfare=welfare)
+        c = space.chain
+        fresh = Chain(c.kind, c.target_ptr, c.source_ptr, c.source, c.entry_index)
+        np.testing.assert_array_equal(fresh.level, c.level)
+        blocks = space.entry_trigger[space.block_start[0]:]
+        assert np.all(np.diff(blocks) >= 0) and len(np.unique(blocks)) <= space.num_triggers
+        # Every block starts at its trigger's own sequence... below the trigger infoset.
+        for k in range(space.num_triggers - welfare):
+            lo = space.block_start[k]
+            seq = int(space.entry_sequence[lo])
+            player = int(space.trigger_player[k])
+            infoset = game.sequences(player).seq_infoset[int(space.trigger_sequence[k])]
+            assert game.sequences(player).seq_infoset[seq] == infoset
