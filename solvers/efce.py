@@ -66,16 +66,59 @@ class EFCEModel:
         return self.operator.tables
 
 
-#: Peak memory of a saddle-point run per relevant pair and the fixed part (interpreter, numpy,
-#: scipy, numba and the compiled kernels), fitted to ``benchmarks/bench_memory.py`` on the
-#: Battleship instances of Table 1 (see docs/results/memory.md).
-BYTES_PER_RELEVANT_PAIR = 450
-FIXED_BYTES = 300 * 2**20
+#: Bytes a saddle-point run holds per unit of each size (benchmarks/bench_memory.py breaks a run
+#: down by component; docs/results/memory.md has the measurements this is fitted to):
+#: per relevant pair — its CSR column and chain entry (8), Ξ's chain arrays (~17), the Ξ
+#: engine's regrets, iterate and running sum (24 + its step order);
+#: per entry of the trigger chain Y — regrets and iterate (16) plus its chain arrays;
+#: per nonzero of A's deviation part — one int32 row; per (trigger infoset, terminal) — one
+#: int32; per game node — the game's own arrays; plus the interpreter, numpy/scipy/numba and the
+#: compiled kernels.
+BYTES_PER_RELEVANT_PAIR = 56
+BYTES_PER_TRIGGER_ENTRY = 24
+BYTES_PER_NONZERO = 4
+BYTES_PER_TRIGGER_TERMINAL = 8
+BYTES_PER_GAME_NODE = 340
+FIXED_BYTES = 220 * 2**20
+
+
+def saddle_point_sizes(game: Game) -> dict:
+    """Sizes that drive the memory of the saddle point, counted without building anything:
+    relevant pairs; entries of Y (``Σ_s`` number of triggers whose subtree holds ``s``);
+    nonzeros of ``A``'s deviation part (``Σ_z`` triggers above ``σ_i(z)``, both players);
+    (trigger infoset, terminal) pairs; game nodes."""
+    from games.payoffs import terminal_map
+    tm = terminal_map(game)
+    y_entries = nonzeros = trigger_terminals = 0
+    for i in (0, 1):
+        space = game.sequences(i)
+        triggers_above = np.zeros(space.num_sequences, dtype=np.int64)  # Σ |A_I| over I ⪯ infoset(s)
+        infosets_above = np.zeros(space.num_sequences, dtype=np.int64)
+        inf_of_seq = space.seq_infoset[1:].astype(np.int64)
+        depth = space.infoset_depth.astype(np.int64)
+        # Infosets are numbered top-down: accumulate along each sequence's chain of infosets.
+        actions = space.infoset_num_actions.astype(np.int64)
+        per_infoset = actions.copy()
+        parent_inf = space.seq_infoset[space.infoset_parent_seq].astype(np.int64)
+        for d in range(1, int(depth.max(initial=0)) + 1):
+            at = np.flatnonzero(depth == d)
+            per_infoset[at] += per_infoset[parent_inf[at]]
+        triggers_above[1:] = per_infoset[inf_of_seq]
+        infosets_above[1:] = depth[inf_of_seq] + 1
+        own = tm.sequences[:, i]
+        y_entries += int(triggers_above.sum())
+        nonzeros += int(triggers_above[own].sum())
+        trigger_terminals += int(infosets_above[own].sum())
+    return {"relevant_pairs": count_relevant_pairs(game), "trigger_entries": y_entries,
+            "nonzeros": nonzeros, "trigger_terminals": trigger_terminals, "nodes": game.num_nodes}
 
 
 def estimate_efce_bytes(game: Game) -> int:
     """Estimated peak memory of :func:`solve_efce` on ``game`` (see the constants above)."""
-    return FIXED_BYTES + BYTES_PER_RELEVANT_PAIR * count_relevant_pairs(game)
+    n = saddle_point_sizes(game)
+    return int(FIXED_BYTES + BYTES_PER_RELEVANT_PAIR * n["relevant_pairs"]
+               + BYTES_PER_TRIGGER_ENTRY * n["trigger_entries"] + BYTES_PER_NONZERO * n["nonzeros"]
+               + BYTES_PER_TRIGGER_TERMINAL * n["trigger_terminals"] + BYTES_PER_GAME_NODE * n["nodes"])
 
 
 def build_efce_model(game: Game, welfare_threshold: float | None = None,
