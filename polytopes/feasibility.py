@@ -62,61 +62,97 @@ def _val(values, index_map, q, scale):
     return scale * values[index_map[q]]
 
 
+@numba.njit(inline="always")
+def _read_row(values, index_map, scale, lo, hi, out):
+    for q in range(lo, hi):
+        out[q - lo] = _val(values, index_map, q, scale)
+
+
+@numba.njit(inline="always")
+def _row_violation(sigma2, lo, hi, row_vals, seq_infoset2, nact2, parent2):
+    """Player 2's constraints inside one row: ``Σ_b ξ[σ1, (J, b)] = ξ[σ1, σ(J)]``; -1 if a
+    parent is missing."""
+    worst = 0.0
+    k = lo
+    while k < hi:
+        col = sigma2[k]
+        if col == 0:
+            k += 1
+            continue
+        j = seq_infoset2[col]
+        nb = nact2[j]
+        lhs = 0.0
+        for b in range(nb):
+            lhs += row_vals[k + b - lo]
+        target = parent2[j]
+        a, z = lo, hi
+        while a < z:
+            mid = (a + z) >> 1
+            if sigma2[mid] < target:
+                a = mid + 1
+            else:
+                z = mid
+        if a >= hi or sigma2[a] != target:
+            return -1.0
+        d = abs(lhs - row_vals[a - lo])
+        if d > worst:
+            worst = d
+        k += nb
+    return worst
+
+
 @numba.njit(cache=True)
 def _max_violation(indptr, sigma2, first1, nact1, parent1, seq_infoset2, nact2, parent2, values,
                    index_map, scale):
+    """One pass over the rows, infoset by infoset of player 1 (the rows of an infoset's
+    sequences are adjacent): every value is read once into a row buffer, which serves player
+    2's constraints of that row and the column sums of player 1's constraints."""
+    num_rows = len(indptr) - 1
+    max_width = 0
+    for r in range(num_rows):
+        if indptr[r + 1] - indptr[r] > max_width:
+            max_width = indptr[r + 1] - indptr[r]
+    row_vals = np.empty(max_width)
+    col_sum = np.empty(max_width)
     worst = abs(_val(values, index_map, 0, scale) - 1.0)
-    n_pairs = indptr[len(indptr) - 1]
-    for q in range(n_pairs):
-        v = -_val(values, index_map, q, scale)
-        if v > worst:
-            worst = v
-    # Player 1: Σ_a ξ[(I, a), σ2] = ξ[σ(I), σ2] over the shared pattern of I's rows.
+    # ξ ≥ 0: in storage order (the map is a bijection).
+    lowest = 0.0
+    for q in range(len(values)):
+        if values[q] < lowest:
+            lowest = values[q]
+    if -scale * lowest > worst:
+        worst = -scale * lowest
+    # Row ∅ (the root of player 1): player 2's constraints only.
+    _read_row(values, index_map, scale, indptr[0], indptr[1], row_vals)
+    d = _row_violation(sigma2, indptr[0], indptr[1], row_vals, seq_infoset2, nact2, parent2)
+    if d < 0:
+        return worst, 0
+    worst = max(worst, d)
     for inf in range(len(first1)):
         f = first1[inf]
+        width = indptr[f + 1] - indptr[f]
+        for o in range(width):
+            col_sum[o] = 0.0
+        for a in range(nact1[inf]):
+            lo, hi = indptr[f + a], indptr[f + a + 1]
+            _read_row(values, index_map, scale, lo, hi, row_vals)
+            d = _row_violation(sigma2, lo, hi, row_vals, seq_infoset2, nact2, parent2)
+            if d < 0:
+                return worst, f + a
+            worst = max(worst, d)
+            for o in range(width):
+                col_sum[o] += row_vals[o]
+        # Player 1: Σ_a ξ[(I, a), σ2] = ξ[σ(I), σ2] over the shared pattern, merged into σ(I)'s row.
         lo = indptr[f]
-        width = indptr[f + 1] - lo
         par = parent1[inf]
-        q = indptr[par]
-        q_end = indptr[par + 1]
+        q, q_end = indptr[par], indptr[par + 1]
         for o in range(width):
             col = sigma2[lo + o]
-            lhs = 0.0
-            for a in range(nact1[inf]):
-                lhs += _val(values, index_map, indptr[f + a] + o, scale)
             while q < q_end and sigma2[q] < col:
                 q += 1
             if q >= q_end or sigma2[q] != col:
                 return worst, par
-            d = abs(lhs - _val(values, index_map, q, scale))
+            d = abs(col_sum[o] - _val(values, index_map, q, scale))
             if d > worst:
                 worst = d
-    # Player 2: Σ_b ξ[σ1, (J, b)] = ξ[σ1, σ(J)] inside every row.
-    for row in range(len(indptr) - 1):
-        lo, hi = indptr[row], indptr[row + 1]
-        k = lo
-        while k < hi:
-            col = sigma2[k]
-            if col == 0:
-                k += 1
-                continue
-            j = seq_infoset2[col]
-            nb = nact2[j]
-            lhs = 0.0
-            for b in range(nb):
-                lhs += _val(values, index_map, k + b, scale)
-            target = parent2[j]
-            a, z = lo, hi
-            while a < z:
-                mid = (a + z) >> 1
-                if sigma2[mid] < target:
-                    a = mid + 1
-                else:
-                    z = mid
-            if a >= hi or sigma2[a] != target:
-                return worst, row
-            d = abs(lhs - _val(values, index_map, a, scale))
-            if d > worst:
-                worst = d
-            k += nb
     return worst, -1

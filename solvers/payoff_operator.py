@@ -2,24 +2,28 @@
 
 ``min_{ξ ∈ Ξ} max_{y ∈ Y} ξᵀ A y`` (Farina, Ling, Fang, Sandholm 2019, section 2.1; see
 :mod:`solvers.efce` for the entries of ``A``).  ``A`` has ~1.5–2.5 nonzeros per relevant pair on
-the Battleship instances; stored as CSR twice (``A`` and ``Aᵀ``) it was the largest structure of
-a run.  Its nonzeros are highly structured, though:
+the Battleship instances; stored as CSR twice (``A`` and ``Aᵀ``, 12 bytes per nonzero each, plus
+int64 COO temporaries while building) it was the largest structure of a run.  Its nonzeros are
+structured, and this module keeps only what cannot be recomputed:
 
 * deviation part: for a trigger ``σ̂ = (Î, â)`` of player ``i``, a terminal ``z`` below ``Î`` and
-  the ``Y`` entry of ``σ_i(z)`` in ``σ̂``'s block, the row is the pair ``(σ̂, σ_{-i}(z))``, the
-  value ``p_c(z) u_i(z)``.  For player 1 that pair sits at ``indptr[σ̂] + off(Î, σ2(z))``: the
-  rows of all sequences of ``Î`` share one column pattern.  For player 2 it sits at
-  ``pos(σ1(z), (Ĵ, 0)) + b̂``: the sequences of ``Ĵ`` are adjacent in every row.  So one int32
-  per (trigger infoset, terminal below it) — the *line table*, shared by all actions of the
-  infoset — locates every nonzero (about 0.3 per relevant pair instead of 2 × 12 bytes per
-  nonzero);
-* following part (column ``λ_σ̂``, rows ``σ(z)`` for ``σ_i(z) ⪰ σ̂``): a prefix sum of ``λ`` down
-  the sequence tree (``A y``) or a subtree sum (``Aᵀ x``) over the terminals;
+  the ``Y`` entry of ``σ_i(z)`` in ``σ̂``'s block, the row is the pair ``(σ̂, σ_{-i}(z))`` and the
+  value ``p_c(z) u_i(z)``.  Values are per terminal, the ``Y`` entry follows from the block layout
+  of :mod:`polytopes.triggers`, so one int32 per nonzero — the Ξ chain entry of the row — is all
+  that is stored (``rows``), plus one int32 per (trigger infoset, terminal) giving the terminal
+  (``line_term``).  Rows are located once, at build time, through the relevant-pair CSR: for
+  player 1 the pair sits at ``indptr[σ̂] + off(Î, σ2(z))`` (all sequences of ``Î`` share one
+  row pattern), for player 2 at ``pos(σ1(z), (Ĵ, 0)) + b̂`` (``Ĵ``'s sequences are adjacent);
+* following part (column ``λ_σ̂``, rows ``σ(z)`` for ``σ_i(z) ⪰ σ̂``): walks up each terminal's
+  own sequences, nothing stored;
 * the welfare column ``λ_τ``, if any.
 
 ``A·y`` and ``Aᵀ·x`` are compiled loops writing into caller-provided buffers, so an iteration of
-the saddle-point solver allocates nothing.  :class:`TriggerTables` (the line table and the
-per-player preorder layout) is shared with the gap evaluator (:mod:`solvers.gaps`).
+the saddle-point solver allocates nothing.  Every sum runs in the order of a CSR product with the
+explicit matrix (ascending column for ``A y``, ascending Ξ entry for ``Aᵀ x``): regret matching
+breaks ties exactly (a regret of 1e-17 instead of 0 changes the strategy), so this keeps the
+iterates bit-identical to the explicit-matrix computation.  :class:`TriggerTables` is shared with
+the gap evaluator (:mod:`solvers.gaps`).
 """
 
 from __future__ import annotations
