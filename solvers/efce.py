@@ -27,7 +27,7 @@ import numba
 import numpy as np
 
 from games.game import Game
-from games.memory import check_budget
+from games.memory import check_budget, release_free_memory
 from games.relevant import RelevantPairs, count_relevant_pairs, relevant_pairs
 from polytopes.chain import Chain, index_dtype
 from polytopes.decompose import check_decomposable, correlation_plan
@@ -78,7 +78,7 @@ BYTES_PER_RELEVANT_PAIR = 56
 BYTES_PER_TRIGGER_ENTRY = 24
 BYTES_PER_NONZERO = 4
 BYTES_PER_TRIGGER_TERMINAL = 8
-BYTES_PER_GAME_NODE = 340
+BYTES_PER_GAME_NODE = 120
 FIXED_BYTES = 220 * 2**20
 
 
@@ -131,13 +131,16 @@ def build_efce_model(game: Game, welfare_threshold: float | None = None,
     large is built."""
     check_decomposable(game)
     check_budget(estimate_efce_bytes(game), f"the EFCE saddle point of {game.name}", memory_budget)
+    release_free_memory()  # what building the game left behind
     pairs = relevant_pairs(game) if pairs is None else pairs
     xi_chain = correlation_plan(game, pairs) if xi_chain is None else xi_chain
+    release_free_memory()
     triggers = trigger_deviations(game, welfare=welfare_threshold is not None)
     index = index_dtype(len(pairs))
     entry_of_pair = np.empty(len(pairs), dtype=index)
     entry_of_pair[xi_chain.entry_index] = np.arange(len(pairs), dtype=index)
     operator = build_payoff_operator(game, pairs, triggers, entry_of_pair, welfare_threshold)
+    release_free_memory()
     return EFCEModel(game, pairs, xi_chain, triggers, operator, entry_of_pair, welfare_threshold)
 
 
