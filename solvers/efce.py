@@ -70,16 +70,18 @@ class EFCEModel:
 #: down by component; docs/results/memory.md has the measurements this is fitted to):
 #: per relevant pair — its CSR column and chain entry (8), Ξ's chain arrays (~17), the Ξ
 #: engine's regrets, iterate and running sum (24 + its step order);
-#: per entry of the trigger chain Y — regrets and iterate (16) plus its chain arrays;
+#: per entry of the trigger chain Y — regrets and iterate (16) plus its chain arrays and levels;
 #: per nonzero of A's deviation part — one int32 row; per (trigger infoset, terminal) — one
 #: int32; per game node — the game's own arrays; plus the interpreter, numpy/scipy/numba and the
 #: compiled kernels.
-BYTES_PER_RELEVANT_PAIR = 56
-BYTES_PER_TRIGGER_ENTRY = 24
+#: Measured whole-process peaks of ``efce solve … --method rm``: 527 MiB (small), 2,341 MiB
+#: (medium), 10,160 MiB (large); these constants give 586 / 2,515 / 10,710 MiB (3-11% above).
+BYTES_PER_RELEVANT_PAIR = 60
+BYTES_PER_TRIGGER_ENTRY = 34
 BYTES_PER_NONZERO = 4
 BYTES_PER_TRIGGER_TERMINAL = 8
 BYTES_PER_GAME_NODE = 120
-FIXED_BYTES = 220 * 2**20
+FIXED_BYTES = 250 * 2**20
 
 
 def saddle_point_sizes(game: Game) -> dict:
