@@ -15,6 +15,9 @@ recommendations drawn from ``ξ``:
 
 Two compiled chain engines with RM+ at every simplex, alternating updates and linear averaging
 (section 5) give feasible iterates; the exact max deviation of the average is the stopping rule.
+``A`` is never stored as a matrix: :mod:`solvers.payoff_operator` applies it and its transpose
+from one int32 per nonzero, into buffers allocated once, and feasibility (Definition 3) is
+checked matrix-free (:mod:`polytopes.feasibility`).
 """
 
 from __future__ import annotations

@@ -148,3 +148,17 @@ def test_trigger_chain_levels_and_entry_labels(make):
             player = int(space.trigger_player[k])
             infoset = game.sequences(player).seq_infoset[int(space.trigger_sequence[k])]
             assert game.sequences(player).seq_infoset[seq] == infoset
+
+
+@pytest.mark.parametrize("make", GAMES[:3])
+def test_memory_estimate_counts_what_the_model_builds(make):
+    from solvers.efce import build_efce_model, saddle_point_sizes
+    game = make()
+    sizes = saddle_point_sizes(game)
+    model = build_efce_model(game)
+    triggers = model.triggers
+    assert sizes["relevant_pairs"] == len(model.pairs)
+    assert sizes["trigger_entries"] == triggers.chain.num_entries - 1 - triggers.num_triggers
+    assert sizes["nonzeros"] == sum(len(t.rows) for t in model.tables.players)
+    assert sizes["trigger_terminals"] == sum(len(t.line_term) for t in model.tables.players)
+    assert sizes["nodes"] == game.num_nodes
