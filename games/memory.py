@@ -9,6 +9,8 @@ working set on Windows).
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import sys
 
 import psutil
@@ -96,3 +98,22 @@ def check_budget(estimate_bytes: int, what: str, budget: int | None = None) -> i
         raise MemoryBudgetExceeded(f"{what} is too large: about {gib(estimate_bytes)}, over the memory "
                                    f"budget of {gib(budget)}{note}. Not building it.")
     return budget
+
+
+_libc = None
+
+
+def release_free_memory() -> None:
+    """Hand the heap pages that freed temporaries leave behind back to the system (glibc's
+    ``malloc_trim``; a no-op elsewhere).  Building a game or a chain frees many mid-sized arrays
+    whose pages glibc keeps for reuse: after building the large Battleship game they are about
+    three times the game's own arrays, and they would count in every later peak."""
+    global _libc
+    if _libc is None:
+        name = ctypes.util.find_library("c")
+        try:
+            _libc = ctypes.CDLL(name) if name else False
+        except OSError:
+            _libc = False
+    if _libc and hasattr(_libc, "malloc_trim"):
+        _libc.malloc_trim(0)

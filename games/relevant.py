@@ -95,22 +95,48 @@ class RelevantPairs:
         return self.sigma1.astype(np.int64) * self.num_sequences[1] + self.sigma2
 
     def index(self, sigma1, sigma2, *, missing: str = "raise") -> np.ndarray:
-        """Positions of the pairs ``(sigma1, sigma2)``; ``missing="raise"`` or ``"-1"``."""
-        q = np.asarray(sigma1, dtype=np.int64) * self.num_sequences[1] + np.asarray(sigma2, np.int64)
-        pos = np.searchsorted(self.keys, q)
-        pos_c = np.minimum(pos, len(self.keys) - 1)
-        found = self.keys[pos_c] == q
-        if missing == "raise":
-            if not np.all(found):
-                bad = np.flatnonzero(~np.atleast_1d(found))[0]
-                qq = np.atleast_1d(q)[bad]
-                raise KeyError(f"({qq // self.num_sequences[1]}, {qq % self.num_sequences[1]}) "
-                               f"is not a relevant sequence pair")
-            return pos_c
-        return np.where(found, pos_c, -1)
+        """Positions of the pairs ``(sigma1, sigma2)``; ``missing="raise"`` or ``"-1"``.
+
+        Bisection inside the CSR row of each ``sigma1``: no per-pair key array is needed."""
+        s1 = np.asarray(sigma1)
+        s2 = np.asarray(sigma2)
+        shape = np.broadcast(s1, s2).shape
+        b1 = np.ascontiguousarray(np.broadcast_to(s1, shape).ravel(), dtype=np.int64)
+        b2 = np.ascontiguousarray(np.broadcast_to(s2, shape).ravel(), dtype=np.int64)
+        inside = (b1 >= 0) & (b1 < self.num_sequences[0]) & (b2 >= 0) & (b2 < self.num_sequences[1])
+        pos = np.full(len(b1), -1, dtype=np.int64)
+        if inside.all():
+            pos = _positions(self.indptr, self.sigma2, b1, b2)
+        elif inside.any():
+            pos[inside] = _positions(self.indptr, self.sigma2, b1[inside], b2[inside])
+        if missing == "raise" and np.any(pos < 0):
+            bad = int(np.flatnonzero(pos < 0)[0])
+            raise KeyError(f"({b1[bad]}, {b2[bad]}) is not a relevant sequence pair")
+        return pos.reshape(shape) if shape else pos[0]
 
     def contains(self, sigma1, sigma2) -> np.ndarray:
         return self.index(sigma1, sigma2, missing="-1") >= 0
+
+
+def pair_positions(pairs: RelevantPairs, sigma1, sigma2) -> np.ndarray:
+    """Positions of pairs known to be relevant (raises ``KeyError`` otherwise), int64."""
+    return np.atleast_1d(pairs.index(sigma1, sigma2))
+
+
+@numba.njit(cache=True)
+def _positions(indptr, sigma2, s1, s2):
+    out = np.empty(len(s1), np.int64)
+    for k in range(len(s1)):
+        lo, hi = indptr[s1[k]], indptr[s1[k] + 1]
+        col = s2[k]
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if sigma2[mid] < col:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[k] = lo if lo < indptr[s1[k] + 1] and sigma2[lo] == col else -1
+    return out
 
 
 def relevant_pairs(game: Game) -> RelevantPairs:

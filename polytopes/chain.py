@@ -32,6 +32,12 @@ class ChainError(ValueError):
     """A chain is malformed (a step reads an entry that is not yet filled, sizes disagree...)."""
 
 
+def index_dtype(bound: int) -> type:
+    """The narrowest of int32/int64 that holds every index below ``bound``: the chains of the
+    large Battleship instances have ~10⁸ entries, and int32 halves their index arrays."""
+    return np.int32 if bound < 2**31 else np.int64
+
+
 @dataclass(frozen=True, eq=False)
 class Chain:
     """``{1} ◁h1 X1 ◁h2 … ◁hn Xn`` as flat arrays.
@@ -113,7 +119,7 @@ class Chain:
     @cached_property
     def levels(self) -> list[np.ndarray]:
         """Steps grouped by level, ascending."""
-        order = np.argsort(self.level, kind="stable")
+        order = np.argsort(self.level, kind="stable").astype(index_dtype(self.num_steps + 1))
         bounds = np.searchsorted(self.level[order], np.arange(1, int(self.level.max(initial=0)) + 2))
         return [order[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
 

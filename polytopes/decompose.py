@@ -56,13 +56,15 @@ def correlation_plan(game: Game, pairs: RelevantPairs | None = None) -> Chain:
     """
     check_decomposable(game)
     pairs = relevant_pairs(game) if pairs is None else pairs
+    if len(pairs) >= 2**31:
+        raise GameError(f"{game.name} has {len(pairs):,} relevant pairs; DECOMPOSE indexes them with int32")
     tables = _Tables(game)
     out = _decompose_kernel(
         tables.parent_seq, tables.first_seq, tables.num_actions, tables.seq_infoset,
         tables.child_ptr, tables.child_inf, tables.pre_inf, tables.sub_lo, tables.sub_hi,
         tables.conn_ptr, tables.conn_pos, tables.conn_inf,
         tables.crit_ptr, tables.crit_s2, tables.crit_n1, tables.crit_i1, tables.crit_n2, tables.crit_j2,
-        pairs.indptr, pairs.sigma2.astype(np.int64), len(pairs))
+        pairs.indptr, pairs.sigma2, len(pairs))
     status, bad1, bad2, kind, level, tptr, target, sptr, source, nsteps, nsrc = out
     if status in (2, 3):
         raise AssertionError(f"DECOMPOSE internal error {status} at pair ({bad1}, {bad2}) of {game.name}")
@@ -71,21 +73,26 @@ def correlation_plan(game: Game, pairs: RelevantPairs | None = None) -> Chain:
             f"DECOMPOSE failed at relevant pair ({bad1}, {bad2}) of {game.name}: both players have "
             f"two or more critical infosets, which Proposition 2 rules out for two-player "
             f"perfect-recall games without chance")
-    kind, level = kind[:nsteps], level[:nsteps]
-    tptr, sptr, source = tptr[:nsteps + 1], sptr[:nsteps + 1], source[:nsrc]
-    if tptr[-1] != len(pairs):
-        raise AssertionError(f"DECOMPOSE filled {tptr[-1]} entries, expected {len(pairs)}")
-    return _level_sorted_chain(game, pairs, kind, level, tptr, target, sptr, source)
+    if tptr[nsteps] != len(pairs):
+        raise AssertionError(f"DECOMPOSE filled {tptr[nsteps]} entries, expected {len(pairs)}")
+    del out
+    return _level_sorted_chain(game, pairs, kind[:nsteps], level[:nsteps], tptr[:nsteps + 1], target,
+                               sptr[:nsteps + 1], source[:nsrc])
 
 
 def _level_sorted_chain(game, pairs, kind, level, tptr, target, sptr, source) -> Chain:
     """Renumber steps by level (stable) and entries in the new fill order."""
     new_kind, new_level, new_tptr, entry_pair, new_sptr, new_source = _reorder_by_level(
         kind, level, tptr, target, sptr, source)
+    del kind, level, tptr, target, sptr, source
     names = _PairNames(game, pairs)
     chain = Chain(kind=new_kind, target_ptr=new_tptr, source_ptr=new_sptr, source=new_source,
                   entry_index=entry_pair, describe_entry=names, name=f"Ξ of {game.name}")
     chain.__dict__["level"] = new_level
+    # Steps are sorted by level already: each level is a range of step numbers.
+    steps = np.arange(len(new_kind), dtype=new_tptr.dtype)
+    bounds = np.searchsorted(new_level, np.arange(1, int(new_level.max(initial=0)) + 2))
+    chain.__dict__["levels"] = [steps[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
     return chain
 
 
@@ -113,11 +120,11 @@ def _reorder_by_level(kind, level, tptr, target, sptr, source):
         source_cursor[lv] += source_cursor[lv - 1]
     new_kind = np.empty(num_steps, np.int8)
     new_level = np.empty(num_steps, np.int32)
-    new_tptr = np.empty(num_steps + 1, np.int64)
-    new_sptr = np.empty(num_steps + 1, np.int64)
-    entry_pair = np.empty(num_entries, np.int64)
-    entry_of_pair = np.empty(num_entries, np.int64)
-    new_source = np.empty(len(source), np.int64)
+    new_tptr = np.empty(num_steps + 1, tptr.dtype)
+    new_sptr = np.empty(num_steps + 1, sptr.dtype)
+    entry_pair = np.empty(num_entries, target.dtype)
+    entry_of_pair = np.empty(num_entries, target.dtype)
+    new_source = np.empty(len(source), source.dtype)
     entry_pair[0] = target[0]
     entry_of_pair[target[0]] = 0
     for k in range(num_steps):
@@ -283,7 +290,7 @@ def _connected(conn_ptr, conn_pos, pre_pos_other_of_j, i):
 def _grow(arr, needed):
     if needed <= len(arr):
         return arr
-    new = np.empty(max(needed, 2 * len(arr)), arr.dtype)
+    new = np.empty(max(needed, len(arr) + len(arr) // 4), arr.dtype)
     new[:len(arr)] = arr
     return new
 
@@ -321,13 +328,15 @@ def _decompose_kernel(parent_seq, first_seq, num_actions, seq_infoset, child_ptr
         pos1[pre_inf[1][k]] = k
     pre_pos = (pos0, pos1)
 
+    # Positions and step numbers fit in the index type of the pairs' CSR (int32 below 2³¹ pairs);
+    # the step arrays are sized for the worst case, but untouched pages are never resident.
     cap = num_pairs + 1
     kind = np.empty(cap, np.int8)
     level = np.empty(cap, np.int32)
-    tptr = np.empty(cap + 1, np.int64)
-    target = np.empty(num_pairs, np.int64)
-    sptr = np.empty(cap + 1, np.int64)
-    source = np.empty(cap, np.int64)
+    tptr = np.empty(cap + 1, sigma2.dtype)
+    target = np.empty(num_pairs, sigma2.dtype)
+    sptr = np.empty(cap + 1, sigma2.dtype)
+    source = np.empty(cap, sigma2.dtype)
     entry_level = np.zeros(num_pairs, np.int32)
     target[0] = 0  # ξ[∅, ∅], the constant 1
     tptr[0] = 1

@@ -19,13 +19,14 @@ copy of every sequence of the subtree (``entry_trigger``, ``entry_sequence``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from games.arrays import concat_ranges
 from games.game import Game
 
-from .chain import SIMPLEX, Chain
+from .chain import SIMPLEX, Chain, index_dtype
 from .decompose import _preorder
 
 
@@ -34,19 +35,44 @@ class TriggerSpace:
     """``chain`` plus what each entry means.
 
     ``trigger_player[k]``, ``trigger_sequence[k]`` for the K triggers (the welfare weight, if
-    any, is trigger ``K-1`` with player -1); for every entry ``e ≥ 1 + K``:
-    ``entry_trigger[e]`` and ``entry_sequence[e]`` (a sequence of the trigger's player)."""
+    any, is trigger ``K-1`` with player -1).  Trigger ``k``'s block holds the entries
+    ``block_start[k] .. block_start[k+1]-1``: the sequences of its subtree in depth-first
+    preorder, i.e. ``preorder_sequences[player][block_preorder_start[k] + j]`` for the
+    ``j``-th entry of the block.  ``entry_trigger[e]`` and ``entry_sequence[e]`` spell this out
+    per entry; they are computed on demand because on the large instances they would be the
+    largest arrays here."""
 
     chain: Chain
-    trigger_player: np.ndarray
-    trigger_sequence: np.ndarray
-    entry_trigger: np.ndarray
-    entry_sequence: np.ndarray
+    trigger_player: np.ndarray        # int8[K]
+    trigger_sequence: np.ndarray      # int32[K]
+    block_start: np.ndarray           # int64[K + 1]
+    block_preorder_start: np.ndarray  # int64[K]
+    preorder_sequences: tuple         # per player: int32 sequences in preorder of their infosets
     has_welfare: bool
 
     @property
     def num_triggers(self) -> int:
         return len(self.trigger_player)
+
+    @cached_property
+    def entry_trigger(self) -> np.ndarray:
+        """Trigger of every entry (-1 for the constant and the weights λ), int32."""
+        out = np.full(self.chain.num_entries, -1, dtype=np.int32)
+        lengths = np.diff(self.block_start)
+        out[self.block_start[0]:] = np.repeat(np.arange(self.num_triggers, dtype=np.int32), lengths)
+        return out
+
+    @cached_property
+    def entry_sequence(self) -> np.ndarray:
+        """Sequence (of the trigger's player) of every entry (-1 for the constant and λ), int32."""
+        out = np.full(self.chain.num_entries, -1, dtype=np.int32)
+        lengths = np.diff(self.block_start)
+        for i in (0, 1):
+            mine = np.flatnonzero(self.trigger_player == i)
+            if len(mine):
+                where = concat_ranges(self.block_preorder_start[mine], lengths[mine])
+                out[concat_ranges(self.block_start[mine], lengths[mine])] = self.preorder_sequences[i][where]
+        return out
 
 
 def player_preorder(space):
@@ -89,9 +115,9 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
 
     # Steps: step 0 splits 1 into λ; then per trigger, per infoset of its subtree (preorder).
     step_sizes = [np.array([num_triggers])]
+    step_levels = [np.array([1], dtype=np.int32)]
     step_sources = [np.array([0])]
-    entry_trigger = [np.full(1 + num_triggers, -1)]
-    entry_sequence = [np.full(1 + num_triggers, -1)]
+    block_starts, preorder_starts = [], []
     next_entry = 1 + num_triggers
     trigger_base = 0
     for i, b in enumerate(blocks):
@@ -112,19 +138,28 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
         lam_entry = 1 + trigger_base + trig_of_step
         step_sizes.append(sizes)
         step_sources.append(np.where(is_root, lam_entry, parent_entry))
-        entry_trigger.append(np.repeat(trigger_base + np.arange(n_trig), block_len))
-        entry_sequence.append(b["preseq"][concat_ranges(b["cum"][b["start_inf"]], block_len)])
+        # A step reads its parent sequence's entry (or λ at the subtree root): its level is its
+        # depth below the trigger's infoset, plus 2 (λ is filled at level 1).
+        depth = space.infoset_depth
+        step_levels.append((2 + depth[infoset] - depth[b["root_inf"][trig_of_step]]).astype(np.int32))
+        block_starts.append(block_start)
+        preorder_starts.append(b["cum"][b["start_inf"]])
         trigger_base += n_trig
     sizes = np.concatenate(step_sizes)
-    target_ptr = np.empty(len(sizes) + 1, dtype=np.int64)
+    index = index_dtype(next_entry + 1)
+    target_ptr = np.empty(len(sizes) + 1, dtype=index)
     target_ptr[0] = 1
     np.cumsum(sizes, out=target_ptr[1:])
     target_ptr[1:] += 1
     chain = Chain(kind=np.full(len(sizes), SIMPLEX, dtype=np.int8), target_ptr=target_ptr,
-                  source_ptr=np.arange(len(sizes) + 1, dtype=np.int64),
-                  source=np.concatenate(step_sources).astype(np.int64),
-                  entry_index=np.arange(next_entry, dtype=np.int64),
+                  source_ptr=np.arange(len(sizes) + 1, dtype=index_dtype(len(sizes) + 1)),
+                  source=np.concatenate(step_sources).astype(index),
+                  entry_index=np.arange(next_entry, dtype=index),
                   describe_entry=str, name=f"trigger deviations of {game.name}")
-    return TriggerSpace(chain, trigger_player.astype(np.int8), trigger_sequence.astype(np.int64),
-                        np.concatenate(entry_trigger).astype(np.int64),
-                        np.concatenate(entry_sequence).astype(np.int64), welfare)
+    chain.__dict__["level"] = np.concatenate(step_levels)
+    # The welfare weight (if any) has an empty block; the last start closes the final block.
+    starts = np.concatenate(block_starts + [np.array([next_entry])] * (1 + welfare))
+    preorder_start = np.concatenate(preorder_starts + ([np.array([0])] if welfare else []))
+    return TriggerSpace(chain, trigger_player.astype(np.int8), trigger_sequence.astype(np.int32),
+                        starts.astype(np.int64), preorder_start.astype(np.int64),
+                        tuple(b["preseq"].astype(np.int32) for b in blocks), welfare)

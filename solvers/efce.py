@@ -15,6 +15,9 @@ recommendations drawn from ``ξ``:
 
 Two compiled chain engines with RM+ at every simplex, alternating updates and linear averaging
 (section 5) give feasible iterates; the exact max deviation of the average is the stopping rule.
+``A`` is never stored as a matrix: :mod:`solvers.payoff_operator` applies it and its transpose
+from one int32 per nonzero, into buffers allocated once, and feasibility (Definition 3) is
+checked matrix-free (:mod:`polytopes.feasibility`).
 """
 
 from __future__ import annotations
@@ -22,22 +25,21 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numba
 import numpy as np
-import scipy.sparse as sp
 
-from games.arrays import concat_ranges
 from games.game import Game
-from games.payoffs import terminal_map
-from games.memory import check_budget
+from games.memory import check_budget, release_free_memory
 from games.relevant import RelevantPairs, count_relevant_pairs, relevant_pairs
-from polytopes.chain import Chain
+from polytopes.chain import Chain, index_dtype
 from polytopes.decompose import check_decomposable, correlation_plan
+from polytopes.feasibility import FeasibilityCheck
 from polytopes.triggers import TriggerSpace, trigger_deviations
-from polytopes.vsf import vsf_constraints
 
 from .driver import IterationDriver, ProgressCallback
 from .engine import ChainEngine, chain_minimum
 from .gaps import EFCEGapEvaluator
+from .payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
 from .local import LocalRule, RegretMatching
 from .result import SolveResult, TraceRow
 
@@ -48,110 +50,115 @@ CERTIFICATE_TOLERANCE = 1e-9
 
 @dataclass
 class EFCEModel:
-    """Everything the saddle point needs, built once per game."""
+    """Everything the saddle point needs, built once per game.
+
+    ``operator`` is ``A`` (rows: Ξ's chain entries; columns: Y's entries) as a
+    :class:`solvers.payoff_operator.PayoffOperator`; ``entry_of_pair[q]`` is the chain entry of
+    relevant pair ``q`` (the inverse of ``xi_chain.entry_index``)."""
 
     game: Game
     pairs: RelevantPairs
     xi_chain: Chain
     triggers: TriggerSpace
-    A: sp.csr_matrix        # rows: Ξ entries (chain order); columns: Y entries
-    At: sp.csr_matrix
+    operator: PayoffOperator
+    entry_of_pair: np.ndarray
     welfare_threshold: float | None
 
+    @property
+    def tables(self) -> TriggerTables:
+        return self.operator.tables
 
-#: Peak memory of a saddle-point run per relevant pair, measured on the Battleship instances of
-#: Table 1 (482 B on 3.89M pairs, 415 B on 26.4M), plus the interpreter and libraries.
-BYTES_PER_RELEVANT_PAIR = 450
-FIXED_BYTES = 300 * 2**20
+
+#: Bytes a saddle-point run holds per unit of each size (benchmarks/bench_memory.py breaks a run
+#: down by component; docs/results/memory.md has the measurements this is fitted to):
+#: per relevant pair — its CSR column and chain entry (8), Ξ's chain arrays (~17), the Ξ
+#: engine's regrets, iterate and running sum (24 + its step order);
+#: per entry of the trigger chain Y — regrets and iterate (16) plus its chain arrays and levels;
+#: per nonzero of A's deviation part — one int32 row; per (trigger infoset, terminal) — one
+#: int32; per game node — the game's own arrays; plus the interpreter, numpy/scipy/numba and the
+#: compiled kernels.
+#: Measured whole-process peaks of ``efce solve … --method rm``: 527 MiB (small), 2,341 MiB
+#: (medium), 10,160 MiB (large); these constants give 586 / 2,515 / 10,710 MiB (3-11% above).
+BYTES_PER_RELEVANT_PAIR = 60
+BYTES_PER_TRIGGER_ENTRY = 34
+BYTES_PER_NONZERO = 4
+BYTES_PER_TRIGGER_TERMINAL = 8
+BYTES_PER_GAME_NODE = 120
+FIXED_BYTES = 250 * 2**20
+
+
+def saddle_point_sizes(game: Game) -> dict:
+    """Sizes that drive the memory of the saddle point, counted without building anything:
+    relevant pairs; entries of Y (``Σ_s`` number of triggers whose subtree holds ``s``);
+    nonzeros of ``A``'s deviation part (``Σ_z`` triggers above ``σ_i(z)``, both players);
+    (trigger infoset, terminal) pairs; game nodes."""
+    from games.payoffs import terminal_map
+    tm = terminal_map(game)
+    y_entries = nonzeros = trigger_terminals = 0
+    for i in (0, 1):
+        space = game.sequences(i)
+        triggers_above = np.zeros(space.num_sequences, dtype=np.int64)  # Σ |A_I| over I ⪯ infoset(s)
+        infosets_above = np.zeros(space.num_sequences, dtype=np.int64)
+        inf_of_seq = space.seq_infoset[1:].astype(np.int64)
+        depth = space.infoset_depth.astype(np.int64)
+        # Infosets are numbered top-down: accumulate along each sequence's chain of infosets.
+        actions = space.infoset_num_actions.astype(np.int64)
+        per_infoset = actions.copy()
+        parent_inf = space.seq_infoset[space.infoset_parent_seq].astype(np.int64)
+        for d in range(1, int(depth.max(initial=0)) + 1):
+            at = np.flatnonzero(depth == d)
+            per_infoset[at] += per_infoset[parent_inf[at]]
+        triggers_above[1:] = per_infoset[inf_of_seq]
+        infosets_above[1:] = depth[inf_of_seq] + 1
+        own = tm.sequences[:, i]
+        y_entries += int(triggers_above.sum())
+        nonzeros += int(triggers_above[own].sum())
+        trigger_terminals += int(infosets_above[own].sum())
+    return {"relevant_pairs": count_relevant_pairs(game), "trigger_entries": y_entries,
+            "nonzeros": nonzeros, "trigger_terminals": trigger_terminals, "nodes": game.num_nodes}
 
 
 def estimate_efce_bytes(game: Game) -> int:
     """Estimated peak memory of :func:`solve_efce` on ``game`` (see the constants above)."""
-    return FIXED_BYTES + BYTES_PER_RELEVANT_PAIR * count_relevant_pairs(game)
+    n = saddle_point_sizes(game)
+    return int(FIXED_BYTES + BYTES_PER_RELEVANT_PAIR * n["relevant_pairs"]
+               + BYTES_PER_TRIGGER_ENTRY * n["trigger_entries"] + BYTES_PER_NONZERO * n["nonzeros"]
+               + BYTES_PER_TRIGGER_TERMINAL * n["trigger_terminals"] + BYTES_PER_GAME_NODE * n["nodes"])
 
 
 def build_efce_model(game: Game, welfare_threshold: float | None = None,
                      pairs: RelevantPairs | None = None, xi_chain: Chain | None = None,
                      memory_budget: int | None = None) -> EFCEModel:
-    """Ξ by DECOMPOSE, Y by :func:`polytopes.triggers.trigger_deviations`, and the sparse ``A``
-    of the module docstring (rows in Ξ's entry order).  ``pairs``/``xi_chain`` may be passed to
-    reuse ones already built.  A game whose estimated peak memory exceeds ``memory_budget``
-    (bytes; default 60% of the available RAM) is refused before anything large is built."""
+    """Ξ by DECOMPOSE, Y by :func:`polytopes.triggers.trigger_deviations`, and the payoff
+    operator ``A`` of the module docstring (rows in Ξ's entry order).  ``pairs``/``xi_chain``
+    may be passed to reuse ones already built.  A game whose estimated peak memory exceeds
+    ``memory_budget`` (bytes; default 60% of the available RAM) is refused before anything
+    large is built."""
     check_decomposable(game)
     check_budget(estimate_efce_bytes(game), f"the EFCE saddle point of {game.name}", memory_budget)
+    release_free_memory()  # what building the game left behind
     pairs = relevant_pairs(game) if pairs is None else pairs
     xi_chain = correlation_plan(game, pairs) if xi_chain is None else xi_chain
+    release_free_memory()
     triggers = trigger_deviations(game, welfare=welfare_threshold is not None)
-    entry_of_pair = np.empty(len(pairs), dtype=np.int64)
-    entry_of_pair[xi_chain.entry_index] = np.arange(len(pairs))
-    A = _payoff_matrix(game, pairs, triggers, welfare_threshold, entry_of_pair)
-    return EFCEModel(game, pairs, xi_chain, triggers, A, A.T.tocsr(), welfare_threshold)
+    index = index_dtype(len(pairs))
+    entry_of_pair = np.empty(len(pairs), dtype=index)
+    entry_of_pair[xi_chain.entry_index] = np.arange(len(pairs), dtype=index)
+    operator = build_payoff_operator(game, pairs, triggers, entry_of_pair, welfare_threshold)
+    release_free_memory()
+    return EFCEModel(game, pairs, xi_chain, triggers, operator, entry_of_pair, welfare_threshold)
 
 
 def set_welfare_threshold(model: EFCEModel, welfare_threshold: float) -> None:
     """Move the welfare threshold τ of a model built with one, in place.
 
     τ enters ``A`` only as the coefficient of ``ξ[∅, ∅]`` on the weight ``λ_τ`` (module
-    docstring), so a bisection over τ reuses one model: that entry of ``A`` and of ``Aᵀ`` is
-    shifted by ``τ − τ_old``."""
+    docstring), which the payoff operator holds as a scalar, so a bisection over τ reuses one
+    model."""
     if model.welfare_threshold is None:
         raise ValueError("the model was built without a welfare threshold; build it with one")
-    delta = float(welfare_threshold) - float(model.welfare_threshold)
-    row = int(np.flatnonzero(model.xi_chain.entry_index == 0)[0])  # ξ[∅, ∅] in chain order
-    col = model.triggers.num_triggers                               # λ_τ
-    for matrix, r, c in ((model.A, row, col), (model.At, col, row)):
-        lo, hi = matrix.indptr[r], matrix.indptr[r + 1]
-        hit = lo + np.flatnonzero(matrix.indices[lo:hi] == c)
-        if len(hit) != 1:
-            raise ValueError("the model's A has no welfare-threshold entry")
-        matrix.data[hit[0]] += delta
+    model.operator.tau = float(welfare_threshold)
     model.welfare_threshold = float(welfare_threshold)
-
-def _payoff_matrix(game, pairs, triggers: TriggerSpace, tau, entry_of_pair) -> sp.csr_matrix:
-    """``A`` with rows numbered by ``entry_of_pair`` (Ξ's chain entries), columns by Y's entries."""
-    tm = terminal_map(game)
-    weighted = tm.weighted_payoffs()
-    term_pair = pairs.index(tm.sequences[:, 0], tm.sequences[:, 1])
-    rows, cols, vals = [], [], []
-    n_entries = triggers.chain.num_entries
-    for i in (0, 1):
-        space = game.sequences(i)
-        own = tm.sequences[:, i].astype(np.int64)
-        other = tm.sequences[:, 1 - i].astype(np.int64)
-        order = np.argsort(own, kind="stable")
-        count = np.bincount(own, minlength=space.num_sequences)
-        start = np.cumsum(count) - count
-        # Y entries of player i's triggers.
-        entries = np.flatnonzero((triggers.entry_trigger >= 0)
-                                 & (triggers.trigger_player[np.maximum(triggers.entry_trigger, 0)] == i))
-        seq = triggers.entry_sequence[entries]
-        trig = triggers.entry_trigger[entries]
-        s_hat = triggers.trigger_sequence[trig]
-        reps = count[seq]
-        e_rep = np.repeat(entries, reps)
-        z = order[concat_ranges(start[seq], reps)]
-        s_hat_rep = np.repeat(s_hat, reps)
-        # (a) deviation value.
-        r1, r2 = (s_hat_rep, other[z]) if i == 0 else (other[z], s_hat_rep)
-        rows.append(pairs.index(r1, r2))
-        cols.append(e_rep)
-        vals.append(weighted[z, i])
-        # (b) following value on λ_σ̂, for terminals below σ̂ itself.
-        below = space.is_descendant(seq, s_hat)
-        reps_b = np.where(below, reps, 0)
-        z_b = order[concat_ranges(start[seq], reps_b)]
-        rows.append(term_pair[z_b])
-        cols.append(1 + np.repeat(trig, reps_b))
-        vals.append(-weighted[z_b, i])
-    if tau is not None:
-        lam = triggers.num_triggers  # the last weight, entry 1 + (K - 1)
-        rows += [term_pair, np.array([0])]
-        cols += [np.full(len(term_pair), lam), np.array([lam])]
-        vals += [-weighted.sum(axis=1), np.array([float(tau)])]
-    A = sp.csr_matrix((np.concatenate(vals), (entry_of_pair[np.concatenate(rows)], np.concatenate(cols))),
-                      shape=(len(pairs), n_entries))
-    A.sum_duplicates()
-    return A
 
 
 def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None = None,
@@ -173,41 +180,48 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     rule = rule or RegretMatching(plus=True)
     xi_engine = ChainEngine(model.xi_chain, rule)
     y_engine = ChainEngine(model.triggers.chain, rule)
-    evaluator = EFCEGapEvaluator(game, model.pairs)
-    constraints = vsf_constraints(game, model.pairs)
+    evaluator = EFCEGapEvaluator(game, model.pairs, tables=model.tables, entry_index=model.xi_chain.entry_index)
+    feasibility = FeasibilityCheck(game, model.pairs)
     setup = time.perf_counter() - started
 
     chain = model.xi_chain
-    n = len(model.pairs)
+    operator = model.operator
+    entry_of_pair = model.entry_of_pair
+    # One buffer per side: the loss observed, then (after RECOMMEND) the iterate itself.
+    x = np.empty(chain.num_entries)
+    y = np.empty(model.triggers.chain.num_entries)
     sum_x = np.zeros(chain.num_entries)
-    sum_y = np.zeros(model.triggers.chain.num_entries)
+    # ȳ is needed only for the welfare certificate.
+    sum_y = np.zeros(model.triggers.chain.num_entries) if welfare_threshold is not None else None
     weight = 0.0
     max_violation = 0.0
     driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=check_every,
                              progress=progress)
-    y = y_engine.recommend()
+    y_engine.recommend(out=y)
     for t in driver:
-        xi_engine.observe(model.A @ y)
-        x = xi_engine.recommend()
-        y_engine.observe(-(model.At @ x))
-        y = y_engine.recommend()
-        sum_x += t * x
-        sum_y += t * y
+        operator.matvec(y, out=x)
+        xi_engine.observe(x, overwrite=True)
+        xi_engine.recommend(out=x)
+        operator.rmatvec(x, out=y, sign=-1.0)
+        y_engine.observe(y, overwrite=True)
+        y_engine.recommend(out=y)
+        _accumulate(sum_x, x, float(t))
+        if sum_y is not None:
+            _accumulate(sum_y, y, float(t))
         weight += t
         if check_feasibility_every_iteration:
-            max_violation = max(max_violation, constraints.max_violation(chain.to_natural(x, n)))
+            with driver.paused():
+                max_violation = max(max_violation, feasibility(x, entry_of_pair))
         if not driver.checkpoint_due():
             continue
         with driver.paused():
-            xbar = chain.to_natural(sum_x / weight, n)
-            report = evaluator(xbar)
-            violation = max(constraints.max_violation(chain.to_natural(x, n)),
-                            constraints.max_violation(xbar))
+            report = evaluator.evaluate(sum_x, 1.0 / weight)
+            violation = max(feasibility(x, entry_of_pair), feasibility(sum_x, entry_of_pair, 1.0 / weight))
             max_violation = max(max_violation, violation)
             shortfall = 0.0 if welfare_threshold is None else max(0.0, welfare_threshold - report.welfare)
             # min_ξ ξᵀ A ȳ > 0 proves that no EFCE reaches the threshold: stop early.
             certified = (welfare_threshold is not None and shortfall > 0
-                         and chain_minimum(chain, model.A @ (sum_y / weight)) > CERTIFICATE_TOLERANCE)
+                         and chain_minimum(chain, operator @ (sum_y / weight)) > CERTIFICATE_TOLERANCE)
         row = TraceRow(t, driver.elapsed(), report.gap, violation,
                        {"welfare": report.welfare, "welfare_shortfall": shortfall})
         converged = target_gap is not None and report.gap <= target_gap and shortfall <= target_gap
@@ -216,17 +230,20 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
         if certified:
             driver.status = "infeasible"
             break
-    status = driver.status
-    t = driver.iteration
-    seconds = driver.elapsed()
-    xbar = chain.to_natural(sum_x / weight, n)
-    report = evaluator(xbar)
+    status, t, seconds = driver.status, driver.iteration, driver.elapsed()
+    lower_bound = (chain_minimum(chain, operator @ (sum_y / weight))
+                   if welfare_threshold is not None else None)
+    del x, y, sum_y, xi_engine, y_engine
+    # The average plan, in place of the running sum, then in relevant-pair order.
+    np.divide(sum_x, weight, out=sum_x)
+    report = evaluator.evaluate(sum_x)
+    xbar = np.take(sum_x, entry_of_pair, out=np.empty(len(model.pairs)))
+    del sum_x
     info = {"efce_gap": report.gap, "efcce_gap": None, "nfcce_gap": None,
-            "iteration_seconds": driver.iteration_seconds,
             "welfare": report.welfare, "utilities": report.utilities,
-            "max_violation": max_violation, "feasible_iterates": max_violation <= 1e-9}
+            "max_violation": max_violation, "feasible_iterates": max_violation <= 1e-9,
+            "iteration_seconds": driver.iteration_seconds}
     if welfare_threshold is not None:
-        lower_bound = chain_minimum(chain, model.A @ (sum_y / weight))
         info.update({"welfare_threshold": welfare_threshold,
                      "threshold_met": report.welfare >= welfare_threshold - (target_gap or 0.0),
                      "saddle_value_lower_bound": lower_bound})
@@ -238,3 +255,10 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
             info["message"] = f"no EFCE with welfare ≥ {welfare_threshold} found within the budget"
     return SolveResult(method="rm", point=xbar, status=status, iterations=t, setup_seconds=setup,
                        seconds=seconds, trace=driver.trace, info=info)
+
+
+@numba.njit(cache=True)
+def _accumulate(total, x, t):
+    """``total += t · x`` without a temporary (linear averaging, section 5)."""
+    for k in range(len(x)):
+        total[k] += t * x[k]

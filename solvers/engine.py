@@ -30,8 +30,9 @@ _RM, _HEDGE, _PRMP = 0, 1, 2
 class ChainEngine:
     """Regret minimizer over ``chain`` with one local rule per simplex step.
 
-    Points and losses are in the chain's entry order.  ``recommend()`` returns a new array;
-    ``observe(loss)`` does not modify ``loss``.
+    Points and losses are in the chain's entry order.  ``recommend()`` returns a new array (or
+    fills ``out``); ``observe(loss)`` does not modify ``loss`` unless ``overwrite=True``, which
+    uses it as work space instead of copying it (no allocation per iteration).
     """
 
     def __init__(self, chain: Chain, rule: LocalRule):
@@ -57,8 +58,9 @@ class ChainEngine:
                    self._order, rule_id, self._a, self._b, eta, x)
         return x
 
-    def observe(self, loss: np.ndarray) -> None:
-        work = np.array(loss, dtype=np.float64, copy=True)
+    def observe(self, loss: np.ndarray, overwrite: bool = False) -> None:
+        usable = overwrite and loss.dtype == np.float64 and loss.flags.c_contiguous and loss.flags.writeable
+        work = loss if usable else np.array(loss, dtype=np.float64, copy=True)
         self._t += 1
         rule_id, plus, alpha, beta, eta = self._params
         pos, neg = _discounts(alpha, beta, self._t)

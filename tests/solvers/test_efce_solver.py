@@ -39,7 +39,7 @@ def test_saddle_point_value_is_the_max_deviation():
     gains = EFCEGapEvaluator(game, model.pairs)(xi)
     from solvers.engine import chain_minimum
     # max over Y of ξᵀAy = −min over Y of (−Aᵀξ)·y
-    best = -chain_minimum(model.triggers.chain, -(model.At @ xi_entry))
+    best = -chain_minimum(model.triggers.chain, -model.operator.transpose_matmul(xi_entry))
     assert best == pytest.approx(max(np.nanmax(g) for g in gains.gains), abs=1e-12)
 
 

@@ -22,7 +22,12 @@ def test_moving_the_threshold_equals_a_fresh_build():
     set_welfare_threshold(model, -1.25)
     fresh = build_efce_model(game, welfare_threshold=-1.25)
     assert model.welfare_threshold == -1.25
-    assert abs(model.A - fresh.A).max() == 0 and abs(model.At - fresh.At).max() == 0
+    rng = np.random.default_rng(0)
+    y = rng.random(model.triggers.chain.num_entries)
+    x = rng.random(model.xi_chain.num_entries)
+    assert np.array_equal(model.operator @ y, fresh.operator @ y)
+    assert np.array_equal(model.operator.transpose_matmul(x), fresh.operator.transpose_matmul(x))
+    assert not np.array_equal(model.operator @ y, build_efce_model(game, welfare_threshold=0.3).operator @ y)
     with pytest.raises(ValueError, match="without a welfare threshold"):
         set_welfare_threshold(build_efce_model(game), 0.5)
 

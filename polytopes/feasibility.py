@@ -1,0 +1,158 @@
+"""Definition 3 checked without building its matrix.
+
+The explicit system of :func:`polytopes.vsf_constraints` has ~2.5 nonzeros per relevant pair plus
+its CSR indices: on the large Battleship instance (111M pairs) it alone would need several GiB.
+The same constraints can be read off the relevant-pair CSR (Farina, Ling, Fang, Sandholm 2019,
+Definition 3; von Stengel and Forges 2008):
+
+* ``ξ[∅, ∅] = 1`` and ``ξ ≥ 0``;
+* player 1, infoset ``I`` with parent sequence ``σ(I)``: the rows of the sequences ``(I, a)``
+  share one column pattern (``∅`` and the sequences of every ``J ⇌ I``), so for every column
+  ``σ2`` of that pattern ``Σ_a ξ[(I, a), σ2] = ξ[σ(I), σ2]``, with the right-hand side found by
+  merging the pattern into the (sorted, larger) row of ``σ(I)``;
+* player 2, infoset ``J``: in every row ``σ1`` that holds ``J``'s sequences they are adjacent,
+  and ``Σ_b ξ[σ1, (J, b)] = ξ[σ1, σ(J)]`` with ``σ(J)`` found by bisection in the same row.
+
+This reads only the pairs and the two sequence spaces — never the chain — so it remains an
+independent check of the chain's iterates, in ``O(#pairs · log)`` time and no extra memory.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from games.game import Game
+from games.relevant import RelevantPairs
+
+
+class FeasibilityCheck:
+    """``check(values, index_map=None, scale=1.0)`` → the largest violation of Definition 3 by
+    ``ξ[q] = scale · values[index_map[q]]`` (``values[q]`` without a map), i.e. the same number
+    as ``vsf_constraints(game, pairs).max_violation(ξ)``."""
+
+    def __init__(self, game: Game, pairs: RelevantPairs):
+        s1, s2 = game.sequences(0), game.sequences(1)
+        self.pairs = pairs
+        self._first1 = s1.infoset_first_seq.astype(np.int64)
+        self._nact1 = s1.infoset_num_actions.astype(np.int64)
+        self._parent1 = s1.infoset_parent_seq.astype(np.int64)
+        self._seq_infoset2 = s2.seq_infoset.astype(np.int64)
+        self._nact2 = s2.infoset_num_actions.astype(np.int64)
+        self._parent2 = s2.infoset_parent_seq.astype(np.int64)
+        self._no_map = np.zeros(0, dtype=np.int32)
+
+    def __call__(self, values: np.ndarray, index_map: np.ndarray | None = None, scale: float = 1.0) -> float:
+        values = np.ascontiguousarray(values, dtype=np.float64)
+        index_map = self._no_map if index_map is None else index_map
+        if len(index_map) == 0 and len(values) != len(self.pairs):
+            raise ValueError(f"ξ has {len(values)} entries, expected {len(self.pairs)} relevant pairs")
+        violation, bad = _max_violation(self.pairs.indptr, self.pairs.sigma2, self._first1, self._nact1,
+                                        self._parent1, self._seq_infoset2, self._nact2, self._parent2,
+                                        values, index_map, float(scale))
+        if bad >= 0:
+            raise AssertionError(f"row {bad} of the relevant pairs misses a parent pair of Definition 3")
+        return float(violation)
+
+
+@numba.njit(inline="always")
+def _val(values, index_map, q, scale):
+    if len(index_map) == 0:
+        return scale * values[q]
+    return scale * values[index_map[q]]
+
+
+@numba.njit(inline="always")
+def _read_row(values, index_map, scale, lo, hi, out):
+    for q in range(lo, hi):
+        out[q - lo] = _val(values, index_map, q, scale)
+
+
+@numba.njit(inline="always")
+def _row_violation(sigma2, lo, hi, row_vals, seq_infoset2, nact2, parent2):
+    """Player 2's constraints inside one row: ``Σ_b ξ[σ1, (J, b)] = ξ[σ1, σ(J)]``; -1 if a
+    parent is missing."""
+    worst = 0.0
+    k = lo
+    while k < hi:
+        col = sigma2[k]
+        if col == 0:
+            k += 1
+            continue
+        j = seq_infoset2[col]
+        nb = nact2[j]
+        lhs = 0.0
+        for b in range(nb):
+            lhs += row_vals[k + b - lo]
+        target = parent2[j]
+        a, z = lo, hi
+        while a < z:
+            mid = (a + z) >> 1
+            if sigma2[mid] < target:
+                a = mid + 1
+            else:
+                z = mid
+        if a >= hi or sigma2[a] != target:
+            return -1.0
+        d = abs(lhs - row_vals[a - lo])
+        if d > worst:
+            worst = d
+        k += nb
+    return worst
+
+
+@numba.njit(cache=True)
+def _max_violation(indptr, sigma2, first1, nact1, parent1, seq_infoset2, nact2, parent2, values,
+                   index_map, scale):
+    """One pass over the rows, infoset by infoset of player 1 (the rows of an infoset's
+    sequences are adjacent): every value is read once into a row buffer, which serves player
+    2's constraints of that row and the column sums of player 1's constraints."""
+    num_rows = len(indptr) - 1
+    max_width = 0
+    for r in range(num_rows):
+        if indptr[r + 1] - indptr[r] > max_width:
+            max_width = indptr[r + 1] - indptr[r]
+    row_vals = np.empty(max_width)
+    col_sum = np.empty(max_width)
+    worst = abs(_val(values, index_map, 0, scale) - 1.0)
+    # ξ ≥ 0: in storage order (the map is a bijection).
+    lowest = 0.0
+    for q in range(len(values)):
+        if values[q] < lowest:
+            lowest = values[q]
+    if -scale * lowest > worst:
+        worst = -scale * lowest
+    # Row ∅ (the root of player 1): player 2's constraints only.
+    _read_row(values, index_map, scale, indptr[0], indptr[1], row_vals)
+    d = _row_violation(sigma2, indptr[0], indptr[1], row_vals, seq_infoset2, nact2, parent2)
+    if d < 0:
+        return worst, 0
+    worst = max(worst, d)
+    for inf in range(len(first1)):
+        f = first1[inf]
+        width = indptr[f + 1] - indptr[f]
+        for o in range(width):
+            col_sum[o] = 0.0
+        for a in range(nact1[inf]):
+            lo, hi = indptr[f + a], indptr[f + a + 1]
+            _read_row(values, index_map, scale, lo, hi, row_vals)
+            d = _row_violation(sigma2, lo, hi, row_vals, seq_infoset2, nact2, parent2)
+            if d < 0:
+                return worst, f + a
+            worst = max(worst, d)
+            for o in range(width):
+                col_sum[o] += row_vals[o]
+        # Player 1: Σ_a ξ[(I, a), σ2] = ξ[σ(I), σ2] over the shared pattern, merged into σ(I)'s row.
+        lo = indptr[f]
+        par = parent1[inf]
+        q, q_end = indptr[par], indptr[par + 1]
+        for o in range(width):
+            col = sigma2[lo + o]
+            while q < q_end and sigma2[q] < col:
+                q += 1
+            if q >= q_end or sigma2[q] != col:
+                return worst, par
+            d = abs(col_sum[o] - _val(values, index_map, q, scale))
+            if d > worst:
+                worst = d
+    return worst, -1
