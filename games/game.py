@@ -76,6 +76,13 @@ class SequenceSpace:
         return 1 + int(self.infoset_num_actions.sum())
 
     @cached_property
+    def tree(self):
+        """Children, depth-first preorder and subtree ranges (:mod:`games.infoset_tree`)."""
+        from .infoset_tree import infoset_tree
+        return infoset_tree(self.infoset_parent_seq, self.infoset_first_seq,
+                            self.infoset_num_actions, self.num_sequences)
+
+    @cached_property
     def seq_infoset(self) -> np.ndarray:
         """Infoset in which the last action of each sequence is played (-1 for the empty one)."""
         out = np.repeat(np.arange(self.num_infosets, dtype=np.int32), self.infoset_num_actions)

@@ -175,17 +175,13 @@ class _Tables:
         self.first_seq = tuple(s.infoset_first_seq.astype(np.int64) for s in spaces)
         self.num_actions = tuple(s.infoset_num_actions.astype(np.int64) for s in spaces)
         self.seq_infoset = tuple(s.seq_infoset.astype(np.int64) for s in spaces)
-        child_ptr, child_inf, pre_pos, pre_inf, sub_lo, sub_hi = [], [], [], [], [], []
-        for s in spaces:
-            order = np.argsort(s.infoset_parent_seq, kind="stable").astype(np.int64)
-            ptr = np.zeros(s.num_sequences + 1, dtype=np.int64)
-            np.cumsum(np.bincount(s.infoset_parent_seq, minlength=s.num_sequences), out=ptr[1:])
-            pos, inf, lo, hi = _preorder(ptr, order, s.infoset_first_seq.astype(np.int64),
-                                         s.infoset_num_actions.astype(np.int64), s.num_sequences)
-            child_ptr.append(ptr), child_inf.append(order), pre_pos.append(pos), pre_inf.append(inf)
-            sub_lo.append(lo), sub_hi.append(hi)
-        self.child_ptr, self.child_inf = tuple(child_ptr), tuple(child_inf)
-        self.pre_inf, self.sub_lo, self.sub_hi = tuple(pre_inf), tuple(sub_lo), tuple(sub_hi)
+        trees = [s.tree for s in spaces]
+        pre_pos = [t.position for t in trees]
+        self.child_ptr = tuple(t.child_ptr for t in trees)
+        self.child_inf = tuple(t.child_infosets for t in trees)
+        self.pre_inf = tuple(t.preorder for t in trees)
+        self.sub_lo = tuple(t.subtree_lo for t in trees)
+        self.sub_hi = tuple(t.subtree_hi for t in trees)
         c1, c2 = (a.astype(np.int64) for a in connected_infosets(game))
         conn_ptr, conn_pos, conn_inf = [], [], []
         for mine, other, p in ((c1, c2, 0), (c2, c1, 1)):
@@ -219,43 +215,6 @@ class _Tables:
         self.crit_s2 = keys % n2
         self.crit_ptr = np.zeros(spaces[0].num_sequences + 1, dtype=np.int64)
         np.cumsum(np.bincount(s1, minlength=spaces[0].num_sequences), out=self.crit_ptr[1:])
-
-
-@numba.njit(cache=True)
-def _preorder(child_ptr, child_inf, first_seq, num_actions, num_sequences):
-    """Depth-first preorder of infosets; ``[sub_lo[s], sub_hi[s])`` is the preorder range of the
-    infosets whose parent sequence is ``s`` or below ``s``."""
-    n_inf = len(first_seq)
-    pos = np.empty(n_inf, np.int64)
-    order = np.empty(n_inf, np.int64)
-    sub_lo = np.zeros(num_sequences, np.int64)
-    sub_hi = np.zeros(num_sequences, np.int64)
-    stack = np.empty(2 * (n_inf + num_sequences) + 2, np.int64)
-    kind = np.empty(2 * (n_inf + num_sequences) + 2, np.int64)  # 0 enter seq, 1 exit seq, 2 infoset
-    top = 0
-    stack[0], kind[0] = 0, 0
-    top = 1
-    counter = 0
-    while top > 0:
-        top -= 1
-        x, ev = stack[top], kind[top]
-        if ev == 0:
-            sub_lo[x] = counter
-            stack[top], kind[top] = x, 1
-            top += 1
-            for j in range(child_ptr[x + 1] - 1, child_ptr[x] - 1, -1):
-                stack[top], kind[top] = child_inf[j], 2
-                top += 1
-        elif ev == 1:
-            sub_hi[x] = counter
-        else:
-            order[counter] = x
-            pos[x] = counter
-            counter += 1
-            for a in range(num_actions[x] - 1, -1, -1):
-                stack[top], kind[top] = first_seq[x] + a, 0
-                top += 1
-    return pos, order, sub_lo, sub_hi
 
 
 @numba.njit(inline="always")

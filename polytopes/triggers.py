@@ -27,7 +27,6 @@ from games.arrays import concat_ranges
 from games.game import Game
 
 from .chain import SIMPLEX, Chain, index_dtype
-from .decompose import _preorder
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,23 +74,14 @@ class TriggerSpace:
         return out
 
 
-def player_preorder(space):
-    """Depth-first preorder of ``space``'s infosets and sequence-subtree ranges."""
-    child_order = np.argsort(space.infoset_parent_seq, kind="stable").astype(np.int64)
-    child_ptr = np.zeros(space.num_sequences + 1, dtype=np.int64)
-    np.cumsum(np.bincount(space.infoset_parent_seq, minlength=space.num_sequences), out=child_ptr[1:])
-    pos, pre, sub_lo, sub_hi = _preorder(child_ptr, child_order, space.infoset_first_seq.astype(np.int64),
-                                         space.infoset_num_actions.astype(np.int64), space.num_sequences)
-    return pos, pre, sub_lo, sub_hi
-
-
 def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
     """Build ``Y`` for a two-player game (every nonempty sequence of both players triggers)."""
     blocks = []  # per player: arrays describing its triggers' blocks
     trig_player, trig_seq = [], []
     for i in (0, 1):
         space = game.sequences(i)
-        pos, pre, sub_lo, sub_hi = player_preorder(space)
+        tree = space.tree
+        pos, pre, sub_lo, sub_hi = tree.position, tree.preorder, tree.subtree_lo, tree.subtree_hi
         k = space.infoset_num_actions.astype(np.int64)
         # Sequences laid out in preorder of their infosets.
         pre_k = k[pre]

@@ -38,7 +38,7 @@ from games.game import Game
 from games.payoffs import terminal_map
 from games.relevant import RelevantPairs, pair_positions
 from polytopes.chain import index_dtype
-from polytopes.decompose import _find, _preorder
+from polytopes.decompose import _find
 from polytopes.triggers import TriggerSpace
 
 
@@ -132,10 +132,8 @@ def _player_table(game, pairs, i, seqs, w, entry_of_pair):
     n_seq = space.num_sequences
     first = space.infoset_first_seq.astype(np.int64)
     num_actions = space.infoset_num_actions.astype(np.int64)
-    child_inf = np.argsort(space.infoset_parent_seq, kind="stable").astype(np.int64)
-    child_ptr = np.zeros(n_seq + 1, dtype=np.int64)
-    np.cumsum(np.bincount(space.infoset_parent_seq, minlength=n_seq), out=child_ptr[1:])
-    pos, pre, _, sub_hi = _preorder(child_ptr, child_inf, first, num_actions, n_seq)
+    tree = space.tree
+    pos, pre, sub_hi = tree.position, tree.preorder, tree.subtree_hi
     end = sub_hi[first + num_actions - 1] if len(first) else np.zeros(0, np.int64)
     cum = np.zeros(len(pre) + 1, dtype=np.int64)
     np.cumsum(num_actions[pre], out=cum[1:])
@@ -165,7 +163,7 @@ def _player_table(game, pairs, i, seqs, w, entry_of_pair):
                  np.empty(row_start[-1], dtype=index_dtype(len(pairs))))
     del line
     table = PlayerTriggerTable(i, first, num_actions, space.infoset_parent_seq.astype(np.int64), pos, pre,
-                               end, cum, child_ptr, child_inf, term_ptr, np.ascontiguousarray(w[order]),
+                               end, cum, tree.child_ptr, tree.child_infosets, term_ptr, np.ascontiguousarray(w[order]),
                                line_start, line_term, row_start, rows)
     return table, consistent
 
