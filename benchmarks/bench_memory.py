@@ -58,10 +58,11 @@ def case(kwargs, iterations: int = 3):
         from games.relevant import relevant_pairs
         from polytopes.decompose import correlation_plan
         from polytopes.feasibility import FeasibilityCheck
-        from solvers.efce import _accumulate, build_efce_model
+        from solvers.efce import build_efce_model
         from solvers.engine import ChainEngine
         from solvers.gaps import EFCEGapEvaluator
         from solvers.local import RegretMatching
+        from solvers.selfplay import SelfPlay
 
         stages = []
 
@@ -80,23 +81,19 @@ def case(kwargs, iterations: int = 3):
         stage("trigger chain + payoff operator")
         rule = RegretMatching(plus=True)
         xi_engine, y_engine = ChainEngine(chain, rule), ChainEngine(model.triggers.chain, rule)
-        x, y = np.empty(chain.num_entries), np.empty(model.triggers.chain.num_entries)
-        sum_x = np.zeros(chain.num_entries)
+        operator = model.operator
+        play = SelfPlay((xi_engine, y_engine), (lambda y, out: operator.matvec(y, out=out),
+                                                lambda x, out: operator.rmatvec(x, out=out, sign=-1.0)),
+                        averaged=(True, False))
+        x, sum_x = play.points[0], play.sums[0]
         stage("engines + loop buffers")
         evaluator = EFCEGapEvaluator(game, pairs, tables=model.tables, entry_index=chain.entry_index)
         feasibility = FeasibilityCheck(game, pairs)
         stage("gap evaluator + feasibility check")
-        y_engine.recommend(out=y)
         for t in range(1, iterations + 1):
-            model.operator.matvec(y, out=x)
-            xi_engine.observe(x, overwrite=True)
-            xi_engine.recommend(out=x)
-            model.operator.rmatvec(x, out=y, sign=-1.0)
-            y_engine.observe(y, overwrite=True)
-            y_engine.recommend(out=y)
-            _accumulate(sum_x, x, float(t))
+            play.step(t)
         stage(f"{iterations} iterations")
-        gap = evaluator.evaluate(sum_x, 2.0 / (iterations * (iterations + 1))).gap
+        gap = evaluator.evaluate(sum_x, 1.0 / play.weight).gap
         violation = feasibility(x, model.entry_of_pair)
         stage("checkpoint (gap + feasibility)")
 

@@ -25,6 +25,7 @@ from .engine import ChainEngine
 from .local import LocalRule, RegretMatching
 from .driver import IterationDriver, ProgressCallback
 from .result import SolveResult, TraceRow
+from .selfplay import SelfPlay
 
 
 def exploitability(game: Game, strategies, payoffs=None) -> tuple[float, np.ndarray]:
@@ -59,36 +60,24 @@ def solve_cfr(game: Game, *, iterations: int = 1000, variant: str = "cfr+",
     a1, a2 = payoffs
     a2t = a2.T.tocsr()
     chains = [sequence_form(game.sequences(p)) for p in (0, 1)]
-    engines = [ChainEngine(c, rule) for c in chains]
-    sums = [np.zeros(c.num_entries) for c in chains]
-    weight_total = 0.0
+    engines = tuple(ChainEngine(c, rule) for c in chains)
+    # Both players maximize: player 1's loss is −A₁x₂, player 2's is −A₂ᵀx₁.
+    play = SelfPlay(engines, (lambda x2, out: np.negative(a1 @ x2, out=out),
+                              lambda x1, out: np.negative(a2t @ x1, out=out)),
+                    alternating=plus, linear_averaging=plus)
     setup = time.perf_counter() - started
 
     driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=check_every,
                              progress=progress)
-    x = [e.recommend() for e in engines]
     for t in driver:
-        if plus:  # alternating: player 2 answers player 1's freshly updated strategy
-            engines[0].observe(-(a1 @ x[1]))
-            x[0] = engines[0].recommend()
-            engines[1].observe(-(a2t @ x[0]))
-            x[1] = engines[1].recommend()
-        else:
-            loss = [-(a1 @ x[1]), -(a2t @ x[0])]
-            for p in (0, 1):
-                engines[p].observe(loss[p])
-            x = [e.recommend() for e in engines]
-        w = float(t) if plus else 1.0
-        for p in (0, 1):
-            sums[p] += w * x[p]
-        weight_total += w
+        play.step(t)
         if driver.checkpoint_due():
             with driver.paused():
-                gap, _ = exploitability(game, [s / weight_total for s in sums], payoffs)
+                gap, _ = exploitability(game, [play.average(0), play.average(1)], payoffs)
             if driver.record(TraceRow(t, driver.elapsed(), gap),
                              converged=target_gap is not None and gap <= target_gap):
                 break
-    avg = [s / weight_total for s in sums]
+    avg = [play.average(0), play.average(1)]
     gap, u = exploitability(game, avg, payoffs)
     return SolveResult(method=variant, point=tuple(avg), status=driver.status,
                        iterations=driver.iteration, setup_seconds=setup, seconds=driver.elapsed(),

@@ -25,7 +25,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from games.game import Game
@@ -38,6 +37,7 @@ from polytopes.triggers import TriggerSpace, trigger_deviations
 
 from .driver import IterationDriver, ProgressCallback
 from .engine import ChainEngine, chain_minimum
+from .selfplay import SelfPlay
 from .gaps import EFCEGapEvaluator
 from .payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
 from .local import LocalRule, RegretMatching
@@ -187,33 +187,23 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     chain = model.xi_chain
     operator = model.operator
     entry_of_pair = model.entry_of_pair
-    # One buffer per side: the loss observed, then (after RECOMMEND) the iterate itself.
-    x = np.empty(chain.num_entries)
-    y = np.empty(model.triggers.chain.num_entries)
-    sum_x = np.zeros(chain.num_entries)
-    # ȳ is needed only for the welfare certificate.
-    sum_y = np.zeros(model.triggers.chain.num_entries) if welfare_threshold is not None else None
-    weight = 0.0
+    # The correlator observes A·y, the deviator −Aᵀ·x; ȳ is needed only for the certificate.
+    play = SelfPlay((xi_engine, y_engine),
+                    (lambda y, out: operator.matvec(y, out=out),
+                     lambda x, out: operator.rmatvec(x, out=out, sign=-1.0)),
+                    averaged=(True, welfare_threshold is not None))
+    x, sum_x, sum_y = play.points[0], play.sums[0], play.sums[1]
     max_violation = 0.0
     driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=check_every,
                              progress=progress)
-    y_engine.recommend(out=y)
     for t in driver:
-        operator.matvec(y, out=x)
-        xi_engine.observe(x, overwrite=True)
-        xi_engine.recommend(out=x)
-        operator.rmatvec(x, out=y, sign=-1.0)
-        y_engine.observe(y, overwrite=True)
-        y_engine.recommend(out=y)
-        _accumulate(sum_x, x, float(t))
-        if sum_y is not None:
-            _accumulate(sum_y, y, float(t))
-        weight += t
+        play.step(t)
         if check_feasibility_every_iteration:
             with driver.paused():
                 max_violation = max(max_violation, feasibility(x, entry_of_pair))
         if not driver.checkpoint_due():
             continue
+        weight = play.weight
         with driver.paused():
             report = evaluator.evaluate(sum_x, 1.0 / weight)
             violation = max(feasibility(x, entry_of_pair), feasibility(sum_x, entry_of_pair, 1.0 / weight))
@@ -230,10 +220,11 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
         if certified:
             driver.status = "infeasible"
             break
+    weight = play.weight
     status, t, seconds = driver.status, driver.iteration, driver.elapsed()
     lower_bound = (chain_minimum(chain, operator @ (sum_y / weight))
                    if welfare_threshold is not None else None)
-    del x, y, sum_y, xi_engine, y_engine
+    del x, sum_y, play, xi_engine, y_engine
     # The average plan, in place of the running sum, then in relevant-pair order.
     np.divide(sum_x, weight, out=sum_x)
     report = evaluator.evaluate(sum_x)
@@ -255,10 +246,3 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
             info["message"] = f"no EFCE with welfare ≥ {welfare_threshold} found within the budget"
     return SolveResult(method="rm", point=xbar, status=status, iterations=t, setup_seconds=setup,
                        seconds=seconds, trace=driver.trace, info=info)
-
-
-@numba.njit(cache=True)
-def _accumulate(total, x, t):
-    """``total += t · x`` without a temporary (linear averaging, section 5)."""
-    for k in range(len(x)):
-        total[k] += t * x[k]
