@@ -22,8 +22,9 @@ from games.payoffs import sequence_form_payoffs
 from polytopes.sequence_form import sequence_form
 
 from .best_response import best_response
-from .engine import ChainEngine
+from .engine import ChainEngine, minimizer_factory
 from .local import LocalRule, RegretMatching
+from .protocol import MinimizerFactory
 from .result import SolveResult, TraceRow
 
 
@@ -38,14 +39,20 @@ def exploitability(game: Game, strategies, payoffs=None) -> tuple[float, np.ndar
 
 
 def solve_cfr(game: Game, *, iterations: int = 1000, variant: str = "cfr+",
-              rule: LocalRule | None = None, time_limit: float | None = None,
+              rule: LocalRule | str | None = None, minimizer: MinimizerFactory | None = None,
+              time_limit: float | None = None,
               target_gap: float | None = None, trace_every: int | None = None,
               progress: Callable[[int, float], None] | None = None) -> SolveResult:
     """Run CFR (``variant="cfr"``: RM, simultaneous updates, uniform averaging) or CFR+
     (``"cfr+"``: RM+, alternating updates, linear averaging) on a two-player game.
 
     ``trace_every`` iterations (default: a log-spaced schedule) the exploitability of the
-    average strategy is recorded; ``target_gap`` stops once it is reached."""
+    average strategy is recorded; ``target_gap`` stops once it is reached.
+
+    ``rule`` (a :class:`~solvers.local.LocalRule` or its name; default RM for CFR, RM+ for CFR+)
+    runs at every infoset; ``minimizer`` instead builds each player's regret minimizer from the
+    chain of their sequence-form polytope (``polytopes.sequence_form``; points indexed by
+    sequence).  Giving both is a ValueError."""
     started = time.perf_counter()
     if game.num_players != 2:
         raise GameError(f"CFR here solves two-player games; {game.name} has {game.num_players} players "
@@ -53,12 +60,12 @@ def solve_cfr(game: Game, *, iterations: int = 1000, variant: str = "cfr+",
     if variant not in ("cfr", "cfr+"):
         raise GameError(f"unknown CFR variant '{variant}' (cfr or cfr+)")
     plus = variant == "cfr+"
-    rule = rule or RegretMatching(plus=plus)
+    make_minimizer = minimizer_factory(rule, minimizer, RegretMatching(plus=plus))
     payoffs = sequence_form_payoffs(game)
     a1, a2 = payoffs
     a2t = a2.T.tocsr()
     chains = [sequence_form(game.sequences(p)) for p in (0, 1)]
-    engines = [ChainEngine(c, rule) for c in chains]
+    engines = [ChainEngine(c, minimizer=make_minimizer(c)) for c in chains]
     sums = [np.zeros(c.num_entries) for c in chains]
     weight_total = 0.0
     setup = time.perf_counter() - started
@@ -71,14 +78,14 @@ def solve_cfr(game: Game, *, iterations: int = 1000, variant: str = "cfr+",
     t = 0
     for t in range(1, iterations + 1):
         if plus:  # alternating: player 2 answers player 1's freshly updated strategy
-            engines[0].observe(-(a1 @ x[1]))
+            engines[0].observe(-(a1 @ x[1]), overwrite=True)
             x[0] = engines[0].recommend()
-            engines[1].observe(-(a2t @ x[0]))
+            engines[1].observe(-(a2t @ x[0]), overwrite=True)
             x[1] = engines[1].recommend()
         else:
             loss = [-(a1 @ x[1]), -(a2t @ x[0])]
             for p in (0, 1):
-                engines[p].observe(loss[p])
+                engines[p].observe(loss[p], overwrite=True)
             x = [e.recommend() for e in engines]
         w = float(t) if plus else 1.0
         for p in (0, 1):

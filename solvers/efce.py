@@ -36,9 +36,10 @@ from polytopes.decompose import check_decomposable, correlation_plan
 from polytopes.triggers import TriggerSpace, trigger_deviations
 from polytopes.vsf import vsf_constraints
 
-from .engine import ChainEngine, chain_minimum
+from .engine import ChainEngine, chain_minimum, minimizer_factory
 from .gaps import EFCEGapEvaluator
 from .local import LocalRule, RegretMatching
+from .protocol import MinimizerFactory
 from .result import SolveResult, TraceRow
 
 
@@ -137,7 +138,8 @@ def _payoff_matrix(game, pairs, triggers: TriggerSpace, tau, entry_of_pair) -> s
 
 def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None = None,
                target_gap: float | None = 1e-3, welfare_threshold: float | None = None,
-               rule: LocalRule | None = None, check_every: int | None = None,
+               rule: LocalRule | str | None = None, minimizer: MinimizerFactory | None = None,
+               check_every: int | None = None,
                check_feasibility_every_iteration: bool = False,
                progress: Callable[[int, float, float], None] | None = None,
                model: EFCEModel | None = None, memory_budget: int | None = None) -> SolveResult:
@@ -148,12 +150,18 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     With a welfare threshold above the best EFCE welfare the gap cannot close; if the average
     deviator strategy ȳ proves ``min_ξ ξᵀ A ȳ > 0`` the status is ``"infeasible"`` (no EFCE
     with that welfare exists); otherwise the budget runs out and ``info["threshold_met"]`` is
-    False."""
+    False.
+
+    ``rule`` (a :class:`~solvers.local.LocalRule` or its name, default RM+) runs at every simplex
+    of both chains; ``minimizer`` instead builds each side's regret minimizer from its chain (Ξ's,
+    then Y's; points in entry order), e.g. ``lambda chain: chain_minimizer(chain, MyRule())`` or
+    a composite of the :mod:`solvers.algebra` — see the tutorial, "Write your own regret
+    minimizer".  Giving both is a ValueError."""
     started = time.perf_counter()
+    make_minimizer = minimizer_factory(rule, minimizer, RegretMatching(plus=True))
     model = model or build_efce_model(game, welfare_threshold, memory_budget=memory_budget)
-    rule = rule or RegretMatching(plus=True)
-    xi_engine = ChainEngine(model.xi_chain, rule)
-    y_engine = ChainEngine(model.triggers.chain, rule)
+    xi_engine = ChainEngine(model.xi_chain, minimizer=make_minimizer(model.xi_chain))
+    y_engine = ChainEngine(model.triggers.chain, minimizer=make_minimizer(model.triggers.chain))
     evaluator = EFCEGapEvaluator(game, model.pairs)
     constraints = vsf_constraints(game, model.pairs)
     setup = time.perf_counter() - started

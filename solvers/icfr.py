@@ -35,7 +35,7 @@ from games.payoffs import terminal_map
 
 from .device_gaps import FactoredDevice, evaluator
 from .internal import BlumMansour
-from .local import RegretMatching, Segments
+from .local import LocalRule, RegretMatching, Segments, as_rule
 from .result import SolveResult, TraceRow
 
 METHODS = ("icfr", "cfr-s")
@@ -110,7 +110,7 @@ class PlanStore:
 
 # ---------------------------------------------------------------------- per-player learner
 class _Learner:
-    def __init__(self, game: Game, i: int, method: str):
+    def __init__(self, game: Game, i: int, method: str, rule: LocalRule, internal_rule: LocalRule):
         space = game.sequences(i)
         self.space = space
         self.nI = space.num_infosets
@@ -131,9 +131,9 @@ class _Learner:
             mask = np.arange(self.maxA)[None, :] < A[:, None]
             seqs = np.repeat(self.first[J], A) + (np.arange(int(A.sum())) - np.repeat(np.cumsum(A) - A, A))
             self.levels.append((J, np.where(mask, pad, 0), mask, A, seqs))
-        self.rm = RegretMatching()
+        self.rm = rule
         if method == "icfr":
-            self.internal = BlumMansour(RegretMatching())
+            self.internal = internal_rule
             self.int_state = self.internal.init(self.seg)
             self._build_external()
             self.ext_state = self.rm.init(self.ext_seg)
@@ -243,13 +243,16 @@ def log_schedule(iterations: int, points: int = 20, first: int = 10) -> list[int
 class Dynamics:
     """ICFR / CFR-S state for a game; :meth:`step` runs one iteration."""
 
-    def __init__(self, game: Game, method: str = "icfr", seed: int = 0):
+    def __init__(self, game: Game, method: str = "icfr", seed: int = 0, *,
+                 rule: LocalRule | str | None = None, internal_rule: LocalRule | str | None = None):
         if method not in METHODS:
             raise GameError(f"unknown method '{method}'; valid: {', '.join(METHODS)}")
+        rule = RegretMatching() if rule is None else as_rule(rule)
+        internal_rule = BlumMansour(rule) if internal_rule is None else as_rule(internal_rule)
         self.game = game
         self.method = method
         self.rng = np.random.default_rng(seed)
-        self.learners = [_Learner(game, i, method) for i in range(game.num_players)]
+        self.learners = [_Learner(game, i, method, rule, internal_rule) for i in range(game.num_players)]
         tm = terminal_map(game)
         self.term_seq = tm.sequences.astype(np.int64)  # [T, n]
         self.pcu = tm.weighted_payoffs()  # [T, n]
@@ -283,16 +286,23 @@ class Dynamics:
 def solve_icfr(game: Game, iterations: int, seed: int = 0, method: str = "icfr",
                trace_every: int | list[int] | None = None, time_limit: float | None = None,
                progress: Callable[[TraceRow], None] | None = None,
-               trace_all_gaps: bool = True) -> SolveResult:
+               trace_all_gaps: bool = True, rule: LocalRule | str | None = None,
+               internal_rule: LocalRule | str | None = None) -> SolveResult:
     """Run ICFR (``method="icfr"``) or CFR-S (``"cfr-s"``) for ``iterations`` iterations.
 
     ``trace_every``: an int (evaluate every that many iterations), a list of iteration counts,
     or ``None`` for a log-spaced schedule.  Trace rows carry the EFCE gap of the empirical
     frequency of play (``extra``: EFCCE and NFCCE gaps).  ``point`` is the empirical frequency as
     a :class:`solvers.device_gaps.FactoredDevice`.  Gap evaluations are not counted in
-    ``seconds`` of the trace rows' ``extra["solver_seconds"]`` but are in ``seconds``."""
+    ``seconds`` of the trace rows' ``extra["solver_seconds"]`` but are in ``seconds``.
+
+    Both methods sample an action at every infoset, so they take local rules (not chain
+    minimizers): ``rule`` (default regret matching) is the external-regret minimizer — of every
+    infoset for CFR-S, of the ``(σ_I, I)`` pairs for ICFR — and ``internal_rule`` (default
+    :class:`~solvers.internal.BlumMansour` over ``rule``) ICFR's internal-regret minimizer of
+    the reached infosets; any :class:`~solvers.local.LocalRule` or rule name works."""
     started = time.perf_counter()
-    dyn = Dynamics(game, method, seed)
+    dyn = Dynamics(game, method, seed, rule=rule, internal_rule=internal_rule)
     ev = evaluator(game)
     setup = time.perf_counter() - started
     if trace_every is None:
