@@ -364,7 +364,7 @@ class ChainMinimizer:
         if self.backend == "compiled":
             a, b, t = self.kernel.arrays(new)
             k, c = self.kernel, self.chain
-            y = np.empty(int(c.step_size.max(initial=1)))
+            y = np.empty(self._widest_step)
             kernels.chain_observe(self._kind, c.target_ptr, c.source_ptr, c.source, self._order,
                                   self._seg_start, k.family, k.plus, k.alpha, k.beta, k.eta,
                                   a, b, t, work, y)
@@ -388,6 +388,10 @@ class ChainMinimizer:
         """Steps in level order (the compiled passes run it forwards and backwards)."""
         chain = self.chain
         return np.concatenate(chain.levels) if chain.num_steps else np.zeros(0, np.int64)
+
+    @cached_property
+    def _widest_step(self) -> int:
+        return int(self.chain.step_size.max(initial=1))
 
     @cached_property
     def _kind(self) -> np.ndarray:

@@ -171,7 +171,7 @@ class _CompiledRule(LocalRule):
                                  seg.ptr, loss)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RegretMatching(_CompiledRule):
     """Regret matching; ``plus=True`` gives RM+.  ``alpha``/``beta`` enable DCFR discounting.
 
@@ -192,7 +192,7 @@ class RegretMatching(_CompiledRule):
                       beta=np.nan if self.beta is None else float(self.beta))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Hedge(_CompiledRule):
     """Multiplicative weights with learning rate ``eta``: ``x ∝ exp(-η · cumulative loss)``.
 
@@ -205,7 +205,7 @@ class Hedge(_CompiledRule):
         return Kernel(kernels.HEDGE, eta=float(self.eta), keys=("cumulative_loss", "cumulative_loss"))
 
 
-@dataclass
+@dataclass(frozen=True)
 class PredictiveRMPlus(_CompiledRule):
     """Predictive RM+: ``x ∝ [R + m]^+`` with ``m`` the last instantaneous regret.
 

@@ -16,7 +16,7 @@ from solvers.algebra import (cartesian_product, chain_minimizer, convex_hull,
                              sequence_form_minimizer, simplex, singleton)
 from solvers.internal import BlumMansour
 from solvers.local import Hedge, PredictiveRMPlus, RegretMatching
-from solvers.protocol import copy_state
+from solvers.protocol import LinearOracle, RegretMinimizer, copy_state
 
 from .rules import DecayedRegretMatching, ClippedLossRM, every_rule
 
@@ -535,3 +535,28 @@ def test_convex_hull_of_different_sets():
         assert value == pytest.approx(brute_min(points, loss), abs=1e-12)
     with pytest.raises(ValueError, match="same space"):
         convex_hull(simplex(2, rule), simplex(3, rule), rule=rule)
+
+
+# ---------------------------------------------------------------------------- protocol
+def test_every_minimizer_implements_the_protocol():
+    rule = RegretMatching()
+    chain = CHAINS["fig1-sf1"]
+    minimizers = [simplex(2, rule), singleton(), scaled_extension(simplex(2, rule), simplex(2, rule), [1, 0]),
+                  cartesian_product(simplex(2, rule), singleton()),
+                  convex_hull(simplex(2, rule), simplex(2, rule), rule=rule),
+                  chain_minimizer(chain, rule), chain_minimizer(chain, BlumMansour()),
+                  nested_chain_minimizer(chain, rule), sequence_form_minimizer(games.kuhn(2).sequences(0), rule)]
+    for rm in minimizers:
+        assert isinstance(rm, RegretMinimizer) and isinstance(rm, LinearOracle), rm
+    assert not isinstance(RegretMatching(), RegretMinimizer)   # a local rule is per segment
+
+
+def test_copy_state():
+    state = ({"a": np.arange(3.0), "t": np.zeros(1)}, (), (np.ones(2), 3, None))
+    copy = copy_state(state)
+    assert copy is not state and copy[0]["a"] is not state[0]["a"]
+    copy[0]["a"][0] = 7.0
+    copy[2][0][1] = 5.0
+    assert state[0]["a"][0] == 0.0 and state[2][0][1] == 1.0 and copy[2][1:] == (3, None)
+    with pytest.raises(TypeError, match="numpy arrays, dicts and tuples"):
+        copy_state({"a": [object()]})
