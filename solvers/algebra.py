@@ -292,7 +292,8 @@ class ChainMinimizer:
 
     The point is in the chain's entry order (entry 0 is the constant 1).  The state is one
     :class:`~solvers.local.LocalRule` state over all simplex steps, with the segments
-    :attr:`segments` (one per simplex step, in step order).  Every segment is an independent
+    :attr:`segments` (one per simplex step, in level order — for the chains of DECOMPOSE and of
+    the sequence form, which are sorted by level, that is step order).  Every segment is an independent
     local minimizer, so this performs exactly the arithmetic of the nested construction
     (:func:`nested_chain_minimizer`):
 
@@ -327,8 +328,7 @@ class ChainMinimizer:
             raise ValueError(f"local rule {rule.name!r} ({type(rule).__name__}) has no compiled "
                              f"kernel; use backend='numpy' (or 'auto')")
         object.__setattr__(self, "kernel", kernel)
-        object.__setattr__(self, "segments",
-                           Segments.from_sizes(chain.step_size[chain.kind == SIMPLEX]))
+        object.__setattr__(self, "segments", Segments.from_sizes(chain.step_size[self._simplex_steps]))
 
     @property
     def dim(self) -> int:
@@ -348,7 +348,7 @@ class ChainMinimizer:
             a, b, _ = self.kernel.arrays(state)
             c = self.chain
             kernels.chain_recommend(self._kind, c.target_ptr, c.source_ptr, c.source, self._order,
-                                    self._seg_start, self.kernel.family, self.kernel.eta, a, b, x)
+                                    self.kernel.family, self.kernel.eta, a, b, x)
             return x
         x = self.chain.point(self._local_weights(state))
         if out is None:
@@ -366,8 +366,7 @@ class ChainMinimizer:
             k, c = self.kernel, self.chain
             y = np.empty(self._widest_step)
             kernels.chain_observe(self._kind, c.target_ptr, c.source_ptr, c.source, self._order,
-                                  self._seg_start, k.family, k.plus, k.alpha, k.beta, k.eta,
-                                  a, b, t, work, y)
+                                  k.family, k.plus, k.alpha, k.beta, k.eta, a, b, t, work, y)
             return new
         w = self._local_weights(state)
         for entries, starts, sources, counts in reversed(self._levels):
@@ -398,18 +397,16 @@ class ChainMinimizer:
         return self.chain.kind.astype(np.int8)
 
     @cached_property
-    def _seg_start(self) -> np.ndarray:
-        """First state position of every step's segment (-1 for singleton steps)."""
-        start = np.full(self.chain.num_steps, -1, dtype=np.int64)
-        start[self.chain.kind == SIMPLEX] = self.segments.ptr[:-1]
-        return start
+    def _simplex_steps(self) -> np.ndarray:
+        """The simplex steps in level order: segment ``j`` of the state is step
+        ``_simplex_steps[j]`` (the compiled passes walk the state with a running counter)."""
+        return self._order[self.chain.kind[self._order] == SIMPLEX]
 
     @cached_property
     def _simplex_entries(self) -> np.ndarray:
-        """Entry of every state position (the simplex entries, in step order)."""
-        chain = self.chain
-        steps = chain.kind == SIMPLEX
-        return concat_ranges(chain.target_ptr[:-1][steps], chain.step_size[steps])
+        """Entry of every state position."""
+        steps = self._simplex_steps
+        return concat_ranges(self.chain.target_ptr[steps], self.chain.step_size[steps])
 
     @cached_property
     def _levels(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:

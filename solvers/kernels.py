@@ -16,8 +16,8 @@ below and its parameters; the same per-segment functions :func:`local_strategy` 
 All numba code of the package lives in this one file on purpose: numba's on-disk cache is
 invalidated per source file, so a kernel inlined into a function of another file could run stale.
 
-Local state arrays are indexed by *segment position* (the simplex entries of all simplex steps, in
-step order); ``seg_start[k]`` is the first position of step ``k`` (-1 for a singleton step).
+Local state arrays are indexed by *state position*: the simplex steps' entries, steps in the
+passes' level order (``order``), so each pass finds a step's state with a running counter.
 """
 
 from __future__ import annotations
@@ -132,9 +132,10 @@ def observe_segments(family, plus, alpha, beta, eta, a, b, t, ptr, loss):
 
 # ---------------------------------------------------------------------- chain passes
 @numba.njit(cache=True)
-def chain_recommend(kind, tptr, sptr, source, order, seg_start, family, eta, a, b, x):
+def chain_recommend(kind, tptr, sptr, source, order, family, eta, a, b, x):
     """RECOMMEND: ``x[targets_k] = h_k(x) · y_k`` for the steps in ``order`` (level order)."""
     x[0] = 1.0
+    pos = 0
     for k in order:
         h = 0.0
         for j in range(sptr[k], sptr[k + 1]):
@@ -143,25 +144,26 @@ def chain_recommend(kind, tptr, sptr, source, order, seg_start, family, eta, a, 
         if kind[k] == SINGLETON:
             x[lo] = h
         else:
-            local_strategy(family, eta, a, b, seg_start[k], hi - lo, x, lo)
+            local_strategy(family, eta, a, b, pos, hi - lo, x, lo)
+            pos += hi - lo
             for e in range(lo, hi):
                 x[e] = h * x[e]
 
 
 @numba.njit(cache=True)
-def chain_observe(kind, tptr, sptr, source, order, seg_start, family, plus, alpha, beta, eta,
-                  a, b, t, loss, y):
+def chain_observe(kind, tptr, sptr, source, order, family, plus, alpha, beta, eta, a, b, t, loss, y):
     """OBSERVELOSS: ``loss`` (entry order) is overwritten with the accumulated ``ℓ̃``; ``y`` is a
     work buffer as long as the widest step."""
     t[0] += 1.0
     pos, neg = discounts(alpha, beta, t[0])
+    s = len(a)  # state position just past the step, running backwards
     for idx in range(len(order) - 1, -1, -1):
         k = order[idx]
         lo, hi = tptr[k], tptr[k + 1]
         if kind[k] == SINGLETON:
             v = loss[lo]
         else:
-            s = seg_start[k]
+            s -= hi - lo
             local_strategy(family, eta, a, b, s, hi - lo, y, 0)
             v = _dot(loss, lo, y, hi - lo)
             local_update(family, plus, pos, neg, a, b, s, hi - lo, loss, lo, v)

@@ -11,6 +11,7 @@ import games
 from games.game import CHANCE
 from games.payoffs import sequence_form_payoffs
 from polytopes import SIMPLEX, Chain, correlation_plan, sequence_form, vsf_constraints
+from polytopes.triggers import trigger_deviations
 from solvers.algebra import (cartesian_product, chain_minimizer, convex_hull,
                              nested_chain_minimizer, regret, run, scaled_extension,
                              sequence_form_minimizer, simplex, singleton)
@@ -39,6 +40,7 @@ def small_chains():
         "fig1-sf2": sequence_form(fig1.sequences(1)),
         "sheriff-cp": correlation_plan(sheriff),
         "kuhn-sf1": sequence_form(games.kuhn(2).sequences(0)),
+        "fig1-triggers": trigger_deviations(fig1).chain,      # steps not in level order
     }
 
 
@@ -255,7 +257,7 @@ def test_singleton():
 
 # ---------------------------------------------------------------------------- chains
 @pytest.mark.parametrize("rule_name", sorted(every_rule()))
-@pytest.mark.parametrize("chain_name", ["fig2-cp", "fig1-sf1", "fig1-sf2", "sheriff-cp"])
+@pytest.mark.parametrize("chain_name", ["fig2-cp", "fig1-sf1", "fig1-sf2", "sheriff-cp", "fig1-triggers"])
 def test_flat_chain_equals_nested_algorithm_1(chain_name, rule_name):
     """Both backends of the chain minimizer (compiled where the rule has a kernel, numpy for
     every rule) against the literal nesting of Algorithm 1: same points, same states."""
