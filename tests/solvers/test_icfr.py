@@ -11,7 +11,8 @@ from experiments.cli import main
 from solvers.device import Device, device_to_dict, plans_reach_infosets
 from solvers.device_gaps import device_gaps
 from solvers.icfr import Dynamics, PlanStore, solve_icfr
-from solvers.internal import stationary_distributions
+from solvers.internal import BlumMansour, stationary_distributions
+from solvers.local import RegretMatching
 
 KUHN3 = games.kuhn(3, 3)
 
@@ -132,6 +133,20 @@ def test_icfr_reaches_a_correlated_equilibrium_where_cfr_s_does_not():
         assert [row.gap for row in external.trace] == [row.gap for row in cfr_s.trace]
         for result in (icfr, cfr_s):
             assert correlated_equilibrium_gap(game, result.point) == pytest.approx(result.info["efce_gap"], abs=1e-12)
+
+
+def test_icfr_takes_local_rules():
+    """The defaults are regret matching and Blum–Mansour over it; other rules change the run;
+    a wrong rule is refused before any iteration."""
+    default = solve_icfr(KUHN3, 60, seed=4, method="icfr", trace_every=[60])
+    explicit = solve_icfr(KUHN3, 60, seed=4, method="icfr", trace_every=[60], rule=RegretMatching(),
+                          internal_rule=BlumMansour(RegretMatching()))
+    same, other = default.point.to_device().merged(), explicit.point.to_device().merged()
+    assert np.array_equal(same.plans, other.plans) and np.array_equal(same.probs, other.probs)
+    plus = solve_icfr(KUHN3, 60, seed=4, method="icfr", trace_every=[60], rule="rm+").point.to_device().merged()
+    assert not (np.array_equal(same.plans, plus.plans) and np.array_equal(same.probs, plus.probs))
+    with pytest.raises(TypeError, match="LocalRule"):
+        solve_icfr(KUHN3, 10, method="cfr-s", rule=RegretMatching)
 
 
 # ---------------------------------------------------------------------- CLI
