@@ -328,7 +328,7 @@ class ChainMinimizer:
             raise ValueError(f"local rule {rule.name!r} ({type(rule).__name__}) has no compiled "
                              f"kernel; use backend='numpy' (or 'auto')")
         object.__setattr__(self, "kernel", kernel)
-        object.__setattr__(self, "segments", Segments.from_sizes(chain.step_size[self._simplex_steps]))
+        object.__setattr__(self, "segments", Segments.from_sizes(chain.step_size[self._simplex_steps()]))
 
     @property
     def dim(self) -> int:
@@ -396,16 +396,16 @@ class ChainMinimizer:
     def _kind(self) -> np.ndarray:
         return self.chain.kind.astype(np.int8)
 
-    @cached_property
     def _simplex_steps(self) -> np.ndarray:
         """The simplex steps in level order: segment ``j`` of the state is step
-        ``_simplex_steps[j]`` (the compiled passes walk the state with a running counter)."""
+        ``_simplex_steps()[j]`` (the compiled passes walk the state with a running counter).
+        Not kept: one int64 per step is memory at 10^8 entries."""
         return self._order[self.chain.kind[self._order] == SIMPLEX]
 
     @cached_property
     def _simplex_entries(self) -> np.ndarray:
-        """Entry of every state position."""
-        steps = self._simplex_steps
+        """Entry of every state position (numpy backend)."""
+        steps = self._simplex_steps()
         return concat_ranges(self.chain.target_ptr[steps], self.chain.step_size[steps])
 
     @cached_property
