@@ -1,8 +1,8 @@
 """Compiled (numba) arithmetic of the local rules and of the chain passes — one definition each.
 
 A local rule with a compiled form (:meth:`solvers.local.LocalRule.kernel`) names a *family*
-below and its parameters; the same per-segment functions :func:`local_strategy` and
-:func:`local_update` run
+below and its parameters; its strategy (:func:`local_strategy`) and its update formula
+(:func:`rm_regret`, :func:`prm_plus_regret`; Hedge adds the loss) run
 
 * the rule on its own, over every segment of a :class:`~solvers.local.Segments` partition
   (:func:`recommend_segments`, :func:`observe_segments`: what ``LocalRule.recommend`` /
@@ -73,30 +73,43 @@ def local_strategy(family, eta, a, b, lo, n, out, out_lo):
             out[out_lo + i] = 1.0 / n
 
 
+@numba.njit
+def rm_regret(r, instantaneous, plus, pos, neg):
+    """RM / RM+ / DCFR (Hart & Mas-Colell 2000; Tammelin et al. 2015; Brown & Sandholm 2019):
+    ``R ← (R + r)·(pos if > 0 else neg)``, clipped at 0 for RM+."""
+    r = r + instantaneous
+    r = r * (pos if r > 0.0 else neg)
+    return 0.0 if plus and r < 0.0 else r
+
+
+@numba.njit
+def prm_plus_regret(r, instantaneous):
+    """PRM+ (Farina, Kroer, Sandholm 2021): ``R ← [R + r]^+`` (the prediction becomes ``r``)."""
+    r = r + instantaneous
+    return r if r > 0.0 else 0.0
+
+
 @numba.njit(inline="always")
 def local_update(family, plus, pos, neg, a, b, lo, n, loss, loss_lo, v):
-    """Observe ``loss[loss_lo:loss_lo+n]`` on the segment ``a[lo:lo+n]``; ``v = ⟨loss, y⟩`` with
-    ``y`` the strategy before the update, so ``v − loss_e`` is the instantaneous regret of ``e``.
+    """Observe ``loss[loss_lo:loss_lo+n]`` on the segment ``a[lo:lo+n]`` (and ``b``); ``v =
+    ⟨loss, y⟩`` with ``y`` the strategy before the update, so ``v − ℓ_e`` is the instantaneous
+    regret of ``e``.  Hedge: ``L ← L + ℓ``; PRM+: :func:`prm_plus_regret` and ``m ← v − ℓ``;
+    RM family: :func:`rm_regret`.
 
-    RM: ``R ← (R + v − ℓ)·(pos if > 0 else neg)``, clipped at 0 for RM+ (Hart & Mas-Colell 2000;
-    Tammelin et al. 2015; Brown & Sandholm 2019).  PRM+ (Farina, Kroer, Sandholm 2021):
-    ``R ← [R + v − ℓ]^+`` and prediction ``m ← v − ℓ``.  Hedge: ``L ← L + ℓ``."""
+    :func:`chain_observe` writes these three loops out in its body rather than calling this
+    function: on the Sheriff Ξ chain a pass calling it ran ~50% slower (numba's inlining of a
+    function holding loops); the formulas stay single definitions in both."""
     if family == HEDGE:
         for i in range(n):
             a[lo + i] += loss[loss_lo + i]
     elif family == PRM_PLUS:
         for i in range(n):
             inst = v - loss[loss_lo + i]
-            r = a[lo + i] + inst
-            a[lo + i] = r if r > 0.0 else 0.0
+            a[lo + i] = prm_plus_regret(a[lo + i], inst)
             b[lo + i] = inst
     else:
         for i in range(n):
-            r = a[lo + i] + (v - loss[loss_lo + i])
-            r = r * (pos if r > 0.0 else neg)
-            if plus and r < 0.0:
-                r = 0.0
-            a[lo + i] = r
+            a[lo + i] = rm_regret(a[lo + i], v - loss[loss_lo + i], plus, pos, neg)
 
 
 @numba.njit(inline="always")
@@ -163,10 +176,21 @@ def chain_observe(kind, tptr, sptr, source, order, family, plus, alpha, beta, et
         if kind[k] == SINGLETON:
             v = loss[lo]
         else:
-            s -= hi - lo
-            local_strategy(family, eta, a, b, s, hi - lo, y, 0)
-            v = _dot(loss, lo, y, hi - lo)
-            local_update(family, plus, pos, neg, a, b, s, hi - lo, loss, lo, v)
+            n = hi - lo
+            s -= n
+            local_strategy(family, eta, a, b, s, n, y, 0)
+            v = _dot(loss, lo, y, n)
+            if family == HEDGE:  # the loops of local_update (see there why not a call)
+                for i in range(n):
+                    a[s + i] += loss[lo + i]
+            elif family == PRM_PLUS:
+                for i in range(n):
+                    inst = v - loss[lo + i]
+                    a[s + i] = prm_plus_regret(a[s + i], inst)
+                    b[s + i] = inst
+            else:
+                for i in range(n):
+                    a[s + i] = rm_regret(a[s + i], v - loss[lo + i], plus, pos, neg)
         for j in range(sptr[k], sptr[k + 1]):
             loss[source[j]] += v
 
