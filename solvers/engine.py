@@ -54,6 +54,7 @@ class ChainEngine:
             raise ValueError(f"the minimizer works in R^{minimizer.dim} but the chain has "
                              f"{chain.num_entries} entries")
         self.chain = chain
+        self._n = chain.num_entries
         self.minimizer = minimizer
         self.state = minimizer.init()
         self._writes_into_out = "out" in inspect.signature(minimizer.recommend).parameters
@@ -79,16 +80,14 @@ class ChainEngine:
         """Observe the loss of the last recommendation.  ``loss`` is left untouched unless
         ``overwrite=True``: then a contiguous float64 ``loss`` is used as the work space of the
         bottom-up pass (no copy) and holds garbage afterwards."""
-        n = self.chain.num_entries
-        if (overwrite and isinstance(loss, np.ndarray) and loss.dtype == np.float64
-                and loss.shape == (n,) and loss.flags.c_contiguous and loss.flags.writeable):
-            work = loss
+        if overwrite:
+            work = loss  # the minimizer copies it if it cannot serve as work space
         else:
             loss = np.asarray(loss)
-            if loss.shape != (n,):
-                raise ValueError(f"loss has shape {loss.shape}, expected ({n},)")
+            if loss.shape != (self._n,):
+                raise ValueError(f"loss has shape {loss.shape}, expected ({self._n},)")
             if self._work is None:
-                self._work = np.empty(n)
+                self._work = np.empty(self._n)
             work = self._work
             np.copyto(work, loss)
         self.state = self.minimizer.observe(self.state, work, donate=True)
