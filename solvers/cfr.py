@@ -21,9 +21,10 @@ from games.payoffs import sequence_form_payoffs
 from polytopes.sequence_form import sequence_form
 
 from .best_response import best_response
-from .engine import ChainEngine
+from .engine import ChainEngine, minimizer_factory
 from .local import LocalRule, RegretMatching
 from .driver import IterationDriver, ProgressCallback
+from .protocol import MinimizerFactory
 from .result import SolveResult, TraceRow
 from .selfplay import SelfPlay
 
@@ -39,15 +40,20 @@ def exploitability(game: Game, strategies, payoffs=None) -> tuple[float, np.ndar
 
 
 def solve_cfr(game: Game, *, iterations: int = 1000, variant: str = "cfr+",
-              rule: LocalRule | None = None, time_limit: float | None = None,
-              target_gap: float | None = None, check_every: int | None = None,
-              progress: ProgressCallback | None = None) -> SolveResult:
+              rule: LocalRule | str | None = None, minimizer: MinimizerFactory | None = None,
+              time_limit: float | None = None, target_gap: float | None = None,
+              check_every: int | None = None, progress: ProgressCallback | None = None) -> SolveResult:
     """Run CFR (``variant="cfr"``: RM, simultaneous updates, uniform averaging) or CFR+
     (``"cfr+"``: RM+, alternating updates, linear averaging) on a two-player game.
 
     At the checkpoints of :class:`~solvers.driver.IterationDriver` (every ``check_every``
     iterations, default a geometric schedule) the exploitability of the average strategy is
-    recorded; ``target_gap`` stops once it is reached."""
+    recorded; ``target_gap`` stops once it is reached.
+
+    ``rule`` (a :class:`~solvers.local.LocalRule` or its name; default RM for CFR, RM+ for CFR+)
+    runs at every infoset; ``minimizer`` instead builds each player's regret minimizer from the
+    chain of their sequence-form polytope (``polytopes.sequence_form``; points indexed by
+    sequence).  Giving both is a ValueError."""
     started = time.perf_counter()
     if game.num_players != 2:
         raise GameError(f"CFR here solves two-player games; {game.name} has {game.num_players} players "
@@ -55,12 +61,12 @@ def solve_cfr(game: Game, *, iterations: int = 1000, variant: str = "cfr+",
     if variant not in ("cfr", "cfr+"):
         raise GameError(f"unknown CFR variant '{variant}' (cfr or cfr+)")
     plus = variant == "cfr+"
-    rule = rule or RegretMatching(plus=plus)
+    make_minimizer = minimizer_factory(rule, minimizer, RegretMatching(plus=plus))
     payoffs = sequence_form_payoffs(game)
     a1, a2 = payoffs
     a2t = a2.T.tocsr()
     chains = [sequence_form(game.sequences(p)) for p in (0, 1)]
-    engines = tuple(ChainEngine(c, rule) for c in chains)
+    engines = tuple(ChainEngine(c, minimizer=make_minimizer(c)) for c in chains)
     # Both players maximize: player 1's loss is −A₁x₂, player 2's is −A₂ᵀx₁.
     play = SelfPlay(engines, (lambda x2, out: np.negative(a1 @ x2, out=out),
                               lambda x1, out: np.negative(a2t @ x1, out=out)),

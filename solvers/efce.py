@@ -36,11 +36,12 @@ from polytopes.feasibility import FeasibilityCheck
 from polytopes.triggers import TriggerSpace, trigger_deviations
 
 from .driver import IterationDriver, ProgressCallback
-from .engine import ChainEngine, chain_minimum
+from .engine import ChainEngine, chain_minimum, minimizer_factory
 from .selfplay import SelfPlay
 from .gaps import EFCEGapEvaluator
 from .payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
 from .local import LocalRule, RegretMatching
+from .protocol import MinimizerFactory
 from .result import SolveResult, TraceRow
 
 
@@ -163,7 +164,8 @@ def set_welfare_threshold(model: EFCEModel, welfare_threshold: float) -> None:
 
 def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None = None,
                target_gap: float | None = 1e-3, welfare_threshold: float | None = None,
-               rule: LocalRule | None = None, check_every: int | None = None,
+               rule: LocalRule | str | None = None, minimizer: MinimizerFactory | None = None,
+               check_every: int | None = None,
                check_feasibility_every_iteration: bool = False,
                progress: ProgressCallback | None = None,
                model: EFCEModel | None = None, memory_budget: int | None = None) -> SolveResult:
@@ -174,12 +176,18 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     With a welfare threshold above the best EFCE welfare the gap cannot close; if the average
     deviator strategy ȳ proves ``min_ξ ξᵀ A ȳ > 0`` the status is ``"infeasible"`` (no EFCE
     with that welfare exists); otherwise the budget runs out and ``info["threshold_met"]`` is
-    False."""
+    False.
+
+    ``rule`` (a :class:`~solvers.local.LocalRule` or its name, default RM+) runs at every simplex
+    of both chains; ``minimizer`` instead builds each side's regret minimizer from its chain (Ξ's,
+    then Y's; points in entry order), e.g. ``lambda chain: chain_minimizer(chain, MyRule())`` or
+    a composite of the :mod:`solvers.algebra` — see the tutorial, "Write your own regret
+    minimizer".  Giving both is a ValueError."""
     started = time.perf_counter()
+    make_minimizer = minimizer_factory(rule, minimizer, RegretMatching(plus=True))
     model = model or build_efce_model(game, welfare_threshold, memory_budget=memory_budget)
-    rule = rule or RegretMatching(plus=True)
-    xi_engine = ChainEngine(model.xi_chain, rule)
-    y_engine = ChainEngine(model.triggers.chain, rule)
+    xi_engine = ChainEngine(model.xi_chain, minimizer=make_minimizer(model.xi_chain))
+    y_engine = ChainEngine(model.triggers.chain, minimizer=make_minimizer(model.triggers.chain))
     evaluator = EFCEGapEvaluator(game, model.pairs, tables=model.tables, entry_index=model.xi_chain.entry_index)
     feasibility = FeasibilityCheck(game, model.pairs)
     setup = time.perf_counter() - started

@@ -34,8 +34,8 @@ from games.payoffs import terminal_map
 
 from .device_gaps import FactoredDevice, evaluator
 from .internal import BlumMansour
-from .local import RegretMatching, Segments
 from .driver import IterationDriver, ProgressCallback
+from .local import LocalRule, RegretMatching, Segments, as_rule
 from .result import SolveResult, TraceRow
 
 METHODS = ("icfr", "cfr-s")
@@ -107,7 +107,7 @@ class PlanStore:
 
 # ---------------------------------------------------------------------- per-player learner
 class _Learner:
-    def __init__(self, game: Game, i: int, method: str):
+    def __init__(self, game: Game, i: int, method: str, rule: LocalRule, internal_rule: LocalRule):
         space = game.sequences(i)
         self.space = space
         self.nI = space.num_infosets
@@ -128,9 +128,9 @@ class _Learner:
             mask = np.arange(self.maxA)[None, :] < A[:, None]
             seqs = np.repeat(self.first[J], A) + (np.arange(int(A.sum())) - np.repeat(np.cumsum(A) - A, A))
             self.levels.append((J, np.where(mask, pad, 0), mask, A, seqs))
-        self.rm = RegretMatching()
+        self.rm = rule
         if method == "icfr":
-            self.internal = BlumMansour(RegretMatching())
+            self.internal = internal_rule
             self.int_state = self.internal.init(self.seg)
             self._build_external()
             self.ext_state = self.rm.init(self.ext_seg)
@@ -236,13 +236,16 @@ ICFR_CHECKPOINT_GROWTH = 1.5
 class Dynamics:
     """ICFR / CFR-S state for a game; :meth:`step` runs one iteration."""
 
-    def __init__(self, game: Game, method: str = "icfr", seed: int = 0):
+    def __init__(self, game: Game, method: str = "icfr", seed: int = 0, *,
+                 rule: LocalRule | str | None = None, internal_rule: LocalRule | str | None = None):
         if method not in METHODS:
             raise GameError(f"unknown method '{method}'; valid: {', '.join(METHODS)}")
+        rule = RegretMatching() if rule is None else as_rule(rule)
+        internal_rule = BlumMansour(rule) if internal_rule is None else as_rule(internal_rule)
         self.game = game
         self.method = method
         self.rng = np.random.default_rng(seed)
-        self.learners = [_Learner(game, i, method) for i in range(game.num_players)]
+        self.learners = [_Learner(game, i, method, rule, internal_rule) for i in range(game.num_players)]
         tm = terminal_map(game)
         self.term_seq = tm.sequences.astype(np.int64)  # [T, n]
         self.pcu = tm.weighted_payoffs()  # [T, n]
@@ -275,8 +278,9 @@ class Dynamics:
 
 def solve_icfr(game: Game, iterations: int, seed: int = 0, method: str = "icfr", *,
                time_limit: float | None = None, target_gap: float | None = None,
-               check_every: int | None = None,
-               progress: ProgressCallback | None = None) -> SolveResult:
+               check_every: int | None = None, progress: ProgressCallback | None = None,
+               rule: LocalRule | str | None = None,
+               internal_rule: LocalRule | str | None = None) -> SolveResult:
     """Run ICFR (``method="icfr"``) or CFR-S (``"cfr-s"``) for ``iterations`` iterations.
 
     At the checkpoints of :class:`~solvers.driver.IterationDriver` (every ``check_every``
@@ -284,9 +288,15 @@ def solve_icfr(game: Game, iterations: int, seed: int = 0, method: str = "icfr",
     frequency of play (``extra``: EFCCE and NFCCE gaps); ``target_gap`` stops once the EFCE gap
     (ICFR) or the EFCCE gap (CFR-S, whose target is the coarse equilibrium) is reached.
     ``point`` is the empirical frequency as a :class:`solvers.device_gaps.FactoredDevice`.
-    ``info["iteration_seconds"]`` is the time of the iterations without gap evaluations."""
+    ``info["iteration_seconds"]`` is the time of the iterations without gap evaluations.
+
+    Both methods sample an action at every infoset, so they take local rules (not chain
+    minimizers): ``rule`` (default regret matching) is the external-regret minimizer — of every
+    infoset for CFR-S, of the ``(σ_I, I)`` pairs for ICFR — and ``internal_rule`` (default
+    :class:`~solvers.internal.BlumMansour` over ``rule``) ICFR's internal-regret minimizer of
+    the reached infosets; any :class:`~solvers.local.LocalRule` or rule name works."""
     started = time.perf_counter()
-    dyn = Dynamics(game, method, seed)
+    dyn = Dynamics(game, method, seed, rule=rule, internal_rule=internal_rule)
     ev = evaluator(game)
     setup = time.perf_counter() - started
     # The n-player gaps cost far more than an iteration: a sparser schedule (about 25 points).

@@ -15,6 +15,7 @@ stationary distributions are computed in batches grouped by segment size.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,20 +28,21 @@ class _Layout:
 
     def __init__(self, seg: Segments):
         sizes = seg.sizes.astype(np.int64)
-        self.rows = Segments.from_sizes(np.repeat(sizes, sizes))  # one row segment per (seg, a)
-        sq = sizes * sizes
-        self.block_ptr = np.zeros(seg.count + 1, dtype=np.int64)
-        np.cumsum(sq, out=self.block_ptr[1:])
-        # element (segment s, row a, col b) → flat position; grouped by segment size m
+        self.rows = Segments.from_sizes(np.repeat(sizes, sizes))  # one row segment per (s, a)
+        block_ptr = np.zeros(seg.count + 1, dtype=np.int64)
+        np.cumsum(sizes * sizes, out=block_ptr[1:])
+        # Element (segment s, row a, col b) → flat position; grouped by segment size m.
         self.groups = []
         for m in np.unique(sizes):
             S = np.flatnonzero(sizes == m)
-            flat = self.block_ptr[S][:, None] + np.arange(m * m)[None, :]  # [n, m*m]
+            flat = block_ptr[S][:, None] + np.arange(m * m)[None, :]  # [n, m*m]
             out = seg.ptr[S][:, None] + np.arange(m)[None, :]  # positions of p in the seg array
             self.groups.append((int(m), flat, out))
-        # p(a) of every row element: index of the row's action in the segment array
-        row_owner_action = np.repeat(np.arange(seg.total, dtype=np.int64), sizes[seg.owner])
-        self.row_action = row_owner_action  # per element of the row array
+        # Every element (s, a, b) of the row array: its row (s, a) — which is also the position
+        # of (s, a) in the segment array — and the position of (s, b) in the segment array.
+        self.row_action = self.rows.owner
+        within = np.arange(self.rows.total) - self.rows.ptr[self.row_action]
+        self.column = seg.ptr[seg.owner[self.row_action]] + within
 
 
 def stationary_distributions(Q: np.ndarray) -> np.ndarray:
@@ -96,82 +98,65 @@ def _stationary_general(Q: np.ndarray) -> np.ndarray:
 @dataclass
 class BlumMansour(LocalRule):
     """Internal-regret minimizer per segment: Blum–Mansour reduction over ``base`` (default
-    regret matching).  Same interface as :class:`LocalRule` (losses, not utilities)."""
+    regret matching).  Same interface as :class:`LocalRule` (losses, not utilities).
+
+    State: the base rule's arrays over all rows (keys prefixed ``base_``) and ``p``, the
+    stationary distribution of the current rows — the point :meth:`recommend` returns, kept so
+    that it is computed once per observation and :meth:`recommend` does not write to the state.
+    No compiled kernel: chain minimizers run it on their numpy path."""
 
     base: LocalRule = field(default_factory=RegretMatching)
 
     def __post_init__(self):
-        self._layouts: dict[int, tuple[Segments, _Layout]] = {}
+        self._layouts: weakref.WeakKeyDictionary[Segments, _Layout] = weakref.WeakKeyDictionary()
 
     @property
     def name(self) -> str:
         return f"bm({self.base.name})"
 
     def _layout(self, seg: Segments) -> _Layout:
-        hit = self._layouts.get(id(seg))
-        if hit is None or hit[0] is not seg:
-            hit = (seg, _Layout(seg))
-            self._layouts[id(seg)] = hit
-        return hit[1]
+        layout = self._layouts.get(seg)
+        if layout is None:
+            layout = self._layouts[seg] = _Layout(seg)
+        return layout
 
     def init(self, seg):
         lay = self._layout(seg)
-        state = {f"base_{k}": v for k, v in self.base.init(lay.rows).items()}
-        state["p"] = seg.normalize_or_uniform(np.ones(seg.total))
-        state["fresh"] = np.zeros(1)
+        base_state = self.base.init(lay.rows)
+        state = {f"base_{k}": v for k, v in base_state.items()}
+        state["p"] = self._stationary(base_state, seg, lay)
         return state
 
-    def _base_state(self, state):
-        bs = state.get("_base_view")
-        if bs is None:  # views share the arrays, so the base rule updates them in place
-            bs = {k[5:]: v for k, v in state.items() if k.startswith("base_")}
-            state["_base_view"] = bs
-        return bs
-
-    def recommend(self, state, seg):
-        lay = self._layout(seg)
-        rows = self.base.recommend(self._base_state(state), lay.rows)  # flat Q rows
+    def _stationary(self, base_state, seg: Segments, lay: _Layout) -> np.ndarray:
+        rows = self.base.recommend(base_state, lay.rows)  # flat rows Q[s, a, :]
         p = np.empty(seg.total)
         for m, flat, out in lay.groups:
-            Q = rows[flat].reshape(-1, m, m)
-            p[out] = stationary_distributions(Q)
-        state["p"][:] = p
-        state["fresh"][0] = 1.0
+            p[out] = stationary_distributions(rows[flat].reshape(-1, m, m))
         return p
+
+    def recommend(self, state, seg):
+        return state["p"].copy()
 
     def observe(self, state, loss, seg):
         lay = self._layout(seg)
-        if state["fresh"][0] != 1.0:
-            self.recommend(state, seg)
+        base_state = {k[5:]: v for k, v in state.items() if k.startswith("base_")}  # views
         p = state["p"]
-        # row (s, a) observes p(a) · ℓ_s
-        loss = np.asarray(loss, dtype=np.float64)
-        col = lay.rows.owner  # row-segment index == position of (s, a) in the seg array
-        row_loss = p[col] * loss[_row_cols(lay, seg)]
-        self.base.observe(self._base_state(state), row_loss, lay.rows)
-        state["fresh"][0] = 0.0
-
-    def internal_regret(self, history_p, history_loss, seg) -> np.ndarray:
-        """Largest swap regret per segment of a played sequence (for tests/diagnostics):
-        ``max_{a,b} Σ_t p_t(a) (ℓ_t(a) − ℓ_t(b))``."""
-        out = np.full(seg.count, -np.inf)
-        P = np.asarray(history_p)
-        Lo = np.asarray(history_loss)
-        for s in range(seg.count):
-            lo, hi = seg.ptr[s], seg.ptr[s + 1]
-            p, l = P[:, lo:hi], Lo[:, lo:hi]
-            R = np.einsum("ta,ta->a", p, l)[:, None] - np.einsum("ta,tb->ab", p, l)
-            out[s] = R.max()
-        return out
+        # Row (s, a) observes p(a) · ℓ_s.
+        row_loss = p[lay.row_action] * np.asarray(loss, dtype=np.float64)[lay.column]
+        self.base.observe(base_state, row_loss, lay.rows)
+        p[:] = self._stationary(base_state, seg, lay)
 
 
-def _row_cols(lay: _Layout, seg: Segments) -> np.ndarray:
-    """For every element (s, a, b) of the row array, the position of (s, b) in the seg array."""
-    cached = getattr(lay, "_cols", None)
-    if cached is None:
-        row_seg = lay.rows.owner  # (s, a) index
-        s = seg.owner[row_seg]
-        within = np.arange(lay.rows.total) - lay.rows.ptr[row_seg]
-        cached = seg.ptr[s] + within
-        lay._cols = cached
-    return cached
+def internal_regret(history_p, history_loss, seg: Segments) -> np.ndarray:
+    """Largest internal (swap ``a → b``) regret per segment of a played sequence,
+    ``max_{a,b} Σ_t p_t(a) (ℓ_t(a) − ℓ_t(b))`` (Blum & Mansour 2007, section 2), for any
+    learner's points ``history_p[t]`` and losses ``history_loss[t]`` (segment order)."""
+    out = np.full(seg.count, -np.inf)
+    P = np.asarray(history_p, dtype=np.float64)
+    L = np.asarray(history_loss, dtype=np.float64)
+    for s in range(seg.count):
+        lo, hi = seg.ptr[s], seg.ptr[s + 1]
+        p, l = P[:, lo:hi], L[:, lo:hi]
+        R = np.einsum("ta,ta->a", p, l)[:, None] - np.einsum("ta,tb->ab", p, l)
+        out[s] = R.max()
+    return out

@@ -5,9 +5,16 @@ Sign convention (used everywhere in :mod:`solvers`): regret minimizers **observe
 maximizes utility ``u`` feeds the loss ``-u``.
 
 A :class:`LocalRule` runs one independent regret minimizer per segment of a flat array (a
-:class:`Segments` partition): this is how the compiled engine updates every simplex of a level in
-one vectorized call, and how the object-level algebra runs a single simplex (one segment).  State
-is a dict of flat arrays updated in place, so both drivers share the arithmetic exactly.
+:class:`Segments` partition): this is how a chain minimizer updates every simplex of a chain in
+one call, and how the object-level algebra runs a single simplex (one segment).  Its state is a
+dict of flat arrays that :meth:`LocalRule.observe` updates in place; the regret minimizers of
+:mod:`solvers.algebra` own that state and copy it unless the caller donates it, so a rule never
+has to.
+
+A rule may bring a compiled form (:meth:`LocalRule.kernel`, a :class:`Kernel`): the chain
+minimizer then runs it fused into its compiled passes; a rule without one runs on the vectorized
+numpy path.  The built-in rules' arithmetic is written once, in :mod:`solvers.kernels`, and their
+``recommend``/``observe`` call it.
 
 Rules
 -----
@@ -17,15 +24,18 @@ Rules
 * :class:`Hedge` — multiplicative weights, ``x ∝ exp(-η L)`` with cumulative loss ``L``.
 * :class:`PredictiveRMPlus` — predictive RM+ (Farina, Kroer, Sandholm 2021) with the last
   instantaneous regret as prediction.
+* :class:`solvers.internal.BlumMansour` — internal regret (numpy path).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
+from . import kernels
 
 @dataclass(frozen=True, eq=False)
 class Segments:
@@ -76,8 +86,35 @@ class Segments:
         return weights * self.spread(scale) + self.spread(uniform)
 
 
+class Kernel(NamedTuple):
+    """The compiled form of a local rule: a family of :mod:`solvers.kernels`, its parameters, and
+    the state keys of the kernel's two per-entry arrays (the same key twice when the family reads
+    one array).  Every kernel state also has the counter ``"t"`` (``float64[1]``)."""
+
+    family: int
+    plus: bool = False
+    alpha: float = np.nan
+    beta: float = np.nan
+    eta: float = 0.0
+    keys: tuple[str, str] = ("regret", "regret")
+
+    def arrays(self, state: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The arrays ``(a, b, t)`` of ``state`` that the kernel reads and writes."""
+        return state[self.keys[0]], state[self.keys[1]], state["t"]
+
+
 class LocalRule:
-    """A regret minimizer per segment.  Subclasses implement the three methods."""
+    """A regret minimizer per segment of a :class:`Segments` partition (losses, not utilities).
+
+    Subclasses implement
+
+    * ``init(seg) -> state`` — a dict of flat numpy arrays;
+    * ``recommend(state, seg) -> point`` — nonnegative, summing to one on every segment; it must
+      not modify ``state``;
+    * ``observe(state, loss, seg)`` — the loss of the last recommendation; updates ``state`` in
+      place and only reads ``loss``;
+
+    and may override :meth:`kernel`."""
 
     name = "local"
 
@@ -85,22 +122,60 @@ class LocalRule:
         raise NotImplementedError
 
     def recommend(self, state: dict[str, np.ndarray], seg: Segments) -> np.ndarray:
-        """The current point: nonnegative, summing to one on every segment."""
         raise NotImplementedError
 
     def observe(self, state: dict[str, np.ndarray], loss: np.ndarray, seg: Segments) -> None:
-        """Observe the loss vector of the last recommendation (state updated in place)."""
         raise NotImplementedError
 
+    def kernel(self) -> Kernel | None:
+        """The compiled form of this rule, or ``None`` (then chain minimizers run the rule's own
+        ``recommend``/``observe`` on their numpy path).  A rule that returns a kernel promises
+        that the kernel computes exactly its ``init``/``recommend``/``observe``."""
+        return None
 
-def _instantaneous_regret(x: np.ndarray, loss: np.ndarray, seg: Segments) -> np.ndarray:
-    """``r_a = <loss, x> - loss_a`` per segment: how much better action ``a`` would have been."""
-    return seg.spread(seg.sums(x * loss)) - loss
+
+class _CompiledRule(LocalRule):
+    """A rule whose arithmetic is its kernel (one definition, in :mod:`solvers.kernels`)."""
+
+    def _spec(self) -> Kernel:
+        raise NotImplementedError
+
+    def kernel(self) -> Kernel | None:
+        # A subclass that redefines the arithmetic without declaring a kernel of its own must not
+        # silently run as the parent's kernel: it gets the numpy path.
+        cls = type(self)
+        if any(getattr(cls, m) is not getattr(_CompiledRule, m) for m in ("init", "recommend", "observe")):
+            return None
+        return self._spec()
+
+    def init(self, seg):
+        spec = self._spec()
+        state = {key: np.zeros(seg.total) for key in dict.fromkeys(spec.keys)}
+        state["t"] = np.zeros(1)
+        return state
+
+    def recommend(self, state, seg):
+        spec = self._spec()
+        a, b, _ = spec.arrays(state)
+        out = np.empty(seg.total)
+        kernels.recommend_segments(spec.family, spec.eta, a, b, seg.ptr, out)
+        return out
+
+    def observe(self, state, loss, seg):
+        spec = self._spec()
+        loss = np.ascontiguousarray(loss, dtype=np.float64)
+        if loss.shape != (seg.total,):
+            raise ValueError(f"loss has shape {loss.shape}, expected ({seg.total},)")
+        a, b, t = spec.arrays(state)
+        kernels.observe_segments(spec.family, spec.plus, spec.alpha, spec.beta, spec.eta, a, b, t,
+                                 seg.ptr, loss)
 
 
-@dataclass
-class RegretMatching(LocalRule):
-    """Regret matching; ``plus=True`` gives RM+.  ``alpha``/``beta`` enable DCFR discounting."""
+@dataclass(frozen=True)
+class RegretMatching(_CompiledRule):
+    """Regret matching; ``plus=True`` gives RM+.  ``alpha``/``beta`` enable DCFR discounting.
+
+    State: ``regret`` (cumulative, discounted) and ``t``."""
 
     plus: bool = False
     alpha: float | None = None
@@ -111,65 +186,35 @@ class RegretMatching(LocalRule):
         base = "rm+" if self.plus else "rm"
         return base if self.alpha is None and self.beta is None else f"{base}(α={self.alpha},β={self.beta})"
 
-    def init(self, seg):
-        return {"regret": np.zeros(seg.total), "t": np.zeros(1)}
-
-    def recommend(self, state, seg):
-        return seg.normalize_or_uniform(np.maximum(state["regret"], 0.0))
-
-    def observe(self, state, loss, seg):
-        x = self.recommend(state, seg)
-        r = state["regret"]
-        r += _instantaneous_regret(x, loss, seg)
-        state["t"] += 1
-        t = float(state["t"][0])
-        if self.alpha is not None or self.beta is not None:
-            pos = t ** self.alpha / (t ** self.alpha + 1) if self.alpha is not None else 1.0
-            neg = t ** self.beta / (t ** self.beta + 1) if self.beta is not None else 1.0
-            r *= np.where(r > 0, pos, neg)
-        if self.plus:
-            np.maximum(r, 0.0, out=r)
+    def _spec(self):
+        return Kernel(kernels.RM, plus=bool(self.plus),
+                      alpha=np.nan if self.alpha is None else float(self.alpha),
+                      beta=np.nan if self.beta is None else float(self.beta))
 
 
-@dataclass
-class Hedge(LocalRule):
-    """Multiplicative weights with learning rate ``eta``: ``x ∝ exp(-η · cumulative loss)``."""
+@dataclass(frozen=True)
+class Hedge(_CompiledRule):
+    """Multiplicative weights with learning rate ``eta``: ``x ∝ exp(-η · cumulative loss)``.
+
+    State: ``cumulative_loss`` and ``t``."""
 
     eta: float = 1.0
     name = "hedge"
 
-    def init(self, seg):
-        return {"cumulative_loss": np.zeros(seg.total)}
-
-    def recommend(self, state, seg):
-        z = -self.eta * state["cumulative_loss"]
-        if seg.count:
-            z = z - seg.spread(np.maximum.reduceat(z, seg.ptr[:-1]))
-        return seg.normalize_or_uniform(np.exp(z))
-
-    def observe(self, state, loss, seg):
-        state["cumulative_loss"] += loss
+    def _spec(self):
+        return Kernel(kernels.HEDGE, eta=float(self.eta), keys=("cumulative_loss", "cumulative_loss"))
 
 
-@dataclass
-class PredictiveRMPlus(LocalRule):
-    """Predictive RM+: ``x ∝ [R + m]^+`` with ``m`` the last instantaneous regret."""
+@dataclass(frozen=True)
+class PredictiveRMPlus(_CompiledRule):
+    """Predictive RM+: ``x ∝ [R + m]^+`` with ``m`` the last instantaneous regret.
+
+    State: ``regret``, ``prediction`` and ``t``."""
 
     name = "prm+"
 
-    def init(self, seg):
-        return {"regret": np.zeros(seg.total), "prediction": np.zeros(seg.total)}
-
-    def recommend(self, state, seg):
-        return seg.normalize_or_uniform(np.maximum(state["regret"] + state["prediction"], 0.0))
-
-    def observe(self, state, loss, seg):
-        x = self.recommend(state, seg)
-        inst = _instantaneous_regret(x, loss, seg)
-        r = state["regret"]
-        r += inst
-        np.maximum(r, 0.0, out=r)
-        state["prediction"][:] = inst
+    def _spec(self):
+        return Kernel(kernels.PRM_PLUS, keys=("regret", "prediction"))
 
 
 RULES = {"rm": lambda: RegretMatching(), "rm+": lambda: RegretMatching(plus=True),
@@ -182,3 +227,18 @@ def make_rule(name: str) -> LocalRule:
     if name not in RULES:
         raise ValueError(f"unknown local regret minimizer '{name}'; valid: {', '.join(RULES)}")
     return RULES[name]()
+
+
+def as_rule(rule: LocalRule | str) -> LocalRule:
+    """``rule`` itself, or the rule of that name (:func:`make_rule`).
+
+    Raises
+    ------
+    TypeError
+        ``rule`` is neither a :class:`LocalRule` nor a name.
+    """
+    if isinstance(rule, str):
+        return make_rule(rule)
+    if not isinstance(rule, LocalRule):
+        raise TypeError(f"expected a solvers.local.LocalRule or a rule name, got {type(rule).__name__}")
+    return rule

@@ -11,10 +11,15 @@ import games
 from games.game import CHANCE
 from games.payoffs import sequence_form_payoffs
 from polytopes import SIMPLEX, Chain, correlation_plan, sequence_form, vsf_constraints
+from polytopes.triggers import trigger_deviations
 from solvers.algebra import (cartesian_product, chain_minimizer, convex_hull,
                              nested_chain_minimizer, regret, run, scaled_extension,
                              sequence_form_minimizer, simplex, singleton)
+from solvers.internal import BlumMansour
 from solvers.local import Hedge, PredictiveRMPlus, RegretMatching
+from solvers.protocol import LinearOracle, RegretMinimizer, copy_state
+
+from .rules import DecayedRegretMatching, ClippedLossRM, every_rule
 
 RULES = {
     "rm": RegretMatching,
@@ -35,6 +40,7 @@ def small_chains():
         "fig1-sf2": sequence_form(fig1.sequences(1)),
         "sheriff-cp": correlation_plan(sheriff),
         "kuhn-sf1": sequence_form(games.kuhn(2).sequences(0)),
+        "fig1-triggers": trigger_deviations(fig1).chain,      # steps not in level order
     }
 
 
@@ -186,23 +192,53 @@ def _vertices(rm):
                 yield np.concatenate([x, rm.h(x) * y])
 
 
-def test_observe_does_not_mutate_state():
+@pytest.mark.parametrize("rule_name", sorted(every_rule()))
+def test_observe_does_not_mutate_state(rule_name):
+    """Purity for every rule of the package and user-defined ones: neither ``recommend`` nor
+    ``observe`` touches the caller's state or loss, on a simplex, on Algorithm 1 objects, on both
+    chain backends and on the regret circuits; the returned state did move."""
     rng = np.random.default_rng(5)
-    for rule_name in MAIN_RULES:
-        rule = RULES[rule_name]()
-        for rm in [simplex(3, rule), *make_extensions(rule_name, 0).values(),
-                   chain_minimizer(CHAINS["fig2-cp"], rule),
-                   convex_hull(simplex(3, rule), simplex(3, rule), rule=rule)]:
-            state = rm.init()
-            for _ in range(3):
-                state = rm.observe(state, rng.normal(size=rm.dim))
-            before = rm.recommend(state)
-            frozen = _flatten(state)
-            copy = [a.copy() for a in frozen]
-            new = rm.observe(state, rng.normal(size=rm.dim))
-            assert all(np.array_equal(a, b) for a, b in zip(frozen, copy))
-            np.testing.assert_array_equal(rm.recommend(state), before)
-            assert any(not np.array_equal(a, b) for a, b in zip(_flatten(new), copy))
+    rule = every_rule()[rule_name]
+    chain = CHAINS["fig2-cp"]
+    minimizers = [simplex(3, rule), simplex(1, rule), nested_chain_minimizer(chain, rule),
+                  chain_minimizer(chain, rule, backend="numpy"),
+                  convex_hull(simplex(3, rule), simplex(3, rule), rule=rule),
+                  cartesian_product(simplex(2, rule), singleton(), simplex(4, rule))]
+    if rule.kernel() is not None:
+        minimizers.append(chain_minimizer(chain, rule, backend="compiled"))
+    for rm in minimizers:
+        state = rm.init()
+        for _ in range(3):
+            state = rm.observe(state, rng.normal(size=rm.dim))
+        before = rm.recommend(state)
+        frozen = _flatten(state)
+        copy = [a.copy() for a in frozen]
+        loss = rng.normal(size=rm.dim)
+        loss_copy = loss.copy()
+        np.testing.assert_array_equal(rm.recommend(state), before)       # recommend is pure
+        new = rm.observe(state, loss)
+        assert all(np.array_equal(a, b) for a, b in zip(frozen, copy)), rm
+        np.testing.assert_array_equal(loss, loss_copy)
+        np.testing.assert_array_equal(rm.recommend(state), before)
+        if rm.dim > 1:
+            assert any(not np.array_equal(a, b) for a, b in zip(_flatten(new), copy)), rm
+        # Donation gives the same next state and point as the pure call.
+        donated = rm.observe(copy_state(state), loss.copy(), donate=True)
+        assert all(np.array_equal(a, b) for a, b in zip(_flatten(donated), _flatten(new))), rm
+        np.testing.assert_array_equal(rm.recommend(donated), rm.recommend(new))
+
+
+def test_simplex_with_blum_mansour_runs():
+    """Regression: ``simplex(3, BlumMansour())`` failed at the first recommend after observe
+    (the rule wrote into the caller's state and the state copy made an object array)."""
+    rm = simplex(3, BlumMansour())
+    state = rm.init()
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        x = rm.recommend(state)
+        assert x.shape == (3,) and abs(x.sum() - 1) < 1e-12 and x.min() >= 0
+        state = rm.observe(state, rng.normal(size=3))
+    assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in _flatten(state))
 
 
 def _flatten(tree):
@@ -220,29 +256,67 @@ def test_singleton():
 
 
 # ---------------------------------------------------------------------------- chains
-@pytest.mark.parametrize("rule_name", list(RULES))
-@pytest.mark.parametrize("chain_name", ["fig2-cp", "fig1-sf1", "fig1-sf2", "sheriff-cp"])
+@pytest.mark.parametrize("rule_name", sorted(every_rule()))
+@pytest.mark.parametrize("chain_name", ["fig2-cp", "fig1-sf1", "fig1-sf2", "sheriff-cp", "fig1-triggers"])
 def test_flat_chain_equals_nested_algorithm_1(chain_name, rule_name):
+    """Both backends of the chain minimizer (compiled where the rule has a kernel, numpy for
+    every rule) against the literal nesting of Algorithm 1: same points, same states."""
     chain = CHAINS[chain_name]
-    flat = chain_minimizer(chain, RULES[rule_name]())
-    vec = chain_minimizer(chain, RULES[rule_name](), vectorized=True)
-    nested = nested_chain_minimizer(chain, RULES[rule_name]())
-    assert flat.dim == vec.dim == nested.dim == chain.num_entries
+    rule = every_rule()[rule_name]
+    nested = nested_chain_minimizer(chain, rule)
+    flats = [chain_minimizer(chain, rule, backend="numpy")]
+    if rule.kernel() is not None:
+        flats.append(chain_minimizer(chain, rule, backend="compiled"))
+    assert chain_minimizer(chain, rule).backend == flats[-1].backend       # "auto"
+    assert all(rm.dim == nested.dim == chain.num_entries for rm in flats)
     rng = np.random.default_rng(7)
-    sf, sv, sn = flat.init(), vec.init(), nested.init()
+    states, sn = [rm.init() for rm in flats], nested.init()
     for t in range(150):
-        x_flat, x_vec, x_nested = flat.recommend(sf), vec.recommend(sv), nested.recommend(sn)
-        np.testing.assert_allclose(x_flat, x_nested, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(x_vec, x_nested, rtol=0, atol=1e-12)
+        x_nested = nested.recommend(sn)
+        points = [rm.recommend(s) for rm, s in zip(flats, states)]
+        for x in points:
+            np.testing.assert_allclose(x, x_nested, rtol=0, atol=1e-12)
         # Mixed scales and an occasional loss on the current point (adversarial).
         loss = rng.normal(size=chain.num_entries) * (10.0 if t % 7 == 0 else 1.0)
         if t % 5 == 0:
-            loss = x_flat.copy()
-        np.testing.assert_allclose(flat.propagate(sf, loss), vec.propagate(sv, loss), atol=1e-12)
-        sf, sv, sn = flat.observe(sf, loss), vec.observe(sv, loss), nested.observe(sn, loss)
+            loss = x_nested.copy()
+        states = [rm.observe(s, loss) for rm, s in zip(flats, states)]
+        sn = nested.observe(sn, loss)
+        for a, b in zip(_flatten(states[0]), _flatten(states[-1])):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
         value = nested.minimize(loss)[0]
-        assert flat.minimize(loss)[0] == pytest.approx(value, abs=1e-12)
-        assert vec.minimize(loss)[0] == pytest.approx(value, abs=1e-12)
+        for rm in flats:
+            assert rm.minimize(loss)[0] == pytest.approx(value, abs=1e-12)
+
+
+def test_backend_choice():
+    chain = CHAINS["fig2-cp"]
+    assert chain_minimizer(chain, "rm+").backend == "compiled"
+    assert chain_minimizer(chain, DecayedRegretMatching()).backend == "numpy"
+    assert chain_minimizer(chain, BlumMansour()).backend == "numpy"
+    # A subclass that redefines the arithmetic loses the parent's kernel (never a wrong kernel).
+    assert ClippedLossRM().kernel() is None and RegretMatching().kernel() is not None
+    assert chain_minimizer(chain, ClippedLossRM()).backend == "numpy"
+    with pytest.raises(ValueError, match="has no compiled kernel"):
+        chain_minimizer(chain, DecayedRegretMatching(), backend="compiled")
+    with pytest.raises(ValueError, match="unknown chain-minimizer backend"):
+        chain_minimizer(chain, "rm", backend="gpu")
+    with pytest.raises(TypeError, match="LocalRule or a rule name"):
+        chain_minimizer(chain, 3)
+
+
+def test_user_subclass_is_not_run_as_plain_rm():
+    """Its iterates (equal to the nested reference's: test above) differ from plain RM's."""
+    chain = CHAINS["sheriff-cp"]
+    sub, plain = chain_minimizer(chain, ClippedLossRM()), chain_minimizer(chain, RegretMatching())
+    s_sub, s_plain = sub.init(), plain.init()
+    rng = np.random.default_rng(3)
+    differs = 0.0
+    for _ in range(20):
+        differs = max(differs, np.abs(sub.recommend(s_sub) - plain.recommend(s_plain)).max())
+        loss = rng.normal(size=chain.num_entries)
+        s_sub, s_plain = sub.observe(s_sub, loss), plain.observe(s_plain, loss)
+    assert differs > 1e-2
 
 
 def test_nested_chain_limit():
@@ -256,12 +330,12 @@ def test_nested_chain_limit():
     assert rm.recommend(rm.init())[1:].sum() == pytest.approx(n)
 
 
-@pytest.mark.parametrize("vectorized", [False, True])
+@pytest.mark.parametrize("backend", ["compiled", "numpy"])
 @pytest.mark.parametrize("rule_name", MAIN_RULES)
 @pytest.mark.parametrize("chain_name", list(CHAINS))
-def test_iterates_feasible(chain_name, rule_name, vectorized):
+def test_iterates_feasible(chain_name, rule_name, backend):
     chain = CHAINS[chain_name]
-    rm = chain_minimizer(chain, RULES[rule_name](), vectorized=vectorized)
+    rm = chain_minimizer(chain, RULES[rule_name](), backend=backend)
     for kind, loss_fn in loss_sequences(rm.dim, 11).items():
         _, points, _ = run(rm, loss_fn, 100)
         for x in points:
@@ -290,12 +364,11 @@ def test_iterates_satisfy_definition_3_and_sequence_form():
                 assert abs(block.sum() - x[space.infoset_parent_seq[i]]) <= 1e-12
 
 
-@pytest.mark.parametrize("vectorized", [False, True])
 @pytest.mark.parametrize("chain_name", ["fig2-cp", "fig1-sf1", "fig1-sf2", "sheriff-cp"])
-def test_chain_minimize_brute_force(chain_name, vectorized):
+def test_chain_minimize_brute_force(chain_name):
     chain = CHAINS[chain_name]
     vertices = np.array(list(chain_vertices(chain)))
-    rm = chain_minimizer(chain, RegretMatching(), vectorized=vectorized)
+    rm = chain_minimizer(chain, RegretMatching())
     nested = nested_chain_minimizer(chain, RegretMatching())
     rng = np.random.default_rng(13)
     for trial in range(40):
@@ -381,7 +454,7 @@ def test_sequence_form_minimizer_with_rm_is_cfr():
     T = 50
     expected = textbook_cfr(game, T)
     rms = [sequence_form_minimizer(game.sequences(p), RegretMatching()) for p in range(2)]
-    vec = [sequence_form_minimizer(game.sequences(p), RegretMatching(), vectorized=True)
+    vec = [sequence_form_minimizer(game.sequences(p), RegretMatching(), backend="numpy")
            for p in range(2)]
     states = [rm.init() for rm in rms]
     vstates = [rm.init() for rm in vec]
@@ -464,3 +537,28 @@ def test_convex_hull_of_different_sets():
         assert value == pytest.approx(brute_min(points, loss), abs=1e-12)
     with pytest.raises(ValueError, match="same space"):
         convex_hull(simplex(2, rule), simplex(3, rule), rule=rule)
+
+
+# ---------------------------------------------------------------------------- protocol
+def test_every_minimizer_implements_the_protocol():
+    rule = RegretMatching()
+    chain = CHAINS["fig1-sf1"]
+    minimizers = [simplex(2, rule), singleton(), scaled_extension(simplex(2, rule), simplex(2, rule), [1, 0]),
+                  cartesian_product(simplex(2, rule), singleton()),
+                  convex_hull(simplex(2, rule), simplex(2, rule), rule=rule),
+                  chain_minimizer(chain, rule), chain_minimizer(chain, BlumMansour()),
+                  nested_chain_minimizer(chain, rule), sequence_form_minimizer(games.kuhn(2).sequences(0), rule)]
+    for rm in minimizers:
+        assert isinstance(rm, RegretMinimizer) and isinstance(rm, LinearOracle), rm
+    assert not isinstance(RegretMatching(), RegretMinimizer)   # a local rule is per segment
+
+
+def test_copy_state():
+    state = ({"a": np.arange(3.0), "t": np.zeros(1)}, (), (np.ones(2), 3, None))
+    copy = copy_state(state)
+    assert copy is not state and copy[0]["a"] is not state[0]["a"]
+    copy[0]["a"][0] = 7.0
+    copy[2][0][1] = 5.0
+    assert state[0]["a"][0] == 0.0 and state[2][0][1] == 1.0 and copy[2][1:] == (3, None)
+    with pytest.raises(TypeError, match="numpy arrays, dicts and tuples"):
+        copy_state({"a": [object()]})
