@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 
@@ -13,3 +14,24 @@ def concat_ranges(starts, lengths) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     offsets = np.cumsum(lengths) - lengths
     return np.repeat(np.asarray(starts, dtype=np.int64) - offsets, lengths) + np.arange(total, dtype=np.int64)
+
+
+@numba.njit(inline="always")
+def lower_bound(arr, lo, hi, value):
+    """First ``k`` in ``[lo, hi)`` with ``arr[k] >= value`` (``hi`` if none): binary search in
+    the sorted slice ``arr[lo:hi]``, for compiled kernels."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if arr[mid] < value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(inline="always")
+def find_in_row(indptr, indices, row, value):
+    """Position of ``value`` among the sorted column indices of CSR row ``row``, or -1."""
+    hi = indptr[row + 1]
+    k = lower_bound(indices, indptr[row], hi, value)
+    return k if k < hi and indices[k] == value else -1

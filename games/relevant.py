@@ -21,6 +21,7 @@ from functools import cached_property
 import numba
 import numpy as np
 
+from .arrays import find_in_row
 from .game import Game, GameError
 
 
@@ -127,15 +128,7 @@ def pair_positions(pairs: RelevantPairs, sigma1, sigma2) -> np.ndarray:
 def _positions(indptr, sigma2, s1, s2):
     out = np.empty(len(s1), np.int64)
     for k in range(len(s1)):
-        lo, hi = indptr[s1[k]], indptr[s1[k] + 1]
-        col = s2[k]
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if sigma2[mid] < col:
-                lo = mid + 1
-            else:
-                hi = mid
-        out[k] = lo if lo < indptr[s1[k] + 1] and sigma2[lo] == col else -1
+        out[k] = find_in_row(indptr, sigma2, s1[k], s2[k])
     return out
 
 

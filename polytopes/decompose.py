@@ -24,7 +24,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from games.arrays import concat_ranges
+from games.arrays import concat_ranges, find_in_row, lower_bound
 from games.game import Game, GameError
 from games.relevant import RelevantPairs, connected_infosets, relevant_pairs
 
@@ -218,30 +218,9 @@ class _Tables:
 
 
 @numba.njit(inline="always")
-def _find(arr, lo, hi, value):
-    """Index of ``value`` in the sorted slice ``arr[lo:hi]``, or -1."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if arr[mid] < value:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@numba.njit(inline="always")
-def _pair(indptr, sigma2, s1, s2):
-    lo, hi = indptr[s1], indptr[s1 + 1]
-    k = _find(sigma2, lo, hi, s2)
-    if k < hi and sigma2[k] == s2:
-        return k
-    return -1
-
-
-@numba.njit(inline="always")
 def _connected(conn_ptr, conn_pos, pre_pos_other_of_j, i):
     lo, hi = conn_ptr[i], conn_ptr[i + 1]
-    k = _find(conn_pos, lo, hi, pre_pos_other_of_j)
+    k = lower_bound(conn_pos, lo, hi, pre_pos_other_of_j)
     return k < hi and conn_pos[k] == pre_pos_other_of_j
 
 
@@ -267,7 +246,7 @@ def _grow_rows(arr, needed):
 def _offset(indptr, sigma2, row, col):
     """Offset of column ``col`` inside row ``row``; rows of the sequences of one infoset share
     their column pattern, so this offset is valid for all of them (-1 if not relevant)."""
-    k = _pair(indptr, sigma2, row, col)
+    k = find_in_row(indptr, sigma2, row, col)
     return k - indptr[row] if k >= 0 else -1
 
 
@@ -314,7 +293,7 @@ def _decompose_kernel(parent_seq, first_seq, num_actions, seq_infoset, child_ptr
         if typ == _CALL:
             # Critical player (Definition 5), looked up by the parent pair (s1, s2).
             n1, i1, n2, j2 = 0, -1, 0, -1
-            k = _find(crit_s2, crit_ptr[s1], crit_ptr[s1 + 1], s2)
+            k = lower_bound(crit_s2, crit_ptr[s1], crit_ptr[s1 + 1], s2)
             if k < crit_ptr[s1 + 1] and crit_s2[k] == s2:
                 n1, i1, n2, j2 = crit_n1[k], crit_i1[k], crit_n2[k], crit_j2[k]
             if n1 <= 1:
@@ -328,7 +307,7 @@ def _decompose_kernel(parent_seq, first_seq, num_actions, seq_infoset, child_ptr
             o = 1 - c
             sc = s1 if c == 0 else s2
             so = s2 if c == 0 else s1
-            src = _pair(indptr, sigma2, s1, s2)
+            src = find_in_row(indptr, sigma2, s1, s2)
             # Step 3 runs after every recursive call pushed below (LIFO stack).
             stack = _grow_rows(stack, top + 1)
             stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3], stack[top, 4] = _STEP3, s1, s2, c, star
@@ -380,8 +359,8 @@ def _decompose_kernel(parent_seq, first_seq, num_actions, seq_infoset, child_ptr
             else:
                 ic = seq_infoset[c][sc]
                 rlo, rhi = conn_ptr[c][ic], conn_ptr[c][ic + 1]
-                first_j = _find(conn_pos[c], rlo, rhi, lo_pos)
-                last_j = _find(conn_pos[c], rlo, rhi, hi_pos)
+                first_j = lower_bound(conn_pos[c], rlo, rhi, lo_pos)
+                last_j = lower_bound(conn_pos[c], rlo, rhi, hi_pos)
             for idx in range(first_j, last_j):
                 j = pre_inf[o][idx] if sc == 0 else conn_inf[c][idx]
                 nb = num_actions[o][j]
@@ -422,7 +401,7 @@ def _decompose_kernel(parent_seq, first_seq, num_actions, seq_infoset, child_ptr
                 else:
                     # Split ξ[sc, σ(j)] among (sc, (j, b))_b.
                     parent_o = parent_seq[o][j]
-                    src = _pair(indptr, sigma2, sc, parent_o) if c == 0 else _pair(indptr, sigma2, parent_o, sc)
+                    src = find_in_row(indptr, sigma2, sc, parent_o) if c == 0 else find_in_row(indptr, sigma2, parent_o, sc)
                     if src < 0:
                         return (3, s1, s2, kind, level, tptr, target, sptr, source, nsteps, ns)
                     source = _grow(source, ns + 1)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from games.arrays import lower_bound
 from games.game import Game
 from games.relevant import RelevantPairs
 
@@ -85,13 +86,7 @@ def _row_violation(sigma2, lo, hi, row_vals, seq_infoset2, nact2, parent2):
         for b in range(nb):
             lhs += row_vals[k + b - lo]
         target = parent2[j]
-        a, z = lo, hi
-        while a < z:
-            mid = (a + z) >> 1
-            if sigma2[mid] < target:
-                a = mid + 1
-            else:
-                z = mid
+        a = lower_bound(sigma2, lo, hi, target)
         if a >= hi or sigma2[a] != target:
             return -1.0
         d = abs(lhs - row_vals[a - lo])

@@ -34,11 +34,11 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from games.arrays import find_in_row
 from games.game import Game
 from games.payoffs import terminal_map
 from games.relevant import RelevantPairs, pair_positions
 from polytopes.chain import index_dtype
-from polytopes.decompose import _find
 from polytopes.triggers import TriggerSpace
 
 
@@ -225,10 +225,10 @@ def _line_table(player, first, z_lo, z_hi, line_start, other, indptr, sigma2):
                 row, col = first[inf], other[j]
             else:
                 row, col = other[j], first[inf]
-            lo, hi = indptr[row], indptr[row + 1]
-            q = _find(sigma2, lo, hi, col)
-            if q >= hi or sigma2[q] != col:
+            q = find_in_row(indptr, sigma2, row, col)
+            if q < 0:
                 return line, j
+            lo = indptr[row]
             # Player 1: offset inside the row pattern of I; player 2: position of (σ1(z), (J, 0)).
             line[k] = q - lo if player == 0 else q
             k += 1

@@ -10,6 +10,7 @@ their own code).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import time
 
 import pytest
@@ -20,20 +21,7 @@ HEADER = 'EFG 2 R "g" { "P1" "P2" }\n""\n'
 TWO_LEAVES = 'p "" 1 1 "I" { "a" "b" } 0\nt "" 1 "" { 1 2 }\nt "" 2 "" { 3 4 }\n'
 
 # Player 1 has two infosets labelled "again" whose actions are labelled with numbers.
-TWINS = '''EFG 2 R "twins" { "P1" "P2" }
-""
-p "" 1 1 "root" { "a" "b" } 0
-p "" 1 2 "again" { "1" "2" } 0
-p "" 2 1 "I" { "x" "y" } 0
-t "" 1 "" { 1 0 }
-t "" 2 "" { 0 1 }
-p "" 2 1 "I" { "x" "y" } 0
-t "" 3 "" { 2 0 }
-t "" 4 "" { 0 2 }
-p "" 1 3 "again" { "1" "2" } 0
-t "" 5 "" { 3 0 }
-t "" 6 "" { 0 3 }
-'''
+TWINS = (Path(__file__).parent / "games" / "data" / "twins.efg").read_text()
 
 FILES = {
     "random.efg": bytes(range(256)) * 2,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -10,20 +12,7 @@ from solvers.device import device_from_dict, device_to_dict
 
 # Player 1 has two infosets both named "again" (after her own "a" and "b"), with actions
 # labelled 1 and 2; player 2 has one infoset "I".
-TEXT = '''EFG 2 R "twins" { "P1" "P2" }
-""
-p "" 1 1 "root" { "a" "b" } 0
-p "" 1 2 "again" { "1" "2" } 0
-p "" 2 1 "I" { "x" "y" } 0
-t "" 1 "" { 1 0 }
-t "" 2 "" { 0 1 }
-p "" 2 1 "I" { "x" "y" } 0
-t "" 3 "" { 2 0 }
-t "" 4 "" { 0 2 }
-p "" 1 3 "again" { "1" "2" } 0
-t "" 5 "" { 3 0 }
-t "" 6 "" { 0 3 }
-'''
+TEXT = (Path(__file__).parents[1] / "games" / "data" / "twins.efg").read_text()
 
 
 @pytest.fixture(scope="module")
