@@ -30,6 +30,11 @@ from polytopes.chain import SINGLETON
 #: Kernel families (see :class:`solvers.local.Kernel`).
 RM, HEDGE, PRM_PLUS = 0, 1, 2
 
+# The hot kernels index through ``U(i)`` (unsigned): numba wraps a negative signed index around,
+# and the test this costs at every access made the chain passes ~16% slower on the small
+# Battleship's Ξ chain (45.7 → 38.2 ms per RECOMMEND).  Every index here is non-negative.
+U = np.uint64
+
 
 @numba.njit(cache=True)
 def discounts(alpha, beta, t):
@@ -51,26 +56,26 @@ def local_strategy(family, eta, a, b, lo, n, out, out_lo):
     if family == HEDGE:
         m = -np.inf
         for e in range(lo, lo + n):
-            z = -eta * a[e]
+            z = -eta * a[U(e)]
             if z > m:
                 m = z
         for e in range(lo, lo + n):
-            w = np.exp(-eta * a[e] - m)
-            out[out_lo + e - lo] = w
+            w = np.exp(-eta * a[U(e)] - m)
+            out[U(out_lo + e - lo)] = w
             total += w
     else:
         for e in range(lo, lo + n):
-            w = a[e] + b[e] if family == PRM_PLUS else a[e]
+            w = a[U(e)] + b[U(e)] if family == PRM_PLUS else a[U(e)]
             w = w if w > 0.0 else 0.0
-            out[out_lo + e - lo] = w
+            out[U(out_lo + e - lo)] = w
             total += w
     if total > 0.0:
         scale = 1.0 / total
         for i in range(n):
-            out[out_lo + i] = out[out_lo + i] * scale
+            out[U(out_lo + i)] = out[U(out_lo + i)] * scale
     else:
         for i in range(n):
-            out[out_lo + i] = 1.0 / n
+            out[U(out_lo + i)] = 1.0 / n
 
 
 @numba.njit
@@ -116,7 +121,7 @@ def local_update(family, plus, pos, neg, a, b, lo, n, loss, loss_lo, v):
 def _dot(loss, loss_lo, y, n):
     v = 0.0
     for i in range(n):
-        v += loss[loss_lo + i] * y[i]
+        v += loss[U(loss_lo + i)] * y[U(i)]
     return v
 
 
@@ -151,16 +156,16 @@ def chain_recommend(kind, tptr, sptr, source, order, family, eta, a, b, x):
     pos = 0
     for k in order:
         h = 0.0
-        for j in range(sptr[k], sptr[k + 1]):
-            h += x[source[j]]
-        lo, hi = tptr[k], tptr[k + 1]
-        if kind[k] == SINGLETON:
-            x[lo] = h
+        for j in range(sptr[U(k)], sptr[U(k + 1)]):
+            h += x[U(source[U(j)])]
+        lo, hi = tptr[U(k)], tptr[U(k + 1)]
+        if kind[U(k)] == SINGLETON:
+            x[U(lo)] = h
         else:
             local_strategy(family, eta, a, b, pos, hi - lo, x, lo)
             pos += hi - lo
             for e in range(lo, hi):
-                x[e] = h * x[e]
+                x[U(e)] = h * x[U(e)]
 
 
 @numba.njit(cache=True)
@@ -171,10 +176,10 @@ def chain_observe(kind, tptr, sptr, source, order, family, plus, alpha, beta, et
     pos, neg = discounts(alpha, beta, t[0])
     s = len(a)  # state position just past the step, running backwards
     for idx in range(len(order) - 1, -1, -1):
-        k = order[idx]
-        lo, hi = tptr[k], tptr[k + 1]
-        if kind[k] == SINGLETON:
-            v = loss[lo]
+        k = order[U(idx)]
+        lo, hi = tptr[U(k)], tptr[U(k + 1)]
+        if kind[U(k)] == SINGLETON:
+            v = loss[U(lo)]
         else:
             n = hi - lo
             s -= n
@@ -182,17 +187,17 @@ def chain_observe(kind, tptr, sptr, source, order, family, plus, alpha, beta, et
             v = _dot(loss, lo, y, n)
             if family == HEDGE:  # the loops of local_update (see there why not a call)
                 for i in range(n):
-                    a[s + i] += loss[lo + i]
+                    a[U(s + i)] += loss[U(lo + i)]
             elif family == PRM_PLUS:
                 for i in range(n):
-                    inst = v - loss[lo + i]
-                    a[s + i] = prm_plus_regret(a[s + i], inst)
-                    b[s + i] = inst
+                    inst = v - loss[U(lo + i)]
+                    a[U(s + i)] = prm_plus_regret(a[U(s + i)], inst)
+                    b[U(s + i)] = inst
             else:
                 for i in range(n):
-                    a[s + i] = rm_regret(a[s + i], v - loss[lo + i], plus, pos, neg)
-        for j in range(sptr[k], sptr[k + 1]):
-            loss[source[j]] += v
+                    a[U(s + i)] = rm_regret(a[U(s + i)], v - loss[U(lo + i)], plus, pos, neg)
+        for j in range(sptr[U(k)], sptr[U(k + 1)]):
+            loss[U(source[U(j)])] += v
 
 
 @numba.njit(cache=True)
