@@ -2,13 +2,13 @@
 4 shots each: 111,187,224 relevant pairs) for a fixed wall-clock budget — the run behind Figure 3
 (right) of Farina, Ling, Fang, Sandholm 2019, whose authors report it under 2 GB with their C++.
 
-The loop is the one of :func:`solvers.efce.solve_efce` (RM+ at every simplex, alternating
-updates, linear averaging) on the same model, operator, evaluator and feasibility check; it is
-spelled out here only so that every checkpoint is written the moment it is computed: a run of an
-hour must leave its curve behind even if it is stopped.  Each checkpoint row holds the max
-deviation of the average plan, the max violation of Definition 3 by the current iterate and by
-the average (matrix-free check, independent of the chain), the time spent in iterations alone,
-and the process's resident and peak memory.
+The run is :func:`solvers.efce.solve_efce` (RM+ at every simplex, alternating updates, linear
+averaging); this script only times the setup stages and writes every checkpoint the moment the
+solver reports it, so a run of an hour leaves its curve behind even if it is stopped (SIGINT or
+SIGTERM end it gracefully after a last checkpoint).  Each checkpoint row holds the max deviation
+of the average plan, the max violation of Definition 3 by the current iterate and by the average
+(matrix-free check, independent of the chain), the time spent in iterations alone, and the
+process's resident and peak memory.
 
     python benchmarks/run_large_battleship.py [--seconds 3600] [--out docs/results/large_battleship]
         [--game SPEC]
@@ -23,7 +23,6 @@ import argparse
 import csv
 import json
 import os
-import resource
 import sys
 import time
 
@@ -32,10 +31,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 LARGE = "battleship:rows=3,cols=2,ship_sizes=[2],shots=4"
 FIELDS = ["iteration", "seconds", "iteration_seconds", "max_deviation", "max_violation_iterate",
           "max_violation_average", "welfare", "rss_mib", "peak_mib"]
-
-
-def _peak_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def _rss_mib() -> float:
@@ -53,35 +48,48 @@ def main() -> None:
     if args.plot:
         plot(args.out)
         return
+
+    from games.memory import available_memory_bytes, peak_memory_mib
+    from games.relevant import relevant_pairs
+    from games.spec import make_game
+    from polytopes.decompose import correlation_plan
+    from solvers.driver import stop_on_signals
+    from solvers.efce import build_efce_model, estimate_efce_bytes, solve_efce
+
     os.makedirs(args.out, exist_ok=True)
     summary_path = os.path.join(args.out, "summary.json")
+    trace_path = os.path.join(args.out, "trace.csv")
     summary = {"game": args.game, "budget_seconds": args.seconds, "command":
                f"python benchmarks/run_large_battleship.py --seconds {args.seconds:g} --out {args.out}"
                + (f" --game '{args.game}'" if args.game != LARGE else ""),
                "setup": {}, "status": "building"}
 
     def save_summary():
-        summary["peak_memory_mib"] = round(_peak_mib(), 1)
+        summary["peak_memory_mib"] = round(peak_memory_mib(), 1)
         with open(summary_path + ".tmp", "w") as fh:
             json.dump(summary, fh, indent=2)
         os.replace(summary_path + ".tmp", summary_path)
 
     def stage(name, started):
         summary["setup"][name] = {"seconds": round(time.perf_counter() - started, 2),
-                                  "rss_mib": round(_rss_mib(), 1), "peak_mib": round(_peak_mib(), 1)}
+                                  "rss_mib": round(_rss_mib(), 1), "peak_mib": round(peak_memory_mib(), 1)}
         print(f"{name}: {summary['setup'][name]}", file=sys.stderr, flush=True)
         save_summary()
 
-    import numpy as np
-
-    from games.relevant import relevant_pairs
-    from games.spec import make_game
-    from polytopes.decompose import correlation_plan
-    from polytopes.feasibility import FeasibilityCheck
-    from solvers.efce import _accumulate, build_efce_model
-    from solvers.engine import ChainEngine
-    from solvers.gaps import EFCEGapEvaluator
-    from solvers.local import RegretMatching
+    def checkpoint(row):
+        extra = row.extra
+        line = [row.iteration, round(row.seconds, 2), round(extra["iteration_seconds"], 2), row.gap,
+                extra["violation_iterate"], extra["violation_average"], extra["welfare"],
+                round(_rss_mib(), 1), round(peak_memory_mib(), 1)]
+        with open(trace_path, "a", newline="") as fh:
+            csv.writer(fh).writerow(line)
+        summary["max_violation"] = max(summary.get("max_violation", 0.0), row.infeasibility)
+        summary.update({"iterations": row.iteration, "seconds": line[1], "iteration_seconds": line[2],
+                        "seconds_per_iteration": round(extra["iteration_seconds"] / row.iteration, 3),
+                        "max_deviation": row.gap, "feasible_iterates": summary["max_violation"] <= 1e-9})
+        save_summary()
+        print(f"iteration {row.iteration}: max deviation {row.gap:.6g}, violation {row.infeasibility:.3g}, "
+              f"{line[1]:.0f} s, peak {line[-1]:.0f} MiB", file=sys.stderr, flush=True)
 
     t = time.perf_counter()
     game = make_game(args.game)
@@ -94,68 +102,21 @@ def main() -> None:
     chain = correlation_plan(game, pairs)
     stage("DECOMPOSE", t)
     t = time.perf_counter()
-    from games.memory import available_memory_bytes
-    from solvers.efce import estimate_efce_bytes
     summary["estimated_bytes"] = estimate_efce_bytes(game)
     # A dedicated run may use most of what is free (the default budget keeps 40% for others).
     model = build_efce_model(game, pairs=pairs, xi_chain=chain,
                              memory_budget=int(0.85 * available_memory_bytes()))
+    del pairs, chain  # the model holds them
     stage("trigger chain + payoff operator", t)
-    t = time.perf_counter()
-    rule = RegretMatching(plus=True)
-    xi_engine, y_engine = ChainEngine(chain, rule), ChainEngine(model.triggers.chain, rule)
-    evaluator = EFCEGapEvaluator(game, pairs, tables=model.tables, entry_index=chain.entry_index)
-    feasibility = FeasibilityCheck(game, pairs)
-    x = np.empty(chain.num_entries)
-    y = np.empty(model.triggers.chain.num_entries)
-    sum_x = np.zeros(chain.num_entries)
-    stage("engines, evaluator, buffers", t)
 
-    trace_path = os.path.join(args.out, "trace.csv")
     with open(trace_path, "w", newline="") as fh:
         csv.writer(fh).writerow(FIELDS)
-    summary["status"] = "running"
-    summary["trace"] = trace_path
-    weight = 0.0
-    iteration_seconds = 0.0
-    worst_violation = 0.0
-    t0 = time.perf_counter()
-    y_engine.recommend(out=y)
-    next_check = 1
-    it = 0
-    while True:
-        it += 1
-        started = time.perf_counter()
-        model.operator.matvec(y, out=x)
-        xi_engine.observe(x, overwrite=True)
-        xi_engine.recommend(out=x)
-        model.operator.rmatvec(x, out=y, sign=-1.0)
-        y_engine.observe(y, overwrite=True)
-        y_engine.recommend(out=y)
-        _accumulate(sum_x, x, float(it))
-        weight += it
-        iteration_seconds += time.perf_counter() - started
-        last = time.perf_counter() - t0 > args.seconds
-        if it >= next_check or last:
-            next_check = max(it + 1, int(it * 1.15))
-            report = evaluator.evaluate(sum_x, 1.0 / weight)
-            v_iterate = feasibility(x, model.entry_of_pair)
-            v_average = feasibility(sum_x, model.entry_of_pair, 1.0 / weight)
-            worst_violation = max(worst_violation, v_iterate, v_average)
-            row = [it, round(time.perf_counter() - t0, 2), round(iteration_seconds, 2), report.gap,
-                   v_iterate, v_average, report.welfare, round(_rss_mib(), 1), round(_peak_mib(), 1)]
-            with open(trace_path, "a", newline="") as fh:
-                csv.writer(fh).writerow(row)
-            summary.update({"iterations": it, "seconds": row[1], "iteration_seconds": row[2],
-                            "seconds_per_iteration": round(iteration_seconds / it, 3),
-                            "max_deviation": report.gap, "max_violation": worst_violation,
-                            "feasible_iterates": worst_violation <= 1e-9})
-            save_summary()
-            print(f"iteration {it}: max deviation {report.gap:.6g}, violation {max(v_iterate, v_average):.3g}, "
-                  f"{row[1]:.0f} s, peak {row[-1]:.0f} MiB", file=sys.stderr, flush=True)
-        if last:
-            break
-    summary["status"] = "time_limit"
+    summary.update({"status": "running", "trace": trace_path})
+    with stop_on_signals():
+        result = solve_efce(game, model=model, iterations=10**12, time_limit=args.seconds, target_gap=None,
+                            progress=checkpoint)
+    summary["setup"]["engines, evaluator, feasibility check"] = {"seconds": round(result.setup_seconds, 2)}
+    summary["status"] = result.status
     save_summary()
 
 

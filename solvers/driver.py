@@ -184,7 +184,10 @@ class IterationDriver:
 
     def record(self, row: TraceRow, *, converged: bool = False) -> bool:
         """Append ``row`` to the trace and report it; returns True when the run should stop
-        here (``converged``, or this was the last iteration)."""
+        here (``converged``, or this was the last iteration).  The row gains the extra
+        ``iteration_seconds`` (time in iterations so far, checkpoints excluded), so per-iteration
+        speed can be read from any trace."""
+        row.extra.setdefault("iteration_seconds", self.iteration_seconds)
         self.trace.append(row)
         if self.progress is not None:
             self.progress(row)

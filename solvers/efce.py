@@ -214,14 +214,16 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
         weight = play.weight
         with driver.paused():
             report = evaluator.evaluate(sum_x, 1.0 / weight)
-            violation = max(feasibility(x, entry_of_pair), feasibility(sum_x, entry_of_pair, 1.0 / weight))
+            violations = (feasibility(x, entry_of_pair), feasibility(sum_x, entry_of_pair, 1.0 / weight))
+            violation = max(violations)
             max_violation = max(max_violation, violation)
             shortfall = 0.0 if welfare_threshold is None else max(0.0, welfare_threshold - report.welfare)
             # min_ξ ξᵀ A ȳ > 0 proves that no EFCE reaches the threshold: stop early.
             certified = (welfare_threshold is not None and shortfall > 0
                          and chain_minimum(chain, operator @ (sum_y / weight)) > CERTIFICATE_TOLERANCE)
         row = TraceRow(t, driver.elapsed(), report.gap, violation,
-                       {"welfare": report.welfare, "welfare_shortfall": shortfall})
+                       {"welfare": report.welfare, "welfare_shortfall": shortfall,
+                        "violation_iterate": violations[0], "violation_average": violations[1]})
         converged = target_gap is not None and report.gap <= target_gap and shortfall <= target_gap
         if driver.record(row, converged=converged):
             break
