@@ -370,7 +370,7 @@ class ChainMinimizer:
         new = state if donate else copy_state(state)
         if self.backend == "compiled":
             a, b, t = self.kernel.arrays(new)
-            kernels.chain_observe(*self._observe_args, a, b, t, work, np.empty(self._widest_step))
+            kernels.chain_observe(*self._observe_args, a, b, t, work, self._step_scratch)
             return new
         w = self._local_weights(state)
         for entries, starts, sources, counts in reversed(self._levels):
@@ -393,8 +393,9 @@ class ChainMinimizer:
         return np.concatenate(chain.levels) if chain.num_steps else np.zeros(0, np.int64)
 
     @cached_property
-    def _widest_step(self) -> int:
-        return int(self.chain.step_size.max(initial=1))
+    def _step_scratch(self) -> np.ndarray:
+        """Work space of one simplex step's strategy, allocated once (not per observation)."""
+        return np.empty(int(self.chain.step_size.max(initial=1)))
 
     @cached_property
     def _kind(self) -> np.ndarray:

@@ -55,6 +55,16 @@ def test_stop_request_interrupts_and_paused_time_is_not_iteration_time():
         drv.clear_stop()
     assert d.status == "interrupted" and d.iteration == 5 and len(d.trace) == 1
     assert d.iteration_seconds < 0.05 <= d.elapsed()
+    # The row carries the iteration time as it was when recorded, before this checkpoint's pause.
+    assert d.trace[0].extra["iteration_seconds"] < 0.05
+
+
+def test_every_trace_row_carries_its_iteration_seconds():
+    d = IterationDriver(iterations=30, check_every=10)
+    run(d, work=lambda: time.sleep(0.002))
+    spent = [row.extra["iteration_seconds"] for row in d.trace]
+    assert len(spent) == 3 and spent == sorted(spent) and spent[0] >= 10 * 0.002
+    assert all(row.extra["iteration_seconds"] <= row.seconds + 1e-3 for row in d.trace)
 
 
 def test_signal_outside_a_graceful_block_interrupts_at_once():
