@@ -87,8 +87,10 @@ def _run_rm(game, *, progress, **o):
         if o["welfare_threshold"] is not None:
             raise OptionError("rm --objective welfare searches the threshold itself; drop --welfare-threshold")
         from solvers.welfare import solve_optimal_welfare
+        # Each bisection step is one rm run, so --iterations caps a step (as it caps a plain run);
+        # the bisection itself ends at the interval width, the time limit, or when no step decides.
         return solve_optimal_welfare(game, tolerance=WELFARE_INTERVAL_WIDTH, time_limit=o["time_limit"],
-                                     iterations=o["iterations"], rule=o["local"])
+                                     step_iterations=o["iterations"], rule=o["local"])
     return solve_efce(game, iterations=o["iterations"], time_limit=o["time_limit"],
                       target_gap=o["target_gap"], welfare_threshold=o["welfare_threshold"],
                       rule=make_rule(o["local"]), progress=progress)
