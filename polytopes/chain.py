@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable
 
+import numba
 import numpy as np
 
 from games.arrays import concat_ranges
@@ -130,19 +131,16 @@ class Chain:
     # ------------------------------------------------------------------ checks
     def validate(self) -> None:
         """Raise :class:`ChainError` unless every step only reads entries filled before it and
-        singleton steps fill exactly one entry."""
+        singleton steps fill exactly one entry.  One compiled pass with no per-source
+        temporaries: on the large Battleship Ξ chain the vectorized check held two int64 arrays
+        per source slot (about 1.9 GB)."""
         if self.target_ptr[0] != 1:
             raise ChainError("target_ptr[0] must be 1 (entry 0 is the constant 1)")
-        if np.any(self.step_size < 1):
-            raise ChainError(f"step {int(np.flatnonzero(self.step_size < 1)[0])} fills no entry")
-        if np.any(self.num_sources < 1):
-            raise ChainError(f"step {int(np.flatnonzero(self.num_sources < 1)[0])} has an empty h")
-        single = self.kind == SINGLETON
-        if np.any(single & (self.step_size != 1)):
-            raise ChainError("a singleton step must fill exactly one entry")
-        if len(self.source) and np.any(self.source >= self.target_ptr[:-1][self.source_step]):
-            k = int(self.source_step[np.flatnonzero(self.source >= self.target_ptr[:-1][self.source_step])[0]])
-            raise ChainError(f"step {k} reads an entry that is not filled before it")
+        reason, k = _first_invalid_step(self.target_ptr, self.source_ptr, self.source, self.kind)
+        if reason:
+            raise ChainError({1: f"step {k} fills no entry", 2: f"step {k} has an empty h",
+                              3: "a singleton step must fill exactly one entry",
+                              4: f"step {k} reads an entry that is not filled before it"}[reason])
         if len(self.entry_index) != self.num_entries:
             raise ChainError("entry_index must label every entry")
 
@@ -238,3 +236,22 @@ class Chain:
 
     def __str__(self) -> str:
         return self.notation()
+
+
+@numba.njit(cache=True)
+def _first_invalid_step(target_ptr, source_ptr, source, kind):
+    """``(reason, k)`` for the first step ``k`` breaking a rule of :meth:`Chain.validate`
+    (1: fills no entry, 2: no source, 3: a singleton filling more than one entry, 4: reads an
+    entry not filled before it), or ``(0, -1)``."""
+    for k in range(len(target_ptr) - 1):
+        size = target_ptr[k + 1] - target_ptr[k]
+        if size < 1:
+            return 1, k
+        if source_ptr[k + 1] <= source_ptr[k]:
+            return 2, k
+        if kind[k] == SINGLETON and size != 1:
+            return 3, k
+        for j in range(source_ptr[k], source_ptr[k + 1]):
+            if source[j] >= target_ptr[k]:
+                return 4, k
+    return 0, -1

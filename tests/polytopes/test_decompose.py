@@ -171,6 +171,29 @@ def test_verification_fails_loudly_on_broken_chains():
     assert not report.passed and "not filled before" in report.to_dict()["structure"]["detail"]
 
 
+def test_validate_names_each_broken_rule_and_caches_nothing():
+    from polytopes.chain import ChainError
+    chain = correlation_plan(games.sheriff(max_bribe=2, max_items=2, rounds=2))
+    chain.validate()
+    # The check must not leave per-source arrays behind (they cost ~1.9 GB on the large instance).
+    assert "source_step" not in vars(chain)
+    single = int(np.flatnonzero(chain.kind == SINGLETON)[0])
+    simplex = int(np.flatnonzero(chain.kind == SIMPLEX)[0])
+    late = chain.source.copy()
+    late[chain.source_ptr[single]] = chain.target_ptr[single]
+    empty_h = chain.source_ptr.copy()
+    empty_h[simplex + 1:] -= chain.source_ptr[simplex + 1] - chain.source_ptr[simplex]
+    kind = chain.kind.copy()
+    kind[simplex] = SINGLETON
+    for broken, message in [(dict(source=late), f"step {single} reads an entry that is not filled"),
+                            (dict(source_ptr=empty_h, source=np.delete(chain.source, np.arange(
+                                chain.source_ptr[simplex], chain.source_ptr[simplex + 1]))),
+                             f"step {simplex} has an empty h"),
+                            (dict(kind=kind), "a singleton step must fill exactly one entry")]:
+        with pytest.raises(ChainError, match=message):
+            _mutated(chain, **broken).validate()
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda: games.kuhn(2), "chance moves"),
     (lambda: games.kuhn(3), "two-player"),
