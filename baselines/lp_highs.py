@@ -20,9 +20,23 @@ from .efce_lp import EFCELP, build_efce_lp
 
 SOLVERS = ("choose", "simplex", "ipm", "ipx", "pdlp", "hipdlp")
 
-#: Default HiGHS options of ``lp-highs``: the best setting found on the full Sheriff and the
-#: small Battleship LPs (every setting tried and what it did: docs/results/lp_highs_settings.md).
-DEFAULT_OPTIONS: dict = {"solver": "ipm"}
+#: ``lp-highs`` picks HiGHS's solver by model size (every setting tried and what it did:
+#: docs/results/lp_highs_settings.md).  Below :data:`FIRST_ORDER_NONZEROS`, IPX with crossover:
+#: exact vertices and certified infeasibility (Sheriff 3/3/3, 181k nonzeros: 16.5 s; Battleship
+#: 2×2 with 3 shots, 193k: 20.9 s, where HiPDLP did not finish in 90 s).  From there on, HiGHS's
+#: own PDLP: on the full Sheriff LP (1.8M nonzeros) IPX did not finish building its starting basis
+#: in 600 s and no simplex variant nor cuPDLP-C solved it in 180 s, while HiPDLP reached the
+#: optimum in 179 s; on small Battleship (14M) IPX made 3 steps in 300 s.  HiPDLP cannot prove an
+#: LP infeasible: a large infeasible model runs to its time limit.
+EXACT_OPTIONS: dict = {"solver": "ipm"}
+FIRST_ORDER_OPTIONS: dict = {"solver": "hipdlp", "pdlp_optimality_tolerance": 1e-7}
+FIRST_ORDER_NONZEROS = 1_000_000
+
+
+def default_options(nonzeros: int) -> dict:
+    """The HiGHS options ``lp-highs`` uses on a model with this many nonzeros (see above)."""
+    return dict(FIRST_ORDER_OPTIONS if nonzeros >= FIRST_ORDER_NONZEROS else EXACT_OPTIONS)
+
 #: A point HiGHS returns with model status "Unknown" is accepted when its max deviation and
 #: Definition-3 violation are at most this.
 UNVERIFIED_TOLERANCE = 1e-6
@@ -71,9 +85,9 @@ def solve_lp_highs(game: Game, *, objective="welfare", welfare_threshold: float 
     objective : ``"welfare"``, ``"feasibility"``, or a player (0/1) — see :func:`build_efce_lp`.
     welfare_threshold : optional lower bound τ on social welfare.
     solver : one of :data:`SOLVERS` (``"ipm"``/``"ipx"``: interior point, ``"pdlp"``: cuPDLP-C,
-        ``"hipdlp"``: HiGHS's own PDLP); None = :data:`DEFAULT_OPTIONS`.
+        ``"hipdlp"``: HiGHS's own PDLP); None = :func:`default_options` of the model's size.
     options : further HiGHS options by name (e.g. ``{"run_crossover": "off", "presolve": "off",
-        "simplex_strategy": 4}``), applied over :data:`DEFAULT_OPTIONS`.
+        "simplex_strategy": 4}``), applied over the solver's defaults.
     threads : HiGHS threads (0 = HiGHS default).
     time_limit : seconds for the solver call (None = no limit).
     memory_budget : bytes; the model is refused up front (:class:`ModelTooLarge`) when its
@@ -95,10 +109,6 @@ def solve_lp_highs(game: Game, *, objective="welfare", welfare_threshold: float 
     if solver is not None and solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, not {solver!r}")
     check_lp_inputs(game, welfare_threshold)
-    settings = dict(DEFAULT_OPTIONS)
-    if solver is not None:
-        settings["solver"] = solver
-    settings.update(options or {})
     if libhighs_conflict("highspy"):
         raise BackendError("HiGHS", "cannot load highspy in a process that has loaded OR-Tools "
                            "(they bundle different HiGHS libraries); run it in its own process")
@@ -106,6 +116,8 @@ def solve_lp_highs(game: Game, *, objective="welfare", welfare_threshold: float 
     if model is None:
         model = build_efce_lp(game, objective=objective, welfare_threshold=welfare_threshold,
                               memory_budget=memory_budget)
+    settings = default_options(model.nonzeros) if solver is None else {"solver": solver}
+    settings.update(options or {})
     h = highspy.Highs()
     h.setOptionValue("output_flag", bool(verbose))
     for key, value in settings.items():

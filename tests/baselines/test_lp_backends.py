@@ -113,6 +113,19 @@ def test_highs_settings_reach_the_optimum(options):
     assert abs(r.info["welfare"] - _reference("sheriff222")) <= 1e-5 and r.info["efce_gap"] <= 1e-6
 
 
+def test_highs_default_is_exact_on_small_models_and_first_order_on_large_ones(monkeypatch):
+    import baselines.lp_highs as lp_highs
+    game = _game("sheriff222")
+    small = solve_lp_highs(game)
+    assert small.info["highs_options"] == lp_highs.EXACT_OPTIONS and small.info["highs_status"] == "Optimal"
+    # The same game, counted as "large": HiPDLP's point passes the project's own checks.
+    monkeypatch.setattr(lp_highs, "FIRST_ORDER_NONZEROS", 1)
+    large = solve_lp_highs(game)
+    assert large.info["highs_options"] == lp_highs.FIRST_ORDER_OPTIONS and large.status == "converged"
+    assert abs(large.info["welfare"] - small.info["welfare"]) <= 1e-5
+    assert max(large.info["efce_gap"], large.info["max_violation"]) <= lp_highs.UNVERIFIED_TOLERANCE
+
+
 def test_highs_rejected_option_is_one_line():
     with pytest.raises(BackendError) as info:
         solve_lp_highs(_game("fig1"), options={"simplex_strategy": 99})
