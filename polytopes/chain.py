@@ -118,9 +118,15 @@ class Chain:
             entry_level[1:] = np.repeat(step_level, self.step_size)
 
     @cached_property
+    def step_order(self) -> np.ndarray:
+        """Every step in level order (stable): the concatenation of :attr:`levels`, which are
+        views into it, so the passes that run the whole order hold no copy of it."""
+        return np.argsort(self.level, kind="stable").astype(index_dtype(self.num_steps + 1))
+
+    @cached_property
     def levels(self) -> list[np.ndarray]:
-        """Steps grouped by level, ascending."""
-        order = np.argsort(self.level, kind="stable").astype(index_dtype(self.num_steps + 1))
+        """Steps grouped by level, ascending (views into :attr:`step_order`)."""
+        order = self.step_order
         bounds = np.searchsorted(self.level[order], np.arange(1, int(self.level.max(initial=0)) + 2))
         return [order[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
 

@@ -28,7 +28,7 @@ from games.arrays import concat_ranges, find_in_row, lower_bound
 from games.game import Game, GameError
 from games.relevant import RelevantPairs, connected_infosets, relevant_pairs
 
-from .chain import SIMPLEX, SINGLETON, Chain
+from .chain import SIMPLEX, SINGLETON, Chain, index_dtype
 
 _CALL, _STEP3 = 0, 1
 
@@ -90,7 +90,8 @@ def _level_sorted_chain(game, pairs, kind, level, tptr, target, sptr, source) ->
                   entry_index=entry_pair, describe_entry=names, name=f"Ξ of {game.name}")
     chain.__dict__["level"] = new_level
     # Steps are sorted by level already: each level is a range of step numbers.
-    steps = np.arange(len(new_kind), dtype=new_tptr.dtype)
+    steps = np.arange(len(new_kind), dtype=index_dtype(len(new_kind) + 1))
+    chain.__dict__["step_order"] = steps
     bounds = np.searchsorted(new_level, np.arange(1, int(new_level.max(initial=0)) + 2))
     chain.__dict__["levels"] = [steps[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
     return chain
