@@ -315,7 +315,6 @@ class ChainMinimizer:
     chain: Chain
     rule: LocalRule
     backend: str = "compiled"
-    segments: Segments = field(init=False, repr=False)
     kernel: Kernel | None = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -329,7 +328,6 @@ class ChainMinimizer:
             raise ValueError(f"local rule {rule.name!r} ({type(rule).__name__}) has no compiled "
                              f"kernel; use backend='numpy' (or 'auto')")
         object.__setattr__(self, "kernel", kernel)
-        object.__setattr__(self, "segments", Segments.from_sizes(chain.step_size[self._simplex_steps()]))
         object.__setattr__(self, "_n", chain.num_entries)
         if self.backend == "compiled":
             # Everything the kernels take but the state and the buffers, bound once: at ~10 µs
@@ -342,6 +340,19 @@ class ChainMinimizer:
     @property
     def dim(self) -> int:
         return self._n
+
+    @property
+    def segments(self) -> Segments:
+        """One segment per simplex step, in level order.  Kept only by the numpy backend: the
+        compiled passes find each step's state with a running counter, and on the large
+        Battleship chains the offsets are ~0.25 GB that :meth:`init` needs once."""
+        kept = self.__dict__.get("_segments")
+        if kept is not None:
+            return kept
+        segments = Segments.from_sizes(self.chain.step_size[self._simplex_steps()])
+        if self.backend != "compiled":
+            self.__dict__["_segments"] = segments
+        return segments
 
     # -------------------------------------------------------------- regret minimizer interface
     def init(self) -> State:

@@ -171,6 +171,18 @@ def test_verification_fails_loudly_on_broken_chains():
     assert not report.passed and "not filled before" in report.to_dict()["structure"]["detail"]
 
 
+def test_levels_are_views_of_one_step_order_that_the_minimizer_runs_without_a_copy():
+    from polytopes.triggers import trigger_deviations
+    from solvers.algebra import chain_minimizer
+    game = games.sheriff(max_bribe=2, max_items=2, rounds=2)
+    for chain in (correlation_plan(game), sequence_form(game.sequences(0)), trigger_deviations(game).chain):
+        order = chain.step_order
+        assert np.array_equal(np.concatenate(chain.levels), order)
+        assert all(np.shares_memory(level, order) for level in chain.levels if len(level))
+        assert np.all(np.diff(chain.level[order]) >= 0)
+        assert chain_minimizer(chain, "rm+")._order is order
+
+
 def test_validate_names_each_broken_rule_and_caches_nothing():
     from polytopes.chain import ChainError
     chain = correlation_plan(games.sheriff(max_bribe=2, max_items=2, rounds=2))
