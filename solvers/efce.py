@@ -78,8 +78,9 @@ class EFCEModel:
 #: per nonzero of A's deviation part — one int32 row; per (trigger infoset, terminal) — one
 #: int32; per game node — the game's own arrays; plus the interpreter, numpy/scipy/numba and the
 #: compiled kernels.
-#: Measured whole-process peaks of ``efce solve … --method rm``: 527 MiB (small), 2,341 MiB
-#: (medium), 10,160 MiB (large); these constants give 586 / 2,515 / 10,710 MiB (3-11% above).
+#: Measured whole-process peaks of ``efce solve … --method rm``: 539 MiB (small), 2,409 MiB
+#: (medium), 9,814 MiB (large; docs/results/memory.md); these constants give 586 / 2,515 /
+#: 10,710 MiB (4-9% above).
 BYTES_PER_RELEVANT_PAIR = 60
 BYTES_PER_TRIGGER_ENTRY = 34
 BYTES_PER_NONZERO = 4
