@@ -106,7 +106,6 @@ def main() -> None:
     # A dedicated run may use most of what is free (the default budget keeps 40% for others).
     model = build_efce_model(game, pairs=pairs, xi_chain=chain,
                              memory_budget=int(0.85 * available_memory_bytes()))
-    del pairs, chain  # the model holds them
     stage("trigger chain + payoff operator", t)
 
     with open(trace_path, "w", newline="") as fh:

@@ -5,6 +5,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+#: Index compiled hot loops through ``U(i)`` where ``i`` is known to be non-negative: numba wraps
+#: a negative signed index around, and the test this costs at every access (and the vectorization
+#: it blocks) made the payoff operator's loops about twice as slow (small Battleship: 3.7 → 1.8 ns
+#: per nonzero) and the chain passes ~16% slower (45.7 → 38.2 ms per RECOMMEND on its Ξ chain).
+U = np.uint64
+
 
 def concat_ranges(starts, lengths) -> np.ndarray:
     """``concatenate([arange(s, s + l) for s, l in zip(starts, lengths)])``, vectorized."""

@@ -25,15 +25,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from games.arrays import U
 from polytopes.chain import SINGLETON
 
 #: Kernel families (see :class:`solvers.local.Kernel`).
 RM, HEDGE, PRM_PLUS = 0, 1, 2
 
-# The hot kernels index through ``U(i)`` (unsigned): numba wraps a negative signed index around,
-# and the test this costs at every access made the chain passes ~16% slower on the small
-# Battleship's Ξ chain (45.7 → 38.2 ms per RECOMMEND).  Every index here is non-negative.
-U = np.uint64
+# The hot kernels index through games.arrays.U (unsigned); every index here is non-negative.
 
 
 @numba.njit(cache=True)
