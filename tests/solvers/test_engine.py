@@ -34,6 +34,18 @@ def _chains():
 CHAINS = _chains()
 
 
+def _assert_engine_tracks(engine, minimizer, *, rounds, seed, atol):
+    """The engine and the pure ``minimizer`` (its own state) recommend the same points to ``atol``
+    while both observe the same random losses."""
+    state = minimizer.init()
+    rng = np.random.default_rng(seed)
+    for _ in range(rounds):
+        np.testing.assert_allclose(engine.recommend(), minimizer.recommend(state), rtol=0, atol=atol)
+        loss = rng.normal(size=engine.chain.num_entries)
+        engine.observe(loss)
+        state = minimizer.observe(state, loss)
+
+
 @pytest.mark.parametrize("rule_name", sorted(RULES))
 @pytest.mark.parametrize("chain_name", sorted(CHAINS))
 def test_engine_and_algebra_give_identical_iterates(chain_name, rule_name):
@@ -86,14 +98,7 @@ def test_engine_runs_rules_without_kernel():
         rule = every_rule()[name]
         engine = ChainEngine(chain, rule)
         assert engine.minimizer.backend == "numpy"
-        reference = algebra.nested_chain_minimizer(chain, rule)
-        state = reference.init()
-        rng = np.random.default_rng(2)
-        for _ in range(30):
-            np.testing.assert_allclose(engine.recommend(), reference.recommend(state), rtol=0, atol=1e-12)
-            loss = rng.normal(size=chain.num_entries)
-            engine.observe(loss)
-            state = reference.observe(state, loss)
+        _assert_engine_tracks(engine, algebra.nested_chain_minimizer(chain, rule), rounds=30, seed=2, atol=1e-12)
 
 
 @pytest.mark.parametrize("rule_name", ["rm", "rm+", "dcfr", "hedge", "prm+"])
@@ -142,14 +147,7 @@ def test_engine_of_a_composite_minimizer():
     chain = CHAINS["fig2 Ξ"]
     hull = algebra.convex_hull(algebra.chain_minimizer(chain, "rm+"),
                                algebra.chain_minimizer(chain, DecayedRegretMatching()), rule="hedge")
-    engine = ChainEngine(chain, minimizer=hull)
-    state = hull.init()
-    rng = np.random.default_rng(6)
-    for _ in range(20):
-        np.testing.assert_allclose(engine.recommend(), hull.recommend(state), rtol=0, atol=1e-15)
-        loss = rng.normal(size=chain.num_entries)
-        engine.observe(loss)
-        state = hull.observe(state, loss)
+    _assert_engine_tracks(ChainEngine(chain, minimizer=hull), hull, rounds=20, seed=6, atol=1e-15)
     with pytest.raises(ValueError, match="exactly one"):
         ChainEngine(chain)
     with pytest.raises(ValueError, match="R\\^3"):
