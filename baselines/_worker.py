@@ -3,10 +3,15 @@
 
 def serve() -> None:
     """The worker's loop: read ``(fn, args)``, write ``(ok, result or exception)``."""
+    import os
     import pickle
     import sys
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # anything the backend prints must not corrupt the pipe
+    stdin = sys.stdin.buffer
+    # The replies go through a private copy of the pipe; file descriptor 1 itself, where C
+    # libraries print (HiGHS's banner), and Python's sys.stdout are sent to stderr.
+    stdout = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     while True:
         try:
             fn, args = pickle.load(stdin)

@@ -6,15 +6,19 @@ one process are kept apart.
   one line, before any model is built or any backend is called.
 * :class:`BackendError` is the one-line failure of a backend (HiGHS rejecting a model, a cvxpy
   solver error): the backend's name and its status, never a raw solver object.
-* highspy and OR-Tools each ship their own ``libhighs.so.1`` (different HiGHS versions, one
-  soname).  The dynamic loader keeps whichever is loaded first, so after ``import highspy`` the
-  OR-Tools extension fails to load, and vice versa.  :func:`libhighs_conflict` reads the
-  process's memory map to tell whether the other copy is loaded; the callers then run the
-  backend in a fresh worker process (:class:`IsolatedWorker`).
+* highspy and OR-Tools both contain HiGHS.  Whether the two can share one process depends on
+  how each release links it: up to highspy 1.15 both shipped a ``libhighs.so.1`` (different
+  versions, one soname), the dynamic loader kept whichever came first and the other extension
+  failed to load; from highspy 1.16 HiGHS is linked into highspy's own extension and the two
+  coexist.  :func:`must_isolate` decides by behaviour, not by file names: when the other
+  package's extension is already loaded here, it asks :func:`highs_copies_coexist`, which loads
+  both packages in both orders in a child process (once per process), and the callers run the
+  backend in a fresh worker process (:class:`IsolatedWorker`) only when they cannot coexist.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 from games.game import Game, GameError
@@ -51,23 +55,48 @@ def check_lp_inputs(game: Game, welfare_threshold: float | None = None) -> None:
             raise GameError(f"welfare threshold must be a finite number, not {tau}")
 
 
-def loaded_libhighs() -> str | None:
-    """Path of the ``libhighs`` mapped into this process, or None."""
-    try:
-        with open("/proc/self/maps") as fh:
-            for line in fh:
-                if "libhighs.so" in line:
-                    return line.split()[-1]
-    except OSError:
-        pass
-    return None
+#: For each package that contains HiGHS, the modules whose import loads its copy of HiGHS.
+HIGHS_MODULES = {"highspy": ("highspy",),
+                 "ortools": ("ortools.linear_solver.pywraplp", "ortools.pdlp.python.pdlp")}
 
 
-def libhighs_conflict(package: str) -> bool:
-    """True when a ``libhighs`` other than ``package``'s own (``"highspy"`` or ``"ortools"``) is
-    loaded, so importing ``package``'s extension here would fail."""
-    path = loaded_libhighs()
-    return path is not None and f"/{package}/" not in path
+def extension_loaded(package: str) -> bool:
+    """True when a compiled extension module of ``package`` is imported in this process."""
+    import importlib.machinery
+    import sys
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    return any(name.partition(".")[0] == package and str(getattr(module, "__file__", "")).endswith(suffixes)
+               for name, module in list(sys.modules.items()))
+
+
+@functools.cache
+def highs_copies_coexist() -> bool:
+    """True when highspy and OR-Tools load into one process in either order.
+
+    Tried in a child process per order (importing the modules of :data:`HIGHS_MODULES`); a
+    child that fails, crashes or hangs for a minute counts as "they cannot coexist", the safe
+    answer (the backend then runs in a worker).  The answer is cached for this process.
+    """
+    import subprocess
+    import sys
+    probe = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)"
+    highspy, ortools = HIGHS_MODULES["highspy"], HIGHS_MODULES["ortools"]
+    for order in (highspy + ortools, ortools + highspy):
+        try:
+            child = subprocess.run([sys.executable, "-P", "-c", probe, *order], stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        if child.returncode != 0:
+            return False
+    return True
+
+
+def must_isolate(package: str) -> bool:
+    """True when ``package``'s HiGHS (``"highspy"`` or ``"ortools"``) cannot be loaded in this
+    process because the other package's is loaded here already and the two copies clash."""
+    other = {"highspy": "ortools", "ortools": "highspy"}[package]
+    return extension_loaded(other) and not highs_copies_coexist()
 
 
 class IsolatedWorker:

@@ -16,7 +16,7 @@ from games.game import Game
 from games.memory import peak_rss_bytes
 from solvers.result import SolveResult, TraceRow
 
-from .backends import BackendError, IsolatedWorker, check_lp_inputs, libhighs_conflict
+from .backends import BackendError, IsolatedWorker, check_lp_inputs, must_isolate
 from .efce_lp import CVXPY_FACTOR, EFCELP, build_efce_lp
 from .lp_highs import evaluate_plan
 
@@ -50,7 +50,7 @@ def _pdlp_accuracy():
 def _solve_arrays(A_eq, b_eq, A_ge, b_ge, c, num_xi, solver, verbose, options):
     """Build and solve the cvxpy problem from the model's arrays (picklable: runs in a worker
     when the solver's HiGHS copy clashes with the one loaded here).  Returns a plain dict."""
-    if _HIGHS_COPY.get(solver) == "ortools" and not libhighs_conflict("ortools"):
+    if _HIGHS_COPY.get(solver) == "ortools" and not must_isolate("ortools"):
         # Load OR-Tools' HiGHS before cvxpy's solver discovery tries highspy's (which then fails
         # to import here, expectedly: silence cvxpy's report of it).
         import logging
@@ -127,7 +127,7 @@ def solve_lp_cvxpy(game: Game, *, objective="welfare", welfare_threshold: float 
         elif name == "SCIPY":
             options.setdefault("scipy_options", {}).setdefault("time_limit", float(time_limit))
     if isolate is None:
-        isolate = name in _HIGHS_COPY and libhighs_conflict(_HIGHS_COPY[name])
+        isolate = name in _HIGHS_COPY and must_isolate(_HIGHS_COPY[name])
     args = (model.A_eq, model.b_eq, model.A_ge, model.b_ge, model.c, model.num_xi, name,
             verbose, options)
     setup = model.build_seconds

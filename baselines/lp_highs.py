@@ -15,7 +15,7 @@ from games.game import Game
 from games.memory import peak_rss_bytes
 from solvers.result import SolveResult, TraceRow
 
-from .backends import BackendError, check_lp_inputs, libhighs_conflict
+from .backends import BackendError, IsolatedWorker, check_lp_inputs, must_isolate
 from .efce_lp import EFCELP, build_efce_lp
 
 SOLVERS = ("choose", "simplex", "ipm", "ipx", "pdlp", "hipdlp")
@@ -52,18 +52,17 @@ def evaluate_plan(game: Game, model: EFCELP, xi: np.ndarray) -> dict:
                 max_violation=model.vsf.max_violation(xi))
 
 
-def _to_highs_lp(model: EFCELP):
+def _to_highs_lp(A, c, col_lower, col_upper, row_lower, row_upper):
     import highspy
-    A = model.A
     lp = highspy.HighsLp()
     lp.num_col_ = A.shape[1]
     lp.num_row_ = A.shape[0]
     inf = highspy.kHighsInf
-    lp.col_cost_ = model.c
-    lp.col_lower_ = np.where(np.isinf(model.col_lower), -inf, model.col_lower)
-    lp.col_upper_ = np.where(np.isinf(model.col_upper), inf, model.col_upper)
-    lp.row_lower_ = np.where(np.isinf(model.row_lower), -inf, model.row_lower)
-    lp.row_upper_ = np.where(np.isinf(model.row_upper), inf, model.row_upper)
+    lp.col_cost_ = c
+    lp.col_lower_ = np.where(np.isinf(col_lower), -inf, col_lower)
+    lp.col_upper_ = np.where(np.isinf(col_upper), inf, col_upper)
+    lp.row_lower_ = np.where(np.isinf(row_lower), -inf, row_lower)
+    lp.row_upper_ = np.where(np.isinf(row_upper), inf, row_upper)
     lp.sense_ = highspy.ObjSense.kMaximize
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.num_col_ = A.shape[1]
@@ -72,6 +71,50 @@ def _to_highs_lp(model: EFCELP):
     lp.a_matrix_.index_ = A.indices.astype(np.int32)
     lp.a_matrix_.value_ = A.data
     return lp
+
+
+_MODEL_STATUS = {"kOptimal": "converged", "kTimeLimit": "time_limit", "kInfeasible": "infeasible",
+                 "kIterationLimit": "iteration_limit", "kMemoryLimit": "out_of_memory", "kUnknown": "unknown"}
+
+
+def _run_highs(lp_arrays: tuple, settings: dict, threads: int, time_limit: float | None,
+               verbose: bool, num_xi: int) -> dict:
+    """Pass the LP to HiGHS and run it (module level and plain data in and out, so that it can
+    run in an :class:`IsolatedWorker`).  Returns the status, HiGHS's counters and ξ (or None)."""
+    import highspy
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", bool(verbose))
+    for key, value in settings.items():
+        if h.setOptionValue(key, value) != highspy.HighsStatus.kOk:
+            raise BackendError("HiGHS", f"option {key}={value!r} rejected")
+    if threads:
+        h.setOptionValue("threads", int(threads))
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    t0 = time.perf_counter()
+    status_pass = h.passModel(_to_highs_lp(*lp_arrays))
+    pass_seconds = time.perf_counter() - t0
+    if status_pass == highspy.HighsStatus.kError:
+        return dict(pass_error=status_pass.name)
+    t1 = time.perf_counter()
+    run_status = h.run()
+    seconds = time.perf_counter() - t1
+    ms = h.getModelStatus()
+    status = _MODEL_STATUS.get(ms.name, "error")
+    if run_status == highspy.HighsStatus.kError and status in ("error", "unknown"):
+        raise BackendError("HiGHS", f"run returned {run_status.name}, model status "
+                           f"{h.modelStatusToString(ms)!r}")
+    info = h.getInfo()
+    sol = h.getSolution()
+    xi = None
+    if status in ("converged", "time_limit", "iteration_limit", "unknown") and sol.value_valid:
+        xi = np.asarray(sol.col_value)[:num_xi].copy()
+    return dict(status=status, highs_status=h.modelStatusToString(ms), pass_seconds=pass_seconds,
+                seconds=seconds, xi=xi, objective_value=float(info.objective_function_value),
+                simplex_iterations=int(info.simplex_iteration_count),
+                ipm_iterations=int(info.ipm_iteration_count),
+                pdlp_iterations=int(info.pdlp_iteration_count),
+                crossover_iterations=int(info.crossover_iteration_count))
 
 
 def solve_lp_highs(game: Game, *, objective="welfare", welfare_threshold: float | None = None,
@@ -109,53 +152,29 @@ def solve_lp_highs(game: Game, *, objective="welfare", welfare_threshold: float 
     if solver is not None and solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, not {solver!r}")
     check_lp_inputs(game, welfare_threshold)
-    if libhighs_conflict("highspy"):
-        raise BackendError("HiGHS", "cannot load highspy in a process that has loaded OR-Tools "
-                           "(they bundle different HiGHS libraries); run it in its own process")
-    import highspy
     if model is None:
         model = build_efce_lp(game, objective=objective, welfare_threshold=welfare_threshold,
                               memory_budget=memory_budget)
     settings = default_options(model.nonzeros) if solver is None else {"solver": solver}
     settings.update(options or {})
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", bool(verbose))
-    for key, value in settings.items():
-        if h.setOptionValue(key, value) != highspy.HighsStatus.kOk:
-            raise BackendError("HiGHS", f"option {key}={value!r} rejected")
-    if threads:
-        h.setOptionValue("threads", int(threads))
-    if time_limit is not None:
-        h.setOptionValue("time_limit", float(time_limit))
-    t0 = time.perf_counter()
-    status_pass = h.passModel(_to_highs_lp(model))
-    pass_seconds = time.perf_counter() - t0
-    if status_pass == highspy.HighsStatus.kError:
-        raise BackendError("HiGHS", f"passModel returned {status_pass.name} for the EFCE LP of {game.name}")
-    t1 = time.perf_counter()
-    run_status = h.run()
-    seconds = time.perf_counter() - t1
-    ms = h.getModelStatus()
-    S = highspy.HighsModelStatus
-    status = {S.kOptimal: "converged", S.kTimeLimit: "time_limit", S.kInfeasible: "infeasible",
-              S.kIterationLimit: "iteration_limit", S.kMemoryLimit: "out_of_memory",
-              S.kUnknown: "unknown"}.get(ms, "error")
-    if run_status == highspy.HighsStatus.kError and status in ("error", "unknown"):
-        raise BackendError("HiGHS", f"run returned {run_status.name}, model status "
-                           f"{h.modelStatusToString(ms)!r}")
+    lp_arrays = (model.A, model.c, model.col_lower, model.col_upper, model.row_lower, model.row_upper)
+    args = (lp_arrays, settings, threads, time_limit, verbose, model.num_xi)
+    isolated = must_isolate("highspy")
+    if isolated:
+        with IsolatedWorker() as worker:
+            run = worker.call(_run_highs, *args)
+    else:
+        run = _run_highs(*args)
+    if "pass_error" in run:
+        raise BackendError("HiGHS", f"passModel returned {run['pass_error']} for the EFCE LP of {game.name}")
+    status, xi, seconds, pass_seconds = run["status"], run["xi"], run["seconds"], run["pass_seconds"]
+    counters = ("simplex_iterations", "ipm_iterations", "pdlp_iterations", "crossover_iterations")
     info = dict(model.stats(), solver=settings["solver"], highs_options=settings,
-                highs_status=h.modelStatusToString(ms),
-                pass_seconds=pass_seconds, objective=model.objective,
-                simplex_iterations=int(h.getInfo().simplex_iteration_count),
-                ipm_iterations=int(h.getInfo().ipm_iteration_count),
-                pdlp_iterations=int(h.getInfo().pdlp_iteration_count),
-                crossover_iterations=int(h.getInfo().crossover_iteration_count))
-    xi = None
-    sol = h.getSolution()
-    if status in ("converged", "time_limit", "iteration_limit", "unknown") and sol.value_valid:
-        xi = np.asarray(sol.col_value)[:model.num_xi].copy()
+                highs_status=run["highs_status"], pass_seconds=pass_seconds, objective=model.objective,
+                isolated=isolated, **{key: run[key] for key in counters})
+    if xi is not None:
         info.update(evaluate_plan(game, model, xi))
-        info["objective_value"] = float(h.getInfo().objective_function_value)
+        info["objective_value"] = run["objective_value"]
     if status == "unknown":
         # IPM without crossover and the PDLP solvers end "Unknown" after presolve (no basis to
         # postsolve with): the point counts when the project's own checks accept it.

@@ -25,7 +25,7 @@ from games.game import Game
 from games.memory import check_budget, peak_rss_bytes
 from solvers.result import SolveResult, TraceRow
 
-from .backends import BackendError, IsolatedWorker, check_lp_inputs, libhighs_conflict
+from .backends import BackendError, IsolatedWorker, check_lp_inputs, must_isolate
 from .efce_lp import EFCELP, build_efce_lp, estimate_efce_lp
 
 #: Peak memory model of a PDLP run (model build + OR-Tools' copies + evaluation), calibrated on
@@ -95,7 +95,7 @@ class _Backend:
     """PDLP in this process, or in a fresh worker when highspy's libhighs is loaded here."""
 
     def __init__(self, model: EFCELP, isolate: bool | None):
-        self.isolate = libhighs_conflict("ortools") if isolate is None else bool(isolate)
+        self.isolate = must_isolate("ortools") if isolate is None else bool(isolate)
         args = (model.A, model.c, model.row_lower, model.row_upper, model.col_lower, model.col_upper)
         self.worker = None
         if self.isolate:

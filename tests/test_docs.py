@@ -10,9 +10,11 @@ Conventions of the documentation (keep them in sync with the top of ``docs/guide
   other lines (comments, shell commands) are not run;
 * ```` ```bash no-test ```` blocks (installation, ``--preset paper``, long runs) are not run, nor
   is any line containing ``--preset paper``;
-* ```` ```text ```` blocks are expected outputs and are not executed; in ``tutorial.md`` (whose
-  code is seeded and deterministic) the printed output of a ```` ```python ```` block must equal
-  the ```` ```text ```` block that directly follows it.
+* ```` ```text ```` blocks are expected outputs and are not executed; the printed output of a
+  ```` ```python ```` block must equal the ```` ```text ```` block that directly follows it, on
+  this CPU and (:func:`test_doc_outputs_do_not_depend_on_cpu_features`) with the CPU's vector
+  extensions switched off in numpy, OpenBLAS and numba, so that a page never shows what only
+  one kind of CPU prints.
 
 All blocks of one file run in a fresh temporary working directory (blocks may write files there,
 e.g. ``fig2.efg`` or ``trace.csv``, and later blocks may read them).
@@ -23,8 +25,11 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import platform
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,7 +75,7 @@ def test_doc_code_blocks(path: Path, tmp_path, monkeypatch):
                 exec(code, namespace)
             ran += 1
             following = blocks[index + 1] if index + 1 < len(blocks) else None
-            if path.name == "tutorial.md" and following and following[0] == "text":
+            if following and following[0] == "text":
                 assert _normalized(printed.getvalue()) == _normalized(following[1]), (
                     f"{path.name}:{following[2]}: the shown output differs from what the code prints")
         elif lang == "bash":
@@ -82,6 +87,34 @@ def test_doc_code_blocks(path: Path, tmp_path, monkeypatch):
                 ran += 1
     if path.name in ("guide.md", "tutorial.md", "algorithms.md"):
         assert ran > 0 or path.name == "algorithms.md", f"no runnable block in {path.name}"
+
+
+def _vector_extensions_off() -> dict:
+    """Environment variables that make numpy, OpenBLAS and numba compute as on a CPU without
+    AVX-512, AVX2 and FMA: other kernels for ``exp``, sums and BLAS, so other last bits."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_baseline__, __cpu_features__
+    except ImportError:  # numpy < 2
+        from numpy.core._multiarray_umath import __cpu_baseline__, __cpu_features__
+    wide = [name for name, present in __cpu_features__.items()
+            if present and name not in __cpu_baseline__ and name.startswith(("AVX", "FMA"))]
+    return {"NPY_DISABLE_CPU_FEATURES": " ".join(wide), "OPENBLAS_CORETYPE": "Prescott",
+            "NUMBA_CPU_NAME": "x86-64"}
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 vector extensions")
+@pytest.mark.parametrize("path", [p for p in DOCS if p.name in ("tutorial.md", "guide.md")],
+                         ids=lambda p: p.name)
+def test_doc_outputs_do_not_depend_on_cpu_features(path: Path):
+    env = dict(os.environ, **_vector_extensions_off())
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); import pytest; "
+            f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '--rootdir', {str(ROOT)!r}, "
+            f"{str(Path(__file__).resolve())!r} + '::test_doc_code_blocks[{path.name}]']))")
+    child = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                           cwd=ROOT, timeout=900)
+    assert child.returncode == 0, (f"{path.name} prints something else without "
+                                   f"{env['NPY_DISABLE_CPU_FEATURES'] or 'vector extensions'}:\n"
+                                   + child.stdout[-3000:])
 
 
 def test_readme_install_commands():
