@@ -1,4 +1,4 @@
-"""The loop of :class:`baselines.backends.IsolatedWorker`'s process (``python -m baselines._worker``)."""
+"""The loop of :class:`baselines.backends.IsolatedWorker`'s process (``python -m efce.baselines._worker``)."""
 
 
 def serve() -> None:

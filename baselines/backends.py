@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import math
 
-from games.game import Game, GameError
+from efce.games.game import Game, GameError
 
 #: Payoffs beyond this magnitude make sums over terminals overflow or lose every digit of the
 #: other payoffs (the LP's welfare row adds all of them); such a game is refused up front.
@@ -100,20 +100,16 @@ def must_isolate(package: str) -> bool:
 
 
 class IsolatedWorker:
-    """A fresh Python process (``python -m baselines._worker``) that runs module-level functions
+    """A fresh Python process (``python -m efce.baselines._worker``) that runs module-level functions
     sent to it (pickled by reference, arguments by value) one at a time, for a backend whose
     library clashes with one already loaded here.  Unlike ``multiprocessing``'s spawn it never
     re-imports the caller's main script.  Use as a context manager or call :meth:`close`."""
 
     def __init__(self):
-        import os
         import subprocess
         import sys
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        self.proc = subprocess.Popen([sys.executable, "-m", "baselines._worker"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env, cwd=root)
+        self.proc = subprocess.Popen([sys.executable, "-P", "-m", "efce.baselines._worker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
     def call(self, fn, *args):
         """``fn(*args)`` in the worker; its exception is re-raised here."""

@@ -26,7 +26,6 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 LARGE = "battleship:rows=3,cols=2,ship_sizes=[2],shots=4"
 FIELDS = ["iteration", "seconds", "iteration_seconds", "max_deviation", "max_violation_iterate",
@@ -49,12 +48,12 @@ def main() -> None:
         plot(args.out)
         return
 
-    from games.memory import available_memory_bytes, peak_memory_mib
-    from games.relevant import relevant_pairs
-    from games.spec import make_game
-    from polytopes.decompose import correlation_plan
-    from solvers.driver import stop_on_signals
-    from solvers.efce import build_efce_model, estimate_efce_bytes, solve_efce
+    from efce.games.memory import available_memory_bytes, peak_memory_mib
+    from efce.games.relevant import relevant_pairs
+    from efce.games.spec import make_game
+    from efce.polytopes.decompose import correlation_plan
+    from efce.solvers.driver import stop_on_signals
+    from efce.solvers.efce import build_efce_model, estimate_efce_bytes, solve_efce
 
     os.makedirs(args.out, exist_ok=True)
     summary_path = os.path.join(args.out, "summary.json")

@@ -1,7 +1,7 @@
-"""``python -m experiments`` is the ``efce`` command (``python -m efce`` is the preferred name)."""
+"""``python -m efce.experiments`` is the ``efce`` command (``python -m efce`` is the preferred name)."""
 
 import sys
 
-from experiments.cli import main
+from efce.experiments.cli import main
 
 sys.exit(main())

@@ -3,7 +3,7 @@
 #
 # Every machine needs the same Python environment with efce-toolkit installed
 # (`pip install -e .` from the same checkout, or the same wheel): workers import
-# `experiments.sweep` and start `python -m efce solve ...` children.  Games given as .efg paths
+# `efce.experiments.sweep` and start `python -m efce solve ...` children.  Games given as .efg paths
 # must be readable at the same path on every worker.  Results are written on the machine that
 # runs `efce sweep`; workers need no shared file system.
 set -euo pipefail

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from baselines import backends
+from efce.baselines import backends
 
 SHERIFF = "sheriff:max_bribe=2,max_items=2,rounds=2"
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +47,7 @@ print(json.dumps(out))
 def _solve_in_one_process(*methods, force_clash=False):
     code = _SOLVE_IN_ORDER.format(game=SHERIFF)
     if force_clash:  # the old layout's behaviour, on any installed layout
-        code = "from baselines import backends; backends.highs_copies_coexist = lambda: False\n" + code
+        code = "from efce.baselines import backends; backends.highs_copies_coexist = lambda: False\n" + code
     child = subprocess.run([sys.executable, "-c", code, *methods], capture_output=True, text=True,
                            cwd=ROOT, timeout=300)
     assert child.returncode == 0, child.stderr[-2000:]

@@ -12,7 +12,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def test_large_battleship_script_writes_every_checkpoint_and_its_feasibility(tmp_path):
     out = tmp_path / "run"
     subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "run_large_battleship.py"),
-                    "--seconds", "1", "--out", str(out),
+                    # 10 s: on a cold numba cache the first iteration and gap check compile for ~4 s
+                    "--seconds", "10", "--out", str(out),
                     "--game", "battleship:rows=2,cols=2,ship_sizes=[1],shots=2"],
                    check=True, capture_output=True, timeout=300)
     summary = json.loads((out / "summary.json").read_text())
