@@ -26,6 +26,17 @@ class CommandError(Exception):
     """A user-facing failure of a subcommand (bad arguments, game out of scope, ...)."""
 
 
+class ResultWithError(CommandError):
+    """The command computed its result but did not fully succeed — a file of the result could
+    not be written, or a run of ``compare``/``sweep`` failed: the result is still printed (with
+    ``"error"`` under ``--json``) and the exit code is 2."""
+
+    def __init__(self, message: str, result: dict, text: str):
+        super().__init__(message)
+        self.result = result
+        self.text = text
+
+
 _COMMANDS: dict[str, tuple[Callable, Callable]] = {}
 
 
@@ -152,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         for action in parser._subparsers._group_actions:
             for sp_ in action.choices.values():
                 sp_.error = error
-    failure = None
+    failure = output = None
     with stdout_to_stderr(want_json):
         try:
             args = parser.parse_args(argv)
@@ -160,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
             output = json.dumps(_finite(result), default=_to_json, allow_nan=False) if want_json else text
         except KeyboardInterrupt:
             failure = ("interrupted before any result was computed", 130)
+        except ResultWithError as exc:  # the computed result is printed all the same
+            failure = (str(exc), 2)
+            output = (json.dumps(_finite({**exc.result, "error": str(exc)}), default=_to_json,
+                                 allow_nan=False) if want_json else exc.text)
         except (CommandError, GameError, MemoryError, OSError, KeyError, ValueError) as exc:
             message = str(exc) if not isinstance(exc, MemoryError) else "out of memory"
             if isinstance(exc, KeyError):
@@ -170,10 +185,14 @@ def main(argv: list[str] | None = None) -> int:
                 raise
             failure = (f"internal error {type(exc).__name__}: {exc} (set EFCE_DEBUG=1 for the "
                        f"traceback)", 2)
-    if failure is not None:
+    if failure is not None and output is None:
         return _fail(failure[0], want_json, code=failure[1])
     try:
         print(output)
+        if failure is not None:  # a result whose file could not be written
+            if not want_json:
+                print(f"efce: error: {failure[0]}", file=sys.stderr)
+            return failure[1]
     except BrokenPipeError:  # e.g. piped into head
         sys.stderr.close()
     return 0
