@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import math
 
-from games.game import Game, GameError
+from efce.games.game import Game, GameError
 
 #: Payoffs beyond this magnitude make sums over terminals overflow or lose every digit of the
 #: other payoffs (the LP's welfare row adds all of them); such a game is refused up front.
@@ -111,7 +111,7 @@ def stoppable() -> bool:
     in this process only runs after it — a run could not be stopped.  True under
     :func:`solvers.driver.stop_on_signals` (the ``efce`` command); a library caller without
     signal handling keeps the in-process call."""
-    from solvers.driver import signals_handled
+    from efce.solvers.driver import signals_handled
     return signals_handled()
 
 
@@ -133,7 +133,7 @@ class IsolatedWorker:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env = dict(os.environ)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        self.proc = subprocess.Popen([sys.executable, "-m", "baselines._worker"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "efce.baselines._worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env, cwd=root)
 
     def call(self, fn, *args):
@@ -158,7 +158,7 @@ class IsolatedWorker:
         """
         import pickle
         import select
-        from solvers.driver import stop_requested
+        from efce.solvers.driver import stop_requested
         try:
             pickle.dump((fn, args), self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             self.proc.stdin.flush()

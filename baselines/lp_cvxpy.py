@@ -12,11 +12,11 @@ import time
 
 import numpy as np
 
-from games.game import Game
-from games.memory import peak_rss_bytes
-from solvers.result import SolveResult, TraceRow
+from efce.games.game import Game
+from efce.games.memory import peak_rss_bytes
+from efce.solvers.result import SolveResult, TraceRow
 
-from solvers.driver import stop_requested
+from efce.solvers.driver import stop_requested
 
 from .backends import (BackendError, Interrupted, IsolatedWorker, check_lp_inputs, must_isolate,
                        stoppable)

@@ -11,10 +11,10 @@ import time
 
 import numpy as np
 
-from games.game import Game
-from games.memory import peak_rss_bytes
-from solvers.driver import stop_requested
-from solvers.result import SolveResult, TraceRow
+from efce.games.game import Game
+from efce.games.memory import peak_rss_bytes
+from efce.solvers.driver import stop_requested
+from efce.solvers.result import SolveResult, TraceRow
 
 from .backends import (BackendError, Interrupted, IsolatedWorker, check_lp_inputs, must_isolate,
                        stoppable)
@@ -46,7 +46,7 @@ UNVERIFIED_TOLERANCE = 1e-6
 
 def evaluate_plan(game: Game, model: EFCELP, xi: np.ndarray) -> dict:
     """Welfare, utilities, EFCE gap (project evaluator) and Definition-3 violation of ξ."""
-    from solvers.gaps import EFCEGapEvaluator
+    from efce.solvers.gaps import EFCEGapEvaluator
     report = EFCEGapEvaluator(game, model.pairs)(xi)
     utilities = model.utility_matrix @ xi
     return dict(efce_gap=float(report.gap), welfare=float(utilities.sum()),

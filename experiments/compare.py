@@ -19,10 +19,10 @@ import math
 import os
 from dataclasses import asdict, dataclass, field
 
-from games.atomic import atomic_open, atomic_savefig
-from games.game import GameError
-from games.spec import check_spec
-from solvers.driver import graceful, stop_requested
+from efce.games.atomic import atomic_open, atomic_savefig
+from efce.games.game import GameError
+from efce.games.spec import check_spec
+from efce.solvers.driver import graceful, stop_requested
 
 from .harness import efce_command, run_child
 from .paths import check_output_folder
@@ -130,7 +130,7 @@ def check_game(game_spec: str) -> None:
     """
     check_spec(game_spec)
     if os.path.isfile(game_spec):
-        from games.spec import make_game
+        from efce.games.spec import make_game
         try:
             make_game(game_spec)
         except GameError:

@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from games.game import Game, GameError
-from solvers.result import SolveResult
+from efce.games.game import Game, GameError
+from efce.solvers.result import SolveResult
 
 
 class OptionError(GameError):
@@ -78,15 +78,15 @@ class Method:
 
 
 def _run_rm(game, *, progress, **o):
-    from solvers.efce import solve_efce
-    from solvers.local import make_rule
+    from efce.solvers.efce import solve_efce
+    from efce.solvers.local import make_rule
     if o["objective"] not in ("feasibility", "welfare"):
         raise OptionError(f"rm takes --objective feasibility (any EFCE) or welfare (the optimal-welfare "
                           f"interval), not {o['objective']}")
     if o["objective"] == "welfare":
         if o["welfare_threshold"] is not None:
             raise OptionError("rm --objective welfare searches the threshold itself; drop --welfare-threshold")
-        from solvers.welfare import solve_optimal_welfare
+        from efce.solvers.welfare import solve_optimal_welfare
         # Each bisection step is one rm run, so --iterations caps a step (as it caps a plain run);
         # the bisection itself ends at the interval width, the time limit, or when no step decides.
         return solve_optimal_welfare(game, tolerance=WELFARE_INTERVAL_WIDTH, time_limit=o["time_limit"],
@@ -98,8 +98,8 @@ def _run_rm(game, *, progress, **o):
 
 def _run_cfr(variant):
     def run(game, *, progress, **o):
-        from solvers.cfr import solve_cfr
-        from solvers.local import make_rule
+        from efce.solvers.cfr import solve_cfr
+        from efce.solvers.local import make_rule
         return solve_cfr(game, iterations=o["iterations"], variant=variant,
                          rule=make_rule(o["local"]) if o["local"] else None,
                          time_limit=o["time_limit"], target_gap=o["target_gap"], progress=progress)
@@ -108,7 +108,7 @@ def _run_cfr(variant):
 
 def _run_icfr(variant):
     def run(game, *, progress, **o):
-        from solvers.icfr import solve_icfr
+        from efce.solvers.icfr import solve_icfr
         return solve_icfr(game, o["iterations"], seed=o["seed"], method=variant,
                           time_limit=o["time_limit"], target_gap=o["target_gap"], progress=progress)
     return run
@@ -116,7 +116,7 @@ def _run_icfr(variant):
 
 def _run_lp(backend):
     def run(game, *, progress, **o):
-        import baselines
+        from efce import baselines
         common = dict(objective={"player1": 0, "player2": 1}.get(o["objective"], o["objective"]),
                       time_limit=o["time_limit"], welfare_threshold=o["welfare_threshold"])
         if backend == "highs":
@@ -128,7 +128,7 @@ def _run_lp(backend):
 
 
 def _run_subgradient(game, *, progress, **o):
-    from baselines import solve_subgradient
+    from efce.baselines import solve_subgradient
     return solve_subgradient(game, iterations=o["iterations"], time_limit=o["time_limit"],
                              step_size=o["step_size"], step_rule=o["step_rule"], seed=o["seed"],
                              start=o["start"], progress=progress)
@@ -263,6 +263,6 @@ def solve(game: Game | str, method: str, *, progress=None, **options) -> SolveRe
     """
     values = validate_options(method, options)
     if isinstance(game, str):
-        from games.spec import make_game
+        from efce.games.spec import make_game
         game = make_game(game)
     return METHODS[method].run(game, progress=progress, **values)

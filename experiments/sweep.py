@@ -47,10 +47,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from games.atomic import atomic_open, atomic_savefig
-from games.game import GameError
-from games.spec import check_spec
-from solvers.driver import graceful, stop_requested
+from efce.games.atomic import atomic_open, atomic_savefig
+from efce.games.game import GameError
+from efce.games.spec import check_spec
+from efce.solvers.driver import graceful, stop_requested
 
 from .compare import (SUCCESS_STATUSES, THRESHOLDS, check_game, child_status, child_timeout,
                       option_arguments)

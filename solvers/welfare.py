@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from games.game import Game
+from efce.games.game import Game
 
 from .driver import stop_requested
 from .efce import build_efce_model, set_welfare_threshold, solve_efce

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import main, stdout_to_stderr
-from experiments.solve import METHODS
+from efce.experiments.cli import main, stdout_to_stderr
+from efce.experiments.solve import METHODS
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}

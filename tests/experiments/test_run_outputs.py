@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-import experiments.cmd_solve as cmd_solve
-from experiments.cli import main
-from games.atomic import atomic_open
-from experiments.sweep import load_records, write_record
+from efce.experiments import cmd_solve as cmd_solve
+from efce.experiments.cli import main
+from efce.games.atomic import atomic_open
+from efce.experiments.sweep import load_records, write_record
 
 K33 = "kuhn:players=3,ranks=3"
 
@@ -58,7 +58,7 @@ def test_folder_removed_during_the_run_keeps_the_result(tmp_path, capsys, monkey
 
 
 def test_compare_folder_removed_mid_run_still_prints_the_summary(tmp_path, capsys, monkeypatch):
-    import experiments.compare as compare
+    from efce.experiments import compare as compare
     out = tmp_path / "cmp"
     real = compare.run_method
 
@@ -121,7 +121,7 @@ def test_damaged_record_is_named_and_set_aside(tmp_path):
 
 
 def test_failed_run_is_not_recorded_as_finished():
-    from experiments.sweep import _record, Run  # noqa: F401  (Run: the record's params)
+    from efce.experiments.sweep import _record, Run  # noqa: F401  (Run: the record's params)
 
     class Done:
         status = "finished"
