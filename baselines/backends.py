@@ -99,11 +99,32 @@ def must_isolate(package: str) -> bool:
     return extension_loaded(other) and not highs_copies_coexist()
 
 
+class Interrupted(Exception):
+    """A stop request (:func:`solvers.driver.request_stop`: Ctrl-C or SIGTERM under
+    :func:`solvers.driver.stop_on_signals`) ended a backend call; its worker was killed."""
+
+
+def stoppable() -> bool:
+    """Whether a blocking solver call should run in an :class:`IsolatedWorker` so that a stop
+    request can end it at once.  A solver in C code (HiGHS's IPX or PDLP, OR-Tools PDLP, cvxpy's
+    solvers) does not return to Python until its own limits stop it, so a Python signal handler
+    in this process only runs after it — a run could not be stopped.  True under
+    :func:`solvers.driver.stop_on_signals` (the ``efce`` command); a library caller without
+    signal handling keeps the in-process call."""
+    from efce.solvers.driver import signals_handled
+    return signals_handled()
+
+
 class IsolatedWorker:
     """A fresh Python process (``python -m efce.baselines._worker``) that runs module-level functions
-    sent to it (pickled by reference, arguments by value) one at a time, for a backend whose
-    library clashes with one already loaded here.  Unlike ``multiprocessing``'s spawn it never
-    re-imports the caller's main script.  Use as a context manager or call :meth:`close`."""
+    sent to it (pickled by reference, arguments by value) one at a time: for a backend whose
+    library clashes with one already loaded here, and for a solver call that a stop request
+    must be able to end (:meth:`call` kills the worker and raises :class:`Interrupted`).  Unlike
+    ``multiprocessing``'s spawn it never re-imports the caller's main script.  Use as a context
+    manager or call :meth:`close`."""
+
+    #: Seconds between two looks at the stop request while a call runs.
+    POLL_SECONDS = 0.05
 
     def __init__(self):
         import subprocess
@@ -112,21 +133,57 @@ class IsolatedWorker:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
     def call(self, fn, *args):
-        """``fn(*args)`` in the worker; its exception is re-raised here."""
+        """``fn(*args)`` in the worker.
+
+        The main thread waits for the reply in short slices, so signal handlers run meanwhile.
+
+        Returns
+        -------
+        object
+            What ``fn`` returned.
+
+        Raises
+        ------
+        Interrupted
+            A stop request came before the reply: the worker is killed (the call's work is lost,
+            what the caller computed before it is not).
+        BackendError
+            The worker died (e.g. killed by the memory limit).
+        Exception
+            Whatever ``fn`` raised in the worker.
+        """
         import pickle
-        pickle.dump((fn, args), self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-        self.proc.stdin.flush()
+        import select
+        from efce.solvers.driver import stop_requested
         try:
+            pickle.dump((fn, args), self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            self.proc.stdin.flush()
+            while not select.select([self.proc.stdout], [], [], self.POLL_SECONDS)[0]:
+                if stop_requested():
+                    self.kill()
+                    raise Interrupted(f"{getattr(fn, '__name__', fn)} interrupted by a stop request")
             ok, value = pickle.load(self.proc.stdout)
-        except EOFError:
+        except (EOFError, BrokenPipeError):
             raise BackendError("isolated worker", f"exited with code {self.proc.wait()}") from None
+        except BaseException:  # a second Ctrl-C (KeyboardInterrupt) must not leave it computing
+            self.kill()
+            raise
         if not ok:
             raise value
         return value
 
+    def kill(self):
+        """End the worker now (SIGKILL), whatever it is computing."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
     def close(self):
         if self.proc.poll() is None:
-            self.proc.stdin.close()
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
             self.proc.wait()
 
     def __enter__(self):

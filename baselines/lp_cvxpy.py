@@ -16,9 +16,12 @@ from efce.games.game import Game
 from efce.games.memory import peak_rss_bytes
 from efce.solvers.result import SolveResult, TraceRow
 
-from .backends import BackendError, IsolatedWorker, check_lp_inputs, must_isolate
+from efce.solvers.driver import stop_requested
+
+from .backends import (BackendError, Interrupted, IsolatedWorker, check_lp_inputs, must_isolate,
+                       stoppable)
 from .efce_lp import CVXPY_FACTOR, EFCELP, build_efce_lp
-from .lp_highs import evaluate_plan
+from .lp_highs import evaluate_plan, interrupted_result
 
 
 #: Accuracy settings for the first-order and splitting solvers, whose defaults (1e-4 .. 1e-3)
@@ -132,13 +135,20 @@ def solve_lp_cvxpy(game: Game, *, objective="welfare", welfare_threshold: float 
             verbose, options)
     setup = model.build_seconds
     t1 = time.perf_counter()
-    if isolate:
-        with IsolatedWorker() as worker:
-            out = worker.call(_solve_arrays, *args)
-    else:
-        out = _solve_arrays(*args)
-    seconds = time.perf_counter() - t1
     method = f"lp-cvxpy-{name.lower()}"
+    # A worker also when a stop request must end the run: the solver call does not return to
+    # Python before its own limits stop it (see baselines.backends.stoppable).
+    try:
+        if stop_requested():
+            raise Interrupted("stop requested before the solver started")
+        if isolate or stoppable():
+            with IsolatedWorker() as worker:
+                out = worker.call(_solve_arrays, *args)
+        else:
+            out = _solve_arrays(*args)
+    except Interrupted:
+        return interrupted_result(method, model, f"cvxpy's {name}", info=dict(solver=name))
+    seconds = time.perf_counter() - t1
     if "error" in out:
         raise BackendError(f"cvxpy solver {name}", out["error"])
     import cvxpy as cp

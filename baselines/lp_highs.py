@@ -13,9 +13,11 @@ import numpy as np
 
 from efce.games.game import Game
 from efce.games.memory import peak_rss_bytes
+from efce.solvers.driver import stop_requested
 from efce.solvers.result import SolveResult, TraceRow
 
-from .backends import BackendError, IsolatedWorker, check_lp_inputs, must_isolate
+from .backends import (BackendError, Interrupted, IsolatedWorker, check_lp_inputs, must_isolate,
+                       stoppable)
 from .efce_lp import EFCELP, build_efce_lp
 
 SOLVERS = ("choose", "simplex", "ipm", "ipx", "pdlp", "hipdlp")
@@ -117,6 +119,15 @@ def _run_highs(lp_arrays: tuple, settings: dict, threads: int, time_limit: float
                 crossover_iterations=int(info.crossover_iteration_count))
 
 
+def interrupted_result(method: str, model: EFCELP, backend: str, info: dict | None = None) -> SolveResult:
+    """The result of an LP run that a stop request ended before its solver returned: status
+    ``interrupted``, no point (the solver's iterate died with its worker)."""
+    info = dict(model.stats(), objective=model.objective, **(info or {}),
+                message=f"interrupted by a stop request before {backend} returned a point",
+                peak_memory_bytes=peak_rss_bytes())
+    return SolveResult(method, None, "interrupted", 0, model.build_seconds, 0.0, [], info)
+
+
 def solve_lp_highs(game: Game, *, objective="welfare", welfare_threshold: float | None = None,
                    solver: str | None = None, threads: int = 0, time_limit: float | None = None,
                    memory_budget: int | None = None, verbose: bool = False,
@@ -160,11 +171,19 @@ def solve_lp_highs(game: Game, *, objective="welfare", welfare_threshold: float 
     lp_arrays = (model.A, model.c, model.col_lower, model.col_upper, model.row_lower, model.row_upper)
     args = (lp_arrays, settings, threads, time_limit, verbose, model.num_xi)
     isolated = must_isolate("highspy")
-    if isolated:
-        with IsolatedWorker() as worker:
-            run = worker.call(_run_highs, *args)
-    else:
-        run = _run_highs(*args)
+    # In a worker also when a stop request must end the run: HiGHS only checks its interrupt
+    # callbacks inside simplex and IPM iterations (not in presolve, crossover or its PDLP), and
+    # a signal handler here would wait for HiGHS to return.
+    try:
+        if stop_requested():
+            raise Interrupted("stop requested before HiGHS started")
+        if isolated or stoppable():
+            with IsolatedWorker() as worker:
+                run = worker.call(_run_highs, *args)
+        else:
+            run = _run_highs(*args)
+    except Interrupted:
+        return interrupted_result("lp-highs", model, "HiGHS", info=dict(solver=settings["solver"]))
     if "pass_error" in run:
         raise BackendError("HiGHS", f"passModel returned {run['pass_error']} for the EFCE LP of {game.name}")
     status, xi, seconds, pass_seconds = run["status"], run["xi"], run["seconds"], run["pass_seconds"]

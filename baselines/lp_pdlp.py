@@ -25,7 +25,10 @@ from efce.games.game import Game
 from efce.games.memory import check_budget, peak_rss_bytes
 from efce.solvers.result import SolveResult, TraceRow
 
-from .backends import BackendError, IsolatedWorker, check_lp_inputs, must_isolate
+from efce.solvers.driver import stop_requested
+
+from .backends import (BackendError, Interrupted, IsolatedWorker, check_lp_inputs, must_isolate,
+                       stoppable)
 from .efce_lp import EFCELP, build_efce_lp, estimate_efce_lp
 
 #: Peak memory model of a PDLP run (model build + OR-Tools' copies + evaluation), calibrated on
@@ -92,10 +95,12 @@ def _run_stage(params_bytes: bytes, primal, dual):
 
 
 class _Backend:
-    """PDLP in this process, or in a fresh worker when highspy's libhighs is loaded here."""
+    """PDLP in this process, or in a fresh worker when highspy's libhighs is loaded here or a
+    stop request must be able to end a stage (:func:`baselines.backends.stoppable`: a stage runs
+    in C++ and returns only at its own limits)."""
 
     def __init__(self, model: EFCELP, isolate: bool | None):
-        self.isolate = must_isolate("ortools") if isolate is None else bool(isolate)
+        self.isolate = (must_isolate("ortools") or stoppable()) if isolate is None else bool(isolate)
         args = (model.A, model.c, model.row_lower, model.row_upper, model.col_lower, model.col_upper)
         self.worker = None
         if self.isolate:
@@ -215,7 +220,13 @@ def solve_lp_pdlp(game: Game, *, objective="welfare", welfare_threshold: float |
     from efce.solvers.gaps import EFCEGapEvaluator
     t_setup = time.perf_counter()
     evaluator = EFCEGapEvaluator(game, model.pairs)
-    backend = _Backend(model, isolate)
+    try:
+        if stop_requested():
+            raise Interrupted("stop requested before PDLP started")
+        backend = _Backend(model, isolate)
+    except Interrupted:
+        from .lp_highs import interrupted_result
+        return interrupted_result("lp-pdlp", model, "OR-Tools PDLP")
     setup_seconds = model.build_seconds + time.perf_counter() - t_setup
 
     from ortools.pdlp import solve_log_pb2  # protobuf only: no HiGHS library involved
@@ -236,9 +247,17 @@ def solve_lp_pdlp(game: Game, *, objective="welfare", welfare_threshold: float |
             if remaining <= 0:
                 status = "time_limit"
                 break
+            if stop_requested():
+                status = "interrupted"
+                break
             params = _stage_params(stage_tol, min(remaining, 1e9), threads, primal_weight, verbose,
                                    pdlp_options)
-            primal, dual, log_bytes = backend.run(params, primal, dual)
+            try:
+                stage = backend.run(params, primal, dual)
+            except Interrupted:  # the stage in progress is lost; the previous ones are kept
+                status = "interrupted"
+                break
+            primal, dual, log_bytes = stage
             log = solve_log_pb2.SolveLog()
             log.ParseFromString(log_bytes)
             iterations += int(log.iteration_count)

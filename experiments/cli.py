@@ -1,13 +1,17 @@
 """The ``efce`` command line: ``info``, ``decompose``, ``solve``, ``gap``, ``compare``, ``sweep``.
 
-With ``--json`` every subcommand prints exactly one JSON object on stdout (logs go to stderr) and
-exits 0; a failure prints ``{"error": "..."}`` and exits 2.  Without ``--json`` failures print a
-one-line ``efce: error: ...`` on stderr.
+With ``--json`` every subcommand prints exactly one JSON object on stdout and exits 0; a failure
+prints ``{"error": "..."}`` and exits 2.  While a ``--json`` command runs, file descriptor 1 itself
+is pointed at stderr (:func:`stdout_to_stderr`), so whatever a library prints — HiGHS's banner
+is written by its C code when a solver object is constructed — lands on stderr, and the one
+object is printed after the run.  Without ``--json`` failures print a one-line
+``efce: error: ...`` on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -20,6 +24,17 @@ from efce.games.game import GameError
 
 class CommandError(Exception):
     """A user-facing failure of a subcommand (bad arguments, game out of scope, ...)."""
+
+
+class ResultWithError(CommandError):
+    """The command computed its result but did not fully succeed — a file of the result could
+    not be written, or a run of ``compare``/``sweep`` failed: the result is still printed (with
+    ``"error"`` under ``--json``) and the exit code is 2."""
+
+    def __init__(self, message: str, result: dict, text: str):
+        super().__init__(message)
+        self.result = result
+        self.text = text
 
 
 _COMMANDS: dict[str, tuple[Callable, Callable]] = {}
@@ -148,27 +163,82 @@ def main(argv: list[str] | None = None) -> int:
         for action in parser._subparsers._group_actions:
             for sp_ in action.choices.values():
                 sp_.error = error
-    try:
-        args = parser.parse_args(argv)
-        result, text = args.run(args)
-        output = json.dumps(_finite(result), default=_to_json, allow_nan=False) if want_json else text
-    except KeyboardInterrupt:
-        return _fail("interrupted before any result was computed", want_json, code=130)
-    except (CommandError, GameError, MemoryError, OSError, KeyError, ValueError) as exc:
-        message = str(exc) if not isinstance(exc, MemoryError) else "out of memory"
-        if isinstance(exc, KeyError):
-            message = message.strip("'\"")
-        return _fail(message, want_json)
-    except Exception as exc:  # a bug: still one line, with a way to see the traceback
-        if os.environ.get("EFCE_DEBUG"):
-            raise
-        return _fail(f"internal error {type(exc).__name__}: {exc} (set EFCE_DEBUG=1 for the traceback)",
-                     want_json)
+    failure = output = None
+    with stdout_to_stderr(want_json):
+        try:
+            args = parser.parse_args(argv)
+            result, text = args.run(args)
+            output = json.dumps(_finite(result), default=_to_json, allow_nan=False) if want_json else text
+        except KeyboardInterrupt:
+            failure = ("interrupted before any result was computed", 130)
+        except ResultWithError as exc:  # the computed result is printed all the same
+            failure = (str(exc), 2)
+            output = (json.dumps(_finite({**exc.result, "error": str(exc)}), default=_to_json,
+                                 allow_nan=False) if want_json else exc.text)
+        except (CommandError, GameError, MemoryError, OSError, KeyError, ValueError) as exc:
+            message = str(exc) if not isinstance(exc, MemoryError) else "out of memory"
+            if isinstance(exc, KeyError):
+                message = message.strip("'\"")
+            failure = (message, 2)
+        except Exception as exc:  # a bug: still one line, with a way to see the traceback
+            if os.environ.get("EFCE_DEBUG"):
+                raise
+            failure = (f"internal error {type(exc).__name__}: {exc} (set EFCE_DEBUG=1 for the "
+                       f"traceback)", 2)
+    if failure is not None and output is None:
+        return _fail(failure[0], want_json, code=failure[1])
     try:
         print(output)
+        if failure is not None:  # a result whose file could not be written
+            if not want_json:
+                print(f"efce: error: {failure[0]}", file=sys.stderr)
+            return failure[1]
     except BrokenPipeError:  # e.g. piped into head
         sys.stderr.close()
     return 0
+
+
+@contextlib.contextmanager
+def stdout_to_stderr(enabled: bool = True):
+    """Within this block everything written to stdout goes to stderr instead, at the level of
+    file descriptor 1, so that C libraries (HiGHS prints its banner from ``Highs()``'s
+    constructor, before any option can silence it) cannot spoil a ``--json`` object either.
+
+    One mechanism for every subcommand and backend: the real stdout is kept as a duplicate and
+    put back at the end (C-level buffers are flushed first, so nothing printed inside the block
+    reaches it later); the caller prints its one object after the block.
+    """
+    if not enabled:
+        yield
+        return
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1 at all: nothing to protect
+        yield
+        return
+    python_stdout = sys.stdout
+    try:
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+        yield
+    finally:
+        try:
+            sys.stderr.flush()
+            _flush_c_stdio()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            sys.stdout = python_stdout
+
+
+def _flush_c_stdio() -> None:
+    """``fflush(NULL)``: C libraries' buffered output goes out now, to where fd 1 points."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):  # no C library to reach (not a POSIX libc)
+        pass
 
 
 def _to_json(value):

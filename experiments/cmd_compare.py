@@ -9,8 +9,8 @@ import sys
 
 from efce.solvers.driver import stop_on_signals, stop_requested
 
-from .cli import CommandError, command
-from .compare import DEFAULT_METHODS, check_compare_arguments, compare, summary_table
+from .cli import CommandError, ResultWithError, command
+from .compare import DEFAULT_METHODS, check_compare_arguments, compare, failed_methods, summary_table
 from .solve import METHODS
 
 #: The README's main job: a tiny game where the LP wins and a larger one where regret
@@ -71,4 +71,12 @@ def run_compare(args):
         raise CommandError("interrupted before the first method finished")
     result = summaries[games[0]] if len(games) == 1 else {"games": summaries,
                                                          "interrupted": stop_requested()}
-    return result, "\n\n".join(texts)
+    text = "\n\n".join(texts)
+    # The exit code says whether every run succeeded; the summary is printed either way.
+    problems = [line for s in summaries.values() for line in s.get("unsaved", [])]
+    failed = [f"{m} on {spec}" for spec, s in summaries.items() for m in failed_methods(s)]
+    if failed:
+        problems.insert(0, f"{len(failed)} run(s) failed: {', '.join(failed)}")
+    if problems:
+        raise ResultWithError("; ".join(problems), result, text)
+    return result, text

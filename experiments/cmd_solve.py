@@ -8,7 +8,7 @@ import time
 from efce.games.memory import peak_memory_mib
 from efce.solvers.driver import graceful, stop_on_signals
 
-from .cli import CommandError, command
+from .cli import CommandError, ResultWithError, command
 from .paths import check_writable
 from .progress import Progress
 from .solve import METHODS, OPTIONS, solve
@@ -60,8 +60,6 @@ def run_solve(args):
         finally:
             bar.close()
     result.setup_seconds += build_seconds
-    if args.trace:
-        result.write_trace(args.trace)
     out = {"game": game.name, **result.to_json(), "peak_memory_mib": peak_memory_mib()}
     for key in ("efce_gap", "iteration_seconds"):
         out.setdefault(key, None)
@@ -78,4 +76,10 @@ def run_solve(args):
         lines.append("  welfare_interval [{:.6g}, {:.6g}]".format(*result.info["welfare_interval"]))
     if result.info.get("message"):
         lines.append("  " + result.info["message"])
+    if args.trace:
+        try:
+            result.write_trace(args.trace)
+        except OSError as exc:  # checked before the run, gone since: keep the computed result
+            raise ResultWithError(f"cannot write the trace file '{args.trace}': "
+                                 f"{exc.strerror or exc}", out, "\n".join(lines)) from None
     return out, "\n".join(lines)

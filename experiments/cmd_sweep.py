@@ -7,7 +7,7 @@ import os
 
 from efce.solvers.driver import stop_on_signals
 
-from .cli import CommandError, command
+from .cli import CommandError, ResultWithError, command
 from .sweep import sweep, text_table
 
 
@@ -37,4 +37,8 @@ def run_sweep(args):
              f"{facts['failed']} failed{' (interrupted: rerun with --resume)' if facts['interrupted'] else ''}"
              f" — {facts['wall_seconds']:.1f} s",
              f"files in {args.out}: runs/, table.csv, table.md, plots/"]
-    return {**facts, "out_dir": os.path.abspath(args.out), "table": list(table)}, "\n".join(lines)
+    result, text = {**facts, "out_dir": os.path.abspath(args.out), "table": list(table)}, "\n".join(lines)
+    if facts["failed"]:  # the table is printed either way; the exit code says runs failed
+        raise ResultWithError(f"{facts['failed']} run(s) failed (see runs/ in {args.out}; "
+                              f"--resume reruns them)", result, text)
+    return result, text

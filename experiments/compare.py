@@ -19,6 +19,7 @@ import math
 import os
 from dataclasses import asdict, dataclass, field
 
+from efce.games.atomic import atomic_open, atomic_savefig
 from efce.games.game import GameError
 from efce.games.spec import check_spec
 from efce.solvers.driver import graceful, stop_requested
@@ -117,6 +118,27 @@ def _read_trace(path: str, method: str) -> list[dict]:
     return rows
 
 
+def check_game(game_spec: str) -> None:
+    """:func:`games.spec.check_spec`, and a ``.efg`` file is also parsed: the runs happen in
+    child processes, so a file that cannot be read would otherwise fail in every one of them
+    after the output folder was written.
+
+    Raises
+    ------
+    GameError
+        Naming the game and what is wrong with it.
+    """
+    check_spec(game_spec)
+    if os.path.isfile(game_spec):
+        from efce.games.spec import make_game
+        try:
+            make_game(game_spec)
+        except GameError:
+            raise
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            raise GameError(f"cannot read the game file {game_spec}: {exc}") from None
+
+
 def check_compare_arguments(game_spec: str, methods, *, time_limit: float,
                             memory_limit_gib: float | None, out_dir: str,
                             options: dict[str, dict] | None = None) -> None:
@@ -128,7 +150,7 @@ def check_compare_arguments(game_spec: str, methods, *, time_limit: float,
         An unknown or missing game, no method, an unknown method or option, a limit that is
         not a positive finite number, or an output folder that cannot be written.
     """
-    check_spec(game_spec)
+    check_game(game_spec)
     if not methods:
         raise GameError("no method to compare: give at least one with --methods")
     for name, value in (("--time-limit", time_limit), ("--memory-limit", memory_limit_gib)):
@@ -167,7 +189,9 @@ def compare(game_spec: str, methods=DEFAULT_METHODS, *, time_limit: float = 60.0
     -------
     dict
         The summary (also written to ``summary.json``); ``"interrupted": true`` when a stop
-        request (Ctrl-C, SIGTERM) ended the comparison early — what was computed is kept.
+        request (Ctrl-C, SIGTERM) ended the comparison early — what was computed is kept;
+        ``"unsaved"``: one line per file that could not be written (the folder was removed
+        during the run, the disk is full), present only then.
 
     Raises
     ------
@@ -190,19 +214,46 @@ def compare(game_spec: str, methods=DEFAULT_METHODS, *, time_limit: float = 60.0
                                    options=(options or {}).get(method))
             runs.append(run)
             all_rows += rows
-    with open(os.path.join(out_dir, "traces.csv"), "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=["method", "iteration", "seconds", "gap", "infeasibility"])
-        writer.writeheader()
-        writer.writerows(all_rows)
     summary = {"game": game_spec, "time_limit": time_limit, "memory_limit_gib": memory_limit_gib,
                "interrupted": stop_requested(),
                "methods": {r.method: asdict(r) for r in runs}}
-    with open(os.path.join(out_dir, "summary.json"), "w") as fh:
-        json.dump(summary, fh, indent=2)
     missing = {r.method: _why_missing(r.status, r.error) for r in runs
                if not any(row["method"] == r.method for row in all_rows)}
-    plot_convergence(all_rows, os.path.join(out_dir, "convergence.png"), title=game_spec, missing=missing)
+
+    def write_traces(fh):
+        writer = csv.DictWriter(fh, fieldnames=["method", "iteration", "seconds", "gap", "infeasibility"])
+        writer.writeheader()
+        writer.writerows(all_rows)
+
+    # A file that cannot be written (folder removed during the run, disk full) is named in
+    # "unsaved"; the summary itself is still returned, so the computed runs are not lost.
+    unsaved = []
+    for name, write in (("traces.csv", write_traces),
+                        ("summary.json", lambda fh: json.dump(summary, fh, indent=2)),
+                        ("convergence.png", None)):
+        path = os.path.join(out_dir, name)
+        try:
+            if write is None:
+                plot_convergence(all_rows, path, title=game_spec, missing=missing)
+            else:
+                with atomic_open(path, "w", newline="") as fh:
+                    write(fh)
+        except OSError as exc:
+            unsaved.append(f"cannot write '{path}': {exc.strerror or exc}")
+    if unsaved:
+        summary["unsaved"] = unsaved
     return summary
+
+
+#: Statuses of a run that count as success for the exit code of ``efce compare``/``sweep``: the
+#: method ran and reported (a limit reached, an infeasible LP, or the user's stop request).
+SUCCESS_STATUSES = ("converged", "time_limit", "iteration_limit", "infeasible", "interrupted")
+
+
+def failed_methods(summary: dict) -> list[str]:
+    """The methods of a :func:`compare` summary whose status is not in :data:`SUCCESS_STATUSES`
+    (``error``, ``out_of_memory``, ...)."""
+    return [m for m, run in summary["methods"].items() if run["status"] not in SUCCESS_STATUSES]
 
 
 def _why_missing(status: str, error: str | None) -> str:
@@ -246,7 +297,7 @@ def plot_convergence(rows: list[dict], path: str, title: str = "", missing: dict
     if ax_inf.lines:
         ax_inf.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    atomic_savefig(fig, path, dpi=120)
     plt.close(fig)
 
 

@@ -47,11 +47,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from efce.games.atomic import atomic_open, atomic_savefig
 from efce.games.game import GameError
 from efce.games.spec import check_spec
 from efce.solvers.driver import graceful, stop_requested
 
-from .compare import THRESHOLDS, child_status, child_timeout, option_arguments
+from .compare import (SUCCESS_STATUSES, THRESHOLDS, check_game, child_status, child_timeout,
+                      option_arguments)
 from .harness import efce_command, run_child
 from .paths import check_output_folder
 from .solve import METHODS, OptionError, validate_options
@@ -244,7 +246,7 @@ def _games(value, base: str) -> list[tuple[str, str, str]]:
         if game.lower().endswith(".efg") and not os.path.isabs(game):
             game_path = os.path.join(base, game)
         try:
-            check_spec(game_path)
+            check_game(game_path)  # a .efg file is parsed: not run (and recorded) broken
         except GameError as exc:
             raise SweepError(f"games: {exc}") from None
         out.append((str(label), game, game_path))
@@ -392,15 +394,8 @@ def write_record(out_dir: str, record: dict) -> str:
     folder = runs_folder(out_dir)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, record["key"] + ".json")
-    fd, tmp = tempfile.mkstemp(prefix="." + record["key"], suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(_finite(record), fh, allow_nan=False)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
+    with atomic_open(path, "w") as fh:
+        json.dump(_finite(record), fh, allow_nan=False)
     return path
 
 
@@ -415,9 +410,25 @@ def load_records(out_dir: str, keys=None) -> list[dict]:
             if os.path.isdir(folder) else []
     records = []
     for path in paths:
-        if os.path.isfile(path):
+        if not os.path.isfile(path):
+            continue
+        try:
             with open(path) as fh:
-                records.append(json.load(fh))
+                record = json.load(fh)
+            if not isinstance(record, dict) or "key" not in record:
+                raise ValueError("not a run record")
+        except (ValueError, UnicodeDecodeError) as exc:
+            # A damaged record (a crash while it was copied, a hand edit) must neither block the
+            # sweep nor count as done: set it aside under a name that is no record, so its run
+            # is redone on --resume.
+            aside = path + ".damaged"
+            with contextlib.suppress(OSError):
+                os.replace(path, aside)
+            import warnings
+            warnings.warn(f"damaged run record {path} ({str(exc).splitlines()[0][:80]}); moved to "
+                          f"{aside}, its run will be redone", stacklevel=2)
+            continue
+        records.append(record)
     return records
 
 
@@ -483,9 +494,10 @@ def dask_client(scheduler: str | None = None, workers: int | None = None):
     import distributed
     if scheduler:
         try:
-            client = distributed.Client(scheduler, timeout="20s")
-        except (OSError, TimeoutError) as exc:
-            raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+            client = distributed.Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT:g}s")
+        except Exception as exc:  # whatever the handshake with a non-Dask server raises
+            raise SweepError(f"no Dask scheduler answers at {scheduler} (within "
+                             f"{SCHEDULER_TIMEOUT:g} s): {type(exc).__name__}") from None
         try:
             yield client
         finally:
@@ -530,7 +542,32 @@ def check_sweep_arguments(out_dir: str, *, scheduler: str | None, workers: int |
         raise SweepError(f"--workers must be an integer ≥ 1, got {workers!r}")
     if scheduler is not None and not re.match(r"^[a-z]+://\S+$", scheduler):
         raise SweepError(f"--scheduler must be an address such as tcp://HOST:PORT, got '{scheduler}'")
+    if scheduler is not None:
+        _check_reachable(scheduler)
     check_output_folder(out_dir)
+
+
+#: Seconds to wait for a scheduler to accept a connection (and for the Dask handshake).
+SCHEDULER_TIMEOUT = 5.0
+
+
+def _check_reachable(scheduler: str) -> None:
+    """Refuse a scheduler address that no one listens on, in a few seconds and before the
+    output folder is written (Dask's own client would try for its whole timeout)."""
+    import socket
+    from urllib.parse import urlsplit
+    try:
+        parts = urlsplit(scheduler)
+        host, port = parts.hostname, parts.port
+    except ValueError as exc:
+        raise SweepError(f"--scheduler {scheduler}: {exc}") from None
+    if parts.scheme != "tcp" or not host or port is None:
+        return  # other protocols (tls, inproc, ...) are left to Dask
+    try:
+        socket.create_connection((host, port), timeout=SCHEDULER_TIMEOUT).close()
+    except OSError as exc:
+        raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: "
+                         f"{exc.strerror or exc or 'no answer'}") from None
 
 
 def sweep(spec_or_path, out_dir: str, scheduler: str | None = None, workers: int | None = None,
@@ -578,7 +615,7 @@ def sweep(spec_or_path, out_dir: str, scheduler: str | None = None, workers: int
                          f"--resume to skip them, or choose another --out")
     todo = [r for r in spec.runs if r.key not in done]
     os.makedirs(runs_folder(out_dir), exist_ok=True)
-    with open(os.path.join(out_dir, "sweep.json"), "w") as fh:
+    with atomic_open(os.path.join(out_dir, "sweep.json"), "w") as fh:
         json.dump({"name": spec.name, "source": spec.source,
                    "runs": [r.params() for r in spec.runs]}, fh, indent=1)
     executed = failed = 0
@@ -661,7 +698,8 @@ def _record(future, run: Run, starts: dict[str, int]) -> dict | None:
                 return None
             record.update(outcome="failed", error="interrupted (the run's process got SIGINT)")
         else:
-            record["outcome"] = "finished"
+            # A run that ended in error / out_of_memory is a failure: rerun on --resume.
+            record["outcome"] = "finished" if record["status"] in SUCCESS_STATUSES else "failed"
     elif future.status == "cancelled":
         if stop_requested():
             return None
@@ -780,12 +818,12 @@ def write_table(rows: list[dict], out_dir: str) -> None:
     """``table.csv`` (every column of :func:`aggregate`; empty cells for missing values) and
     ``table.md`` (the columns worth reading)."""
     columns = list(dict.fromkeys(k for row in rows for k in row)) or ["game", "spec", "method"]
-    with open(os.path.join(out_dir, "table.csv"), "w", newline="") as fh:
+    with atomic_open(os.path.join(out_dir, "table.csv"), "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns)
         writer.writeheader()
         for row in rows:
             writer.writerow({k: ("" if row.get(k) is None else row[k]) for k in columns})
-    with open(os.path.join(out_dir, "table.md"), "w") as fh:
+    with atomic_open(os.path.join(out_dir, "table.md"), "w") as fh:
         fh.write(markdown_table(rows) + "\n")
 
 
@@ -926,7 +964,7 @@ def plot_sweep(source, folder: str) -> list[str]:
         axes[0].set_title(label if label == game else f"{label}: {game}", fontsize=10)
         fig.tight_layout()
         path = os.path.join(folder, _slug(label, 60) + ".png")
-        fig.savefig(path, dpi=110)
+        atomic_savefig(fig, path, dpi=110)
         plt.close(fig)
         written.append(path)
     metrics = ["gap"] + [m for m in ("efcce", "nfcce") if any(m in r["trace"][0] for r in records)]
@@ -950,7 +988,7 @@ def plot_sweep(source, folder: str) -> list[str]:
                 ax.legend(fontsize=7)
     fig.tight_layout()
     path = os.path.join(folder, "overview.png")
-    fig.savefig(path, dpi=100)
+    atomic_savefig(fig, path, dpi=100)
     plt.close(fig)
     written.append(path)
     return written

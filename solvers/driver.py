@@ -42,6 +42,7 @@ ProgressCallback = Callable[[TraceRow], None]
 
 _stop_requested = threading.Event()
 _graceful_depth = 0  # > 0 while some loop honours stop requests at its next boundary
+_signals_depth = 0  # > 0 while stop_on_signals() has its handlers installed
 
 
 def request_stop() -> None:
@@ -55,6 +56,14 @@ def stop_requested() -> bool:
 
 def clear_stop() -> None:
     _stop_requested.clear()
+
+
+def signals_handled() -> bool:
+    """True inside :func:`stop_on_signals` (main thread): SIGINT and SIGTERM only set the stop
+    request, so a call that blocks in C code (an LP solver) must run where that request can
+    end it — :class:`baselines.backends.IsolatedWorker`, which is killed — or the signal would
+    wait for the solver to finish."""
+    return _signals_depth > 0
 
 
 def _on_signal(signum, frame):
@@ -82,10 +91,13 @@ def stop_on_signals():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    global _signals_depth
     previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    _signals_depth += 1
     try:
         yield
     finally:
+        _signals_depth -= 1
         for s, handler in previous.items():
             signal.signal(s, handler)
 

@@ -33,6 +33,7 @@ import numpy as np
 
 from efce.games.game import Game
 
+from .driver import stop_requested
 from .efce import build_efce_model, set_welfare_threshold, solve_efce
 from .local import LocalRule, make_rule
 from .result import SolveResult, TraceRow
@@ -68,7 +69,8 @@ def solve_optimal_welfare(game: Game, *, tolerance: float = 1e-2, gap_tolerance:
         method ``"rm-welfare"``; ``point`` = the plan at the lower end; ``info`` has
         ``welfare_interval`` = [lower, upper], ``welfare`` / ``efce_gap`` / ``utilities`` of that
         plan, ``steps`` (τ, outcome, iterations, seconds per step) and ``bisection_steps``;
-        status ``converged`` (width ≤ tolerance), ``time_limit`` or ``iteration_limit``.
+        status ``converged`` (width ≤ tolerance), ``time_limit``, ``iteration_limit``, or
+        ``interrupted`` (a stop request, :func:`solvers.driver.request_stop`, ended it).
         ``trace`` has one row per step (gap = max deviation of that step's plan; extra:
         threshold, lower, upper).
     """
@@ -130,6 +132,9 @@ def solve_optimal_welfare(game: Game, *, tolerance: float = 1e-2, gap_tolerance:
     status = "converged"
     low_mark = high_mark = None  # the lowest / highest threshold in (lower, upper) left undecided
     while upper - lower > tolerance:
+        if stop_requested():  # Ctrl-C / SIGTERM: the step it ended was not a decision
+            status = "interrupted"
+            break
         if out_of_budget():
             status = "time_limit" if time_limit is not None and time.perf_counter() - t0 >= time_limit \
                 else "iteration_limit"
@@ -152,12 +157,16 @@ def solve_optimal_welfare(game: Game, *, tolerance: float = 1e-2, gap_tolerance:
             progress_made |= outcome != "undecided"
             if outcome == "undecided":
                 low_mark = a
-        if high_mark is not None and upper - lower > tolerance and not out_of_budget():
+        if high_mark is not None and upper - lower > tolerance and not out_of_budget() \
+                and not stop_requested():
             b = 0.5 * (high_mark + upper)
             outcome = probe(b)
             progress_made |= outcome != "undecided"
             if outcome == "undecided":
                 high_mark = b
+        if stop_requested():
+            status = "interrupted"
+            break
         if not progress_made and (low_mark is None or low_mark - lower <= tolerance / 4) \
                 and (high_mark is None or upper - high_mark <= tolerance / 4):
             status = "iteration_limit"

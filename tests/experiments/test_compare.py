@@ -56,10 +56,12 @@ def test_table_and_unknown_method(capsys, tmp_path):
     assert "unknown method" in capsys.readouterr().err
 
 
-def test_out_of_memory_is_recorded_and_others_go_on(tmp_path):
+def test_out_of_memory_is_recorded_and_others_go_on(tmp_path, capsys):
     code = main(["compare", GAME, "--methods", "lp-highs,rm", "--time-limit", "5", "--memory-limit", "0.05",
                  "--out", str(tmp_path), "--json"])
-    assert code == 0
+    assert code == 2  # every run failed: the summary is printed and written, the exit code says so
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["error"].startswith("2 run(s) failed: lp-highs on") and "lp-highs" in printed["methods"]
     summary = json.loads((tmp_path / "summary.json").read_text())
     for run in summary["methods"].values():
         assert run["status"] in ("out_of_memory", "error") and run["error"]
