@@ -11,7 +11,7 @@ from solvers.driver import graceful, stop_on_signals
 from .cli import CommandError, command
 from .paths import check_writable
 from .progress import Progress
-from .solve import METHODS, OPTIONS, solve
+from .solve import METHODS, OPTIONS, device_methods, solve
 
 
 def _configure(p):
@@ -24,6 +24,10 @@ def _configure(p):
                        type=_cli_type(option.kind), choices=option.choices,
                        help=f"{option.help} ({users})")
     p.add_argument("--trace", default=None, help="write the trace as CSV to this file")
+    p.add_argument("--device-out", default=None,
+                   help="write the correlated distribution found (icfr, cfr-s, trigger, "
+                        "coarse-trigger) as a device JSON file that efce gap --device reads; "
+                        "refused beyond solvers.device.DEVICE_PLAN_LIMIT joint plans")
 
 
 def _cli_type(kind):
@@ -47,6 +51,11 @@ def run_solve(args):
     iterations = validate_options(args.method, options).get("iterations")
     if args.trace:
         check_writable(args.trace, "trace file")
+    if args.device_out:
+        if not METHODS[args.method].writes_device:
+            raise CommandError(f"{args.method} has no correlated distribution to write; "
+                               f"--device-out is an option of {', '.join(device_methods())}")
+        check_writable(args.device_out, "device file")
     with stop_on_signals(), graceful():
         started = time.perf_counter()
         game = make_game(args.game)
@@ -54,7 +63,7 @@ def run_solve(args):
         bar = Progress(f"{args.method} on {game.name}", total=iterations,
                        enabled=None if not args.json else False)
         try:
-            result = solve(game, args.method, progress=bar, **options)
+            result = solve(game, args.method, progress=bar, device=bool(args.device_out), **options)
         except MemoryError:
             raise CommandError(f"{args.method} ran out of memory on {game.name}") from None
         finally:
@@ -62,7 +71,12 @@ def run_solve(args):
     result.setup_seconds += build_seconds
     if args.trace:
         result.write_trace(args.trace)
+    device_note = None
+    if args.device_out:
+        device_note = _write_device(game, result.point, args.device_out)
     out = {"game": game.name, **result.to_json(), "peak_memory_mib": peak_memory_mib()}
+    if device_note is not None:
+        out.update(device_out=args.device_out, device_support=device_note)
     for key in ("efce_gap", "iteration_seconds"):
         out.setdefault(key, None)
     lines = [f"{args.method} on {game.name}: {result.status} after {result.iterations:,} iterations",
@@ -78,4 +92,22 @@ def run_solve(args):
         lines.append("  welfare_interval [{:.6g}, {:.6g}]".format(*result.info["welfare_interval"]))
     if result.info.get("message"):
         lines.append("  " + result.info["message"])
+    if device_note is not None:
+        lines.append(f"  device          {device_note:,} joint plans written to {args.device_out}")
     return out, "\n".join(lines)
+
+
+def _write_device(game, point, path: str) -> int:
+    """Write the distribution ``point`` (a FactoredDevice) as device JSON; returns its support.
+
+    Raises
+    ------
+    GameError
+        More joint plans than :data:`solvers.device.DEVICE_PLAN_LIMIT` (checked before expanding).
+    """
+    import json
+    from solvers.device import check_device_size, device_to_dict
+    check_device_size(len(point.probs))
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(device_to_dict(game, point.to_device()), fh)
+    return len(point.probs)
