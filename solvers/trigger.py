@@ -231,31 +231,48 @@ def _best_response_values(values, seg_ptr, seg_parent_entry, cf, seg_value):
 
 
 @numba.njit(cache=True)
-def _gauss_solve(mat, rhs, n):
-    """Solve ``mat[:n, :n] y = rhs[:n]`` in place (``rhs`` becomes ``y``) without pivoting: the
-    matrices here are column diagonally dominant M-matrices, for which elimination without
-    pivoting is stable."""
+def _mmatrix_solve(off, excess, rhs, n):
+    """Solve ``(D − O) y = rhs`` in place (``rhs`` becomes ``y``) for the column diagonally
+    dominant M-matrix with off-diagonal magnitudes ``O = off[:n, :n]`` (``off[a, b] ≥ 0``, the
+    flow ``b → a``; the diagonal of ``off`` is ignored and overwritten) and column excesses
+    ``excess[b] ≥ 0`` (``D[b] = excess[b] + Σ_{a≠b} off[a, b]``), with ``rhs ≥ 0``.
+
+    Gaussian elimination in the Grassmann–Taksar–Heyman form: every pivot is recomputed as its
+    column's excess plus its off-diagonal magnitudes, and every update adds terms of one sign,
+    so nothing cancels.  The fixed-point systems have excesses ``L_j`` that can be 10^-18 of
+    the ``λ`` entries; plain elimination loses the excess to rounding there (zero pivots)."""
     for k in range(n):
-        piv = mat[k, k]
+        piv = excess[k]
         for i in range(k + 1, n):
-            f = mat[i, k] / piv
+            piv += off[i, k]
+        off[k, k] = piv
+        if piv <= 0.0:  # an isolated state (singular only when rhs is 0 there): y_k = 0
+            continue
+        for i in range(k + 1, n):
+            f = off[i, k] / piv
             if f != 0.0:
                 for c in range(k + 1, n):
-                    mat[i, c] -= f * mat[k, c]
-                rhs[i] -= f * rhs[k]
-    for k in range(n - 1, -1, -1):
-        s = rhs[k]
+                    if c != i:
+                        off[i, c] += f * off[k, c]
+                rhs[i] += f * rhs[k]
         for c in range(k + 1, n):
-            s -= mat[k, c] * rhs[c]
-        rhs[k] = s / mat[k, k]
+            excess[c] += off[k, c] * excess[k] / piv
+    for k in range(n - 1, -1, -1):
+        if off[k, k] <= 0.0:
+            rhs[k] = 0.0
+            continue
+        acc = rhs[k]
+        for c in range(k + 1, n):
+            acc += off[k, c] * rhs[c]
+        rhs[k] = acc / off[k, k]
 
 
 @numba.njit(cache=True)
-def _stationary(rate, n, out, mat, rhs, reach):
+def _stationary(rate, n, out, off, excess, rhs, reach):
     """A stationary distribution of the continuous-time chain with ``rate[b, a]`` (b → a, a ≠ b)
     into ``out[:n]``: restricted to a closed communicating class (found by transitive closure),
-    where the balance equations with one state's mass fixed to 1 are a nonsingular M-matrix
-    system."""
+    the balance equations with the mass of one state (the root) fixed to 1 are an M-matrix
+    system whose column excesses are the rates into the root."""
     for b in range(n):
         for a in range(n):
             reach[b, a] = (a == b) or rate[b, a] > 0.0
@@ -275,7 +292,7 @@ def _stationary(rate, n, out, mat, rhs, reach):
         if closed:
             root = r
             break
-    # Unknowns: the states of the class other than the root (mass of the root fixed to 1).
+    # Unknowns: the states of the class other than the root.
     idx = np.empty(n, np.int64)
     m = 0
     for a in range(n):
@@ -284,21 +301,17 @@ def _stationary(rate, n, out, mat, rhs, reach):
             m += 1
     for p in range(m):
         a = idx[p]
-        out_rate = 0.0
-        for c in range(n):
-            if c != a:
-                out_rate += rate[a, c]
         for q in range(m):
-            mat[p, q] = -rate[idx[q], a]
-        mat[p, p] = out_rate
+            off[p, q] = rate[idx[q], a]
+        excess[p] = rate[a, root]
         rhs[p] = rate[root, a]
     if m > 0:
-        _gauss_solve(mat, rhs, m)
+        _mmatrix_solve(off, excess, rhs, m)
     for a in range(n):
         out[a] = 0.0
     out[root] = 1.0
     for p in range(m):
-        out[idx[p]] = rhs[p] if rhs[p] > 0.0 else 0.0
+        out[idx[p]] = rhs[p]
 
 
 @numba.njit(cache=True)
@@ -320,7 +333,8 @@ def _fixed_point(coarse, lam, pi, first_seq, num_actions, parent_seq, seq_infose
     for j in range(n_inf):
         if num_actions[j] > amax:
             amax = num_actions[j]
-    mat = np.empty((amax, amax))
+    off = np.empty((amax, amax))
+    excess = np.empty(amax)
     rhs = np.empty(amax)
     rate = np.empty((amax, amax))
     stat = np.empty(amax)
@@ -347,29 +361,31 @@ def _fixed_point(coarse, lam, pi, first_seq, num_actions, parent_seq, seq_infose
             for a in range(A):
                 lam_above[f + a] = L + lam[f + a - 1]
             if L > 0.0:
+                # Column b: excess L_j, off-diagonal flows λ_jb π̂_jb[ja] (note, fixed point).
+                for bb in range(A):
+                    tb = f + bb - 1
+                    e0 = seg_ptr[root_seg[tb]]
+                    for a in range(A):
+                        off[a, bb] = lam[tb] * pi[e0 + a]
+                    excess[bb] = L
+                    rhs[bb] = c[f + bb]
+                _mmatrix_solve(off, excess, rhs, A)
                 for a in range(A):
-                    for bb in range(A):
-                        tb = f + bb - 1
-                        mat[a, bb] = -lam[tb] * pi[seg_ptr[root_seg[tb]] + a]
-                    mat[a, a] += L + lam[f + a - 1]
-                    rhs[a] = c[f + a]
-                _gauss_solve(mat, rhs, A)
-                for a in range(A):
-                    x[f + a] = rhs[a] if rhs[a] > 0.0 else 0.0
+                    x[f + a] = rhs[a]
             else:  # c = 0: x[j·]/x[p_j] is a stationary distribution
                 for bb in range(A):
                     tb = f + bb - 1
                     e0 = seg_ptr[root_seg[tb]]
                     for a in range(A):
                         rate[bb, a] = 0.0 if a == bb else lam[tb] * pi[e0 + a]
-                _stationary(rate, A, stat, mat, rhs, reach)
+                _stationary(rate, A, stat, off, excess, rhs, reach)
                 for a in range(A):
                     x[f + a] = stat[a]
         # Rescale: exact in exact arithmetic (Σ_a c[ja] = L_j x[p_j]); removes rounding drift.
         total = 0.0
         for a in range(A):
             total += x[f + a]
-        if total > 0.0:
+        if total > 0.0 and np.isfinite(total):
             scale = xp / total
             for a in range(A):
                 x[f + a] *= scale
