@@ -95,6 +95,7 @@ def test_fixed_point_is_fixed_and_feasible(game, coarse):
         layout = trigger_layout(space, coarse)
         for trial in range(4):
             lam = rng.random(layout.num_triggers) * (rng.random(layout.num_triggers) < 0.6)
+            lam[rng.integers(layout.num_triggers)] = 1.0
             if trial == 0:
                 lam[:] = 0.0
                 lam[rng.integers(layout.num_triggers)] = 1.0  # one trigger: reducible chains
