@@ -172,10 +172,10 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            {**_COMMON, "iterations": 10_000, "target_gap": None, "seed": 0}, _run_icfr("cfr-s"),
            writes_device=True),
     Method("trigger", "deterministic trigger-regret dynamics (EFCE, n players, chance; Farina et "
-           "al. 2022)", {**_COMMON, "iterations": 10_000, "target_gap": None, "local": "rm+"},
+           "al. 2022)", {**_COMMON, "iterations": 10_000, "target_gap": None, "local": "prm+"},
            _run_trigger(False), writes_device=True),
     Method("coarse-trigger", "deterministic coarse-trigger-regret dynamics (EFCCE, n players, "
-           "chance)", {**_COMMON, "iterations": 10_000, "target_gap": None, "local": "rm+"},
+           "chance)", {**_COMMON, "iterations": 10_000, "target_gap": None, "local": "prm+"},
            _run_trigger(True), writes_device=True),
     Method("lp-highs", "the von Stengel–Forges EFCE LP solved by HiGHS",
            {**_COMMON, "welfare_threshold": None, "objective": "welfare"}, _run_lp("highs")),
