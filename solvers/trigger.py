@@ -185,28 +185,20 @@ def _behaviour_to_sequence(b, seg_ptr, seg_parent_entry, out):
 
 
 @numba.njit(cache=True)
-def _subtree_values(u, trig_weight, b, use_max, seg_ptr, seg_parent_entry, entry_seq,
-                    entry_trigger, cf, seg_value):
-    """CFR values over every block at once, bottom-up.
+def _subtree_values(u, trig_weight, b, seg_ptr, seg_parent_entry, entry_seq, entry_trigger, cf,
+                    seg_value):
+    """CFR's counterfactual utilities of every subtree minimizer at once, bottom-up.
 
-    Entry value ``trig_weight[trigger] · u[sequence]`` (``u`` already weighted when
-    ``trig_weight`` is None-like, i.e. all ones) plus the values of the child segments;
-    a segment's value is ``Σ_a b[a] cf[a]`` or, with ``use_max``, ``max_a cf[a]`` (best
-    response).  Fills ``cf`` (counterfactual utilities per entry) and ``seg_value``."""
+    Entry ``e`` of trigger ``t`` starts at ``trig_weight[t] · u[entry_seq[e]]`` (the utility
+    ``x[σ̂]·u|Σ_ĵ``) and gains the values of its child segments; a segment's value is
+    ``Σ_a b[a] cf[a]`` under the recommended behaviour ``b``.  Fills ``cf`` and ``seg_value``
+    (the value of a trigger's root segment is ``x[σ̂]·⟨u|Σ_ĵ, π̂_σ̂⟩``)."""
     for e in range(len(cf)):
         cf[e] = trig_weight[entry_trigger[e]] * u[entry_seq[e]]
     for g in range(len(seg_ptr) - 2, -1, -1):
-        lo = seg_ptr[g]
-        hi = seg_ptr[g + 1]
-        if use_max:
-            v = cf[lo]
-            for e in range(lo + 1, hi):
-                if cf[e] > v:
-                    v = cf[e]
-        else:
-            v = 0.0
-            for e in range(lo, hi):
-                v += b[e] * cf[e]
+        v = 0.0
+        for e in range(seg_ptr[g], seg_ptr[g + 1]):
+            v += b[e] * cf[e]
         seg_value[g] = v
         p = seg_parent_entry[g]
         if p >= 0:
@@ -505,7 +497,7 @@ class _Player:
         if lay.num_triggers == 0:
             return
         # Subtree minimizers: CFR with the utility x[σ̂]·u|Σ_ĵ; λ: value of π̂ minus following.
-        _subtree_values(u, self.trigger_weights(x, self.coarse), self.b, False, lay.seg.ptr,
+        _subtree_values(u, self.trigger_weights(x, self.coarse), self.b, lay.seg.ptr,
                         lay.seg_parent_entry, lay.entry_seq, lay.entry_trigger, self.cf,
                         self.seg_value)
         lam_utility = self.seg_value[lay.root_seg] - self.following_values(W, self.coarse)
@@ -806,15 +798,18 @@ def solve_trigger(game: Game, iterations: int, *, coarse: bool = False,
 
     Raises
     ------
+    ValueError
+        A bad iteration budget or time limit, or an unknown rule name.
     GameError
         Unknown averaging, or ``device=True`` beyond the device size limit.
     """
     started = time.perf_counter()
+    # The driver validates the budget before the (larger) model is built.
+    driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=check_every,
+                             progress=progress)
     dyn = TriggerDynamics(game, coarse=coarse, rule=rule, averaging=averaging, device=device,
                           max_iterations=iterations)
     setup = time.perf_counter() - started
-    driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=check_every,
-                             progress=progress)
     gaps = None
     for it in driver:
         dyn.step()
