@@ -519,17 +519,21 @@ class _Player:
         sv = np.empty(cl.seg.count)
         _best_response_values(Gc, cl.seg.ptr, cl.seg_parent_entry, cf, sv)
         efcce = float(np.max(sv[cl.root_seg] - self.following_values(self.F, True)))
-        nfcce = _tree_best_response(self.U, self.first, self.A, self.pseq) - self.utility
+        nfcce = float(_tree_best_response(self.U, self.first, self.A, self.pseq)) - self.utility
         return efce / total_weight, efcce / total_weight, nfcce / total_weight
 
 
-def _tree_best_response(u: np.ndarray, first: np.ndarray, num_actions: np.ndarray,
-                        parent_seq: np.ndarray) -> float:
+@numba.njit(cache=True)
+def _tree_best_response(u, first, num_actions, parent_seq):
     """``max_{x ∈ Q} ⟨u, x⟩`` by backward induction over the infosets (numbered top-down)."""
-    values = u.astype(np.float64).copy()
+    values = u.copy()
     for j in range(len(first) - 1, -1, -1):
-        values[parent_seq[j]] += values[first[j]:first[j] + num_actions[j]].max()
-    return float(values[0])
+        best = values[first[j]]
+        for a in range(1, num_actions[j]):
+            if values[first[j] + a] > best:
+                best = values[first[j] + a]
+        values[parent_seq[j]] += best
+    return values[0]
 
 
 # ---------------------------------------------------------------------- reduced plans (device)
@@ -666,23 +670,33 @@ def joint_plan_count(game: Game) -> int:
 
 
 # ---------------------------------------------------------------------- dynamics
+@numba.njit(cache=True)
+def _utilities_kernel(term_seq, weighted_payoffs, x_flat, offsets, out_flat):
+    """One pass over the terminals: ``out[offsets[i] + σ_i(z)] += p_c(z) u_i(z) Π_{k≠i}
+    x_k[σ_k(z)]`` for every player ``i`` (players' vectors concatenated at ``offsets``)."""
+    n = term_seq.shape[1]
+    reach = np.empty(n)
+    out_flat[:] = 0.0
+    for z in range(term_seq.shape[0]):
+        for k in range(n):
+            reach[k] = x_flat[offsets[k] + term_seq[z, k]]
+        for i in range(n):
+            w = weighted_payoffs[z, i]
+            if w == 0.0:
+                continue
+            for k in range(n):
+                if k != i:
+                    w *= reach[k]
+            out_flat[offsets[i] + term_seq[z, i]] += w
+
+
 def _utilities(term_seq: np.ndarray, weighted_payoffs: np.ndarray, xs: list[np.ndarray],
-               sizes: list[int]) -> list[np.ndarray]:
-    """``u_i[σ] = Σ_{z: σ_i(z) = σ} p_c(z) u_i(z) Π_{k≠i} x_k[σ_k(z)]`` for every player,
-    vectorized over terminals (prefix and suffix products of the others' reaches)."""
-    n = len(xs)
-    reach = [xs[k][term_seq[:, k]] for k in range(n)]
-    prefix = [np.ones(len(term_seq))]
-    for k in range(n - 1):
-        prefix.append(prefix[-1] * reach[k])
-    out = [None] * n
-    suffix = np.ones(len(term_seq))
-    for i in range(n - 1, -1, -1):
-        others = prefix[i] * suffix
-        out[i] = np.bincount(term_seq[:, i], weights=others * weighted_payoffs[:, i],
-                             minlength=sizes[i])
-        suffix = suffix * reach[i]
-    return out
+               offsets: np.ndarray) -> list[np.ndarray]:
+    """``u_i[σ] = Σ_{z: σ_i(z) = σ} p_c(z) u_i(z) Π_{k≠i} x_k[σ_k(z)]`` for every player (the
+    note's utility vectors), in one compiled pass over the terminals."""
+    out = np.empty(offsets[-1])
+    _utilities_kernel(term_seq, weighted_payoffs, np.concatenate(xs), offsets, out)
+    return [out[offsets[i]:offsets[i + 1]] for i in range(len(xs))]
 
 
 class TriggerDynamics:
@@ -729,8 +743,8 @@ class TriggerDynamics:
         self.players = [_Player(game, i, coarse, rule) for i in range(game.num_players)]
         tm = terminal_map(game)
         self.term_seq = tm.sequences.astype(np.int64)
-        self.weighted_payoffs = tm.weighted_payoffs()
-        self.sizes = [p.S for p in self.players]
+        self.weighted_payoffs = np.ascontiguousarray(tm.weighted_payoffs())
+        self.offsets = np.concatenate([[0], np.cumsum([p.S for p in self.players])]).astype(np.int64)
         self.iterations = 0
         self.total_weight = 0.0
 
@@ -738,7 +752,7 @@ class TriggerDynamics:
         self.iterations += 1
         weight = 1.0 if self.averaging == "uniform" else float(self.iterations)
         xs = [p.play() for p in self.players]
-        us = _utilities(self.term_seq, self.weighted_payoffs, xs, self.sizes)
+        us = _utilities(self.term_seq, self.weighted_payoffs, xs, self.offsets)
         if self.recorder is not None:
             self.recorder.record(xs, weight)
         for p, u in zip(self.players, us):
