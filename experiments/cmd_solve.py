@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from games.memory import peak_memory_mib
-from solvers.driver import graceful, stop_on_signals
+from efce.games.memory import peak_memory_mib
+from efce.solvers.driver import graceful, stop_on_signals
 
 from .cli import CommandError, command
 from .paths import check_writable
@@ -45,7 +45,7 @@ def _cli_type(kind):
 @command("solve", _configure)
 def run_solve(args):
     """Solve a game with one method and report gaps, welfare and feasibility."""
-    from games.spec import make_game
+    from efce.games.spec import make_game
     from .solve import validate_options
     options = {name: getattr(args, name) for name in OPTIONS}
     iterations = validate_options(args.method, options).get("iterations")
@@ -106,7 +106,7 @@ def _write_device(game, point, path: str) -> int:
         More joint plans than :data:`solvers.device.DEVICE_PLAN_LIMIT` (checked before expanding).
     """
     import json
-    from solvers.device import check_device_size, device_to_dict
+    from efce.solvers.device import check_device_size, device_to_dict
     check_device_size(len(point.probs))
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(device_to_dict(game, point.to_device()), fh)

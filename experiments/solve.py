@@ -14,8 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from games.game import Game, GameError
-from solvers.result import SolveResult
+from efce.games.game import Game, GameError
+from efce.solvers.result import SolveResult
 
 
 class OptionError(GameError):
@@ -82,15 +82,15 @@ class Method:
 
 
 def _run_rm(game, *, progress, **o):
-    from solvers.efce import solve_efce
-    from solvers.local import make_rule
+    from efce.solvers.efce import solve_efce
+    from efce.solvers.local import make_rule
     if o["objective"] not in ("feasibility", "welfare"):
         raise OptionError(f"rm takes --objective feasibility (any EFCE) or welfare (the optimal-welfare "
                           f"interval), not {o['objective']}")
     if o["objective"] == "welfare":
         if o["welfare_threshold"] is not None:
             raise OptionError("rm --objective welfare searches the threshold itself; drop --welfare-threshold")
-        from solvers.welfare import solve_optimal_welfare
+        from efce.solvers.welfare import solve_optimal_welfare
         # Each bisection step is one rm run, so --iterations caps a step (as it caps a plain run);
         # the bisection itself ends at the interval width, the time limit, or when no step decides.
         return solve_optimal_welfare(game, tolerance=WELFARE_INTERVAL_WIDTH, time_limit=o["time_limit"],
@@ -102,8 +102,8 @@ def _run_rm(game, *, progress, **o):
 
 def _run_cfr(variant):
     def run(game, *, progress, **o):
-        from solvers.cfr import solve_cfr
-        from solvers.local import make_rule
+        from efce.solvers.cfr import solve_cfr
+        from efce.solvers.local import make_rule
         return solve_cfr(game, iterations=o["iterations"], variant=variant,
                          rule=make_rule(o["local"]) if o["local"] else None,
                          time_limit=o["time_limit"], target_gap=o["target_gap"], progress=progress)
@@ -112,12 +112,12 @@ def _run_cfr(variant):
 
 def _run_icfr(variant):
     def run(game, *, progress, device=False, **o):
-        from solvers.icfr import solve_icfr
+        from efce.solvers.icfr import solve_icfr
         if device:
             # The empirical frequency has at most one joint plan per iteration: refuse up front
             # what could not be written (the exact support is checked again when writing).
-            from solvers.device import check_device_size
-            from solvers.trigger import joint_plan_count
+            from efce.solvers.device import check_device_size
+            from efce.solvers.trigger import joint_plan_count
             check_device_size(min(o["iterations"], joint_plan_count(game)),
                               f"joint plans (bound for {o['iterations']} iterations)")
         return solve_icfr(game, o["iterations"], seed=o["seed"], method=variant,
@@ -127,7 +127,7 @@ def _run_icfr(variant):
 
 def _run_trigger(coarse):
     def run(game, *, progress, device=False, **o):
-        from solvers.trigger import solve_trigger
+        from efce.solvers.trigger import solve_trigger
         return solve_trigger(game, o["iterations"], coarse=coarse, rule=o["local"],
                              time_limit=o["time_limit"], target_gap=o["target_gap"],
                              progress=progress, device=device)
@@ -136,7 +136,7 @@ def _run_trigger(coarse):
 
 def _run_lp(backend):
     def run(game, *, progress, **o):
-        import baselines
+        from efce import baselines
         common = dict(objective={"player1": 0, "player2": 1}.get(o["objective"], o["objective"]),
                       time_limit=o["time_limit"], welfare_threshold=o["welfare_threshold"])
         if backend == "highs":
@@ -148,7 +148,7 @@ def _run_lp(backend):
 
 
 def _run_subgradient(game, *, progress, **o):
-    from baselines import solve_subgradient
+    from efce.baselines import solve_subgradient
     return solve_subgradient(game, iterations=o["iterations"], time_limit=o["time_limit"],
                              step_size=o["step_size"], step_rule=o["step_rule"], seed=o["seed"],
                              start=o["start"], progress=progress)
@@ -305,7 +305,7 @@ def solve(game: Game | str, method: str, *, progress=None, device: bool = False,
         raise OptionError(f"{method} has no correlated distribution to write; --device-out is an "
                           f"option of {', '.join(device_methods())}")
     if isinstance(game, str):
-        from games.spec import make_game
+        from efce.games.spec import make_game
         game = make_game(game)
     if device:
         return METHODS[method].run(game, progress=progress, device=True, **values)

@@ -24,9 +24,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from games.arrays import concat_ranges, find_in_row, lower_bound
-from games.game import Game, GameError
-from games.relevant import RelevantPairs, connected_infosets, relevant_pairs
+from efce.games.arrays import concat_ranges, find_in_row, lower_bound
+from efce.games.game import Game, GameError
+from efce.games.relevant import RelevantPairs, connected_infosets, relevant_pairs
 
 from .chain import SIMPLEX, SINGLETON, Chain, index_dtype
 

@@ -51,8 +51,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from games.game import Game, GameError
-from games.payoffs import terminal_map
+from efce.games.game import Game, GameError
+from efce.games.payoffs import terminal_map
 
 from .device import DEVICE_PLAN_LIMIT, check_device_size
 from .device_gaps import FactoredDevice
