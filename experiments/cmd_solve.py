@@ -11,7 +11,7 @@ from efce.solvers.driver import graceful, stop_on_signals
 from .cli import CommandError, ResultWithError, command
 from .paths import check_writable
 from .progress import Progress
-from .solve import METHODS, OPTIONS, solve
+from .solve import METHODS, OPTIONS, device_methods, solve
 
 
 def _configure(p):
@@ -24,6 +24,10 @@ def _configure(p):
                        type=_cli_type(option.kind), choices=option.choices,
                        help=f"{option.help} ({users})")
     p.add_argument("--trace", default=None, help="write the trace as CSV to this file")
+    p.add_argument("--device-out", default=None,
+                   help="write the correlated distribution found (icfr, cfr-s, trigger, "
+                        "coarse-trigger) as a device JSON file that efce gap --device reads; "
+                        "refused beyond solvers.device.DEVICE_PLAN_LIMIT joint plans")
 
 
 def _cli_type(kind):
@@ -47,6 +51,11 @@ def run_solve(args):
     iterations = validate_options(args.method, options).get("iterations")
     if args.trace:
         check_writable(args.trace, "trace file")
+    if args.device_out:
+        if not METHODS[args.method].writes_device:
+            raise CommandError(f"{args.method} has no correlated distribution to write; "
+                               f"--device-out is an option of {', '.join(device_methods())}")
+        check_writable(args.device_out, "device file")
     with stop_on_signals(), graceful():
         started = time.perf_counter()
         game = make_game(args.game)
@@ -54,13 +63,15 @@ def run_solve(args):
         bar = Progress(f"{args.method} on {game.name}", total=iterations,
                        enabled=None if not args.json else False)
         try:
-            result = solve(game, args.method, progress=bar, **options)
+            result = solve(game, args.method, progress=bar, device=bool(args.device_out), **options)
         except MemoryError:
             raise CommandError(f"{args.method} ran out of memory on {game.name}") from None
         finally:
             bar.close()
     result.setup_seconds += build_seconds
     out = {"game": game.name, **result.to_json(), "peak_memory_mib": peak_memory_mib()}
+    if args.device_out:
+        out.update(device_out=args.device_out, device_support=len(result.point.probs))
     for key in ("efce_gap", "iteration_seconds"):
         out.setdefault(key, None)
     lines = [f"{args.method} on {game.name}: {result.status} after {result.iterations:,} iterations",
@@ -76,10 +87,33 @@ def run_solve(args):
         lines.append("  welfare_interval [{:.6g}, {:.6g}]".format(*result.info["welfare_interval"]))
     if result.info.get("message"):
         lines.append("  " + result.info["message"])
-    if args.trace:
+    if args.device_out:
+        lines.append(f"  device          {out['device_support']:,} joint plans written to {args.device_out}")
+    writes = ((args.trace, "trace file", lambda: result.write_trace(args.trace)),
+              (args.device_out, "device file", lambda: _write_device(game, result.point, args.device_out)))
+    for path, what, write in writes:
+        if not path:
+            continue
         try:
-            result.write_trace(args.trace)
+            write()
         except OSError as exc:  # checked before the run, gone since: keep the computed result
-            raise ResultWithError(f"cannot write the trace file '{args.trace}': "
-                                 f"{exc.strerror or exc}", out, "\n".join(lines)) from None
+            raise ResultWithError(f"cannot write the {what} '{path}': {exc.strerror or exc}",
+                                  out, "\n".join(lines)) from None
     return out, "\n".join(lines)
+
+
+def _write_device(game, point, path: str) -> int:
+    """Write the distribution ``point`` (a FactoredDevice) as device JSON; returns its support.
+
+    Raises
+    ------
+    GameError
+        More joint plans than :data:`solvers.device.DEVICE_PLAN_LIMIT` (checked before expanding).
+    """
+    import json
+    from efce.games.atomic import atomic_open
+    from efce.solvers.device import check_device_size, device_to_dict
+    check_device_size(len(point.probs))
+    with atomic_open(path) as fh:
+        json.dump(device_to_dict(game, point.to_device()), fh)
+    return len(point.probs)

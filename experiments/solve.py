@@ -1,7 +1,8 @@
 """The one library entry for solving a game: ``solve(game, method, **options)``.
 
 Every method of the toolkit — regret minimization on the EFCE saddle point, CFR/CFR+, ICFR and
-CFR-S, the LPs and the subgradient baseline — is reached through :func:`solve`, which validates
+CFR-S, the trigger-regret dynamics, the LPs and the subgradient baseline — is reached through
+:func:`solve`, which validates
 the options once (types, ranges, and whether the method uses them) before any model is built.
 The command line (``efce solve``) is a thin layer over it: its flags are generated from
 :data:`OPTIONS`.
@@ -75,6 +76,9 @@ class Method:
     description: str
     defaults: dict[str, Any]
     run: Callable[..., SolveResult]
+    #: The method can return its correlated distribution as a device (``solve(..., device=True)``,
+    #: ``efce solve --device-out``); its ``run`` then takes the keyword ``device``.
+    writes_device: bool = False
 
 
 def _run_rm(game, *, progress, **o):
@@ -107,10 +111,26 @@ def _run_cfr(variant):
 
 
 def _run_icfr(variant):
-    def run(game, *, progress, **o):
+    def run(game, *, progress, device=False, **o):
         from efce.solvers.icfr import solve_icfr
+        if device:
+            # The empirical frequency has at most one joint plan per iteration: refuse up front
+            # what could not be written (the exact support is checked again when writing).
+            from efce.solvers.device import check_device_size
+            from efce.solvers.trigger import joint_plan_count
+            check_device_size(min(o["iterations"], joint_plan_count(game)),
+                              f"joint plans (bound for {o['iterations']} iterations)")
         return solve_icfr(game, o["iterations"], seed=o["seed"], method=variant,
                           time_limit=o["time_limit"], target_gap=o["target_gap"], progress=progress)
+    return run
+
+
+def _run_trigger(coarse):
+    def run(game, *, progress, device=False, **o):
+        from efce.solvers.trigger import solve_trigger
+        return solve_trigger(game, o["iterations"], coarse=coarse, rule=o["local"],
+                             time_limit=o["time_limit"], target_gap=o["target_gap"],
+                             progress=progress, device=device)
     return run
 
 
@@ -146,9 +166,17 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("cfr+", "CFR+ (Nash equilibrium, two players)",
            {**_COMMON, "iterations": 1000, "target_gap": None, "local": None}, _run_cfr("cfr+")),
     Method("icfr", "ICFR (EFCE, n players, chance; Celli et al. 2020)",
-           {**_COMMON, "iterations": 10_000, "target_gap": None, "seed": 0}, _run_icfr("icfr")),
+           {**_COMMON, "iterations": 10_000, "target_gap": None, "seed": 0}, _run_icfr("icfr"),
+           writes_device=True),
     Method("cfr-s", "CFR-S (EFCCE, n players, chance; Celli et al. 2020)",
-           {**_COMMON, "iterations": 10_000, "target_gap": None, "seed": 0}, _run_icfr("cfr-s")),
+           {**_COMMON, "iterations": 10_000, "target_gap": None, "seed": 0}, _run_icfr("cfr-s"),
+           writes_device=True),
+    Method("trigger", "deterministic trigger-regret dynamics (EFCE, n players, chance; Farina et "
+           "al. 2022)", {**_COMMON, "iterations": 10_000, "target_gap": None, "local": "prm+"},
+           _run_trigger(False), writes_device=True),
+    Method("coarse-trigger", "deterministic coarse-trigger-regret dynamics (EFCCE, n players, "
+           "chance)", {**_COMMON, "iterations": 10_000, "target_gap": None, "local": "prm+"},
+           _run_trigger(True), writes_device=True),
     Method("lp-highs", "the von Stengel–Forges EFCE LP solved by HiGHS",
            {**_COMMON, "welfare_threshold": None, "objective": "welfare"}, _run_lp("highs")),
     Method("lp-pdlp", "the von Stengel–Forges EFCE LP solved by OR-Tools PDLP (first-order); "
@@ -234,7 +262,13 @@ def _check_value(option: Option, value: Any) -> Any:
     return value
 
 
-def solve(game: Game | str, method: str, *, progress=None, **options) -> SolveResult:
+def device_methods() -> list[str]:
+    """The methods that can return their correlated distribution (``--device-out``)."""
+    return [m.name for m in METHODS.values() if m.writes_device]
+
+
+def solve(game: Game | str, method: str, *, progress=None, device: bool = False,
+          **options) -> SolveResult:
     """Solve ``game`` with ``method``: the one entry point of the toolkit.
 
     Parameters
@@ -242,10 +276,13 @@ def solve(game: Game | str, method: str, *, progress=None, **options) -> SolveRe
     game : Game or str
         A game, or a spec string / ``.efg`` path (:func:`games.spec.make_game`).
     method : str
-        One of :data:`METHODS`: ``rm``, ``cfr``, ``cfr+``, ``icfr``, ``cfr-s``, ``lp-highs``,
-        ``lp-pdlp``, ``lp-cvxpy``, ``subgradient``.
+        One of :data:`METHODS`: ``rm``, ``cfr``, ``cfr+``, ``icfr``, ``cfr-s``, ``trigger``,
+        ``coarse-trigger``, ``lp-highs``, ``lp-pdlp``, ``lp-cvxpy``, ``subgradient``.
     progress : callable, optional
         Called with each :class:`~solvers.result.TraceRow` as it is recorded.
+    device : bool
+        Return the correlated distribution the method found as ``point`` (a
+        :class:`~solvers.device_gaps.FactoredDevice`; methods of :func:`device_methods`).
     **options
         See :data:`OPTIONS`; each method takes the options in its ``defaults``.
 
@@ -257,12 +294,19 @@ def solve(game: Game | str, method: str, *, progress=None, **options) -> SolveRe
     Raises
     ------
     OptionError
-        Before anything is built, for a bad method or option.
+        Before anything is built, for a bad method or option, or ``device`` for a method that
+        has no distribution to return.
     GameError
-        A game the method cannot handle (players, chance), or a model over the memory budget.
+        A game the method cannot handle (players, chance), a model over the memory budget, or
+        a device over :data:`solvers.device.DEVICE_PLAN_LIMIT` joint plans (before iterating).
     """
     values = validate_options(method, options)
+    if device and not METHODS[method].writes_device:
+        raise OptionError(f"{method} has no correlated distribution to write; --device-out is an "
+                          f"option of {', '.join(device_methods())}")
     if isinstance(game, str):
         from efce.games.spec import make_game
         game = make_game(game)
+    if device:
+        return METHODS[method].run(game, progress=progress, device=True, **values)
     return METHODS[method].run(game, progress=progress, **values)

@@ -38,6 +38,23 @@ from efce.games.game import Game, GameError
 
 #: Tolerance on the probabilities of a device summing to one.
 DEVICE_TOLERANCE = 1e-9
+#: Largest number of joint plans a solver writes as a device (``efce solve --device-out``): the
+#: JSON file takes a few hundred bytes per joint plan, and the trigger methods' exact expansion
+#: costs (iterations × joint plans) operations.
+DEVICE_PLAN_LIMIT = 10**6
+
+
+def check_device_size(count: int, what: str = "joint plans") -> None:
+    """Refuse (one line) a device of more than :data:`DEVICE_PLAN_LIMIT` joint plans.
+
+    Raises
+    ------
+    GameError
+        ``count`` exceeds the limit.
+    """
+    if count > DEVICE_PLAN_LIMIT:
+        raise GameError(f"the device would have {count:,} {what}, over the limit of "
+                        f"{DEVICE_PLAN_LIMIT:,} (solvers.device.DEVICE_PLAN_LIMIT)")
 
 
 def infoset_offsets(game: Game) -> np.ndarray:
