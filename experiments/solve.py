@@ -10,6 +10,8 @@ The command line (``efce solve``) is a thin layer over it: its flags are generat
 from __future__ import annotations
 
 import math
+import numbers
+import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -190,8 +192,14 @@ def validate_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
         Unknown method or option, an option the method does not use (naming the methods that
         do), a value of the wrong type, not finite, out of range, or not among the choices.
     """
+    if not isinstance(method, str):
+        raise OptionError(f"method must be a method name (one of {', '.join(METHODS)}), got "
+                          f"{describe_value(method)}")
     if method not in METHODS:
         raise OptionError(f"unknown method '{method}'; valid: {', '.join(METHODS)}")
+    if not isinstance(options, dict):
+        raise OptionError(f"the options of {method} must be a dict of option name → value, got "
+                          f"{describe_value(options)}")
     spec = METHODS[method]
     values = dict(spec.defaults)
     for name, value in options.items():
@@ -207,26 +215,112 @@ def validate_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+def is_integer(value: Any) -> bool:
+    """An integer of any type (``int``, NumPy integers, any :class:`numbers.Integral`), not a
+    bool (``True`` is an ``int`` to Python, never a count to us)."""
+    return isinstance(value, numbers.Integral) and not _is_bool(value)
+
+
+def is_real(value: Any) -> bool:
+    """A real number of any type (``int``, ``float``, NumPy scalars, :class:`numbers.Real`),
+    not a bool."""
+    return isinstance(value, numbers.Real) and not _is_bool(value)
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool) or type(value).__name__ == "bool_"  # numpy.bool_ too
+
+
+def describe_value(value: Any) -> str:
+    """``value`` for a message: its type and a short repr."""
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return f"{type(value).__name__} {text}" if not isinstance(value, str) else f"the string {text}"
+
+
+def check_game_argument(game: Any, what: str = "game", allow_game: bool = True) -> Any:
+    """A :class:`~games.game.Game`, or a spec string / ``.efg`` path (``str`` or path-like,
+    returned as ``str``).
+
+    Raises
+    ------
+    OptionError
+        For any other type (None, a number, a list, ...) or an empty string.
+    """
+    expected = ("a Game, a spec string such as 'kuhn:players=3' or a .efg path" if allow_game else
+                "a spec string such as 'kuhn:players=3' or a .efg path (each method runs in its "
+                "own process, which builds the game itself)")
+    if isinstance(game, Game) and allow_game:
+        return game
+    if isinstance(game, os.PathLike):
+        game = os.fspath(game)
+    if not isinstance(game, str):
+        raise OptionError(f"{what} must be {expected}, got {describe_value(game)}")
+    if not game.strip():
+        raise OptionError(f"{what} must be {expected}, got an empty string")
+    return game
+
+
+def check_text_list(value: Any, what: str, example: str) -> list[str]:
+    """A list (or tuple) of non-empty strings.  A single string is refused rather than read
+    letter by letter.
+
+    Raises
+    ------
+    OptionError
+        Naming ``what`` and showing ``example``.
+    """
+    if isinstance(value, str):
+        raise OptionError(f"{what} must be a list of names such as {example}, got the string "
+                          f"{value!r} (write [{value!r}])")
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise OptionError(f"{what} must be a list of names such as {example}, got "
+                          f"{describe_value(value)}")
+    return list(value)
+
+
+def check_folder_argument(value: Any, what: str) -> str:
+    """A folder path (``str`` or path-like), returned as ``str``.
+
+    Raises
+    ------
+    OptionError
+        For None, numbers, empty strings and other types.
+    """
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value.strip():
+        raise OptionError(f"{what} must be a folder path (a non-empty string), got "
+                          f"{describe_value(value)}")
+    return value
+
+
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
 def _check_value(option: Option, value: Any) -> Any:
     flag = _flag(option.name)
+    # Numbers of any numeric type (NumPy scalars included) are accepted; bools are not.
     if option.kind is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                value = int(value)
-            else:
-                raise OptionError(f"{flag} must be an integer, got {value!r}")
+        if is_integer(value):
+            value = int(value)
+        elif is_real(value) and math.isfinite(float(value)) and float(value).is_integer():
+            value = int(float(value))
+        else:
+            raise OptionError(f"{flag} must be an integer, got {describe_value(value)}")
     elif option.kind is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise OptionError(f"{flag} must be a number, got {value!r}")
-        value = float(value)
+        if not is_real(value):
+            raise OptionError(f"{flag} must be a number, got {describe_value(value)}")
+        try:
+            value = float(value)
+        except OverflowError:  # an int beyond the float range
+            raise OptionError(f"{flag} must be a finite number, got an integer of "
+                              f"{len(str(abs(value)))} digits") from None
         if not math.isfinite(value):
             raise OptionError(f"{flag} must be a finite number, got {value}")
     elif not isinstance(value, str):
-        raise OptionError(f"{flag} must be a string, got {value!r}")
+        raise OptionError(f"{flag} must be a string, got {describe_value(value)}")
     if option.choices is not None and value not in option.choices:
         raise OptionError(f"{flag} must be one of {', '.join(option.choices)}; got '{value}'")
     if option.check is not None and (expected := option.check(value)) is not None:
@@ -257,10 +351,16 @@ def solve(game: Game | str, method: str, *, progress=None, **options) -> SolveRe
     Raises
     ------
     OptionError
-        Before anything is built, for a bad method or option.
+        Before anything is built, for a bad method or option, or an argument of the wrong type
+        (a game that is neither a Game nor a string, a method that is not a string).  Numbers
+        may be of any numeric type (NumPy scalars included), but not bool.
     GameError
         A game the method cannot handle (players, chance), or a model over the memory budget.
     """
+    if not isinstance(method, str):
+        raise OptionError(f"method must be a method name (one of {', '.join(METHODS)}), got "
+                          f"{describe_value(method)}")
+    game = check_game_argument(game)
     values = validate_options(method, options)
     if isinstance(game, str):
         from games.spec import make_game
