@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import time
 from typing import Callable
@@ -124,12 +125,25 @@ def _estimate_info(spec: str):
 
 
 # ----------------------------------------------------------------------------- main
+#: What argparse takes for a negative number (a value, not an option) on our parsers: its own
+#: default (``-1``, ``-.5``) misses exponents, so ``--welfare-threshold -1e3`` read ``-1e3`` as
+#: an unknown option.  No flag of ``efce`` looks like a number, so nothing is shadowed.
+NEGATIVE_NUMBER = re.compile(r"^-(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+
+
+def _accept_negative_numbers(parser: argparse.ArgumentParser) -> None:
+    if hasattr(parser, "_negative_number_matcher"):
+        parser._negative_number_matcher = NEGATIVE_NUMBER
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="efce", description=__doc__.splitlines()[0])
+    _accept_negative_numbers(parser)
     parser.add_argument("--version", action="version", version=f"efce {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (configure, run) in _COMMANDS.items():
         p = sub.add_parser(name, help=(run.__doc__ or "").strip().splitlines()[0] if run.__doc__ else None)
+        _accept_negative_numbers(p)
         configure(p)
         p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
         p.set_defaults(run=run)

@@ -45,6 +45,8 @@ def run_solve(args):
     from .solve import validate_options
     options = {name: getattr(args, name) for name in OPTIONS}
     iterations = validate_options(args.method, options).get("iterations")
+    if args.trace is not None and not args.trace.strip():
+        raise CommandError("--trace needs a file name, got an empty string")
     if args.trace:
         check_writable(args.trace, "trace file")
     with stop_on_signals(), graceful():
@@ -60,6 +62,8 @@ def run_solve(args):
         finally:
             bar.close()
     result.setup_seconds += build_seconds
+    if result.info.get("non_finite"):  # a diverged run has no result to print or write
+        raise CommandError(result.info["message"])
     if args.trace:
         result.write_trace(args.trace)
     out = {"game": game.name, **result.to_json(), "peak_memory_mib": peak_memory_mib()}
@@ -70,7 +74,7 @@ def run_solve(args):
     for key in ("efce_gap", "efcce_gap", "nfcce_gap", "exploitability", "value", "welfare",
                 "max_violation"):
         value = result.info.get(key)
-        if value is not None:
+        if isinstance(value, (int, float)):
             lines.append(f"  {key:<15} {value:.6g}")
     if "utilities" in result.info:
         lines.append("  utilities       " + ", ".join(f"{u:.6g}" for u in result.info["utilities"]))

@@ -23,7 +23,7 @@ from games.game import GameError
 from games.spec import check_spec
 from solvers.driver import graceful, stop_requested
 
-from .harness import efce_command, run_child
+from .harness import MAX_MEMORY_LIMIT_GIB, efce_command, run_child
 from .paths import check_output_folder
 from .solve import (OptionError, check_folder_argument, check_game_argument, check_text_list,
                     describe_value, is_real, validate_options)
@@ -149,6 +149,9 @@ def check_compare_arguments(game_spec: str, methods, *, time_limit: float,
             raise OptionError(f"{name} must be a positive number, got {describe_value(value)}")
         if not (math.isfinite(float(value)) and value > 0):
             raise GameError(f"{name} must be a positive number, got {value}")
+        if name == "--memory-limit" and value > MAX_MEMORY_LIMIT_GIB:
+            raise GameError(f"--memory-limit must be at most {MAX_MEMORY_LIMIT_GIB:.0f} GiB "
+                            f"(2^63 bytes), got {value:g}")
     for method in methods:
         validate_options(method, (options or {}).get(method, {}))
     unknown = sorted(set(options or {}) - set(methods))

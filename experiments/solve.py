@@ -52,8 +52,9 @@ def _nonnegative(v):
 OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("iterations", int, "iteration budget", _at_least_one),
     Option("time_limit", float, "seconds for the iterations (or the solver call)", _positive),
-    Option("target_gap", float, "stop once the max deviation (or exploitability) is at most this",
-           _nonnegative),
+    Option("target_gap", float, "stop once the max deviation (or exploitability) is at most this "
+           "(0: run the whole budget unless the gap reaches exactly 0; lp-pdlp: its relative "
+           "tolerance, > 0)", _nonnegative),
     Option("welfare_threshold", float, "look for an EFCE with social welfare at least this"),
     Option("objective", str, "LP objective; for rm, 'welfare' bisects the welfare threshold for an "
            "interval around the optimal EFCE welfare", choices=("welfare", "feasibility", "player1", "player2")),
@@ -77,17 +78,39 @@ class Method:
     description: str
     defaults: dict[str, Any]
     run: Callable[..., SolveResult]
+    #: Checks that involve several options or the method's own reading of one (run by
+    #: :func:`validate_options`, so before any game is built); raises :class:`OptionError`.
+    check: Callable[[dict[str, Any]], None] | None = None
+
+
+def _check_rm(o):
+    if o["objective"] not in ("feasibility", "welfare"):
+        raise OptionError(f"rm takes --objective feasibility (any EFCE) or welfare (the optimal-welfare "
+                          f"interval), not {o['objective']}")
+    if o["objective"] == "welfare" and o["welfare_threshold"] is not None:
+        raise OptionError("rm --objective welfare searches the threshold itself; drop --welfare-threshold")
+
+
+def _check_pdlp(o):
+    # 0 means "run the whole budget" for the iterative methods; PDLP's --target-gap is instead
+    # its relative tolerance, where 0 is no stopping rule at all.
+    if o["target_gap"] is not None and o["target_gap"] <= 0:
+        raise OptionError(f"lp-pdlp reads --target-gap as its relative tolerance, which must be "
+                          f"a positive number, got {o['target_gap']:g}")
+
+
+def _check_cvxpy(o):
+    from baselines.lp_cvxpy import installed_lp_solvers
+    installed = installed_lp_solvers()
+    if o["lp_solver"] not in installed:
+        raise OptionError(f"--lp-solver must be an installed cvxpy solver taking LPs "
+                          f"({', '.join(installed)}), got '{o['lp_solver']}'")
 
 
 def _run_rm(game, *, progress, **o):
     from solvers.efce import solve_efce
     from solvers.local import make_rule
-    if o["objective"] not in ("feasibility", "welfare"):
-        raise OptionError(f"rm takes --objective feasibility (any EFCE) or welfare (the optimal-welfare "
-                          f"interval), not {o['objective']}")
     if o["objective"] == "welfare":
-        if o["welfare_threshold"] is not None:
-            raise OptionError("rm --objective welfare searches the threshold itself; drop --welfare-threshold")
         from solvers.welfare import solve_optimal_welfare
         # Each bisection step is one rm run, so --iterations caps a step (as it caps a plain run);
         # the bisection itself ends at the interval width, the time limit, or when no step decides.
@@ -142,7 +165,7 @@ WELFARE_INTERVAL_WIDTH = 1e-2
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("rm", "regret minimization on the EFCE saddle point (Farina et al. 2019, Algorithm 1)",
            {**_COMMON, "iterations": 10_000, "target_gap": 1e-3, "welfare_threshold": None,
-            "objective": "feasibility", "local": "rm+"}, _run_rm),
+            "objective": "feasibility", "local": "rm+"}, _run_rm, _check_rm),
     Method("cfr", "CFR (Nash equilibrium, two players)",
            {**_COMMON, "iterations": 1000, "target_gap": None, "local": None}, _run_cfr("cfr")),
     Method("cfr+", "CFR+ (Nash equilibrium, two players)",
@@ -156,10 +179,10 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("lp-pdlp", "the von Stengel–Forges EFCE LP solved by OR-Tools PDLP (first-order); "
            "--target-gap is its relative tolerance",
            {**_COMMON, "welfare_threshold": None, "objective": "welfare", "target_gap": 1e-6},
-           _run_lp("pdlp")),
+           _run_lp("pdlp"), _check_pdlp),
     Method("lp-cvxpy", "the von Stengel–Forges EFCE LP through cvxpy",
            {**_COMMON, "welfare_threshold": None, "objective": "welfare", "lp_solver": "HIGHS"},
-           _run_lp("cvxpy")),
+           _run_lp("cvxpy"), _check_cvxpy),
     Method("subgradient", "subgradient descent on the max deviation with incremental projection",
            {**_COMMON, "iterations": 10_000, "step_size": 1e-3, "step_rule": "constant",
             "start": "uniform", "seed": 0}, _run_subgradient),
@@ -212,6 +235,8 @@ def validate_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
             raise OptionError(f"{method} does not use {_flag(name)}; it is an option of "
                               f"{', '.join(users) if users else 'no method'}")
         values[name] = _check_value(OPTIONS[name], value)
+    if spec.check is not None:
+        spec.check(values)
     return values
 
 
@@ -365,4 +390,86 @@ def solve(game: Game | str, method: str, *, progress=None, **options) -> SolveRe
     if isinstance(game, str):
         from games.spec import make_game
         game = make_game(game)
-    return METHODS[method].run(game, progress=progress, **values)
+    unreachable = welfare_out_of_reach(game, method, values.get("welfare_threshold"))
+    if unreachable is not None:
+        return unreachable
+    return finite_or_error(METHODS[method].run(game, progress=progress, **values))
+
+
+#: Relative slack on "the threshold exceeds the largest terminal welfare" (rounding of sums).
+WELFARE_SLACK = 1e-9
+
+
+def welfare_out_of_reach(game: Game, method: str, threshold: float | None) -> SolveResult | None:
+    """The ``infeasible`` result every method gives, before any model is built, when the welfare
+    threshold exceeds the largest social welfare of any terminal (a correlated plan's welfare
+    is a convex combination of terminal welfares, so none reaches it); None otherwise.
+
+    Returns
+    -------
+    SolveResult or None
+        Status ``infeasible``, no point, ``info`` with the threshold, the largest terminal
+        welfare and a message.
+    """
+    import numpy as np
+    if threshold is None or game.num_terminals == 0:
+        return None
+    best = float(np.asarray(game.payoffs, dtype=np.float64).sum(axis=1).max())
+    if threshold <= best + WELFARE_SLACK * max(1.0, abs(best)):
+        return None
+    message = (f"no EFCE has welfare ≥ {threshold:g}: the largest social welfare of any "
+               f"terminal is {best:g}")
+    return SolveResult(method, None, "infeasible", 0, 0.0, 0.0,
+                       info={"welfare_threshold": threshold, "max_terminal_welfare": best,
+                             "threshold_met": False, "message": message})
+
+
+def finite_or_error(result: SolveResult) -> SolveResult:
+    """``result``, or the same run with status ``error`` when any reported number is NaN or
+    infinite (a diverged run: e.g. a huge subgradient step makes the iterates NaN, and a NaN
+    gap would otherwise read as a perfect plan).  The non-finite values are reported as None.
+
+    Returns
+    -------
+    SolveResult
+        With ``info["message"]`` naming the non-finite quantities when the status changed.
+    """
+    import numpy as np
+    bad: list[str] = []
+
+    def clean(value, name):
+        if isinstance(value, (float, np.floating)) and not np.isfinite(value):
+            bad.append(name)
+            return None
+        if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
+            if not np.all(np.isfinite(value)):
+                bad.append(name)
+                return None
+            return value
+        if isinstance(value, (list, tuple)):
+            items = [clean(v, name) for v in value]
+            return items if isinstance(value, list) else tuple(items)
+        if isinstance(value, dict):
+            return {k: clean(v, f"{name}.{k}" if name else k) for k, v in value.items()}
+        return value
+
+    result.info = clean(result.info, "")
+    for row in result.trace:
+        for field_name in ("gap", "infeasibility"):
+            if not np.isfinite(getattr(row, field_name)):
+                bad.append(f"trace {field_name}")
+    point = result.point
+    arrays = point if isinstance(point, (list, tuple)) else [point]
+    if any(isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not np.all(np.isfinite(a))
+           for a in arrays):
+        bad.append("the final point")
+        result.point = None
+    if not bad:
+        return result
+    names = ", ".join(dict.fromkeys(bad))
+    result.status = "error"
+    result.info["non_finite"] = list(dict.fromkeys(bad))
+    result.info["message"] = (f"{result.method} diverged: non-finite values (NaN or infinity) in "
+                              f"{names}; the run has no valid result (e.g. a step size too large)")
+    result.trace = [r for r in result.trace if np.isfinite(r.gap) and np.isfinite(r.infeasibility)]
+    return result

@@ -52,7 +52,7 @@ from games.spec import check_spec
 from solvers.driver import graceful, stop_requested
 
 from .compare import THRESHOLDS, child_status, child_timeout, option_arguments
-from .harness import efce_command, run_child
+from .harness import MAX_MEMORY_LIMIT_GIB, efce_command, run_child
 from .paths import check_output_folder
 from .solve import (METHODS, OptionError, check_folder_argument, describe_value, is_integer,
                     is_real, validate_options)
@@ -306,6 +306,9 @@ def _limits(value) -> dict[str, float]:
     for name, limit in value.items():
         if not is_real(limit) or not math.isfinite(float(limit)) or limit <= 0:
             raise SweepError(f"limits.{name} must be a positive number, got {limit!r}")
+    if "memory" in value and value["memory"] > MAX_MEMORY_LIMIT_GIB:
+        raise SweepError(f"limits.memory must be at most {MAX_MEMORY_LIMIT_GIB:.0f} GiB (2^63 "
+                         f"bytes), got {value['memory']:g}")
     if "iterations" in value and not float(value["iterations"]).is_integer():
         raise SweepError(f"limits.iterations must be an integer, got {value['iterations']!r}")
     return {k: (int(v) if k == "iterations" else float(v)) for k, v in value.items()}
