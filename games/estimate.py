@@ -12,7 +12,8 @@ that cannot fit in memory is refused before the generator starts building it.
   ship's placement counts.
 * ``leduc``: a memoized count of the betting rounds times the deals: exact when the deals are
   few enough to enumerate (``ranks ** players <= 20,000``), an upper bound otherwise, and a
-  lower bound when the betting has too many states to count quickly (many players).
+  lower bound when the betting has too many states to count quickly (over 200,000: eight or
+  more players); :func:`check_estimate` refuses a game known only by a lower bound.
 
 :func:`estimate_bytes` turns nodes into bytes with the peak memory the builder and
 ``efce info`` take per node (see :data:`BYTES_PER_NODE`).
@@ -35,7 +36,7 @@ from itertools import product
 BYTES_PER_NODE = 400
 
 #: Memoized betting states counted before Leduc's estimate falls back to a lower bound.
-_LEDUC_STATE_LIMIT = 20_000
+_LEDUC_STATE_LIMIT = 200_000
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,26 @@ def check_size(name: str, display: str, **params) -> None:
         return
     estimate = estimate_size(name, params)
     if estimate is not None:
-        from .memory import check_budget
-        check_budget(estimate.bytes, f"game {display} ({estimate.describe()})")
+        check_estimate(estimate, display)
+
+
+def check_estimate(estimate: SizeEstimate, display: str, budget: int | None = None) -> None:
+    """The one rule deciding from an estimate whether a game may be built: exact counts and
+    upper bounds are checked against the memory budget; a *lower* bound (a game too intricate
+    to count quickly) is refused unless it already exceeds the budget, since a lower bound
+    under the budget says nothing about the true size.
+
+    Raises
+    ------
+    games.memory.MemoryBudgetExceeded
+        Over the budget, or only a lower bound is known.
+    """
+    from .memory import MemoryBudgetExceeded, check_budget, gib
+    check_budget(estimate.bytes, f"game {display} ({estimate.describe()})", budget)
+    if estimate.lower_bound:
+        raise MemoryBudgetExceeded(
+            f"game {display} is too large to size from its parameters quickly ({estimate.describe()}, "
+            f"{gib(estimate.bytes)} or more); not building a game of unknown size")
 
 
 @contextmanager
@@ -344,9 +363,10 @@ def _leduc(players: int, ranks: int, suits: int | None, raise_sizes, max_raises:
         return nodes, terminals, to_board
 
     zeros = (0,) * n
-    if n > 64:  # too many players to count the betting: a bound from the first pass
-        # Each player's first turn offers check/bet or fold/call when raises are allowed.
-        first_pass = 2 ** (n - 1) if min(total_cap, player_cap) > 0 else n
+    if n > 64 and min(total_cap, player_cap) > 0:  # too many players to count the betting
+        # Each player's first turn offers check/bet or fold/call: 2^(n-1) nodes at least, far
+        # over any budget.  (Without raises the betting is a chain of calls, counted below.)
+        first_pass = 2 ** (n - 1)
         return SizeEstimate(first_pass, first_pass, n, exact=False, lower_bound=True)
     # Deals: rank tuples the deck allows; b = board ranks left after the deal.
     if r ** n <= 20_000:

@@ -293,8 +293,8 @@ def make_game(spec: str, memory_budget: int | None = None) -> Game:
     name, params = parse_spec(spec)
     estimate = estimate_spec(spec)
     if estimate is not None:
-        from .memory import check_budget
-        check_budget(estimate.bytes, f"game {spec} ({estimate.describe()})", memory_budget)
+        from .estimate import check_estimate
+        check_estimate(estimate, spec, memory_budget)
     from .estimate import size_already_checked
     generator = _generator(name)
     try:
@@ -322,5 +322,5 @@ def check_spec(spec: str, memory_budget: int | None = None) -> None:
         return
     estimate = estimate_spec(spec)
     if estimate is not None:
-        from .memory import check_budget
-        check_budget(estimate.bytes, f"game {spec} ({estimate.describe()})", memory_budget)
+        from .estimate import check_estimate
+        check_estimate(estimate, spec, memory_budget)

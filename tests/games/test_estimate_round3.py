@@ -76,3 +76,28 @@ def test_efg_relevant_pairs_are_checked_before_they_are_built(monkeypatch, capsy
     with pytest.raises(games.memory.MemoryBudgetExceeded, match="the 17 relevant pairs of twins"):
         games.relevant.relevant_pairs(efg.load(path))
     assert not built
+
+
+def test_leduc_with_six_players_is_counted_not_guessed():
+    # With 20,000 betting states the count gave up and answered "at least 1,000,000 nodes",
+    # under the budget, for a game of 1.6e11 nodes.
+    estimate = estimate_spec("leduc:players=6,ranks=2,suits=4")
+    assert estimate.exact and estimate.nodes == 164_735_094_001
+
+
+@pytest.mark.parametrize("spec", ["leduc:players=3,max_raises=6,raises_per_player=none,ranks=2,suits=2",
+                                  "leduc:players=3,ranks=2,suits=2"])
+def test_leduc_estimates_are_exact_on_built_games(spec):
+    estimate = estimate_spec(spec)
+    game = make_game(spec)
+    assert estimate.exact and estimate.nodes == game.num_nodes
+
+
+def test_a_lower_bound_under_the_budget_is_refused(monkeypatch):
+    import games.estimate as estimate_module
+    from games.memory import MemoryBudgetExceeded
+    monkeypatch.setattr(estimate_module, "_LEDUC_STATE_LIMIT", 50)
+    estimate = estimate_spec("leduc:players=3")
+    assert estimate.lower_bound and estimate.bytes < 2 ** 30
+    with pytest.raises(MemoryBudgetExceeded, match="too large to size from its parameters quickly"):
+        make_game("leduc:players=3")
