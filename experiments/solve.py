@@ -102,9 +102,9 @@ def _check_pdlp(o):
 def _check_cvxpy(o):
     from baselines.lp_cvxpy import installed_lp_solvers
     installed = installed_lp_solvers()
-    if o["lp_solver"] not in installed:
-        raise OptionError(f"--lp-solver must be an installed cvxpy solver taking LPs "
-                          f"({', '.join(installed)}), got '{o['lp_solver']}'")
+    if o["lp_solver"].upper() not in installed:  # names are case-insensitive, as in the backend
+        raise OptionError(f"--lp-solver: cvxpy solver '{o['lp_solver']}' is not installed; "
+                          f"installed: {', '.join(installed)}")
 
 
 def _run_rm(game, *, progress, **o):

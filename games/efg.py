@@ -26,6 +26,10 @@ characters outside quoted strings are refused as ``file:line: unexpected charact
 As an extension, ``#`` starts a comment running to the end of the line (outside quoted
 strings); Gambit itself does not accept comments, so :func:`dumps` never writes them.
 
+An infoset without a name is labelled ``P:N``, its position (from 1) among player P's infosets
+in the game's own order, which is also the number :func:`dumps` writes and the positional name
+device files use (:mod:`solvers.device`) — not the file's infoset number, which may differ.
+
 The game comment is kept as ``game.comment`` and the name of the outcome attached to each
 terminal node as ``game.outcome_names`` (one per terminal, in the game's terminal order), so
 that :func:`save` writes them back.  Names of outcomes on internal nodes are not kept: the

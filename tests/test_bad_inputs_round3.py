@@ -70,7 +70,7 @@ def test_negative_numbers_are_values(capsys):
 
 @pytest.mark.parametrize("args, fragment", [
     (["--method", "lp-pdlp", "--target-gap", "0"], "lp-pdlp reads --target-gap as its relative tolerance"),
-    (["--method", "lp-cvxpy", "--lp-solver", "NOPE"], "--lp-solver must be an installed cvxpy solver"),
+    (["--method", "lp-cvxpy", "--lp-solver", "NOPE"], "--lp-solver: cvxpy solver 'NOPE' is not installed; installed: "),
     (["--method", "rm", "--objective", "player1"], "rm takes --objective feasibility"),
     (["--method", "cfr", "--trace", ""], "--trace needs a file name"),
     (["--method", "cfr", "--target-gap", "-1"], "--target-gap must be a number ≥ 0"),
