@@ -100,3 +100,11 @@ def test_compare_limits_and_presets(args, fragment, capsys, tmp_path):
     code, out = run([*args, "--out", str(tmp_path / "out")], capsys)
     assert code == 2 and fragment in out["error"], out
     assert not (tmp_path / "out").exists()
+
+
+def test_result_json_never_holds_nan():
+    result = SolveResult("m", None, "error", 1, 0.0, 0.0,
+                         info={"gap": np.float64("nan"), "u": np.array([1.0, np.inf]), "k": np.int64(3)})
+    out = result.to_json()
+    assert out["gap"] is None and out["u"] == [1.0, None] and out["k"] == 3
+    json.dumps(out, allow_nan=False)
