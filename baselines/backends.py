@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import math
 
-from games.game import Game, GameError
+from efce.games.game import Game, GameError
 
 #: Payoffs beyond this magnitude make sums over terminals overflow or lose every digit of the
 #: other payoffs (the LP's welfare row adds all of them); such a game is refused up front.
@@ -112,7 +112,7 @@ class IsolatedWorker:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env = dict(os.environ)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        self.proc = subprocess.Popen([sys.executable, "-m", "baselines._worker"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "efce.baselines._worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env, cwd=root)
 
     def call(self, fn, *args):

@@ -37,12 +37,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from games.game import Game, GameError
-from games.memory import MemoryBudgetExceeded, check_budget, default_memory_budget, gib
-from games.payoffs import terminal_map
-from games.relevant import RelevantPairs, connected_infosets, count_relevant_pairs, relevant_pairs
-from polytopes.decompose import check_decomposable
-from polytopes.vsf import VSFConstraints, vsf_constraints
+from efce.games.game import Game, GameError
+from efce.games.memory import MemoryBudgetExceeded, check_budget, default_memory_budget, gib
+from efce.games.payoffs import terminal_map
+from efce.games.relevant import RelevantPairs, connected_infosets, count_relevant_pairs, relevant_pairs
+from efce.polytopes.decompose import check_decomposable
+from efce.polytopes.vsf import VSFConstraints, vsf_constraints
 
 #: Bytes per nonzero and per row/column assumed by the estimate: the COO triplets of the build
 #: (int64 row + int64 column + float64 value = 24 B), the CSC handed to the solver (12–16 B), the

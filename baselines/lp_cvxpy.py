@@ -12,9 +12,9 @@ import time
 
 import numpy as np
 
-from games.game import Game
-from games.memory import peak_rss_bytes
-from solvers.result import SolveResult, TraceRow
+from efce.games.game import Game
+from efce.games.memory import peak_rss_bytes
+from efce.solvers.result import SolveResult, TraceRow
 
 from .backends import BackendError, IsolatedWorker, check_lp_inputs, must_isolate
 from .efce_lp import CVXPY_FACTOR, EFCELP, build_efce_lp

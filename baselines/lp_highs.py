@@ -11,9 +11,9 @@ import time
 
 import numpy as np
 
-from games.game import Game
-from games.memory import peak_rss_bytes
-from solvers.result import SolveResult, TraceRow
+from efce.games.game import Game
+from efce.games.memory import peak_rss_bytes
+from efce.solvers.result import SolveResult, TraceRow
 
 from .backends import BackendError, IsolatedWorker, check_lp_inputs, must_isolate
 from .efce_lp import EFCELP, build_efce_lp
@@ -44,7 +44,7 @@ UNVERIFIED_TOLERANCE = 1e-6
 
 def evaluate_plan(game: Game, model: EFCELP, xi: np.ndarray) -> dict:
     """Welfare, utilities, EFCE gap (project evaluator) and Definition-3 violation of ξ."""
-    from solvers.gaps import EFCEGapEvaluator
+    from efce.solvers.gaps import EFCEGapEvaluator
     report = EFCEGapEvaluator(game, model.pairs)(xi)
     utilities = model.utility_matrix @ xi
     return dict(efce_gap=float(report.gap), welfare=float(utilities.sum()),

@@ -21,9 +21,9 @@ from typing import Callable
 
 import numpy as np
 
-from games.game import Game
-from games.memory import check_budget, peak_rss_bytes
-from solvers.result import SolveResult, TraceRow
+from efce.games.game import Game
+from efce.games.memory import check_budget, peak_rss_bytes
+from efce.solvers.result import SolveResult, TraceRow
 
 from .backends import BackendError, IsolatedWorker, check_lp_inputs, must_isolate
 from .efce_lp import EFCELP, build_efce_lp, estimate_efce_lp
@@ -212,7 +212,7 @@ def solve_lp_pdlp(game: Game, *, objective="welfare", welfare_threshold: float |
         # The PDLP estimate above replaces the generic (factorizing-solver) one of the builder.
         model = build_efce_lp(game, objective=objective, welfare_threshold=welfare_threshold,
                               memory_budget=2**62)
-    from solvers.gaps import EFCEGapEvaluator
+    from efce.solvers.gaps import EFCEGapEvaluator
     t_setup = time.perf_counter()
     evaluator = EFCEGapEvaluator(game, model.pairs)
     backend = _Backend(model, isolate)

@@ -26,14 +26,14 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from games.game import Game
-from games.memory import peak_rss_bytes
-from games.payoffs import terminal_map
-from games.relevant import relevant_pairs
-from polytopes.decompose import check_decomposable
-from polytopes.vsf import vsf_constraints
-from solvers.driver import IterationDriver
-from solvers.result import SolveResult, TraceRow
+from efce.games.game import Game
+from efce.games.memory import peak_rss_bytes
+from efce.games.payoffs import terminal_map
+from efce.games.relevant import relevant_pairs
+from efce.polytopes.decompose import check_decomposable
+from efce.polytopes.vsf import vsf_constraints
+from efce.solvers.driver import IterationDriver
+from efce.solvers.result import SolveResult, TraceRow
 
 from .efce_lp import _incentive_block, check_memory, estimate_efce_lp
 

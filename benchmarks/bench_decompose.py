@@ -12,9 +12,9 @@ from harness import main, timed
 
 def case(kwargs):
     def run():
-        import games
-        from games.relevant import relevant_pairs
-        from polytopes import correlation_plan
+        from efce import games
+        from efce.games.relevant import relevant_pairs
+        from efce.polytopes import correlation_plan
         correlation_plan(games.farina_fig2())  # load the compiled kernels outside the timing
         game = games.battleship(rows=3, cols=2, **kwargs)
         pairs, seconds_pairs = timed(relevant_pairs, game)

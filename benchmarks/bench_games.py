@@ -12,8 +12,8 @@ INSTANCES = {"small": dict(ship_sizes=[1], shots=3), "medium": dict(ship_sizes=[
 
 def case(kwargs):
     def run():
-        import games
-        from games.relevant import relevant_pairs
+        from efce import games
+        from efce.games.relevant import relevant_pairs
         game, build = timed(games.battleship, rows=3, cols=2, **kwargs)
         pairs, seconds_pairs = timed(relevant_pairs, game)
         return {"nodes": game.num_nodes,

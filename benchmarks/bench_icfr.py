@@ -19,8 +19,8 @@ GAMES = {
 
 
 def bench(spec: str, method: str, iterations: int) -> dict:
-    from games.spec import make_game
-    from solvers.icfr import solve_icfr
+    from efce.games.spec import make_game
+    from efce.solvers.icfr import solve_icfr
     game = make_game(spec)
     solve_icfr(game, 5, method=method)  # warm-up: numba compilation / caches
     started = time.perf_counter()

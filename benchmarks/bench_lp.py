@@ -27,7 +27,7 @@ import os
 import sys
 import time
 
-from experiments.harness import run_child
+from efce.experiments.harness import run_child
 
 INSTANCES = {
     "sheriff": ("sheriff", dict(max_bribe=3, max_items=3, rounds=4)),
@@ -64,11 +64,11 @@ HIGHS_SETTINGS = {
 
 def run_one(instance: str, front_end: str, time_limit: float, solver: str, threads: int,
             cvxpy_solver: str, highs_options: dict | None = None) -> dict:
-    import games
-    from baselines import (ModelTooLarge, build_efce_lp, estimate_efce_lp, estimate_pdlp_bytes,
+    from efce import games
+    from efce.baselines import (ModelTooLarge, build_efce_lp, estimate_efce_lp, estimate_pdlp_bytes,
                            solve_lp_cvxpy, solve_lp_highs, solve_lp_pdlp)
-    from baselines.efce_lp import CVXPY_FACTOR, default_memory_budget
-    from games.memory import MemoryBudgetExceeded, peak_rss_bytes
+    from efce.baselines.efce_lp import CVXPY_FACTOR, default_memory_budget
+    from efce.games.memory import MemoryBudgetExceeded, peak_rss_bytes
 
     kind, kw = INSTANCES[instance]
     t0 = time.perf_counter()

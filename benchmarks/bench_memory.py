@@ -54,15 +54,15 @@ def case(kwargs, iterations: int = 3):
     def run():
         import numpy as np
 
-        import games
-        from games.relevant import relevant_pairs
-        from polytopes.decompose import correlation_plan
-        from polytopes.feasibility import FeasibilityCheck
-        from solvers.efce import build_efce_model
-        from solvers.engine import ChainEngine
-        from solvers.gaps import EFCEGapEvaluator
-        from solvers.local import RegretMatching
-        from solvers.selfplay import SelfPlay
+        from efce import games
+        from efce.games.relevant import relevant_pairs
+        from efce.polytopes.decompose import correlation_plan
+        from efce.polytopes.feasibility import FeasibilityCheck
+        from efce.solvers.efce import build_efce_model
+        from efce.solvers.engine import ChainEngine
+        from efce.solvers.gaps import EFCEGapEvaluator
+        from efce.solvers.local import RegretMatching
+        from efce.solvers.selfplay import SelfPlay
 
         stages = []
 

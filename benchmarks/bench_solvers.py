@@ -31,9 +31,9 @@ def copy_bandwidth() -> float:
 
 def efce_case(kwargs, iterations):
     def run():
-        import games
-        from solvers.efce import build_efce_model, solve_efce
-        from solvers.gaps import EFCEGapEvaluator
+        from efce import games
+        from efce.solvers.efce import build_efce_model, solve_efce
+        from efce.solvers.gaps import EFCEGapEvaluator
         game = games.battleship(rows=3, cols=2, **kwargs)
         model, setup = timed(build_efce_model, game)
         solve_efce(games.farina_fig2(), iterations=2)  # compile outside the timing
@@ -57,8 +57,8 @@ def efce_case(kwargs, iterations):
 
 
 def cfr_leduc():
-    import games
-    from solvers.cfr import solve_cfr
+    from efce import games
+    from efce.solvers.cfr import solve_cfr
     game = games.leduc(2)
     solve_cfr(game, iterations=5)
     result = solve_cfr(game, iterations=2000, check_every=2000)

@@ -13,8 +13,8 @@ import json
 import sys
 import time
 
-from experiments.harness import run_child
-from games.memory import peak_memory_mib as peak_mib
+from efce.experiments.harness import run_child
+from efce.games.memory import peak_memory_mib as peak_mib
 
 
 def timed(fn, *args, **kwargs):

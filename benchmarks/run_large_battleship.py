@@ -49,12 +49,12 @@ def main() -> None:
         plot(args.out)
         return
 
-    from games.memory import available_memory_bytes, peak_memory_mib
-    from games.relevant import relevant_pairs
-    from games.spec import make_game
-    from polytopes.decompose import correlation_plan
-    from solvers.driver import stop_on_signals
-    from solvers.efce import build_efce_model, estimate_efce_bytes, solve_efce
+    from efce.games.memory import available_memory_bytes, peak_memory_mib
+    from efce.games.relevant import relevant_pairs
+    from efce.games.spec import make_game
+    from efce.polytopes.decompose import correlation_plan
+    from efce.solvers.driver import stop_on_signals
+    from efce.solvers.efce import build_efce_model, estimate_efce_bytes, solve_efce
 
     os.makedirs(args.out, exist_ok=True)
     summary_path = os.path.join(args.out, "summary.json")

@@ -13,8 +13,8 @@ The library's entry points, one per job (the ``efce`` command line is a thin lay
 ``polytopes``, ``solvers``, ``baselines`` and ``experiments``.
 """
 
-from experiments.compare import compare
-from experiments.solve import METHODS, OPTIONS, OptionError, solve
-from experiments.sweep import SweepError, sweep
+from efce.experiments.compare import compare
+from efce.experiments.solve import METHODS, OPTIONS, OptionError, solve
+from efce.experiments.sweep import SweepError, sweep
 
 __all__ = ["solve", "compare", "sweep", "METHODS", "OPTIONS", "OptionError", "SweepError"]

@@ -2,6 +2,6 @@
 
 import sys
 
-from experiments.cli import main
+from efce.experiments.cli import main
 
 sys.exit(main())

@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Callable
 
-from games.game import GameError
+from efce.games.game import GameError
 
 
 class CommandError(Exception):
@@ -35,7 +35,7 @@ def command(name: str, configure: Callable[[argparse.ArgumentParser], None]):
 
 
 def _load(spec: str):
-    from games.spec import make_game
+    from efce.games.spec import make_game
     started = time.perf_counter()
     game = make_game(spec)
     return game, time.perf_counter() - started
@@ -51,7 +51,7 @@ def _configure_info(p: argparse.ArgumentParser) -> None:
 
 @command("info", _configure_info)
 def run_info(args):
-    from games.relevant import count_relevant_pairs
+    from efce.games.relevant import count_relevant_pairs
     if args.estimate:
         return _estimate_info(args.game)
     game, seconds = _load(args.game)
@@ -83,7 +83,7 @@ def run_info(args):
         lines.append(f"relevant pairs  {pairs:,}")
     lines.append(f"built in        {seconds:.3f} s")
     if args.infosets:
-        from solvers.device import infoset_names
+        from efce.solvers.device import infoset_names
         listing = []
         for p, rows in enumerate(infoset_names(game)):
             listing.append([{"infoset": r["label"], "actions": r["action_labels"],
@@ -113,12 +113,12 @@ def _listed_action(row: dict, a: int) -> str:
 
 
 def _estimate_info(spec: str):
-    from games.spec import estimate_spec
+    from efce.games.spec import estimate_spec
     estimate = estimate_spec(spec)
     if estimate is None:
         return ({"game": spec, "estimated_nodes": None, "estimated_bytes": None},
                 f"{spec}: no estimate for .efg files (read it without --estimate)")
-    from games.memory import gib
+    from efce.games.memory import gib
     result = {"game": spec, "estimated_nodes": estimate.nodes, "estimated_bytes": estimate.bytes,
               "estimate_exact": estimate.exact}
     return result, f"{spec}: {estimate.describe()}, {gib(estimate.bytes)} to build"
@@ -226,7 +226,7 @@ def _finite(value):
 
 def _fail(message: str, want_json: bool, code: int = 2) -> int:
     if want_json:
-        from games.memory import peak_memory_mib
+        from efce.games.memory import peak_memory_mib
         print(json.dumps({"error": message, "peak_memory_mib": peak_memory_mib()}))
     else:
         print(f"efce: error: {message}", file=sys.stderr)
@@ -236,8 +236,8 @@ def _fail(message: str, want_json: bool, code: int = 2) -> int:
 def _import_commands() -> None:
     """Subcommands defined in other modules register themselves on import."""
     import importlib
-    for module in ("experiments.cmd_decompose", "experiments.cmd_solve", "experiments.cmd_compare",
-                   "experiments.cmd_gap", "experiments.cmd_sweep"):
+    for module in ("efce.experiments.cmd_decompose", "efce.experiments.cmd_solve", "efce.experiments.cmd_compare",
+                   "efce.experiments.cmd_gap", "efce.experiments.cmd_sweep"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:

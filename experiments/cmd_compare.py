@@ -7,7 +7,7 @@ import os
 import re
 import sys
 
-from solvers.driver import stop_on_signals, stop_requested
+from efce.solvers.driver import stop_on_signals, stop_requested
 
 from .cli import CommandError, command
 from .compare import DEFAULT_METHODS, check_compare_arguments, compare, summary_table

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from games.memory import peak_memory_mib
+from efce.games.memory import peak_memory_mib
 
 from .cli import command
 
@@ -22,11 +22,11 @@ def _configure(p):
 @command("decompose", _configure)
 def run_decompose(args):
     """Decompose the correlation-plan polytope of a two-player game without chance."""
-    from games.relevant import relevant_pairs
-    from games.spec import make_game
-    from polytopes import correlation_plan, verify
-    from polytopes.decompose import check_correlation_plan_budget, check_decomposable
-    from polytopes.render import chain_text, fill_grid_text
+    from efce.games.relevant import relevant_pairs
+    from efce.games.spec import make_game
+    from efce.polytopes import correlation_plan, verify
+    from efce.polytopes.decompose import check_correlation_plan_budget, check_decomposable
+    from efce.polytopes.render import chain_text, fill_grid_text
 
     game = make_game(args.game)
     check_decomposable(game)

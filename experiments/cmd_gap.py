@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from experiments.cli import _load, command
+from efce.experiments.cli import _load, command
 
 
 def _configure_gap(p: argparse.ArgumentParser) -> None:
@@ -20,8 +20,8 @@ def _configure_gap(p: argparse.ArgumentParser) -> None:
 @command("gap", _configure_gap)
 def run_gap(args):
     """Gaps (EFCE, EFCCE, NFCCE), utilities and welfare of a correlation device."""
-    from solvers.device import device_from_json
-    from solvers.device_gaps import device_gaps
+    from efce.solvers.device import device_from_json
+    from efce.solvers.device_gaps import device_gaps
     game, _ = _load(args.game)
     device = device_from_json(game, args.device)
     gaps = device_gaps(game, device)

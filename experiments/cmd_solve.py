@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from games.memory import peak_memory_mib
-from solvers.driver import graceful, stop_on_signals
+from efce.games.memory import peak_memory_mib
+from efce.solvers.driver import graceful, stop_on_signals
 
 from .cli import CommandError, command
 from .paths import check_writable
@@ -41,7 +41,7 @@ def _cli_type(kind):
 @command("solve", _configure)
 def run_solve(args):
     """Solve a game with one method and report gaps, welfare and feasibility."""
-    from games.spec import make_game
+    from efce.games.spec import make_game
     from .solve import validate_options
     options = {name: getattr(args, name) for name in OPTIONS}
     iterations = validate_options(args.method, options).get("iterations")

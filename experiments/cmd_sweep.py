@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from solvers.driver import stop_on_signals
+from efce.solvers.driver import stop_on_signals
 
 from .cli import CommandError, command
 from .sweep import sweep, text_table

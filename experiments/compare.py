@@ -19,9 +19,9 @@ import math
 import os
 from dataclasses import asdict, dataclass, field
 
-from games.game import GameError
-from games.spec import check_spec
-from solvers.driver import graceful, stop_requested
+from efce.games.game import GameError
+from efce.games.spec import check_spec
+from efce.solvers.driver import graceful, stop_requested
 
 from .harness import MAX_MEMORY_LIMIT_GIB, efce_command, run_child
 from .paths import check_output_folder

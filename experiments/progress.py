@@ -7,7 +7,7 @@ import sys
 
 from tqdm import tqdm
 
-from solvers.result import TraceRow
+from efce.solvers.result import TraceRow
 
 
 class Progress:

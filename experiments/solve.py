@@ -15,8 +15,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from games.game import Game, GameError
-from solvers.result import SolveResult
+from efce.games.game import Game, GameError
+from efce.solvers.result import SolveResult
 
 
 class OptionError(GameError):
@@ -100,7 +100,7 @@ def _check_pdlp(o):
 
 
 def _check_cvxpy(o):
-    from baselines.lp_cvxpy import installed_lp_solvers
+    from efce.baselines.lp_cvxpy import installed_lp_solvers
     installed = installed_lp_solvers()
     if o["lp_solver"].upper() not in installed:  # names are case-insensitive, as in the backend
         raise OptionError(f"--lp-solver: cvxpy solver '{o['lp_solver']}' is not installed; "
@@ -108,10 +108,10 @@ def _check_cvxpy(o):
 
 
 def _run_rm(game, *, progress, **o):
-    from solvers.efce import solve_efce
-    from solvers.local import make_rule
+    from efce.solvers.efce import solve_efce
+    from efce.solvers.local import make_rule
     if o["objective"] == "welfare":
-        from solvers.welfare import solve_optimal_welfare
+        from efce.solvers.welfare import solve_optimal_welfare
         # Each bisection step is one rm run, so --iterations caps a step (as it caps a plain run);
         # the bisection itself ends at the interval width, the time limit, or when no step decides.
         return solve_optimal_welfare(game, tolerance=WELFARE_INTERVAL_WIDTH, time_limit=o["time_limit"],
@@ -123,8 +123,8 @@ def _run_rm(game, *, progress, **o):
 
 def _run_cfr(variant):
     def run(game, *, progress, **o):
-        from solvers.cfr import solve_cfr
-        from solvers.local import make_rule
+        from efce.solvers.cfr import solve_cfr
+        from efce.solvers.local import make_rule
         return solve_cfr(game, iterations=o["iterations"], variant=variant,
                          rule=make_rule(o["local"]) if o["local"] else None,
                          time_limit=o["time_limit"], target_gap=o["target_gap"], progress=progress)
@@ -133,7 +133,7 @@ def _run_cfr(variant):
 
 def _run_icfr(variant):
     def run(game, *, progress, **o):
-        from solvers.icfr import solve_icfr
+        from efce.solvers.icfr import solve_icfr
         return solve_icfr(game, o["iterations"], seed=o["seed"], method=variant,
                           time_limit=o["time_limit"], target_gap=o["target_gap"], progress=progress)
     return run
@@ -141,7 +141,7 @@ def _run_icfr(variant):
 
 def _run_lp(backend):
     def run(game, *, progress, **o):
-        import baselines
+        from efce import baselines
         common = dict(objective={"player1": 0, "player2": 1}.get(o["objective"], o["objective"]),
                       time_limit=o["time_limit"], welfare_threshold=o["welfare_threshold"])
         if backend == "highs":
@@ -153,7 +153,7 @@ def _run_lp(backend):
 
 
 def _run_subgradient(game, *, progress, **o):
-    from baselines import solve_subgradient
+    from efce.baselines import solve_subgradient
     return solve_subgradient(game, iterations=o["iterations"], time_limit=o["time_limit"],
                              step_size=o["step_size"], step_rule=o["step_rule"], seed=o["seed"],
                              start=o["start"], progress=progress)
@@ -388,7 +388,7 @@ def solve(game: Game | str, method: str, *, progress=None, **options) -> SolveRe
     game = check_game_argument(game)
     values = validate_options(method, options)
     if isinstance(game, str):
-        from games.spec import make_game
+        from efce.games.spec import make_game
         game = make_game(game)
     unreachable = welfare_out_of_reach(game, method, values.get("welfare_threshold"))
     if unreachable is not None:

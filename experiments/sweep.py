@@ -47,9 +47,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from games.game import GameError
-from games.spec import check_spec
-from solvers.driver import graceful, stop_requested
+from efce.games.game import GameError
+from efce.games.spec import check_spec
+from efce.solvers.driver import graceful, stop_requested
 
 from .compare import THRESHOLDS, child_status, child_timeout, option_arguments
 from .harness import MAX_MEMORY_LIMIT_GIB, efce_command, run_child

@@ -28,13 +28,13 @@ from .game import Game, GameError
 
 #: Generator name → "module:function" (modules are imported on first use).
 GENERATORS: dict[str, str] = {
-    "kuhn": "games.kuhn:kuhn",
-    "leduc": "games.leduc:leduc",
-    "goofspiel": "games.goofspiel:goofspiel",
-    "battleship": "games.battleship:battleship",
-    "sheriff": "games.sheriff:sheriff",
-    "farina-fig1": "games.figures:farina_fig1",
-    "farina-fig2": "games.figures:farina_fig2",
+    "kuhn": "efce.games.kuhn:kuhn",
+    "leduc": "efce.games.leduc:leduc",
+    "goofspiel": "efce.games.goofspiel:goofspiel",
+    "battleship": "efce.games.battleship:battleship",
+    "sheriff": "efce.games.sheriff:sheriff",
+    "farina-fig1": "efce.games.figures:farina_fig1",
+    "farina-fig2": "efce.games.figures:farina_fig2",
 }
 
 

@@ -23,7 +23,7 @@ from typing import Callable
 import numba
 import numpy as np
 
-from games.arrays import concat_ranges
+from efce.games.arrays import concat_ranges
 
 SIMPLEX = 0
 SINGLETON = 1

@@ -24,9 +24,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from games.arrays import concat_ranges, find_in_row, lower_bound
-from games.game import Game, GameError
-from games.relevant import RelevantPairs, connected_infosets, relevant_pairs
+from efce.games.arrays import concat_ranges, find_in_row, lower_bound
+from efce.games.game import Game, GameError
+from efce.games.relevant import RelevantPairs, connected_infosets, relevant_pairs
 
 from .chain import SIMPLEX, SINGLETON, Chain, index_dtype
 
@@ -62,8 +62,8 @@ def check_correlation_plan_budget(game: Game, memory_budget: int | None = None) 
     games.memory.MemoryBudgetExceeded
         Naming the game and its number of relevant pairs.
     """
-    from games.memory import check_budget
-    from games.relevant import count_relevant_pairs
+    from efce.games.memory import check_budget
+    from efce.games.relevant import count_relevant_pairs
     count = count_relevant_pairs(game)
     check_budget(DECOMPOSE_BYTES_PER_PAIR * count,
                  f"the correlation plan of {game.name} ({count:,} relevant pairs)", memory_budget)

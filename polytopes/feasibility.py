@@ -22,9 +22,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from games.arrays import lower_bound
-from games.game import Game
-from games.relevant import RelevantPairs
+from efce.games.arrays import lower_bound
+from efce.games.game import Game
+from efce.games.relevant import RelevantPairs
 
 
 class FeasibilityCheck:

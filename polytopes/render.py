@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from games.game import Game
+    from efce.games.game import Game
 
 MAX_DAG_STEPS = 200_000
 MAX_GRID_CELLS = 4_000_000
@@ -112,7 +112,7 @@ def fill_grid(chain: Chain, game: "Game") -> tuple[list[str], list[str], np.ndar
     (``level + 1``: ``ξ[∅, ∅]`` is phase 1, as in Figure 2 (right)) and 0 for irrelevant pairs.
 
     ``chain`` must be the correlation-plan chain of ``game`` (entries = relevant pairs)."""
-    from games.relevant import relevant_pairs
+    from efce.games.relevant import relevant_pairs
 
     pairs = relevant_pairs(game)
     if len(chain.entry_index) != len(pairs) or not is_correlation_plan(chain):

@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from games.game import SequenceSpace
+from efce.games.game import SequenceSpace
 
 from .chain import SIMPLEX, Chain
 

@@ -23,8 +23,8 @@ from functools import cached_property
 
 import numpy as np
 
-from games.arrays import concat_ranges
-from games.game import Game
+from efce.games.arrays import concat_ranges
+from efce.games.game import Game
 
 from .chain import SIMPLEX, Chain, index_dtype
 

@@ -22,8 +22,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from games.game import Game
-from games.relevant import relevant_pairs
+from efce.games.game import Game
+from efce.games.relevant import relevant_pairs
 
 from .chain import SIMPLEX, SINGLETON, Chain, ChainError
 from .vsf import VSFConstraints, vsf_constraints

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from games.game import Game
-from games.relevant import RelevantPairs, connected_infosets, relevant_pairs
+from efce.games.game import Game
+from efce.games.relevant import RelevantPairs, connected_infosets, relevant_pairs
 
 from .decompose import check_decomposable
 

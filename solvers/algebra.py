@@ -34,9 +34,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from games.arrays import concat_ranges
-from polytopes.chain import SIMPLEX, Chain
-from polytopes.sequence_form import sequence_form
+from efce.games.arrays import concat_ranges
+from efce.polytopes.chain import SIMPLEX, Chain
+from efce.polytopes.sequence_form import sequence_form
 
 from . import kernels
 from .local import Kernel, LocalRule, Segments, as_rule

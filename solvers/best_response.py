@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from games.game import SequenceSpace
+from efce.games.game import SequenceSpace
 
 
 def best_response(space: SequenceSpace, utility: np.ndarray) -> tuple[float, np.ndarray]:

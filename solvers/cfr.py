@@ -16,9 +16,9 @@ import time
 
 import numpy as np
 
-from games.game import Game, GameError
-from games.payoffs import sequence_form_payoffs
-from polytopes.sequence_form import sequence_form
+from efce.games.game import Game, GameError
+from efce.games.payoffs import sequence_form_payoffs
+from efce.polytopes.sequence_form import sequence_form
 
 from .best_response import best_response
 from .engine import ChainEngine, minimizer_factory

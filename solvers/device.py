@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from games.game import Game, GameError
+from efce.games.game import Game, GameError
 
 #: Tolerance on the probabilities of a device summing to one.
 DEVICE_TOLERANCE = 1e-9

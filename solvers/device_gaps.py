@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from games.game import CHANCE, Game
+from efce.games.game import CHANCE, Game
 
 from .device import Device, infoset_offsets, plays_sequences
 
@@ -312,7 +312,7 @@ def social_welfare(game: Game, device: Device) -> float:
 def induced_correlation_plan(game: Game, device: Device, pairs=None) -> np.ndarray:
     """Two players: ``ξ[σ1, σ2] = Σ_π p(π) [π1 plays to σ1] [π2 plays to σ2]`` in the order of
     ``games.relevant.relevant_pairs(game)``."""
-    from games.relevant import relevant_pairs, require_two_players
+    from efce.games.relevant import relevant_pairs, require_two_players
     require_two_players(game, "a correlation plan")
     pairs = relevant_pairs(game) if pairs is None else pairs
     off = infoset_offsets(game)

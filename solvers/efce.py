@@ -27,13 +27,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from games.game import Game
-from games.memory import check_budget, release_free_memory
-from games.relevant import RelevantPairs, count_relevant_pairs, relevant_pairs
-from polytopes.chain import Chain, index_dtype
-from polytopes.decompose import check_decomposable, correlation_plan
-from polytopes.feasibility import FeasibilityCheck
-from polytopes.triggers import TriggerSpace, trigger_deviations
+from efce.games.game import Game
+from efce.games.memory import check_budget, release_free_memory
+from efce.games.relevant import RelevantPairs, count_relevant_pairs, relevant_pairs
+from efce.polytopes.chain import Chain, index_dtype
+from efce.polytopes.decompose import check_decomposable, correlation_plan
+from efce.polytopes.feasibility import FeasibilityCheck
+from efce.polytopes.triggers import TriggerSpace, trigger_deviations
 
 from .driver import IterationDriver, ProgressCallback
 from .engine import ChainEngine, chain_minimum, minimizer_factory
@@ -94,7 +94,7 @@ def saddle_point_sizes(game: Game) -> dict:
     relevant pairs; entries of Y (``Σ_s`` number of triggers whose subtree holds ``s``);
     nonzeros of ``A``'s deviation part (``Σ_z`` triggers above ``σ_i(z)``, both players);
     (trigger infoset, terminal) pairs; game nodes."""
-    from games.payoffs import terminal_map
+    from efce.games.payoffs import terminal_map
     tm = terminal_map(game)
     y_entries = nonzeros = trigger_terminals = 0
     for i in (0, 1):

@@ -16,7 +16,7 @@ import inspect
 
 import numpy as np
 
-from polytopes.chain import Chain
+from efce.polytopes.chain import Chain
 
 from .algebra import chain_linear_minimum, chain_minimizer
 from .local import LocalRule, as_rule

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from games.game import Game
-from games.relevant import RelevantPairs, relevant_pairs, require_two_players
+from efce.games.game import Game
+from efce.games.relevant import RelevantPairs, relevant_pairs, require_two_players
 
 from .payoff_operator import TriggerTables, trigger_tables
 

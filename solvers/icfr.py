@@ -29,8 +29,8 @@ import time
 
 import numpy as np
 
-from games.game import Game, GameError
-from games.payoffs import terminal_map
+from efce.games.game import Game, GameError
+from efce.games.payoffs import terminal_map
 
 from .device_gaps import FactoredDevice, evaluator
 from .internal import BlumMansour

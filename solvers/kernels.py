@@ -25,8 +25,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from games.arrays import U
-from polytopes.chain import SINGLETON
+from efce.games.arrays import U
+from efce.polytopes.chain import SINGLETON
 
 #: Kernel families (see :class:`solvers.local.Kernel`).
 RM, HEDGE, PRM_PLUS = 0, 1, 2

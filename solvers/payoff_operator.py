@@ -34,12 +34,12 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from games.arrays import U, find_in_row
-from games.game import Game
-from games.payoffs import terminal_map
-from games.relevant import RelevantPairs, pair_positions
-from polytopes.chain import index_dtype
-from polytopes.triggers import TriggerSpace
+from efce.games.arrays import U, find_in_row
+from efce.games.game import Game
+from efce.games.payoffs import terminal_map
+from efce.games.relevant import RelevantPairs, pair_positions
+from efce.polytopes.chain import index_dtype
+from efce.polytopes.triggers import TriggerSpace
 
 
 @dataclass(frozen=True, eq=False)

@@ -37,7 +37,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-from polytopes.chain import Chain
+from efce.polytopes.chain import Chain
 
 #: A minimizer's state: a pytree (dicts, tuples) of numpy arrays.
 State = Any

@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from games.game import Game
+from efce.games.game import Game
 
 from .efce import build_efce_model, set_welfare_threshold, solve_efce
 from .local import LocalRule, make_rule

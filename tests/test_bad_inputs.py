@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from experiments.cli import main
+from efce.experiments.cli import main
 
 HEADER = 'EFG 2 R "g" { "P1" "P2" }\n""\n'
 TWO_LEAVES = 'p "" 1 1 "I" { "a" "b" } 0\nt "" 1 "" { 1 2 }\nt "" 2 "" { 3 4 }\n'
@@ -144,7 +144,7 @@ def test_accepted(case, folder, capsys):
 
 
 def test_trace_path_is_checked_before_solving(folder, capsys, monkeypatch):
-    import experiments.cmd_solve as cmd_solve
+    from efce.experiments import cmd_solve as cmd_solve
     calls = []
     monkeypatch.setattr(cmd_solve, "solve", lambda *a, **k: calls.append(a))
     code, out, _, _ = run(["solve", "kuhn", "--method", "cfr", "--trace", "{dir}/no/t.csv"],
@@ -165,7 +165,7 @@ def test_version_falls_back_to_pyproject(monkeypatch):
     import re
     from pathlib import Path
 
-    from experiments.cli import _version
+    from efce.experiments.cli import _version
 
     def missing(name):
         raise metadata.PackageNotFoundError(name)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import efce
-from experiments.cli import main
-from experiments.solve import finite_or_error
-from solvers.result import SolveResult, TraceRow
+from efce.experiments.cli import main
+from efce.experiments.solve import finite_or_error
+from efce.solvers.result import SolveResult, TraceRow
 
 
 def run(args, capsys):
@@ -76,8 +76,7 @@ def test_negative_numbers_are_values(capsys):
     (["--method", "cfr", "--target-gap", "-1"], "--target-gap must be a number ≥ 0"),
 ])
 def test_options_are_refused_before_the_game_is_built(args, fragment, capsys, monkeypatch):
-    import games.spec
-
+    import efce.games.spec
     def no_build(*a, **k):
         raise AssertionError("the game was built before the options were checked")
     monkeypatch.setattr(games.spec, "make_game", no_build)

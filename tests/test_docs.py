@@ -50,7 +50,7 @@ def _normalized(text: str) -> str:
 
 
 def run_efce(line: str) -> int:
-    from experiments.cli import main
+    from efce.experiments.cli import main
     with contextlib.redirect_stdout(io.StringIO()):
         return main(shlex.split(line)[1:])
 

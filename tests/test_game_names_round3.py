@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from experiments.cli import main
-from games import GameError, efg
-from games.spec import check_spec, make_game
+from efce.experiments.cli import main
+from efce.games import GameError, efg
+from efce.games.spec import check_spec, make_game
 
 LEAF = 'EFG 2 R "leaf" { "P1" "P2" }\n""\nt "" 1 "" { 1 0 }\n'
 TWINS = os.path.join(os.path.dirname(__file__), "games", "data", "twins.efg")
@@ -25,7 +25,7 @@ def test_a_game_without_decisions_is_refused_by_rm_naming_the_players(capsys, tm
 
 
 def test_methods_that_need_no_decision_still_answer():
-    from experiments.solve import solve
+    from efce.experiments.solve import solve
     game = efg.loads(LEAF)
     assert game.players_without_decisions() == [0, 1]
     result = solve(game, "cfr", iterations=3)

@@ -8,7 +8,7 @@ import itertools
 
 import numpy as np
 import scipy.optimize
-from games.payoffs import sequence_form_payoffs
+from efce.games.payoffs import sequence_form_payoffs
 
 
 def _children(space, seq):

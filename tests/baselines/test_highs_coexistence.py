@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from baselines import backends
+from efce.baselines import backends
 
 SHERIFF = "sheriff:max_bribe=2,max_items=2,rounds=2"
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,13 +5,13 @@ import re
 import numpy as np
 import pytest
 
-import games
-from baselines import build_efce_lp, estimate_pdlp_bytes, solve_lp_cvxpy, solve_lp_highs, solve_lp_pdlp
-from baselines.backends import BackendError, MAX_ABS_PAYOFF, highs_copies_coexist
-from baselines.lp_cvxpy import installed_lp_solvers
-from games.game import Game, GameError
-from games.memory import MemoryBudgetExceeded
-from solvers.gaps import efce_gap
+from efce import games
+from efce.baselines import build_efce_lp, estimate_pdlp_bytes, solve_lp_cvxpy, solve_lp_highs, solve_lp_pdlp
+from efce.baselines.backends import BackendError, MAX_ABS_PAYOFF, highs_copies_coexist
+from efce.baselines.lp_cvxpy import installed_lp_solvers
+from efce.games.game import Game, GameError
+from efce.games.memory import MemoryBudgetExceeded
+from efce.solvers.gaps import efce_gap
 
 GAMES = {
     "fig1": lambda: games.farina_fig1(),
@@ -114,7 +114,7 @@ def test_highs_settings_reach_the_optimum(options):
 
 
 def test_highs_default_is_exact_on_small_models_and_first_order_on_large_ones(monkeypatch):
-    import baselines.lp_highs as lp_highs
+    from efce.baselines import lp_highs as lp_highs
     game = _game("sheriff222")
     small = solve_lp_highs(game)
     assert small.info["highs_options"] == lp_highs.EXACT_OPTIONS and small.info["highs_status"] == "Optimal"
@@ -135,7 +135,7 @@ def test_highs_rejected_option_is_one_line():
 
 @pytest.mark.parametrize("front_end", ["highs", "pdlp", "cvxpy"])
 def test_unusable_inputs_are_refused_before_the_backend(front_end, monkeypatch):
-    import baselines.efce_lp as efce_lp
+    from efce.baselines import efce_lp as efce_lp
     fn = {"highs": solve_lp_highs, "pdlp": solve_lp_pdlp, "cvxpy": solve_lp_cvxpy}[front_end]
     game = _game("fig1")
     huge = np.array(game.payoffs, dtype=float)
@@ -144,7 +144,7 @@ def test_unusable_inputs_are_refused_before_the_backend(front_end, monkeypatch):
     def no_build(*args, **kwargs):
         raise AssertionError("the model was built")
     monkeypatch.setattr(efce_lp, "build_efce_lp", no_build)
-    for module in ("baselines.lp_highs", "baselines.lp_pdlp", "baselines.lp_cvxpy"):
+    for module in ("efce.baselines.lp_highs", "efce.baselines.lp_pdlp", "efce.baselines.lp_cvxpy"):
         monkeypatch.setattr(f"{module}.build_efce_lp", no_build)
     with pytest.raises(GameError, match=re.escape(f"reach 1e+308 in magnitude; the EFCE LP needs finite "
                                                   f"payoffs of at most {MAX_ABS_PAYOFF:g}")):
@@ -155,7 +155,7 @@ def test_unusable_inputs_are_refused_before_the_backend(front_end, monkeypatch):
 
 def test_cli_methods_and_flags(capsys):
     import json
-    from experiments.cli import main
+    from efce.experiments.cli import main
     game = "sheriff:max_bribe=1,max_items=1,rounds=1"
     assert main(["solve", game, "--method", "lp-pdlp", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-import games
-from baselines import solve_subgradient
-from baselines.subgradient import MaxDeviation, _uniform_plan
-from games.game import GameError
-from solvers.gaps import EFCEGapEvaluator
+from efce import games
+from efce.baselines import solve_subgradient
+from efce.baselines.subgradient import MaxDeviation, _uniform_plan
+from efce.games.game import GameError
+from efce.solvers.gaps import EFCEGapEvaluator
 
 
 @pytest.mark.parametrize("game", [games.farina_fig1(), games.sheriff(max_bribe=2, max_items=2, rounds=2),
@@ -75,7 +75,7 @@ def test_out_of_scope_games(game):
 
 
 def test_step_rules():
-    from baselines.subgradient import STEP_RULES, _step
+    from efce.baselines.subgradient import STEP_RULES, _step
     g = np.array([1.0, 1.0])
     assert STEP_RULES == ("constant", "sqrt", "polyak")
     assert _step("constant", 0.1, 99, 2.0, g) == 0.1

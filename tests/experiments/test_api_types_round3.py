@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import efce
-from experiments.sweep import MAX_RUNS, SweepError, load_sweep
+from efce.experiments.sweep import MAX_RUNS, SweepError, load_sweep
 
 
 @pytest.mark.parametrize("game, method, fragment", [
@@ -65,7 +65,7 @@ def test_compare_refuses_wrong_types_before_running(args, kwargs, fragment, tmp_
 
 
 def test_compare_takes_a_game_object_nowhere():
-    from games import make_game
+    from efce.games import make_game
     with pytest.raises(efce.OptionError, match="spec string .* own process"):
         efce.compare(make_game("farina-fig2"), ["cfr"])
 

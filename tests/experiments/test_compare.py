@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from experiments.cli import main
+from efce.experiments.cli import main
 
 GAME = "sheriff:max_bribe=1,max_items=2,rounds=2"
 

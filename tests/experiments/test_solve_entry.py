@@ -7,8 +7,8 @@ import math
 import pytest
 
 import efce
-from experiments.cli import main
-from experiments.solve import METHODS, OPTIONS, OptionError, validate_options
+from efce.experiments.cli import main
+from efce.experiments.solve import METHODS, OPTIONS, OptionError, validate_options
 
 GAME = "farina-fig2"
 

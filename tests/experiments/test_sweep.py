@@ -15,10 +15,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from experiments.cli import main
-from experiments.harness import efce_command, last_json_object
-from experiments.solve import solve
-from experiments.sweep import (SweepError, aggregate, finished, load_records, load_sweep, run_key,
+from efce.experiments.cli import main
+from efce.experiments.harness import efce_command, last_json_object
+from efce.experiments.solve import solve
+from efce.experiments.sweep import (SweepError, aggregate, finished, load_records, load_sweep, run_key,
                                sweep)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -291,7 +291,7 @@ def test_a_run_dies_with_the_process_that_started_it(tmp_path):
 def test_a_run_lost_twice_is_recorded_as_failed_with_the_reason():
     from distributed import KilledWorker
 
-    from experiments.sweep import _record
+    from efce.experiments.sweep import _record
 
     class Lost:  # a future whose task killed its worker on both attempts
         status = "error"

@@ -8,8 +8,8 @@ import itertools
 import numpy as np
 import pytest
 
-from games.battleship import battleship
-from games.game import CHANCE, TERMINAL, GameError
+from efce.games.battleship import battleship
+from efce.games.game import CHANCE, TERMINAL, GameError
 from tests.games.treewalk import play, sizes
 
 
@@ -54,7 +54,7 @@ def test_published_size_3x2_ship_of_length_2_4_shots():
 
 
 def test_relevant_pairs_3x2_one_ship_3_shots():
-    relevant = pytest.importorskip("games.relevant")
+    relevant = pytest.importorskip("efce.games.relevant")
     game = battleship(rows=3, cols=2, ship_sizes=[1], shots=3)
     assert relevant.count_relevant_pairs(game) == 3_893_341
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import games
-from games import CHANCE, TERMINAL, Game, GameError, efg
-from games.game import ExplicitLabels
+from efce import games
+from efce.games import CHANCE, TERMINAL, Game, GameError, efg
+from efce.games.game import ExplicitLabels
 
 DATA = Path(__file__).parent / "data"
 ARRAYS = ("parent", "action", "player", "infoset", "chance_prob", "payoffs", "terminal_index")

@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from games import Game, GameError, efg
+from efce.games import Game, GameError, efg
 
 DATA = Path(__file__).parent / "data"
 VALID = {path.name: path.read_bytes() for path in sorted(DATA.glob("*.efg"))}

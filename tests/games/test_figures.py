@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from games.figures import farina_fig1, farina_fig2
-from games.game import TERMINAL
+from efce.games.figures import farina_fig1, farina_fig2
+from efce.games.game import TERMINAL
 
 
 def labelled_sequences(game, player):
@@ -81,5 +81,5 @@ def test_fig2_structure_and_numbering():
 
 
 def test_fig2_all_sequence_pairs_relevant():
-    relevant = pytest.importorskip("games.relevant")
+    relevant = pytest.importorskip("efce.games.relevant")
     assert relevant.count_relevant_pairs(farina_fig2()) == 3 * 5

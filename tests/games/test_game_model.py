@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-import games
-from games import CHANCE, TERMINAL, Game, GameError
-from games.relevant import connected_infosets, count_relevant_pairs, relevant_pairs
-from games.spec import make_game, parse_spec
+from efce import games
+from efce.games import CHANCE, TERMINAL, Game, GameError
+from efce.games.relevant import connected_infosets, count_relevant_pairs, relevant_pairs
+from efce.games.spec import make_game, parse_spec
 
 
 def tiny_tree(**overrides):
@@ -167,7 +167,7 @@ def test_spec_strings():
 
 
 def test_cli_info_json(capsys):
-    from experiments.cli import main
+    from efce.experiments.cli import main
     assert main(["info", "sheriff", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["players"] == 2 and out["chance"] is False
@@ -179,7 +179,7 @@ def test_cli_info_json(capsys):
 
 
 def test_cli_errors_are_one_line(capsys):
-    from experiments.cli import main
+    from efce.experiments.cli import main
     assert main(["info", "kuhn:players=1", "--json"]) == 2
     assert "error" in json.loads(capsys.readouterr().out)
     assert main(["info", "kuhn:players=1"]) == 2

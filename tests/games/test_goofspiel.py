@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from games import CHANCE, TERMINAL, GameError
-from games.goofspiel import goofspiel
+from efce.games import CHANCE, TERMINAL, GameError
+from efce.games.goofspiel import goofspiel
 
 
 def _sizes(game):

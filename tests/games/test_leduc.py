@@ -10,8 +10,8 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from games import GameError
-from games.leduc import leduc
+from efce.games import GameError
+from efce.games.leduc import leduc
 
 from .test_goofspiel import check_chance_and_recall, uniform_value
 

@@ -63,5 +63,5 @@ def test_caching_is_turned_off_when_not_even_a_temporary_folder_can_be_made(tmp_
 
 
 def test_default_locations_are_kept_when_writable():
-    import games
+    from efce import games
     assert games.numba_cache.mode == "default"

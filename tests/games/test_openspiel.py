@@ -7,9 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-import games
-from games import CHANCE, GameError, efg
-from games.openspiel import from_openspiel
+from efce import games
+from efce.games import CHANCE, GameError, efg
+from efce.games.openspiel import from_openspiel
 
 
 def test_missing_pyspiel_gives_a_clear_error(monkeypatch):

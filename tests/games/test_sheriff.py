@@ -8,8 +8,8 @@ import itertools
 import numpy as np
 import pytest
 
-from games.game import CHANCE, TERMINAL, GameError
-from games.sheriff import sheriff
+from efce.games.game import CHANCE, TERMINAL, GameError
+from efce.games.sheriff import sheriff
 from tests.games.treewalk import play, sizes
 
 
@@ -38,7 +38,7 @@ def test_openspiel_size_table(bribe, items, rounds, expected):
 
 
 def test_relevant_pairs_default():
-    relevant = pytest.importorskip("games.relevant")
+    relevant = pytest.importorskip("efce.games.relevant")
     assert relevant.count_relevant_pairs(sheriff()) == 375_165
 
 

@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-import games
-from games import GameError
-from games.estimate import estimate_size, format_count
-from games.memory import MemoryBudgetExceeded
-from games.spec import PARAMETERS, estimate_spec, make_game, parse_spec
+from efce import games
+from efce.games import GameError
+from efce.games.estimate import estimate_size, format_count
+from efce.games.memory import MemoryBudgetExceeded
+from efce.games.spec import PARAMETERS, estimate_spec, make_game, parse_spec
 
 
 def test_values_are_parsed_by_declared_type():
@@ -51,7 +51,7 @@ def test_bad_values_name_game_parameter_and_expected_type(spec, fragments):
 
 def test_every_declared_parameter_exists_in_its_generator():
     import inspect
-    from games.spec import _generator
+    from efce.games.spec import _generator
     for name, declared in PARAMETERS.items():
         assert list(declared) == list(inspect.signature(_generator(name)).parameters), name
 
@@ -136,7 +136,7 @@ def test_generators_called_directly_check_their_size_first(build):
 
 
 def test_make_game_budget_replaces_the_generators_own_check(monkeypatch):
-    import games.memory
+    import efce.games.memory
     monkeypatch.setattr(games.memory, "default_memory_budget", lambda: 1000)
     with pytest.raises(MemoryBudgetExceeded, match=r"game kuhn:players=2,ranks=3 \(about 55 nodes\)"):
         games.kuhn()

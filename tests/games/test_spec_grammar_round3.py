@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from games import GameError
-from games.spec import NUMBER_LIMIT, estimate_spec, parse_spec
+from efce.games import GameError
+from efce.games.spec import NUMBER_LIMIT, estimate_spec, parse_spec
 
 
 @pytest.mark.parametrize("spec, fragments", [
@@ -51,7 +51,7 @@ def test_plain_ascii_values_still_parse(spec, key, value):
 
 def test_number_limit_keeps_payoffs_buildable():
     # The largest allowed values build a game (its payoffs stay under the 1e100 limit).
-    from games.spec import make_game
+    from efce.games.spec import make_game
     limit = f"{NUMBER_LIMIT:g}"
     game = make_game(f"sheriff:max_bribe=1,max_items=1,rounds=1,item_value={limit},"
                      f"item_penalty={limit},sheriff_penalty={limit}")

@@ -7,10 +7,10 @@ import sys
 import numpy as np
 import pytest
 
-import games
-from games import GameError
-from games.relevant import connected_infosets, relevant_pairs
-from polytopes import SIMPLEX, SINGLETON, Chain, correlation_plan, sequence_form, verify, vsf_constraints
+from efce import games
+from efce.games import GameError
+from efce.games.relevant import connected_infosets, relevant_pairs
+from efce.polytopes import SIMPLEX, SINGLETON, Chain, correlation_plan, sequence_form, verify, vsf_constraints
 
 
 def literal_decompose(game):
@@ -172,8 +172,8 @@ def test_verification_fails_loudly_on_broken_chains():
 
 
 def test_levels_are_views_of_one_step_order_that_the_minimizer_runs_without_a_copy():
-    from polytopes.triggers import trigger_deviations
-    from solvers.algebra import chain_minimizer
+    from efce.polytopes.triggers import trigger_deviations
+    from efce.solvers.algebra import chain_minimizer
     game = games.sheriff(max_bribe=2, max_items=2, rounds=2)
     for chain in (correlation_plan(game), sequence_form(game.sequences(0)), trigger_deviations(game).chain):
         order = chain.step_order
@@ -184,7 +184,7 @@ def test_levels_are_views_of_one_step_order_that_the_minimizer_runs_without_a_co
 
 
 def test_validate_names_each_broken_rule_and_caches_nothing():
-    from polytopes.chain import ChainError
+    from efce.polytopes.chain import ChainError
     chain = correlation_plan(games.sheriff(max_bribe=2, max_items=2, rounds=2))
     chain.validate()
     # The check must not leave per-source arrays behind (they cost ~1.9 GB on the large instance).
@@ -219,7 +219,7 @@ def test_decompose_refuses_games_outside_its_scope(make, message):
 
 
 def test_cli_decompose_json(capsys):
-    from experiments.cli import main
+    from efce.experiments.cli import main
     assert main(["decompose", "sheriff:max_bribe=1,max_items=1,rounds=2", "--verify", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["verified"] is True and out["entries"] == out["relevant_pairs"]

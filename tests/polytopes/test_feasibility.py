@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-import games
-from games.relevant import relevant_pairs
-from polytopes import correlation_plan, vsf_constraints
-from polytopes.feasibility import FeasibilityCheck
+from efce import games
+from efce.games.relevant import relevant_pairs
+from efce.polytopes import correlation_plan, vsf_constraints
+from efce.polytopes.feasibility import FeasibilityCheck
 
 
 @pytest.mark.parametrize("make", [games.farina_fig1, games.farina_fig2,

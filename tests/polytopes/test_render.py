@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from games.figures import farina_fig1, farina_fig2
-from games.relevant import relevant_pairs
-from polytopes.chain import SIMPLEX, SINGLETON, Chain
-from polytopes.decompose import correlation_plan
-from polytopes.render import (MAX_DAG_STEPS, chain_dag, chain_text, fill_grid, fill_grid_figure,
+from efce.games.figures import farina_fig1, farina_fig2
+from efce.games.relevant import relevant_pairs
+from efce.polytopes.chain import SIMPLEX, SINGLETON, Chain
+from efce.polytopes.decompose import correlation_plan
+from efce.polytopes.render import (MAX_DAG_STEPS, chain_dag, chain_text, fill_grid, fill_grid_figure,
                               fill_grid_text)
-from polytopes.sequence_form import sequence_form
+from efce.polytopes.sequence_form import sequence_form
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.internal import BlumMansour
-from solvers.local import Hedge, LocalRule, PredictiveRMPlus, RegretMatching, Segments
+from efce.solvers.internal import BlumMansour
+from efce.solvers.local import Hedge, LocalRule, PredictiveRMPlus, RegretMatching, Segments
 
 
 @dataclass

@@ -7,17 +7,17 @@ import itertools
 import numpy as np
 import pytest
 
-import games
-from games.game import CHANCE
-from games.payoffs import sequence_form_payoffs
-from polytopes import SIMPLEX, Chain, correlation_plan, sequence_form, vsf_constraints
-from polytopes.triggers import trigger_deviations
-from solvers.algebra import (cartesian_product, chain_minimizer, convex_hull,
+from efce import games
+from efce.games.game import CHANCE
+from efce.games.payoffs import sequence_form_payoffs
+from efce.polytopes import SIMPLEX, Chain, correlation_plan, sequence_form, vsf_constraints
+from efce.polytopes.triggers import trigger_deviations
+from efce.solvers.algebra import (cartesian_product, chain_minimizer, convex_hull,
                              nested_chain_minimizer, regret, run, scaled_extension,
                              sequence_form_minimizer, simplex, singleton)
-from solvers.internal import BlumMansour
-from solvers.local import Hedge, PredictiveRMPlus, RegretMatching
-from solvers.protocol import LinearOracle, RegretMinimizer, copy_state
+from efce.solvers.internal import BlumMansour
+from efce.solvers.local import Hedge, PredictiveRMPlus, RegretMatching
+from efce.solvers.protocol import LinearOracle, RegretMinimizer, copy_state
 
 from .rules import DecayedRegretMatching, ClippedLossRM, every_rule
 

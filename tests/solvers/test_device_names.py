@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from games import GameError, efg
-from solvers.device import device_from_dict, device_to_dict
+from efce.games import GameError, efg
+from efce.solvers.device import device_from_dict, device_to_dict
 
 # Player 1 has two infosets both named "again" (after her own "a" and "b"), with actions
 # labelled 1 and 2; player 2 has one infoset "I".

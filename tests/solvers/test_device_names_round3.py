@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from experiments.cli import main
-from games import GameError, efg
-from solvers.device import device_from_dict, device_from_json, device_to_dict, infoset_names
+from efce.experiments.cli import main
+from efce.games import GameError, efg
+from efce.solvers.device import device_from_dict, device_from_json, device_to_dict, infoset_names
 
 # Player 1's unnamed infosets are numbered out of order in the file: the root is infoset 2,
 # the one below it infoset 1.  Under the old rule the label "1:1" (the file's number) named the

@@ -4,9 +4,9 @@ import time
 
 import pytest
 
-from solvers import driver as drv
-from solvers.driver import IterationDriver
-from solvers.result import TraceRow
+from efce.solvers import driver as drv
+from efce.solvers.driver import IterationDriver
+from efce.solvers.result import TraceRow
 
 
 def run(d, gaps=lambda t: 1.0 / t, target=None, work=lambda: None):

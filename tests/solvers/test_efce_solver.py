@@ -5,12 +5,12 @@ import json
 import numpy as np
 import pytest
 
-import games
-from polytopes import vsf_constraints
-from polytopes.triggers import trigger_deviations
-from solvers.cfr import exploitability, solve_cfr
-from solvers.efce import build_efce_model, solve_efce
-from solvers.gaps import EFCEGapEvaluator
+from efce import games
+from efce.polytopes import vsf_constraints
+from efce.polytopes.triggers import trigger_deviations
+from efce.solvers.cfr import exploitability, solve_cfr
+from efce.solvers.efce import build_efce_model, solve_efce
+from efce.solvers.gaps import EFCEGapEvaluator
 
 
 @pytest.mark.parametrize("make", [lambda: games.sheriff(max_bribe=2, max_items=2, rounds=2),
@@ -37,7 +37,7 @@ def test_saddle_point_value_is_the_max_deviation():
     xi_entry = model.xi_chain.random_point(rng)
     xi = model.xi_chain.to_natural(xi_entry, len(model.pairs))
     gains = EFCEGapEvaluator(game, model.pairs)(xi)
-    from solvers.engine import chain_minimum
+    from efce.solvers.engine import chain_minimum
     # max over Y of ξᵀAy = −min over Y of (−Aᵀξ)·y
     best = -chain_minimum(model.triggers.chain, -model.operator.transpose_matmul(xi_entry))
     assert best == pytest.approx(max(np.nanmax(g) for g in gains.gains), abs=1e-12)
@@ -54,7 +54,7 @@ def test_trigger_chain_covers_every_trigger_subtree():
 
 
 def test_welfare_threshold_below_and_above_the_lp_optimum():
-    from baselines import solve_lp_highs
+    from efce.baselines import solve_lp_highs
     game = games.sheriff(max_bribe=2, max_items=2, rounds=2)
     optimum = solve_lp_highs(game, objective="welfare").info["welfare"]
     below = solve_efce(game, iterations=20_000, target_gap=1e-3, welfare_threshold=optimum - 0.05)
@@ -90,7 +90,7 @@ def test_cfr_and_cfr_plus_agree_on_the_equilibrium_value():
 
 
 def test_solve_command_json_contract(capsys):
-    from experiments.cli import main
+    from efce.experiments.cli import main
     assert main(["solve", "sheriff:max_bribe=1,max_items=1,rounds=2", "--method", "rm", "--json",
                  "--iterations", "3000"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -106,8 +106,8 @@ def test_solve_command_json_contract(capsys):
 
 
 def test_a_model_over_the_memory_budget_is_refused_up_front():
-    from games.memory import MemoryBudgetExceeded
-    from solvers.efce import estimate_efce_bytes
+    from efce.games.memory import MemoryBudgetExceeded
+    from efce.solvers.efce import estimate_efce_bytes
     game = games.sheriff(max_bribe=1, max_items=1, rounds=2)
     with pytest.raises(MemoryBudgetExceeded, match="too large: about .* GiB, over the memory budget"):
         solve_efce(game, memory_budget=estimate_efce_bytes(game) - 1)

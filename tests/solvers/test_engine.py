@@ -4,14 +4,14 @@ iterates), the compiled rules against textbook formulas, and rules/minimizers in
 import numpy as np
 import pytest
 
-import games
-from polytopes import correlation_plan, sequence_form
-from polytopes.triggers import trigger_deviations
-from solvers import algebra
-from solvers.cfr import solve_cfr
-from solvers.efce import build_efce_model, solve_efce
-from solvers.engine import ChainEngine, chain_minimum, minimizer_factory
-from solvers.local import Hedge, PredictiveRMPlus, RegretMatching, Segments
+from efce import games
+from efce.polytopes import correlation_plan, sequence_form
+from efce.polytopes.triggers import trigger_deviations
+from efce.solvers import algebra
+from efce.solvers.cfr import solve_cfr
+from efce.solvers.efce import build_efce_model, solve_efce
+from efce.solvers.engine import ChainEngine, chain_minimum, minimizer_factory
+from efce.solvers.local import Hedge, PredictiveRMPlus, RegretMatching, Segments
 
 from .rules import DecayedRegretMatching, every_rule, reference_step
 
@@ -78,7 +78,7 @@ def test_chain_minimum_matches_the_algebra_oracle(chain_name):
 
 
 def test_engine_iterates_are_feasible_correlation_plans():
-    from polytopes import vsf_constraints
+    from efce.polytopes import vsf_constraints
     game = games.sheriff(max_bribe=2, max_items=1, rounds=2)
     chain = correlation_plan(game)
     constraints = vsf_constraints(game)

@@ -5,11 +5,11 @@ import itertools
 import numpy as np
 import pytest
 
-import games
-from games.payoffs import terminal_map
-from games.relevant import relevant_pairs
-from polytopes import correlation_plan
-from solvers.gaps import EFCEGapEvaluator
+from efce import games
+from efce.games.payoffs import terminal_map
+from efce.games.relevant import relevant_pairs
+from efce.polytopes import correlation_plan
+from efce.solvers.gaps import EFCEGapEvaluator
 
 
 def _subtree_infosets(space, root):
@@ -93,8 +93,8 @@ def test_utilities_of_a_product_plan_match_sequence_form():
     game = games.sheriff(max_bribe=1, max_items=2, rounds=2)
     pairs = relevant_pairs(game)
     rng = np.random.default_rng(3)
-    from polytopes import sequence_form
-    from games.payoffs import sequence_form_payoffs
+    from efce.polytopes import sequence_form
+    from efce.games.payoffs import sequence_form_payoffs
     x = [sequence_form(game.sequences(p)).random_point(rng) for p in (0, 1)]
     xi = x[0][pairs.sigma1] * x[1][pairs.sigma2]  # independent play is a correlation plan
     a1, a2 = sequence_form_payoffs(game)

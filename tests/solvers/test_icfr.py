@@ -5,14 +5,14 @@ import json
 import numpy as np
 import pytest
 
-import games
-from games.game import TERMINAL, Game
-from experiments.cli import main
-from solvers.device import Device, device_to_dict, plans_reach_infosets
-from solvers.device_gaps import device_gaps
-from solvers.icfr import Dynamics, PlanStore, solve_icfr
-from solvers.internal import BlumMansour, stationary_distributions
-from solvers.local import RegretMatching
+from efce import games
+from efce.games.game import TERMINAL, Game
+from efce.experiments.cli import main
+from efce.solvers.device import Device, device_to_dict, plans_reach_infosets
+from efce.solvers.device_gaps import device_gaps
+from efce.solvers.icfr import Dynamics, PlanStore, solve_icfr
+from efce.solvers.internal import BlumMansour, stationary_distributions
+from efce.solvers.local import RegretMatching
 
 KUHN3 = games.kuhn(3, 3)
 

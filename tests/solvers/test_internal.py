@@ -4,9 +4,9 @@ adversary, and the swap-regret measure itself."""
 import numpy as np
 import pytest
 
-from solvers import algebra
-from solvers.internal import BlumMansour, internal_regret
-from solvers.local import RegretMatching, Segments
+from efce.solvers import algebra
+from efce.solvers.internal import BlumMansour, internal_regret
+from efce.solvers.local import RegretMatching, Segments
 
 HORIZONS = (250, 1000, 4000)
 

@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import games
-from games.arrays import concat_ranges
-from games.payoffs import terminal_map
-from games.relevant import relevant_pairs
-from polytopes.decompose import correlation_plan
-from polytopes.triggers import trigger_deviations
-from solvers.payoff_operator import build_payoff_operator
+from efce import games
+from efce.games.arrays import concat_ranges
+from efce.games.payoffs import terminal_map
+from efce.games.relevant import relevant_pairs
+from efce.polytopes.decompose import correlation_plan
+from efce.polytopes.triggers import trigger_deviations
+from efce.solvers.payoff_operator import build_payoff_operator
 
 
 def reference_payoff_matrix(game, pairs, triggers, tau, entry_of_pair) -> sp.csr_matrix:
@@ -88,8 +88,8 @@ def test_operator_equals_the_reference_matrix(make, tau):
 
 def _reference_iterates(game, iterations, tau=None):
     """The saddle-point loop with an explicit scipy ``A`` and ``Aᵀ`` (the pre-operator code)."""
-    from solvers.engine import ChainEngine
-    from solvers.local import RegretMatching
+    from efce.solvers.engine import ChainEngine
+    from efce.solvers.local import RegretMatching
     pairs = relevant_pairs(game)
     chain = correlation_plan(game, pairs)
     triggers = trigger_deviations(game, welfare=tau is not None)
@@ -115,7 +115,7 @@ def _reference_iterates(game, iterations, tau=None):
 @pytest.mark.parametrize("make", [lambda: games.sheriff(max_bribe=1, max_items=2, rounds=2),
                                   lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2)])
 def test_solver_iterates_equal_the_explicit_matrix_loop(make):
-    from solvers.efce import solve_efce
+    from efce.solvers.efce import solve_efce
     game = make()
     iterations = 300
     for tau in (None, -1.0):
@@ -132,7 +132,7 @@ def test_solver_iterates_equal_the_explicit_matrix_loop(make):
 def test_trigger_chain_levels_and_entry_labels(make):
     """The trigger chain's precomputed levels equal the generic fixed point; the on-demand
     entry labels match the block layout."""
-    from polytopes.chain import Chain
+    from efce.polytopes.chain import Chain
     game = make()
     for welfare in (False, True):
         space = trigger_deviations(game, welfare=welfare)
@@ -152,7 +152,7 @@ def test_trigger_chain_levels_and_entry_labels(make):
 
 @pytest.mark.parametrize("make", GAMES[:3])
 def test_memory_estimate_counts_what_the_model_builds(make):
-    from solvers.efce import build_efce_model, saddle_point_sizes
+    from efce.solvers.efce import build_efce_model, saddle_point_sizes
     game = make()
     sizes = saddle_point_sizes(game)
     model = build_efce_model(game)

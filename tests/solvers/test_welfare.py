@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-import games
-from baselines import solve_lp_highs
-from solvers.efce import build_efce_model, set_welfare_threshold
-from solvers.welfare import solve_optimal_welfare, welfare_bounds
+from efce import games
+from efce.baselines import solve_lp_highs
+from efce.solvers.efce import build_efce_model, set_welfare_threshold
+from efce.solvers.welfare import solve_optimal_welfare, welfare_bounds
 
 GAMES = {
     "fig1": lambda: games.farina_fig1(),
