@@ -15,6 +15,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import sys
 import time
 from typing import Callable
@@ -97,15 +98,33 @@ def run_info(args):
         lines.append(f"relevant pairs  {pairs:,}")
     lines.append(f"built in        {seconds:.3f} s")
     if args.infosets:
+        from efce.solvers.device import infoset_names
         listing = []
-        for p, s in enumerate(spaces):
-            rows = [{"infoset": game.infoset_label(p, i), "actions": game.action_labels(p, i)}
-                    for i in range(s.num_infosets)]
-            listing.append(rows)
-            lines.append(f"\n{game.player_names[p]} infosets:")
-            lines.extend(f"  {r['infoset']}: {', '.join(r['actions'])}" for r in rows)
+        for p, rows in enumerate(infoset_names(game)):
+            listing.append([{"infoset": r["label"], "actions": r["action_labels"],
+                             "name": r["name"], "position": r["position"],
+                             "action_names": r["actions"]} for r in rows])
+            lines.append(f"\n{game.player_names[p]} infosets (name to use in device files, "
+                         f"then actions):")
+            lines.extend(f"  {_listed_name(r)}: {', '.join(_listed_action(r, a) for a in range(len(r['actions'])))}"
+                         for r in rows)
         result["infoset_labels"] = listing
     return result, "\n".join(lines)
+
+
+def _listed_name(row: dict) -> str:
+    """An infoset in ``info --infosets``: the exact name device files use, with the label and
+    position when the name is not the label itself."""
+    if row["name"] is None:
+        return f"(no unambiguous name: label '{row['label']}' at {row['position']})"
+    if row["name"] == row["label"]:
+        return row["name"]
+    return f"{row['name']} (labelled '{row['label']}')"
+
+
+def _listed_action(row: dict, a: int) -> str:
+    name, label = row["actions"][a], row["action_labels"][a]
+    return label if name == label else f"{name} (labelled '{label}')" if name else f"'{label}' (ambiguous)"
 
 
 def _estimate_info(spec: str):
@@ -121,12 +140,25 @@ def _estimate_info(spec: str):
 
 
 # ----------------------------------------------------------------------------- main
+#: What argparse takes for a negative number (a value, not an option) on our parsers: its own
+#: default (``-1``, ``-.5``) misses exponents, so ``--welfare-threshold -1e3`` read ``-1e3`` as
+#: an unknown option.  No flag of ``efce`` looks like a number, so nothing is shadowed.
+NEGATIVE_NUMBER = re.compile(r"^-(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+
+
+def _accept_negative_numbers(parser: argparse.ArgumentParser) -> None:
+    if hasattr(parser, "_negative_number_matcher"):
+        parser._negative_number_matcher = NEGATIVE_NUMBER
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="efce", description=__doc__.splitlines()[0])
+    _accept_negative_numbers(parser)
     parser.add_argument("--version", action="version", version=f"efce {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (configure, run) in _COMMANDS.items():
         p = sub.add_parser(name, help=(run.__doc__ or "").strip().splitlines()[0] if run.__doc__ else None)
+        _accept_negative_numbers(p)
         configure(p)
         p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
         p.set_defaults(run=run)

@@ -32,7 +32,8 @@ def _configure(p):
                    help="seconds per method (default 30; 600 with --preset paper)")
     p.add_argument("--memory-limit", type=float, default=None, help="GiB per method (default: none)")
     p.add_argument("--out", default="results", help="output folder")
-    p.add_argument("--preset", choices=sorted(PRESETS), default="default")
+    p.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                   help="the games to compare when no GAME is given (default: default)")
     p.add_argument("--step-size", type=float, default=None, help="subgradient step size")
     p.add_argument("--start", default=None, choices=("uniform", "random"), help="subgradient initial plan")
 
@@ -45,9 +46,15 @@ def _slug(spec: str) -> str:
 def run_compare(args):
     """Compare LP, regret minimization and subgradient runtimes on one or more games."""
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    games = [args.game] if args.game else PRESETS[args.preset]
+    if args.game is not None and args.preset is not None:
+        # A preset is a list of games (and, for paper, their time limit): with a game it would
+        # be half ignored, half applied.
+        raise CommandError(f"--preset {args.preset} chooses the games itself; give either a GAME "
+                           f"or --preset, not both")
+    preset = args.preset or "default"
+    games = [args.game] if args.game is not None else PRESETS[preset]
     time_limit = args.time_limit if args.time_limit is not None else (
-        600.0 if args.preset == "paper" else 30.0)
+        600.0 if preset == "paper" else 30.0)
     subgradient = {"step_size": args.step_size, "start": args.start}
     options = {"subgradient": subgradient} if "subgradient" in methods else {}
     if "subgradient" not in methods and any(v is not None for v in subgradient.values()):

@@ -25,11 +25,12 @@ def run_decompose(args):
     from efce.games.relevant import relevant_pairs
     from efce.games.spec import make_game
     from efce.polytopes import correlation_plan, verify
-    from efce.polytopes.decompose import check_decomposable
+    from efce.polytopes.decompose import check_correlation_plan_budget, check_decomposable
     from efce.polytopes.render import chain_text, fill_grid_text
 
     game = make_game(args.game)
     check_decomposable(game)
+    check_correlation_plan_budget(game)  # before the pairs: a .efg file has no size estimate
     started = time.perf_counter()
     pairs = relevant_pairs(game)
     chain = correlation_plan(game, pairs)

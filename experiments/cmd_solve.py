@@ -49,6 +49,8 @@ def run_solve(args):
     from .solve import validate_options
     options = {name: getattr(args, name) for name in OPTIONS}
     iterations = validate_options(args.method, options).get("iterations")
+    if args.trace is not None and not args.trace.strip():
+        raise CommandError("--trace needs a file name, got an empty string")
     if args.trace:
         check_writable(args.trace, "trace file")
     if args.device_out:
@@ -69,9 +71,12 @@ def run_solve(args):
         finally:
             bar.close()
     result.setup_seconds += build_seconds
+    if result.info.get("non_finite"):  # a diverged run has no result to print or write
+        raise CommandError(result.info["message"])
     out = {"game": game.name, **result.to_json(), "peak_memory_mib": peak_memory_mib()}
-    if args.device_out:
-        out.update(device_out=args.device_out, device_support=len(result.point.probs))
+    device_out = args.device_out if result.point is not None else None
+    if device_out:
+        out.update(device_out=device_out, device_support=len(result.point.probs))
     for key in ("efce_gap", "iteration_seconds"):
         out.setdefault(key, None)
     lines = [f"{args.method} on {game.name}: {result.status} after {result.iterations:,} iterations",
@@ -79,7 +84,7 @@ def run_solve(args):
     for key in ("efce_gap", "efcce_gap", "nfcce_gap", "exploitability", "value", "welfare",
                 "max_violation"):
         value = result.info.get(key)
-        if value is not None:
+        if isinstance(value, (int, float)):
             lines.append(f"  {key:<15} {value:.6g}")
     if "utilities" in result.info:
         lines.append("  utilities       " + ", ".join(f"{u:.6g}" for u in result.info["utilities"]))
@@ -87,10 +92,10 @@ def run_solve(args):
         lines.append("  welfare_interval [{:.6g}, {:.6g}]".format(*result.info["welfare_interval"]))
     if result.info.get("message"):
         lines.append("  " + result.info["message"])
-    if args.device_out:
-        lines.append(f"  device          {out['device_support']:,} joint plans written to {args.device_out}")
+    if device_out:
+        lines.append(f"  device          {out['device_support']:,} joint plans written to {device_out}")
     writes = ((args.trace, "trace file", lambda: result.write_trace(args.trace)),
-              (args.device_out, "device file", lambda: _write_device(game, result.point, args.device_out)))
+              (device_out, "device file", lambda: _write_device(game, result.point, device_out)))
     for path, what, write in writes:
         if not path:
             continue

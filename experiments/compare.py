@@ -24,9 +24,10 @@ from efce.games.game import GameError
 from efce.games.spec import check_spec
 from efce.solvers.driver import graceful, stop_requested
 
-from .harness import efce_command, run_child
+from .harness import MAX_MEMORY_LIMIT_GIB, efce_command, run_child
 from .paths import check_output_folder
-from .solve import validate_options
+from .solve import (OptionError, check_folder_argument, check_game_argument, check_text_list,
+                    describe_value, is_real, validate_options)
 
 THRESHOLDS = (1e-1, 1e-2, 1e-3)
 DEFAULT_METHODS = ("rm", "lp-highs", "lp-pdlp", "subgradient")
@@ -146,16 +147,33 @@ def check_compare_arguments(game_spec: str, methods, *, time_limit: float,
 
     Raises
     ------
+    OptionError
+        An argument of the wrong type: a game that is not a string, methods that are not a
+        list of strings (a bare string is not read letter by letter), a limit that is not a
+        number (any numeric type, not bool), an output folder that is not a path.
     GameError
         An unknown or missing game, no method, an unknown method or option, a limit that is
         not a positive finite number, or an output folder that cannot be written.
     """
+    game_spec = check_game_argument(game_spec, "the game", allow_game=False)
+    methods = check_text_list(methods, "methods", "['rm', 'lp-highs']")
+    check_folder_argument(out_dir, "the output folder (out_dir)")
+    if options is not None and not isinstance(options, dict):
+        raise OptionError(f"options must be a dict of method → {{option: value}}, got "
+                          f"{describe_value(options)}")
     check_game(game_spec)
     if not methods:
         raise GameError("no method to compare: give at least one with --methods")
     for name, value in (("--time-limit", time_limit), ("--memory-limit", memory_limit_gib)):
-        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        if value is None:
+            continue
+        if not is_real(value):
+            raise OptionError(f"{name} must be a positive number, got {describe_value(value)}")
+        if not (math.isfinite(float(value)) and value > 0):
             raise GameError(f"{name} must be a positive number, got {value}")
+        if name == "--memory-limit" and value > MAX_MEMORY_LIMIT_GIB:
+            raise GameError(f"--memory-limit must be at most {MAX_MEMORY_LIMIT_GIB:.0f} GiB "
+                            f"(2^63 bytes), got {value:g}")
     for method in methods:
         validate_options(method, (options or {}).get(method, {}))
     unknown = sorted(set(options or {}) - set(methods))
@@ -195,12 +213,16 @@ def compare(game_spec: str, methods=DEFAULT_METHODS, *, time_limit: float = 60.0
 
     Raises
     ------
+    OptionError
+        An argument of the wrong type (:func:`check_compare_arguments`).
     GameError
         From :func:`check_compare_arguments`, before anything runs or is written.
     """
-    methods = list(methods)
     check_compare_arguments(game_spec, methods, time_limit=time_limit,
                             memory_limit_gib=memory_limit_gib, out_dir=out_dir, options=options)
+    game_spec, methods, out_dir = os.fspath(game_spec), list(methods), os.fspath(out_dir)
+    time_limit = float(time_limit)
+    memory_limit_gib = None if memory_limit_gib is None else float(memory_limit_gib)
     os.makedirs(out_dir, exist_ok=True)
     runs, all_rows = [], []
     with graceful():

@@ -23,6 +23,11 @@ from dataclasses import dataclass
 INTERRUPT_GRACE_SECONDS = 30.0
 
 
+#: Largest address-space limit a child can be given, in GiB (2**63 bytes: the C type behind
+#: ``setrlimit``); a larger ``--memory-limit`` is refused rather than overflowing.
+MAX_MEMORY_LIMIT_GIB = 2.0 ** 33
+
+
 def efce_command(*args: str) -> list[str]:
     """The command line of ``efce ARGS`` in a child process, immune to the working folder."""
     return [sys.executable, "-P", "-m", "efce", *args]

@@ -11,6 +11,8 @@ The command line (``efce solve``) is a thin layer over it: its flags are generat
 from __future__ import annotations
 
 import math
+import numbers
+import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -51,8 +53,9 @@ def _nonnegative(v):
 OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("iterations", int, "iteration budget", _at_least_one),
     Option("time_limit", float, "seconds for the iterations (or the solver call)", _positive),
-    Option("target_gap", float, "stop once the max deviation (or exploitability) is at most this",
-           _nonnegative),
+    Option("target_gap", float, "stop once the max deviation (or exploitability) is at most this "
+           "(0: run the whole budget unless the gap reaches exactly 0; lp-pdlp: its relative "
+           "tolerance, > 0)", _nonnegative),
     Option("welfare_threshold", float, "look for an EFCE with social welfare at least this"),
     Option("objective", str, "LP objective; for rm, 'welfare' bisects the welfare threshold for an "
            "interval around the optimal EFCE welfare", choices=("welfare", "feasibility", "player1", "player2")),
@@ -79,17 +82,39 @@ class Method:
     #: The method can return its correlated distribution as a device (``solve(..., device=True)``,
     #: ``efce solve --device-out``); its ``run`` then takes the keyword ``device``.
     writes_device: bool = False
+    #: Checks that involve several options or the method's own reading of one (run by
+    #: :func:`validate_options`, so before any game is built); raises :class:`OptionError`.
+    check: Callable[[dict[str, Any]], None] | None = None
+
+
+def _check_rm(o):
+    if o["objective"] not in ("feasibility", "welfare"):
+        raise OptionError(f"rm takes --objective feasibility (any EFCE) or welfare (the optimal-welfare "
+                          f"interval), not {o['objective']}")
+    if o["objective"] == "welfare" and o["welfare_threshold"] is not None:
+        raise OptionError("rm --objective welfare searches the threshold itself; drop --welfare-threshold")
+
+
+def _check_pdlp(o):
+    # 0 means "run the whole budget" for the iterative methods; PDLP's --target-gap is instead
+    # its relative tolerance, where 0 is no stopping rule at all.
+    if o["target_gap"] is not None and o["target_gap"] <= 0:
+        raise OptionError(f"lp-pdlp reads --target-gap as its relative tolerance, which must be "
+                          f"a positive number, got {o['target_gap']:g}")
+
+
+def _check_cvxpy(o):
+    from efce.baselines.lp_cvxpy import installed_lp_solvers
+    installed = installed_lp_solvers()
+    if o["lp_solver"].upper() not in installed:  # names are case-insensitive, as in the backend
+        raise OptionError(f"--lp-solver: cvxpy solver '{o['lp_solver']}' is not installed; "
+                          f"installed: {', '.join(installed)}")
 
 
 def _run_rm(game, *, progress, **o):
     from efce.solvers.efce import solve_efce
     from efce.solvers.local import make_rule
-    if o["objective"] not in ("feasibility", "welfare"):
-        raise OptionError(f"rm takes --objective feasibility (any EFCE) or welfare (the optimal-welfare "
-                          f"interval), not {o['objective']}")
     if o["objective"] == "welfare":
-        if o["welfare_threshold"] is not None:
-            raise OptionError("rm --objective welfare searches the threshold itself; drop --welfare-threshold")
         from efce.solvers.welfare import solve_optimal_welfare
         # Each bisection step is one rm run, so --iterations caps a step (as it caps a plain run);
         # the bisection itself ends at the interval width, the time limit, or when no step decides.
@@ -160,7 +185,7 @@ WELFARE_INTERVAL_WIDTH = 1e-2
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("rm", "regret minimization on the EFCE saddle point (Farina et al. 2019, Algorithm 1)",
            {**_COMMON, "iterations": 10_000, "target_gap": 1e-3, "welfare_threshold": None,
-            "objective": "feasibility", "local": "rm+"}, _run_rm),
+            "objective": "feasibility", "local": "rm+"}, _run_rm, check=_check_rm),
     Method("cfr", "CFR (Nash equilibrium, two players)",
            {**_COMMON, "iterations": 1000, "target_gap": None, "local": None}, _run_cfr("cfr")),
     Method("cfr+", "CFR+ (Nash equilibrium, two players)",
@@ -182,10 +207,10 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("lp-pdlp", "the von Stengel–Forges EFCE LP solved by OR-Tools PDLP (first-order); "
            "--target-gap is its relative tolerance",
            {**_COMMON, "welfare_threshold": None, "objective": "welfare", "target_gap": 1e-6},
-           _run_lp("pdlp")),
+           _run_lp("pdlp"), check=_check_pdlp),
     Method("lp-cvxpy", "the von Stengel–Forges EFCE LP through cvxpy",
            {**_COMMON, "welfare_threshold": None, "objective": "welfare", "lp_solver": "HIGHS"},
-           _run_lp("cvxpy")),
+           _run_lp("cvxpy"), check=_check_cvxpy),
     Method("subgradient", "subgradient descent on the max deviation with incremental projection",
            {**_COMMON, "iterations": 10_000, "step_size": 1e-3, "step_rule": "constant",
             "start": "uniform", "seed": 0}, _run_subgradient),
@@ -218,8 +243,14 @@ def validate_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
         Unknown method or option, an option the method does not use (naming the methods that
         do), a value of the wrong type, not finite, out of range, or not among the choices.
     """
+    if not isinstance(method, str):
+        raise OptionError(f"method must be a method name (one of {', '.join(METHODS)}), got "
+                          f"{describe_value(method)}")
     if method not in METHODS:
         raise OptionError(f"unknown method '{method}'; valid: {', '.join(METHODS)}")
+    if not isinstance(options, dict):
+        raise OptionError(f"the options of {method} must be a dict of option name → value, got "
+                          f"{describe_value(options)}")
     spec = METHODS[method]
     values = dict(spec.defaults)
     for name, value in options.items():
@@ -232,7 +263,89 @@ def validate_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
             raise OptionError(f"{method} does not use {_flag(name)}; it is an option of "
                               f"{', '.join(users) if users else 'no method'}")
         values[name] = _check_value(OPTIONS[name], value)
+    if spec.check is not None:
+        spec.check(values)
     return values
+
+
+def is_integer(value: Any) -> bool:
+    """An integer of any type (``int``, NumPy integers, any :class:`numbers.Integral`), not a
+    bool (``True`` is an ``int`` to Python, never a count to us)."""
+    return isinstance(value, numbers.Integral) and not _is_bool(value)
+
+
+def is_real(value: Any) -> bool:
+    """A real number of any type (``int``, ``float``, NumPy scalars, :class:`numbers.Real`),
+    not a bool."""
+    return isinstance(value, numbers.Real) and not _is_bool(value)
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool) or type(value).__name__ == "bool_"  # numpy.bool_ too
+
+
+def describe_value(value: Any) -> str:
+    """``value`` for a message: its type and a short repr."""
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return f"{type(value).__name__} {text}" if not isinstance(value, str) else f"the string {text}"
+
+
+def check_game_argument(game: Any, what: str = "game", allow_game: bool = True) -> Any:
+    """A :class:`~games.game.Game`, or a spec string / ``.efg`` path (``str`` or path-like,
+    returned as ``str``).
+
+    Raises
+    ------
+    OptionError
+        For any other type (None, a number, a list, ...) or an empty string.
+    """
+    expected = ("a Game, a spec string such as 'kuhn:players=3' or a .efg path" if allow_game else
+                "a spec string such as 'kuhn:players=3' or a .efg path (each method runs in its "
+                "own process, which builds the game itself)")
+    if isinstance(game, Game) and allow_game:
+        return game
+    if isinstance(game, os.PathLike):
+        game = os.fspath(game)
+    if not isinstance(game, str):
+        raise OptionError(f"{what} must be {expected}, got {describe_value(game)}")
+    if not game.strip():
+        raise OptionError(f"{what} must be {expected}, got an empty string")
+    return game
+
+
+def check_text_list(value: Any, what: str, example: str) -> list[str]:
+    """A list (or tuple) of non-empty strings.  A single string is refused rather than read
+    letter by letter.
+
+    Raises
+    ------
+    OptionError
+        Naming ``what`` and showing ``example``.
+    """
+    if isinstance(value, str):
+        raise OptionError(f"{what} must be a list of names such as {example}, got the string "
+                          f"{value!r} (write [{value!r}])")
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise OptionError(f"{what} must be a list of names such as {example}, got "
+                          f"{describe_value(value)}")
+    return list(value)
+
+
+def check_folder_argument(value: Any, what: str) -> str:
+    """A folder path (``str`` or path-like), returned as ``str``.
+
+    Raises
+    ------
+    OptionError
+        For None, numbers, empty strings and other types.
+    """
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value.strip():
+        raise OptionError(f"{what} must be a folder path (a non-empty string), got "
+                          f"{describe_value(value)}")
+    return value
 
 
 def _flag(name: str) -> str:
@@ -241,20 +354,26 @@ def _flag(name: str) -> str:
 
 def _check_value(option: Option, value: Any) -> Any:
     flag = _flag(option.name)
+    # Numbers of any numeric type (NumPy scalars included) are accepted; bools are not.
     if option.kind is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                value = int(value)
-            else:
-                raise OptionError(f"{flag} must be an integer, got {value!r}")
+        if is_integer(value):
+            value = int(value)
+        elif is_real(value) and math.isfinite(float(value)) and float(value).is_integer():
+            value = int(float(value))
+        else:
+            raise OptionError(f"{flag} must be an integer, got {describe_value(value)}")
     elif option.kind is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise OptionError(f"{flag} must be a number, got {value!r}")
-        value = float(value)
+        if not is_real(value):
+            raise OptionError(f"{flag} must be a number, got {describe_value(value)}")
+        try:
+            value = float(value)
+        except OverflowError:  # an int beyond the float range
+            raise OptionError(f"{flag} must be a finite number, got an integer of "
+                              f"{len(str(abs(value)))} digits") from None
         if not math.isfinite(value):
             raise OptionError(f"{flag} must be a finite number, got {value}")
     elif not isinstance(value, str):
-        raise OptionError(f"{flag} must be a string, got {value!r}")
+        raise OptionError(f"{flag} must be a string, got {describe_value(value)}")
     if option.choices is not None and value not in option.choices:
         raise OptionError(f"{flag} must be one of {', '.join(option.choices)}; got '{value}'")
     if option.check is not None and (expected := option.check(value)) is not None:
@@ -294,12 +413,18 @@ def solve(game: Game | str, method: str, *, progress=None, device: bool = False,
     Raises
     ------
     OptionError
-        Before anything is built, for a bad method or option, or ``device`` for a method that
-        has no distribution to return.
+        Before anything is built, for a bad method or option, ``device`` for a method that has
+        no distribution to return, or an argument of the wrong type
+        (a game that is neither a Game nor a string, a method that is not a string).  Numbers
+        may be of any numeric type (NumPy scalars included), but not bool.
     GameError
         A game the method cannot handle (players, chance), a model over the memory budget, or
         a device over :data:`solvers.device.DEVICE_PLAN_LIMIT` joint plans (before iterating).
     """
+    if not isinstance(method, str):
+        raise OptionError(f"method must be a method name (one of {', '.join(METHODS)}), got "
+                          f"{describe_value(method)}")
+    game = check_game_argument(game)
     values = validate_options(method, options)
     if device and not METHODS[method].writes_device:
         raise OptionError(f"{method} has no correlated distribution to write; --device-out is an "
@@ -307,6 +432,88 @@ def solve(game: Game | str, method: str, *, progress=None, device: bool = False,
     if isinstance(game, str):
         from efce.games.spec import make_game
         game = make_game(game)
+    unreachable = welfare_out_of_reach(game, method, values.get("welfare_threshold"))
+    if unreachable is not None:
+        return unreachable
     if device:
-        return METHODS[method].run(game, progress=progress, device=True, **values)
-    return METHODS[method].run(game, progress=progress, **values)
+        return finite_or_error(METHODS[method].run(game, progress=progress, device=True, **values))
+    return finite_or_error(METHODS[method].run(game, progress=progress, **values))
+
+
+#: Relative slack on "the threshold exceeds the largest terminal welfare" (rounding of sums).
+WELFARE_SLACK = 1e-9
+
+
+def welfare_out_of_reach(game: Game, method: str, threshold: float | None) -> SolveResult | None:
+    """The ``infeasible`` result every method gives, before any model is built, when the welfare
+    threshold exceeds the largest social welfare of any terminal (a correlated plan's welfare
+    is a convex combination of terminal welfares, so none reaches it); None otherwise.
+
+    Returns
+    -------
+    SolveResult or None
+        Status ``infeasible``, no point, ``info`` with the threshold, the largest terminal
+        welfare and a message.
+    """
+    import numpy as np
+    if threshold is None or game.num_terminals == 0:
+        return None
+    best = float(np.asarray(game.payoffs, dtype=np.float64).sum(axis=1).max())
+    if threshold <= best + WELFARE_SLACK * max(1.0, abs(best)):
+        return None
+    message = (f"no EFCE has welfare ≥ {threshold:g}: the largest social welfare of any "
+               f"terminal is {best:g}")
+    return SolveResult(method, None, "infeasible", 0, 0.0, 0.0,
+                       info={"welfare_threshold": threshold, "max_terminal_welfare": best,
+                             "threshold_met": False, "message": message})
+
+
+def finite_or_error(result: SolveResult) -> SolveResult:
+    """``result``, or the same run with status ``error`` when any reported number is NaN or
+    infinite (a diverged run: e.g. a huge subgradient step makes the iterates NaN, and a NaN
+    gap would otherwise read as a perfect plan).  The non-finite values are reported as None.
+
+    Returns
+    -------
+    SolveResult
+        With ``info["message"]`` naming the non-finite quantities when the status changed.
+    """
+    import numpy as np
+    bad: list[str] = []
+
+    def clean(value, name):
+        if isinstance(value, (float, np.floating)) and not np.isfinite(value):
+            bad.append(name)
+            return None
+        if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
+            if not np.all(np.isfinite(value)):
+                bad.append(name)
+                return None
+            return value
+        if isinstance(value, (list, tuple)):
+            items = [clean(v, name) for v in value]
+            return items if isinstance(value, list) else tuple(items)
+        if isinstance(value, dict):
+            return {k: clean(v, f"{name}.{k}" if name else k) for k, v in value.items()}
+        return value
+
+    result.info = clean(result.info, "")
+    for row in result.trace:
+        for field_name in ("gap", "infeasibility"):
+            if not np.isfinite(getattr(row, field_name)):
+                bad.append(f"trace {field_name}")
+    point = result.point
+    arrays = point if isinstance(point, (list, tuple)) else [point]
+    if any(isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not np.all(np.isfinite(a))
+           for a in arrays):
+        bad.append("the final point")
+        result.point = None
+    if not bad:
+        return result
+    names = ", ".join(dict.fromkeys(bad))
+    result.status = "error"
+    result.info["non_finite"] = list(dict.fromkeys(bad))
+    result.info["message"] = (f"{result.method} diverged: non-finite values (NaN or infinity) in "
+                              f"{names}; the run has no valid result (e.g. a step size too large)")
+    result.trace = [r for r in result.trace if np.isfinite(r.gap) and np.isfinite(r.infeasibility)]
+    return result

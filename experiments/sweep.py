@@ -54,13 +54,16 @@ from efce.solvers.driver import graceful, stop_requested
 
 from .compare import (SUCCESS_STATUSES, THRESHOLDS, check_game, child_status, child_timeout,
                       option_arguments)
-from .harness import efce_command, run_child
+from .harness import MAX_MEMORY_LIMIT_GIB, efce_command, run_child
 from .paths import check_output_folder
-from .solve import METHODS, OptionError, validate_options
+from .solve import (METHODS, OptionError, check_folder_argument, describe_value, is_integer,
+                    is_real, validate_options)
 
 
-class SweepError(GameError):
-    """A sweep file or sweep argument is invalid, or the cluster cannot be reached."""
+class SweepError(OptionError):
+    """A sweep file or sweep argument is invalid, or the cluster cannot be reached (an
+    :class:`~experiments.solve.OptionError`, so ``except OptionError`` catches every refusal of
+    the three entries ``solve``, ``compare`` and ``sweep``)."""
 
 
 #: Top-level keys of a sweep file.
@@ -69,6 +72,9 @@ SWEEP_KEYS = ("name", "games", "methods", "seeds", "limits", "options")
 LIMIT_KEYS = {"time": "seconds for the run's iterations (its --time-limit)",
               "memory": "GiB of address space for the run's process",
               "iterations": "iterations of the run (methods that iterate)"}
+#: Most runs a sweep may have: the grid is expanded in memory and every run is a process and a
+#: record file, so a larger grid (``seeds = 100000000``) is refused up front with its size.
+MAX_RUNS = 100_000
 #: The Dask event topic on which workers announce each start of a run (counts attempts).
 START_TOPIC = "efce-sweep-start"
 #: Seconds between a running task's checks of the sweep's stop event.
@@ -173,6 +179,9 @@ def load_sweep(spec_or_path) -> Sweep:
         A missing or malformed file, an unknown key, a bad game, method, option or limit (the
         message names where), or a grid with the same run twice.
     """
+    if not isinstance(spec_or_path, (str, os.PathLike, dict)):
+        raise OptionError(f"the sweep must be a .toml path or a dict of its content, got "
+                          f"{describe_value(spec_or_path)}")
     if isinstance(spec_or_path, dict):
         content, base, source, default_name = spec_or_path, os.getcwd(), None, "sweep"
     else:
@@ -204,6 +213,16 @@ def load_sweep(spec_or_path) -> Sweep:
     stray = sorted(set(options) - set(methods))
     if stray:
         raise SweepError(f"[options] names method(s) not in methods: {', '.join(stray)}")
+    # The size of the grid from the axis lengths alone, before any of it is expanded.
+    total = 0
+    for method in methods:
+        axes = options.get(method, {})
+        combos = math.prod(len(v) if isinstance(v, list) else 1 for v in axes.values()) \
+            if isinstance(axes, dict) else 1
+        total += len(games) * combos * (len(seeds) if "seed" in METHODS[method].defaults else 1)
+    if total > MAX_RUNS:
+        raise SweepError(f"the grid has {total:,} runs, more than the {MAX_RUNS:,} a sweep may have "
+                         f"(games × methods × option values × seeds); split it into smaller sweeps")
     runs, seen = [], {}
     for label, game, game_path in games:
         for method in methods:
@@ -265,13 +284,17 @@ def _methods(value) -> list[str]:
 
 
 def _seeds(value) -> list[int]:
-    if isinstance(value, int) and not isinstance(value, bool):
+    # Integers of any type (NumPy's too, from a dict built in Python); not bools.
+    if is_integer(value):
         if value < 1:
             raise SweepError(f"seeds: a count must be at least 1, got {value}")
-        return list(range(value))
-    if (isinstance(value, list) and value and len(set(value)) == len(value)
-            and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value)):
-        return value
+        if value > MAX_RUNS:
+            raise SweepError(f"seeds: a count of {int(value):,} seeds is more than the "
+                             f"{MAX_RUNS:,} runs a sweep may have")
+        return list(range(int(value)))
+    if (isinstance(value, list) and value and all(is_integer(s) and s >= 0 for s in value)
+            and len(set(map(int, value))) == len(value)):
+        return [int(s) for s in value]
     raise SweepError(f"seeds must be a count ≥ 1 or a list of distinct integers ≥ 0, got {value!r}")
 
 
@@ -283,9 +306,11 @@ def _limits(value) -> dict[str, float]:
         raise SweepError(f"unknown limit{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; valid: "
                          + "; ".join(f"{k} ({v})" for k, v in LIMIT_KEYS.items()))
     for name, limit in value.items():
-        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not math.isfinite(limit) \
-                or limit <= 0:
+        if not is_real(limit) or not math.isfinite(float(limit)) or limit <= 0:
             raise SweepError(f"limits.{name} must be a positive number, got {limit!r}")
+    if "memory" in value and value["memory"] > MAX_MEMORY_LIMIT_GIB:
+        raise SweepError(f"limits.memory must be at most {MAX_MEMORY_LIMIT_GIB:.0f} GiB (2^63 "
+                         f"bytes), got {value['memory']:g}")
     if "iterations" in value and not float(value["iterations"]).is_integer():
         raise SweepError(f"limits.iterations must be an integer, got {value['iterations']!r}")
     return {k: (int(v) if k == "iterations" else float(v)) for k, v in value.items()}
@@ -538,8 +563,11 @@ def check_sweep_arguments(out_dir: str, *, scheduler: str | None, workers: int |
     if scheduler is not None and workers is not None:
         raise SweepError("--workers sizes the local cluster; with --scheduler the cluster's own "
                          "workers run the sweep")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+    if workers is not None and (not is_integer(workers) or workers < 1):
         raise SweepError(f"--workers must be an integer ≥ 1, got {workers!r}")
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise OptionError(f"--scheduler must be an address string such as tcp://HOST:PORT, got "
+                          f"{describe_value(scheduler)}")
     if scheduler is not None and not re.match(r"^[a-z]+://\S+$", scheduler):
         raise SweepError(f"--scheduler must be an address such as tcp://HOST:PORT, got '{scheduler}'")
     if scheduler is not None:
@@ -601,11 +629,21 @@ def sweep(spec_or_path, out_dir: str, scheduler: str | None = None, workers: int
 
     Raises
     ------
+    OptionError
+        An argument of the wrong type (a sweep that is neither a path nor a dict, None as the
+        output folder, a scheduler that is not a string); numbers may be of any numeric type.
     SweepError
         A bad sweep, output folder, worker count or scheduler address (before anything runs),
         or an unreachable scheduler.
     """
     started = time.perf_counter()
+    # Argument types first, each named, before the (possibly slow) checks of the grid.
+    out_dir = check_folder_argument(out_dir, "the output folder (out_dir)")
+    if not isinstance(resume, bool):
+        raise OptionError(f"resume must be True or False, got {describe_value(resume)}")
+    if not isinstance(spec_or_path, (str, os.PathLike, dict)):
+        raise OptionError(f"the sweep must be a .toml path or a dict of its content, got "
+                          f"{describe_value(spec_or_path)}")
     spec = load_sweep(spec_or_path)
     check_sweep_arguments(out_dir, scheduler=scheduler, workers=workers)
     keys = [r.key for r in spec.runs]
@@ -621,7 +659,7 @@ def sweep(spec_or_path, out_dir: str, scheduler: str | None = None, workers: int
     executed = failed = 0
     interrupted = False
     if todo:
-        local_workers = None if scheduler else min(workers or default_workers(), len(todo))
+        local_workers = None if scheduler else min(int(workers or default_workers()), len(todo))
         with graceful(), dask_client(scheduler, local_workers) as client:
             executed, failed, interrupted = _execute(client, todo, out_dir, len(spec.runs),
                                                      len(done), progress)

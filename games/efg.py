@@ -26,6 +26,10 @@ characters outside quoted strings are refused as ``file:line: unexpected charact
 As an extension, ``#`` starts a comment running to the end of the line (outside quoted
 strings); Gambit itself does not accept comments, so :func:`dumps` never writes them.
 
+An infoset without a name is labelled ``P:N``, its position (from 1) among player P's infosets
+in the game's own order, which is also the number :func:`dumps` writes and the positional name
+device files use (:mod:`solvers.device`) — not the file's infoset number, which may differ.
+
 The game comment is kept as ``game.comment`` and the name of the outcome attached to each
 terminal node as ``game.outcome_names`` (one per terminal, in the game's terminal order), so
 that :func:`save` writes them back.  Names of outcomes on internal nodes are not kept: the
@@ -457,12 +461,17 @@ class _Parser:
         player = np.array(self.player, dtype=np.int64)
         key = np.array(self.key, dtype=np.int64)
         parent = np.array(self.parent, dtype=np.int64)
-        names = [{num: (info[0] or f"{p + 1}:{num}") for num, info in self.infosets[p].items()}
-                 for p in range(n)]
+        # Unnamed infosets are labelled by their position P:N (from 1) in the game's order, the
+        # one numbering used by `efce info --infosets`, device files and `dumps`; the file's own
+        # infoset number would read as a position and silently name another infoset.
+        order_keys = _bfs_infoset_keys(parent, player, key, n)
+        names = [{num: info[0] for num, info in self.infosets[p].items()} for p in range(n)]
+        for p in range(n):
+            for position, k in enumerate(order_keys[p]):
+                names[p][k] = names[p][k] or f"{p + 1}:{position + 1}"
         actions = [{num: info[1] for num, info in self.infosets[p].items()} for p in range(n)]
         payoffs = np.array([[float(x) for x in acc] if acc is not None else [0.0] * n
                             for acc in self.terminal_payoffs], dtype=np.float64).reshape(-1, n)
-        order_keys = _bfs_infoset_keys(parent, player, key, n)
         labels = ExplicitLabels([[names[p][k] for k in order_keys[p]] for p in range(n)],
                                 [[actions[p][k] for k in order_keys[p]] for p in range(n)])
         name = title or os.path.splitext(os.path.basename(self.source))[0] or "game"
@@ -472,14 +481,16 @@ class _Parser:
                 player=player, infoset_key=key, terminal_payoffs=payoffs,
                 chance_prob=np.array(self.prob, dtype=np.float64), labels=labels, name=name,
                 player_names=players,
-                infoset_describer=lambda p, k: _infoset_description(p, k, names[p].get(k, "")))
+                infoset_describer=lambda p, k: _infoset_description(p, k, self.infosets[p][k][0]
+                                                                  if k in self.infosets[p] else ""))
         except GameError as exc:
             raise GameError(f"{self.source}: {exc}") from None
         # Authoritative labels from the game's own numbering.
         new_position = np.empty(game.num_nodes, dtype=np.int64)
         new_position[game.original_order] = np.arange(game.num_nodes)
         game.labels = ExplicitLabels(
-            [[names[p][int(k)] for k in game.infoset_keys[p]] for p in range(n)],
+            [[self.infosets[p][int(k)][0] or f"{p + 1}:{i + 1}"
+              for i, k in enumerate(game.infoset_keys[p])] for p in range(n)],
             [[actions[p][int(k)] for k in game.infoset_keys[p]] for p in range(n)],
             {int(new_position[v]): names_ for v, names_ in self.chance_names.items()})
         # Terminals are numbered in breadth-first order; file order is preorder.

@@ -4,13 +4,16 @@ that cannot fit in memory is refused before the generator starts building it.
 :func:`estimate_size` gives the number of nodes and terminals of each generator's tree:
 
 * ``kuhn``, ``goofspiel``, ``sheriff``, the figure games: exact closed forms.
-* ``battleship``: exact for the shooting phase (every fleet covers the same number of cells, so
-  how many shot sequences stay live does not depend on where the ships are); the placement
-  phase is bounded by the product of each ship's placement counts (exact for one ship, an upper
-  bound when ships could overlap).
+* ``battleship``: exact.  The shooting phase has a closed form (every fleet covers the same
+  number of cells, so how many shot sequences stay live does not depend on where the ships
+  are); the legal placement prefixes are counted by a DP over occupied cells (a fleet that
+  cannot fit is refused here, before building).  Only beyond :data:`_FLEET_STATE_LIMIT` states
+  (games far over any memory budget) is the placement phase bounded by the product of each
+  ship's placement counts.
 * ``leduc``: a memoized count of the betting rounds times the deals: exact when the deals are
   few enough to enumerate (``ranks ** players <= 20,000``), an upper bound otherwise, and a
-  lower bound when the betting has too many states to count quickly (many players).
+  lower bound when the betting has too many states to count quickly (over 200,000: eight or
+  more players); :func:`check_estimate` refuses a game known only by a lower bound.
 
 :func:`estimate_bytes` turns nodes into bytes with the peak memory the builder and
 ``efce info`` take per node (see :data:`BYTES_PER_NODE`).
@@ -33,7 +36,7 @@ from itertools import product
 BYTES_PER_NODE = 400
 
 #: Memoized betting states counted before Leduc's estimate falls back to a lower bound.
-_LEDUC_STATE_LIMIT = 20_000
+_LEDUC_STATE_LIMIT = 200_000
 
 
 @dataclass(frozen=True)
@@ -91,8 +94,26 @@ def check_size(name: str, display: str, **params) -> None:
         return
     estimate = estimate_size(name, params)
     if estimate is not None:
-        from .memory import check_budget
-        check_budget(estimate.bytes, f"game {display} ({estimate.describe()})")
+        check_estimate(estimate, display)
+
+
+def check_estimate(estimate: SizeEstimate, display: str, budget: int | None = None) -> None:
+    """The one rule deciding from an estimate whether a game may be built: exact counts and
+    upper bounds are checked against the memory budget; a *lower* bound (a game too intricate
+    to count quickly) is refused unless it already exceeds the budget, since a lower bound
+    under the budget says nothing about the true size.
+
+    Raises
+    ------
+    games.memory.MemoryBudgetExceeded
+        Over the budget, or only a lower bound is known.
+    """
+    from .memory import MemoryBudgetExceeded, check_budget, gib
+    check_budget(estimate.bytes, f"game {display} ({estimate.describe()})", budget)
+    if estimate.lower_bound:
+        raise MemoryBudgetExceeded(
+            f"game {display} is too large to size from its parameters quickly ({estimate.describe()}, "
+            f"{gib(estimate.bytes)} or more); not building a game of unknown size")
 
 
 @contextmanager
@@ -166,19 +187,88 @@ def _placements(rows: int, cols: int, length: int) -> int:
     return horizontal + vertical
 
 
+#: (mask, ship) states the exact count of Battleship fleets may visit before it falls back to
+#: the product bound.  Past it there are over 10^5 partial fleets per player, so over 10^10 tree
+#: nodes: the game is refused whichever count is used.
+_FLEET_STATE_LIMIT = 200_000
+
+
+def _placement_masks(rows: int, cols: int, length: int) -> list[int]:
+    """Cell masks of every placement of a ship (as :class:`games.battleship._Placements`)."""
+    masks = []
+    for vertical in ([False] if length <= cols else []) + ([True] if 1 < length <= rows else []):
+        for r in range(rows - (length - 1 if vertical else 0)):
+            for c in range(cols - (0 if vertical else length - 1)):
+                m = 0
+                for i in range(length):
+                    rr, cc = (r + i, c) if vertical else (r, c + i)
+                    m |= 1 << (rr * cols + cc)
+                masks.append(m)
+    return masks
+
+
+def _fleet_prefixes(rows: int, cols: int, sizes: list[int]) -> list[int] | None:
+    """``F[k]``: the placements of the first ``k`` ships of one player that can still be
+    completed to a whole fleet (the legal prefixes of the placement phase), for k = 0..len;
+    None when counting them would visit more than :data:`_FLEET_STATE_LIMIT` states."""
+    masks = [_placement_masks(rows, cols, s) for s in sizes]
+    m = len(sizes)
+    visited = 0
+
+    class TooMany(Exception):
+        pass
+
+    @lru_cache(maxsize=None)
+    def completable(k: int, occupied: int) -> bool:
+        nonlocal visited
+        visited += 1
+        if visited > _FLEET_STATE_LIMIT:
+            raise TooMany
+        return k == m or any(not (occupied & p) and completable(k + 1, occupied | p)
+                             for p in masks[k])
+
+    try:
+        if not completable(0, 0):
+            return [1] + [0] * m
+        counts, level = [1], {0: 1}  # occupied mask -> legal prefixes reaching it
+        for k in range(m):
+            nxt: dict[int, int] = {}
+            for occupied, ways in level.items():
+                for p in masks[k]:
+                    if not occupied & p and completable(k + 1, occupied | p):
+                        nxt[occupied | p] = nxt.get(occupied | p, 0) + ways
+            visited += len(nxt)
+            if visited > _FLEET_STATE_LIMIT:
+                raise TooMany
+            level = nxt
+            counts.append(sum(level.values()))
+        return counts
+    except (TooMany, RecursionError):
+        return None
+
+
 def _battleship(rows: int, cols: int, ship_sizes, shots: int, **_values) -> SizeEstimate:
     sizes = list(ship_sizes) if isinstance(ship_sizes, (list, tuple)) else [ship_sizes]
     cells = rows * cols
     fleet_cells = sum(sizes)
-    # Placement tree: P1 ship 1, P2 ship 1, P1 ship 2, ...; the product of placement counts
-    # bounds the number of feasible prefixes (exact with one ship).
+    # Placement tree: P1 ship 1, P2 ship 1, P1 ship 2, ...  The legal prefixes of each player
+    # are counted exactly (a DP over occupied cells; a placement is legal when the remaining
+    # ships still fit); for very many of them the product of placement counts bounds them.
+    prefixes = _fleet_prefixes(rows, cols, sizes) if cells <= 63 else None
+    exact = prefixes is not None
+    if prefixes is None:
+        prefixes = [1]
+        for length in sizes:
+            prefixes.append(prefixes[-1] * _placements(rows, cols, length))
+    elif prefixes[-1] == 0:
+        from .game import GameError
+        raise GameError(f"battleship: ship_sizes {sizes} cannot all fit on a {rows}x{cols} board")
     count, total = 1, 1
-    for length in sizes:
-        for _player in range(2):
-            count *= _placements(rows, cols, length)
+    for k in range(1, len(sizes) + 1):
+        for player in range(2):
+            count = prefixes[k] * prefixes[k if player else k - 1]
             total += count
     fleets_squared = count
-    exact = len(sizes) == 1
 
     def live(t: int) -> int:
         """Ordered sequences of t distinct shots that have not yet hit every fleet cell."""
@@ -273,9 +363,10 @@ def _leduc(players: int, ranks: int, suits: int | None, raise_sizes, max_raises:
         return nodes, terminals, to_board
 
     zeros = (0,) * n
-    if n > 64:  # too many players to count the betting: a bound from the first pass
-        # Each player's first turn offers check/bet or fold/call when raises are allowed.
-        first_pass = 2 ** (n - 1) if min(total_cap, player_cap) > 0 else n
+    if n > 64 and min(total_cap, player_cap) > 0:  # too many players to count the betting
+        # Each player's first turn offers check/bet or fold/call: 2^(n-1) nodes at least, far
+        # over any budget.  (Without raises the betting is a chain of calls, counted below.)
+        first_pass = 2 ** (n - 1)
         return SizeEstimate(first_pass, first_pass, n, exact=False, lower_bound=True)
     # Deals: rank tuples the deck allows; b = board ranks left after the deal.
     if r ** n <= 20_000:

@@ -446,6 +446,24 @@ class Game:
         np.cumsum(np.bincount(self.infoset[nodes], minlength=len(indptr) - 1), out=indptr[1:])
         return indptr, nodes
 
+    def players_without_decisions(self) -> list[int]:
+        """The players (0-based) with no infoset: they never move in this game."""
+        return [p for p in range(self.num_players) if self.sequences(p).num_infosets == 0]
+
+    def require_decisions(self, method: str) -> None:
+        """Refuse, before anything is built, a game in which no player ever decides.
+
+        Raises
+        ------
+        GameError
+            Naming the players without a decision and ``method``, which needs at least one.
+        """
+        idle = self.players_without_decisions()
+        if len(idle) == self.num_players:
+            who = ", ".join(self.player_names[p] for p in idle)
+            raise GameError(f"{method} needs a game with at least one decision; {self.name} has "
+                            f"none (no infoset for {who}: only chance and terminal nodes)")
+
     def infoset_label(self, player: int, infoset: int) -> str:
         return self.labels.infoset(self, player, infoset)
 

@@ -132,8 +132,28 @@ def _positions(indptr, sigma2, s1, s2):
     return out
 
 
-def relevant_pairs(game: Game) -> RelevantPairs:
-    """The relevant sequence pairs of Definition 2, as compact arrays."""
+#: Peak bytes per relevant pair of :func:`relevant_pairs` and the lookups cached on the result
+#: (``sigma2`` int32, ``sigma1`` int32, ``keys`` int64, and a temporary of the same size).
+BYTES_PER_PAIR = 24
+
+
+def relevant_pairs(game: Game, memory_budget: int | None = None) -> RelevantPairs:
+    """The relevant sequence pairs of Definition 2, as compact arrays.
+
+    The pairs are counted first (from the connected infoset pairs, linear in the tree) and a
+    game whose pairs alone exceed ``memory_budget`` (bytes; default
+    :func:`games.memory.check_budget`'s share of the RAM) is refused before they are built:
+    a ``.efg`` file has no size estimate before it is read, and its pairs grow quadratically.
+
+    Raises
+    ------
+    games.memory.MemoryBudgetExceeded
+        With the number of pairs and the bytes they need.
+    """
+    from .memory import check_budget
+    count = count_relevant_pairs(game)
+    check_budget(BYTES_PER_PAIR * count, f"the {count:,} relevant pairs of {game.name}",
+                 memory_budget)
     s1, s2 = game.sequences(0), game.sequences(1)
     conn1, conn2 = connected_infosets(game)
     # Row of any sequence (I1, a): ∅ followed by the sequences of every I2 connected to I1, in

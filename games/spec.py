@@ -4,7 +4,10 @@ Every generator parameter has a declared type and range (:data:`PARAMETERS`); va
 by that type, so ``kuhn:ranks=2.5`` is an error naming the game, the parameter and the expected
 type, never a silent ``ranks=2``.  Types: integers, finite numbers, booleans (``true``/``false``),
 one of a set of words, and lists written ``[1,2]`` (a bare value where a list is expected is a
-one-element list).  Parameters whose default is "none" (``kuhn``'s ``ranks``, ``leduc``'s caps)
+one-element list).  The grammar is ASCII only and strict: integers are digits ``0-9`` with an
+optional sign (no ``1_0``, no non-ASCII digits), numbers are decimals (``2``, ``0.5``,
+``1e-3``) of magnitude at most :data:`NUMBER_LIMIT`, and every message names the game, the
+parameter and the expected form.  Parameters whose default is "none" (``kuhn``'s ``ranks``, ``leduc``'s caps)
 accept ``none``.
 
 Before a generator runs, :func:`make_game` estimates the size of the tree from the parameters
@@ -58,7 +61,11 @@ class Param:
                     "int list": "a list of integers", "number list": "a list of numbers"}[self.kind]
             if self.length is not None:
                 base = base.replace("a list of", f"a list of {self.length}")
-            text = base + _range_text(self.low, self.high, "each " if "list" in self.kind else "")
+            low, high = self.low, self.high
+            if self.kind.startswith("number"):  # numbers are bounded by NUMBER_LIMIT
+                low = -NUMBER_LIMIT if low is None else low
+                high = NUMBER_LIMIT if high is None else high
+            text = base + _range_text(low, high, "each " if "list" in self.kind else "")
         return text + (" or none" if self.none else "")
 
 
@@ -94,31 +101,53 @@ PARAMETERS: dict[str, dict[str, Param]] = {
     "farina-fig2": {},
 }
 
+#: Largest magnitude of a ``number`` parameter.  Payoffs are sums of products of at most a few
+#: such parameters and counts below 1000, so this keeps every payoff far inside the 1e100 limit
+#: of :data:`games.game.MAX_ABS_PAYOFF`, and a too large value is refused naming its parameter.
+NUMBER_LIMIT = 1e12
+
+# The one grammar of spec values: ASCII only (Python's int()/float() would also take "1_0",
+# non-ASCII digits such as "٣" or "１", "infinity" and "0x10"-like forms through other paths).
+_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_FORMS = {"int": "written with the digits 0-9, e.g. 3",
+          "number": "written as a decimal number, e.g. 2, 0.5 or 1e-3"}
+
+
 def _generator(name: str):
     module, func = GENERATORS[name].split(":")
     return getattr(importlib.import_module(module), func)
 
 
-def _scalar(game: str, key: str, param: Param, kind: str, text: str):
-    """``text`` parsed as ``kind`` ("int", "number", "bool", "choice") and range-checked."""
-    def bad(expected: str | None = None):
-        return GameError(f"game '{game}': parameter '{key}' must be {expected or param.describe()}, "
-                         f"got '{text}'")
+def _scalar(game: str, key: str, param: Param, kind: str, text: str, whole: str | None = None):
+    """``text`` parsed as ``kind`` ("int", "number", "bool", "choice") and range-checked;
+    ``whole`` is the full list text when ``text`` is one of its items."""
+    def bad(reason: str = ""):
+        form = f" ({_FORMS[kind]})" if reason == "form" and kind in _FORMS else ""
+        item = f" in '{whole}'" if whole is not None else ""
+        shown = f"an empty item{item}" if not text else f"'{text}'{item}"
+        return GameError(f"game '{game}': parameter '{key}' must be {param.describe()}{form}, "
+                         f"got {shown}")
     if kind == "bool":
         if text.lower() not in ("true", "false"):
-            raise bad()
+            raise bad("form")
         return text.lower() == "true"
     if kind == "choice":
         if text not in param.choices:
             raise bad()
         return text
-    try:
-        value = int(text) if kind == "int" else float(text)
-    except ValueError:
-        raise bad() from None
-    if kind == "number" and not math.isfinite(value):
+    if not (_INT if kind == "int" else _NUMBER).fullmatch(text):
+        raise bad("form")
+    value = int(text) if kind == "int" else float(text)
+    if kind == "number" and not math.isfinite(value):  # e.g. 1e999
         raise bad()
-    if (param.low is not None and value < param.low) or (param.high is not None and value > param.high):
+    low, high = param.low, param.high
+    if kind == "number":
+        low = -NUMBER_LIMIT if low is None else low
+        high = NUMBER_LIMIT if high is None else high
+    if value < low if low is not None else False:
+        raise bad()
+    if value > high if high is not None else False:
         raise bad()
     return value
 
@@ -128,15 +157,17 @@ def _parse_value(game: str, key: str, text: str, param: Param):
     if param.none and text.lower() == "none":
         return None
     if "list" in param.kind:
-        if text.startswith("["):
-            if not text.endswith("]"):
-                raise GameError(f"game '{game}': parameter '{key}': unterminated list '{text}'")
+        if text.startswith("[") or text.endswith("]"):
+            if not (text.startswith("[") and text.endswith("]")) or text.count("[") != 1 \
+                    or text.count("]") != 1:
+                raise GameError(f"game '{game}': parameter '{key}' must be {param.describe()}, "
+                                f"written [a,b,...] (one pair of brackets), got '{text}'")
             inner = text[1:-1].strip()
             items = [t.strip() for t in inner.split(",")] if inner else []
         else:
             items = [text]
         kind = param.kind.split()[0]
-        values = [_scalar(game, key, param, kind, t) for t in items]
+        values = [_scalar(game, key, param, kind, t, whole=text) for t in items]
         if param.length is not None and len(values) != param.length:
             raise GameError(f"game '{game}': parameter '{key}' must be {param.describe()}, "
                             f"got {len(values)} value{'s' if len(values) != 1 else ''} ('{text}')")
@@ -179,8 +210,10 @@ def parse_spec(spec: str) -> tuple[str, dict]:
     name, _, rest = spec.partition(":")
     name = name.strip().lower()
     if name not in GENERATORS:
+        hint = (f"; '{spec}' exists, but a path must end in .efg or contain a / (e.g. ./{spec})"
+                if os.path.exists(spec) else "")
         raise GameError(f"unknown game '{name}'; valid names: {', '.join(sorted(GENERATORS))} "
-                        f"(or a path to a .efg file)")
+                        f"(or a path to a .efg file){hint}")
     declared = PARAMETERS[name]
     params = {}
     for item in _split_params(rest):
@@ -217,7 +250,25 @@ def estimate_spec(spec: str):
 
 
 def _is_file(spec: str) -> bool:
-    return os.path.exists(spec) or spec.lower().endswith(".efg")
+    """Whether ``spec`` is a path rather than a built-in game: it ends in ``.efg`` or contains a
+    path separator.  Whatever exists on disk does not matter, so a folder or file named ``kuhn``
+    in the working directory never shadows the built-in ``kuhn`` (write ``./kuhn`` for it).
+
+    Raises
+    ------
+    GameError
+        When ``spec`` reads both ways: a path that does not exist whose text also parses as a
+        built-in game with parameters (``kuhn:players=3/``).
+    """
+    separators = {"/", os.sep} | ({os.altsep} if os.altsep else set())
+    is_path = spec.lower().endswith(".efg") or any(s in spec for s in separators)
+    if is_path and not os.path.exists(spec):
+        name = spec.partition(":")[0].strip().lower()
+        if name in GENERATORS and ":" in spec:
+            raise GameError(f"'{spec}' is ambiguous: it reads as a path (no such file) and as "
+                            f"game '{name}' with parameters; a path must end in .efg or contain a "
+                            f"/, a built-in game's parameters must not")
+    return is_path
 
 
 def make_game(spec: str, memory_budget: int | None = None) -> Game:
@@ -242,8 +293,8 @@ def make_game(spec: str, memory_budget: int | None = None) -> Game:
     name, params = parse_spec(spec)
     estimate = estimate_spec(spec)
     if estimate is not None:
-        from .memory import check_budget
-        check_budget(estimate.bytes, f"game {spec} ({estimate.describe()})", memory_budget)
+        from .estimate import check_estimate
+        check_estimate(estimate, spec, memory_budget)
     from .estimate import size_already_checked
     generator = _generator(name)
     try:
@@ -271,5 +322,5 @@ def check_spec(spec: str, memory_budget: int | None = None) -> None:
         return
     estimate = estimate_spec(spec)
     if estimate is not None:
-        from .memory import check_budget
-        check_budget(estimate.bytes, f"game {spec} ({estimate.describe()})", memory_budget)
+        from .estimate import check_estimate
+        check_estimate(estimate, spec, memory_budget)

@@ -48,6 +48,27 @@ def check_decomposable(game: Game) -> None:
             f"can fail with chance (Farina et al. 2019, section 4.2)")
 
 
+#: Peak bytes per relevant pair of DECOMPOSE with its pairs (``efce decompose``: 772 MiB for
+#: battleship 2x3 with a 2-ship and 3 shots, 12.7M pairs, about 250 MiB of which the game).
+DECOMPOSE_BYTES_PER_PAIR = 64
+
+
+def check_correlation_plan_budget(game: Game, memory_budget: int | None = None) -> None:
+    """Refuse, before the relevant pairs are built, a game whose correlation plan would not fit:
+    the pairs are counted (linear in the tree), at :data:`DECOMPOSE_BYTES_PER_PAIR` each.
+
+    Raises
+    ------
+    games.memory.MemoryBudgetExceeded
+        Naming the game and its number of relevant pairs.
+    """
+    from efce.games.memory import check_budget
+    from efce.games.relevant import count_relevant_pairs
+    count = count_relevant_pairs(game)
+    check_budget(DECOMPOSE_BYTES_PER_PAIR * count,
+                 f"the correlation plan of {game.name} ({count:,} relevant pairs)", memory_budget)
+
+
 def correlation_plan(game: Game, pairs: RelevantPairs | None = None) -> Chain:
     """The polytope Ξ of extensive-form correlation plans as a chain of scaled extensions.
 
@@ -55,6 +76,8 @@ def correlation_plan(game: Game, pairs: RelevantPairs | None = None) -> Chain:
     of entry ``e`` in ``relevant_pairs(game)`` (``pairs`` may be passed to avoid recomputing it).
     """
     check_decomposable(game)
+    if pairs is None:
+        check_correlation_plan_budget(game)
     pairs = relevant_pairs(game) if pairs is None else pairs
     if len(pairs) >= 2**31:
         raise GameError(f"{game.name} has {len(pairs):,} relevant pairs; DECOMPOSE indexes them with int32")

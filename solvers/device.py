@@ -17,12 +17,15 @@ JSON format (read by :func:`device_from_json`, written by :func:`device_to_json`
                                        {...}, ...]},                                   # player 2..
                 ...]}
 
-with labels as printed by ``efce info GAME --infosets`` (``game.infoset_label`` and
-``game.action_labels``).  An infoset may also be named by position, ``"P:N"`` for player P's
-N-th infoset counting from 0 in that listing; this is the only way to name infosets that share
-a label (a unique label takes precedence over a positional reading of the same text).  Actions
-given as JSON numbers match the label that reads the same (``3`` for ``"3"``).  Every plan must
-name an action at every infoset of its player.
+with the names printed by ``efce info GAME --infosets`` (:func:`infoset_names`).  One numbering
+is used everywhere: player P's infosets are at positions ``P:1``, ``P:2``, ... in the game's
+order (the order of that listing, and the numbers ``efce`` writes to ``.efg`` files); unnamed
+infosets of a ``.efg`` file are labelled by that position.  An infoset is named by its label or
+by its position ``"P:N"``; actions by their label or their position ``"#N"`` (from 1), and a
+JSON number matches the action label that reads the same (``3`` for ``"3"``).  A name that
+could mean two infosets (a repeated label, or a label reading as another infoset's position) or
+two actions is refused with the unambiguous names of both, as is a JSON key given twice in one
+object.  Every plan must name an action at every infoset of its player.
 """
 
 from __future__ import annotations
@@ -184,61 +187,156 @@ class Device:
 
 
 # ---------------------------------------------------------------------- JSON
-def _label_maps(game: Game) -> list[dict[str, list[int]]]:
-    """Per player: infoset label -> the infosets carrying it (several when labels repeat)."""
-    maps = []
+_POSITIONAL = re.compile(r"([1-9][0-9]*):([1-9][0-9]*)", re.ASCII)
+_ACTION_POSITION = re.compile(r"#([1-9][0-9]*)", re.ASCII)
+
+
+class _Names:
+    """How device files name the infosets and actions of one game (see the module doc).
+
+    A name resolves to the set of infosets (actions) it could mean: those carrying it as their
+    label, plus the one at that position when it reads as a positional name (``P:N`` for
+    infosets, ``#N`` for actions, both counted from 1).  A name is accepted only when that set
+    has exactly one member, so a label can never silently shadow a position or the reverse.
+    """
+
+    def __init__(self, game: Game):
+        self.game = game
+        self.labels = []      # per player: label -> infosets carrying it
+        for p in range(game.num_players):
+            infosets: dict[str, list[int]] = {}
+            for i in range(game.sequences(p).num_infosets):
+                infosets.setdefault(game.infoset_label(p, i), []).append(i)
+            self.labels.append(infosets)
+        self._actions: dict[tuple[int, int], dict[str, list[int]]] = {}
+        self._names: dict[int, list[str | None]] = {}
+
+    # ---------------------------------------------------------------- infosets
+    def infoset_candidates(self, player: int, text: str) -> list[int]:
+        found = set(self.labels[player].get(text, ()))
+        m = _POSITIONAL.fullmatch(text)
+        if m and int(m.group(1)) == player + 1 and int(m.group(2)) <= self.count(player):
+            found.add(int(m.group(2)) - 1)
+        return sorted(found)
+
+    def count(self, player: int) -> int:
+        return self.game.sequences(player).num_infosets
+
+    def infoset_name(self, player: int, infoset: int) -> str | None:
+        """The name that means exactly this infoset: its label when that is unambiguous, else
+        its position ``P:N``; None when both are ambiguous (labels that read as positions of
+        other infosets and repeat — the file's labels must then be changed)."""
+        names = self._names.get(player)
+        if names is None:
+            names = []
+            for i in range(self.count(player)):
+                label = self.game.infoset_label(player, i)
+                positional = f"{player + 1}:{i + 1}"
+                names.append(label if self.infoset_candidates(player, label) == [i] else
+                             positional if self.infoset_candidates(player, positional) == [i] else
+                             None)
+            self._names[player] = names
+        return names[infoset]
+
+    def describe_infoset(self, player: int, infoset: int) -> str:
+        name = self.infoset_name(player, infoset)
+        label = self.game.infoset_label(player, infoset)
+        position = f"position {player + 1}:{infoset + 1}"
+        if name is None:
+            return f"'{label}' at {position} (no unambiguous name: relabel it in the game file)"
+        return f"'{name}'" if name == label else f"'{name}' (labelled '{label}')"
+
+    def find_infoset(self, player: int, key: str, where: str) -> int:
+        """The infoset of ``player`` that ``key`` names; refuses unknown and ambiguous names."""
+        found = self.infoset_candidates(player, key)
+        if len(found) == 1:
+            return found[0]
+        count = self.count(player)
+        positional = (f"{player + 1}:N with N from 1 to {count}" if count > 1 else
+                      f"{player + 1}:1" if count else "none")
+        if found:
+            meanings = "; ".join(self.describe_infoset(player, i) for i in found)
+            raise GameError(f"{where}: infoset name '{key}' of player {player + 1} is ambiguous: it "
+                            f"could mean {len(found)} infosets; name the one you mean by: "
+                            f"{meanings} (see efce info GAME --infosets)")
+        labels = list(self.labels[player])
+        listed = ", ".join(f"'{label}'" for label in labels[:8]) + (", ..." if len(labels) > 8 else "")
+        raise GameError(f"{where}: player {player + 1} has no infoset labelled '{key}' (valid: "
+                        f"{listed + ' (see efce info GAME --infosets)' if labels else 'none'}, "
+                        f"or by position {positional})")
+
+    # ---------------------------------------------------------------- actions
+    def action_labels(self, player: int, infoset: int) -> dict[str, list[int]]:
+        amap = self._actions.get((player, infoset))
+        if amap is None:
+            amap = {}
+            for i, a in enumerate(self.game.action_labels(player, infoset)):
+                amap.setdefault(a, []).append(i)
+            self._actions[(player, infoset)] = amap
+        return amap
+
+    def action_candidates(self, player: int, infoset: int, text: str) -> list[int]:
+        found = set(self.action_labels(player, infoset).get(text, ()))
+        m = _ACTION_POSITION.fullmatch(text)
+        if m and int(m.group(1)) <= self.game.sequences(player).infoset_num_actions[infoset]:
+            found.add(int(m.group(1)) - 1)
+        return sorted(found)
+
+    def action_name(self, player: int, infoset: int, action: int) -> str | None:
+        """The action's label when unambiguous, else its position ``#N``, else None."""
+        label = self.game.action_labels(player, infoset)[action]
+        if self.action_candidates(player, infoset, label) == [action]:
+            return label
+        positional = f"#{action + 1}"
+        return positional if self.action_candidates(player, infoset, positional) == [action] else None
+
+    def find_action(self, player: int, infoset: int, action, where: str) -> int:
+        """The index of the action ``action`` names: its label or its position ``#N`` (from 1);
+        a JSON number matches the label that reads the same (``3`` for ``"3"``)."""
+        text = action
+        if isinstance(action, (int, float)) and not isinstance(action, bool):
+            text = str(int(action)) if float(action).is_integer() else str(action)
+        where_infoset = (f"infoset {self.describe_infoset(player, infoset)} of player "
+                         f"{player + 1}")
+        found = self.action_candidates(player, infoset, text) if isinstance(text, str) else []
+        if len(found) == 1:
+            return found[0]
+        labels = self.game.action_labels(player, infoset)
+        if found:
+            meanings = "; ".join(f"'{self.action_name(player, infoset, a)}' (action {a + 1}, "
+                                 f"labelled '{labels[a]}')" for a in found)
+            raise GameError(f"{where}: action name '{text}' at {where_infoset} is ambiguous; name "
+                            f"the one you mean by: {meanings}")
+        valid = ", ".join(f"'{a}'" for a in labels)
+        shown = f"'{action}'" if isinstance(action, str) else json.dumps(action)
+        raise GameError(f"{where}: {where_infoset} has no action {shown} (valid actions: {valid}, "
+                        f"or by position #1 to #{len(labels)})")
+
+
+def infoset_names(game: Game) -> list[list[dict]]:
+    """The exact names device files use for every infoset and action of ``game``.
+
+    Returns
+    -------
+    list of list of dict
+        Per player, in the game's infoset order (positions ``P:1``, ``P:2``, ...), one
+        ``{"name", "label", "position", "actions", "action_labels"}`` per infoset: ``name`` is
+        the infoset's label when that names it unambiguously, else its position ``P:N``;
+        ``actions`` are the action names (label, else ``#N``).  A name is None only when
+        neither form is unambiguous (labels that repeat and read as other infosets' positions).
+    """
+    names = _Names(game)
+    out = []
     for p in range(game.num_players):
-        infosets: dict[str, list[int]] = {}
-        for i in range(game.sequences(p).num_infosets):
-            infosets.setdefault(game.infoset_label(p, i), []).append(i)
-        maps.append(infosets)
-    return maps
-
-
-_POSITIONAL = re.compile(r"(\d+):(\d+)", re.ASCII)
-
-
-def _find_infoset(game: Game, maps, player: int, key, where: str) -> int:
-    """The infoset of ``player`` that ``key`` names: its label when that label is unique, else
-    the positional name ``P:N`` (player P = player + 1, N-th infoset from 0 in the game's order,
-    the order of ``efce info GAME --infosets``)."""
-    count = game.sequences(player).num_infosets
-    positional = (f"{player + 1}:N with N from 0 to {count - 1}" if count > 1 else
-                  f"{player + 1}:0" if count else "none")
-    text = key if isinstance(key, str) else str(key)
-    found = maps[player].get(text)
-    if found is not None and len(found) == 1:
-        return found[0]
-    m = _POSITIONAL.fullmatch(text)
-    if m and int(m.group(1)) == player + 1 and int(m.group(2)) < count:
-        return int(m.group(2))
-    if found is not None:
-        names = ", ".join(f"{player + 1}:{i}" for i in found)
-        raise GameError(f"{where}: player {player + 1} has {len(found)} infosets labelled "
-                        f"'{text}' ({names}); name one by position ({positional})")
-    labels = list(maps[player])
-    listed = ", ".join(f"'{label}'" for label in labels[:8]) + (", ..." if len(labels) > 8 else "")
-    raise GameError(f"{where}: player {player + 1} has no infoset labelled '{text}' (valid: "
-                    f"{listed + ' (see efce info GAME --infosets)' if labels else 'none'}, "
-                    f"or by position {positional})")
-
-
-def _find_action(game: Game, action_maps, player: int, infoset: int, action, where: str) -> int:
-    """The index of the action ``action`` names: its label; a JSON number matches the label
-    that reads the same (``3`` for ``"3"``)."""
-    amap = action_maps.get((player, infoset))
-    if amap is None:
-        amap = {a: i for i, a in enumerate(game.action_labels(player, infoset))}
-        action_maps[(player, infoset)] = amap
-    text = action
-    if isinstance(action, (int, float)) and not isinstance(action, bool):
-        text = str(int(action)) if float(action).is_integer() else str(action)
-    if isinstance(text, str) and text in amap:
-        return amap[text]
-    valid = ", ".join(f"'{a}'" for a in amap)
-    shown = f"'{action}'" if isinstance(action, str) else json.dumps(action)
-    raise GameError(f"{where}: infoset '{game.infoset_label(player, infoset)}' of player "
-                    f"{player + 1} has no action {shown} (valid actions: {valid})")
+        rows = []
+        for i in range(names.count(p)):
+            labels = game.action_labels(p, i)
+            rows.append({"name": names.infoset_name(p, i), "label": game.infoset_label(p, i),
+                         "position": f"{p + 1}:{i + 1}",
+                         "actions": [names.action_name(p, i, a) for a in range(len(labels))],
+                         "action_labels": list(labels)})
+        out.append(rows)
+    return out
 
 
 def device_from_dict(game: Game, data: Any) -> Device:
@@ -248,9 +346,8 @@ def device_from_dict(game: Game, data: Any) -> Device:
     entries = data["device"]
     if not isinstance(entries, list) or not entries:
         raise GameError("device file: 'device' must be a nonempty list")
-    maps = _label_maps(game)
+    names = _Names(game)
     off = infoset_offsets(game)
-    action_maps: dict[tuple[int, int], dict[str, int]] = {}
     plans = np.zeros((len(entries), int(off[-1])), dtype=np.int64)
     probs = np.zeros(len(entries))
     n = game.num_players
@@ -274,16 +371,17 @@ def device_from_dict(game: Game, data: Any) -> Device:
             seen = np.zeros(off[player + 1] - off[player], dtype=bool)
             where = f"device entry {k}"
             for label, action in plan.items():
-                j = _find_infoset(game, maps, player, label, where)
+                j = names.find_infoset(player, label, where)
                 if seen[j]:
                     raise GameError(f"{where}: the plan of player {player + 1} names infoset "
-                                    f"'{label}' ({player + 1}:{j}) twice")
-                plans[k, off[player] + j] = _find_action(game, action_maps, player, j, action, where)
+                                    f"{names.describe_infoset(player, j)} twice ('{label}' is "
+                                    f"another name for it); name every infoset once")
+                plans[k, off[player] + j] = names.find_action(player, j, action, where)
                 seen[j] = True
             if not seen.all():
                 missing = int(np.flatnonzero(~seen)[0])
                 raise GameError(f"device entry {k}: the plan of player {player + 1} names no "
-                                f"action at infoset '{game.infoset_label(player, missing)}' "
+                                f"action at infoset {names.describe_infoset(player, missing)} "
                                 f"({int((~seen).sum())} infosets missing)")
     if abs(probs.sum() - 1.0) > DEVICE_TOLERANCE:
         raise GameError(f"device: probabilities sum to {probs.sum():.12g}, not 1")
@@ -300,24 +398,44 @@ def device_from_json(game: Game, path_or_text: str) -> Device:
         except OSError as exc:
             raise GameError(f"cannot read device file '{path_or_text}': {exc.strerror}") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise GameError(f"device file is not valid JSON: {exc}") from None
     return device_from_dict(game, data)
 
 
+def _refuse_duplicate_keys(pairs):
+    """``object_pairs_hook`` for :func:`json.loads`: a key given twice in one object would
+    otherwise silently keep the last value."""
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise GameError(f"device file: key '{key}' appears twice in one JSON object; give "
+                            f"each infoset (and each of 'p', 'plans') once")
+        out[key] = value
+    return out
+
+
 def device_to_dict(game: Game, device: Device) -> dict:
-    """Inverse of :func:`device_from_dict`; ``-1`` entries are written with the first action."""
+    """Inverse of :func:`device_from_dict`; ``-1`` entries are written with the first action.
+
+    Infosets and actions are written by their unambiguous names (:func:`infoset_names`).
+
+    Raises
+    ------
+    GameError
+        When an infoset or action of the game has no unambiguous name.
+    """
     off = infoset_offsets(game)
     out = []
-    maps = _label_maps(game)
-
-    def name(p: int, j: int) -> str:  # repeated labels are written by position
-        label = game.infoset_label(p, j)
-        return label if len(maps[p][label]) == 1 else f"{p + 1}:{j}"
-
-    labels = [[(name(p, j), game.action_labels(p, j))
-               for j in range(off[p + 1] - off[p])] for p in range(game.num_players)]
+    listing = infoset_names(game)
+    for p, rows in enumerate(listing):
+        for row in rows:
+            if row["name"] is None or None in row["actions"]:
+                raise GameError(f"cannot write a device: player {p + 1}'s infoset at position "
+                                f"{row['position']} or one of its actions has no unambiguous "
+                                f"name; relabel the game's infosets and actions")
+    labels = [[(row["name"], row["actions"]) for row in rows] for rows in listing]
     for k in range(device.size):
         plans = []
         for p in range(game.num_players):

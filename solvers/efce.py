@@ -137,6 +137,8 @@ def build_efce_model(game: Game, welfare_threshold: float | None = None,
     ``memory_budget`` (bytes; default 60% of the available RAM) is refused before anything
     large is built."""
     check_decomposable(game)
+    # No infoset means no trigger agent: the deviator's chain would be empty.
+    game.require_decisions("rm (the EFCE saddle point)")
     check_budget(estimate_efce_bytes(game), f"the EFCE saddle point of {game.name}", memory_budget)
     release_free_memory()  # what building the game left behind
     pairs = relevant_pairs(game) if pairs is None else pairs

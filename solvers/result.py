@@ -83,10 +83,14 @@ class SolveResult:
 
 
 def _jsonable(value):
+    """JSON-ready ``value``; a NaN or infinite number becomes None (JSON has neither, and a NaN
+    gap must never be read as a number)."""
     if isinstance(value, np.ndarray):
-        return value.tolist()
+        return _jsonable(value.tolist())
     if isinstance(value, (np.floating, np.integer)):
-        return value.item()
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     if isinstance(value, dict):

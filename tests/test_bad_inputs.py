@@ -37,11 +37,11 @@ FILES = {
     "ambiguous.json": json.dumps({"device": [{"p": 1, "plans": [
         {"root": "a", "again": "1"}, {"I": "x"}]}]}).encode(),
     "no_action.json": json.dumps({"device": [{"p": 1, "plans": [
-        {"root": "a", "1:1": 3, "1:2": 1}, {"I": "x"}]}]}).encode(),
+        {"root": "a", "1:2": 3, "1:3": 1}, {"I": "x"}]}]}).encode(),
     "no_infoset.json": json.dumps({"device": [{"p": 1, "plans": [
         {"root": "a", "1:9": 1}, {"I": "x"}]}]}).encode(),
     "positional.json": json.dumps({"device": [{"p": 1, "plans": [
-        {"root": "b", "1:1": 2, "1:2": 1}, {"I": "y"}]}]}).encode(),
+        {"root": "b", "1:2": 2, "1:3": 1}, {"I": "y"}]}]}).encode(),
 }
 
 # (arguments with {dir} for the folder holding FILES, fragments the error must contain)
@@ -70,11 +70,11 @@ REFUSED = {
     "size before decomposing": (["decompose", "sheriff:rounds=400"], ["too large"]),
     "size leduc many players": (["info", "leduc:players=12"], ["at least", "nodes"]),
     "device ambiguous label": (["gap", "{dir}/twins.efg", "--device", "{dir}/ambiguous.json"],
-                               ["2 infosets labelled 'again'", "by position"]),
+                               ["'again' of player 1 is ambiguous", "'1:2' (labelled 'again')"]),
     "device unknown numeric action": (["gap", "{dir}/twins.efg", "--device", "{dir}/no_action.json"],
                                       ["no action 3", "valid actions: '1', '2'"]),
     "device unknown positional": (["gap", "{dir}/twins.efg", "--device", "{dir}/no_infoset.json"],
-                                  ["no infoset labelled '1:9'", "1:N with N from 0 to 2"]),
+                                  ["no infoset labelled '1:9'", "1:N with N from 1 to 3"]),
     "trace in missing folder": (["solve", "kuhn", "--method", "cfr", "--iterations", "5",
                                  "--trace", "{dir}/missing/trace.csv"],
                                 ["cannot write the trace file", "does not exist"]),

@@ -195,8 +195,9 @@ t "" 9
 t "" 4
 '''
     g = efg.loads(text)
-    assert g.infoset_label(0, 0) == "1:7"
-    assert g.infoset_label(1, 0) == "2:3"
+    # Unnamed infosets are labelled by their position in the game (from 1), not the file's number.
+    assert g.infoset_label(0, 0) == "1:1"
+    assert g.infoset_label(1, 0) == "2:1"
     assert g.action_labels(1, 0) == ["c", "d"]
     assert sorted(map(tuple, g.payoffs.tolist())) == [(-1, 1), (-1, 1), (3, -3), (3, -3)]
 

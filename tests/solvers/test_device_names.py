@@ -29,27 +29,28 @@ def test_positional_names_pick_infosets_that_share_a_label(game):
     assert labels.count("again") == 2
     root = labels.index("root")
     first, second = [i for i, lab in enumerate(labels) if lab == "again"]
-    dev = device_from_dict(game, device({"root": "a", f"1:{first}": 2, f"1:{second}": "1"}))
+    # Positions count from 1, as in `efce info --infosets`.
+    dev = device_from_dict(game, device({"root": "a", f"1:{first + 1}": 2, f"1:{second + 1}": "1"}))
     row = dev.plans[0]
     assert row[root] == 0 and row[first] == 1 and row[second] == 0 and row[3] == 1
     # Written back with positional names for the repeated label, and read again identically.
     data = device_to_dict(game, dev)
-    assert set(data["device"][0]["plans"][0]) == {"root", f"1:{first}", f"1:{second}"}
+    assert set(data["device"][0]["plans"][0]) == {"root", f"1:{first + 1}", f"1:{second + 1}"}
     np.testing.assert_array_equal(device_from_dict(game, data).plans, dev.plans)
 
 
 def test_positional_names_work_for_unique_labels_too(game):
-    dev = device_from_dict(game, device({"1:0": "a", "1:1": "1", "1:2": "2"}, {"2:0": "x"}))
+    dev = device_from_dict(game, device({"1:1": "a", "1:2": "1", "1:3": "2"}, {"2:1": "x"}))
     assert dev.plans.shape == (1, 4)
 
 
 @pytest.mark.parametrize("plan, fragments", [
-    ({"root": "a", "again": "1"}, ["2 infosets labelled 'again'", "name one by position",
-                                   "1:N with N from 0 to 2"]),
-    ({"root": "a", "1:7": "1"}, ["no infoset labelled '1:7'", "1:N with N from 0 to 2"]),
+    ({"root": "a", "again": "1"}, ["'again' of player 1 is ambiguous", "'1:2' (labelled 'again')",
+                                   "'1:3' (labelled 'again')"]),
+    ({"root": "a", "1:7": "1"}, ["no infoset labelled '1:7'", "1:N with N from 1 to 3"]),
     ({"root": "c"}, ["has no action 'c'", "valid actions: 'a', 'b'"]),
     ({"root": 3}, ["has no action 3", "valid actions: 'a', 'b'"]),
-    ({"root": "a", "1:0": "a"}, ["names infoset '1:0' (1:0) twice"]),
+    ({"root": "a", "1:1": "a"}, ["names infoset 'root' twice ('1:1' is another name for it)"]),
 ])
 def test_errors_list_valid_names(game, plan, fragments):
     with pytest.raises(GameError) as info:
