@@ -76,10 +76,10 @@ def test_negative_numbers_are_values(capsys):
     (["--method", "cfr", "--target-gap", "-1"], "--target-gap must be a number ≥ 0"),
 ])
 def test_options_are_refused_before_the_game_is_built(args, fragment, capsys, monkeypatch):
-    import efce.games.spec
+    from efce.games import spec
     def no_build(*a, **k):
         raise AssertionError("the game was built before the options were checked")
-    monkeypatch.setattr(games.spec, "make_game", no_build)
+    monkeypatch.setattr(spec, "make_game", no_build)
     code, out = run(["solve", "farina-fig2", *args], capsys)
     assert code == 2 and fragment in out["error"], out
 

@@ -63,8 +63,9 @@ def test_huge_fleets_fall_back_to_an_upper_bound_quickly():
 
 
 def test_efg_relevant_pairs_are_checked_before_they_are_built(monkeypatch, capsys):
-    import efce.games.memory
-    import efce.games.relevant
+    from efce import games
+    import efce.games.memory  # noqa: F401 (binds games.memory)
+    import efce.games.relevant  # noqa: F401
     path = os.path.join(os.path.dirname(__file__), "data", "twins.efg")
     built = []
     monkeypatch.setattr(games.relevant, "_fill_rows", lambda *a: built.append(1))
