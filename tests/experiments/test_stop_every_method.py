@@ -98,6 +98,12 @@ def test_icfr_stops_on_sigterm(tmp_path):
     _stop(tmp_path, "kuhn:players=3,ranks=3", "icfr", *ENDLESS, sig=signal.SIGTERM)
 
 
+@pytest.mark.parametrize("method", ["trigger", "coarse-trigger"])
+def test_trigger_dynamics_stop_on_sigint(tmp_path, method):
+    result = _stop(tmp_path, "leduc:players=3,ranks=3", method, *ENDLESS, "--target-gap", "0")
+    assert result["iterations"] >= 1 and result["efce_gap"] is not None
+
+
 def test_subgradient_stops_on_sigint(tmp_path):
     _stop(tmp_path, "sheriff:max_bribe=2,max_items=2,rounds=2", "subgradient", *ENDLESS)
 
