@@ -36,7 +36,7 @@ from efce.polytopes.feasibility import FeasibilityCheck
 from efce.polytopes.triggers import TriggerSpace, trigger_deviations
 
 from .driver import IterationDriver, ProgressCallback
-from .engine import ChainEngine, chain_minimum, minimizer_factory
+from .engine import ChainEngine, chain_minimum, minimizer_factory, on_threads
 from .selfplay import SelfPlay
 from .gaps import EFCEGapEvaluator
 from .payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
@@ -165,6 +165,7 @@ def set_welfare_threshold(model: EFCEModel, welfare_threshold: float) -> None:
     model.welfare_threshold = float(welfare_threshold)
 
 
+@on_threads
 def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None = None,
                target_gap: float | None = 1e-3, welfare_threshold: float | None = None,
                rule: LocalRule | str | None = None, minimizer: MinimizerFactory | None = None,
@@ -185,7 +186,11 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     of both chains; ``minimizer`` instead builds each side's regret minimizer from its chain (Ξ's,
     then Y's; points in entry order), e.g. ``lambda chain: chain_minimizer(chain, MyRule())`` or
     a composite of the :mod:`solvers.algebra` — see the tutorial, "Write your own regret
-    minimizer".  Giving both is a ValueError."""
+    minimizer".  Giving both is a ValueError.
+
+    ``threads`` (keyword, default ``None``: numba's setting, all cores unless changed) is the
+    number of threads of the chain passes and of the payoff operator
+    (:func:`solvers.engine.thread_count`); the iterates are bit-identical for every count."""
     started = time.perf_counter()
     make_minimizer = minimizer_factory(rule, minimizer, RegretMatching(plus=True))
     model = model or build_efce_model(game, welfare_threshold, memory_budget=memory_budget)
