@@ -74,6 +74,11 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("start", str, "subgradient initial plan (the uniform plan is an exact EFCE in some games)",
            choices=("uniform", "random")),
     Option("seed", int, "random seed", _nonnegative),
+    Option("averaging", str, "rm: weight of iteration t in the average plan: t (linear, the paper's), "
+           "t² (quadratic) or 1 (uniform)", choices=("linear", "quadratic", "uniform")),
+    Option("updates", str, "rm: the deviator answers the correlator's fresh point (alternating, the "
+           "paper's) or both move from the previous points (simultaneous)",
+           choices=("alternating", "simultaneous")),
     Option("threads", int, "threads of the compiled chain passes and payoff operator (default: all "
            "cores; the iterates are the same for every count)", _thread_count),
 ]}
@@ -132,7 +137,8 @@ def _run_rm(game, *, progress, **o):
                                          step_iterations=o["iterations"], rule=o["local"])
     return solve_efce(game, iterations=o["iterations"], time_limit=o["time_limit"],
                       target_gap=o["target_gap"], welfare_threshold=o["welfare_threshold"],
-                      rule=make_rule(o["local"]), progress=progress, threads=o["threads"])
+                      rule=make_rule(o["local"]), progress=progress, threads=o["threads"],
+                      averaging=o["averaging"], alternating=o["updates"] == "alternating")
 
 
 def _run_cfr(variant):
@@ -197,7 +203,8 @@ WELFARE_INTERVAL_WIDTH = 1e-2
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("rm", "regret minimization on the EFCE saddle point (Farina et al. 2019, Algorithm 1)",
            {**_COMMON, "iterations": 10_000, "target_gap": 1e-3, "welfare_threshold": None,
-            "objective": "feasibility", "local": "rm+", "threads": None}, _run_rm, check=_check_rm),
+            "objective": "feasibility", "local": "prm+", "averaging": "quadratic", "updates": "alternating",
+            "threads": None}, _run_rm, check=_check_rm),
     Method("cfr", "CFR (Nash equilibrium, two players)",
            {**_COMMON, "iterations": 1000, "target_gap": None, "local": None, "threads": None},
            _run_cfr("cfr")),
