@@ -46,6 +46,12 @@ def _at_least_one(v):
     return None if v >= 1 else "an integer ≥ 1"
 
 
+def _thread_count(v):
+    from efce.solvers.engine import available_threads
+    most = available_threads()
+    return None if 1 <= v <= most else f"an integer from 1 to {most} (the cores available)"
+
+
 def _nonnegative(v):
     return None if v >= 0 else "a number ≥ 0"
 
@@ -68,6 +74,13 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("start", str, "subgradient initial plan (the uniform plan is an exact EFCE in some games)",
            choices=("uniform", "random")),
     Option("seed", int, "random seed", _nonnegative),
+    Option("averaging", str, "rm: weight of iteration t in the average plan: t (linear, the paper's), "
+           "t² (quadratic) or 1 (uniform)", choices=("linear", "quadratic", "uniform")),
+    Option("updates", str, "rm: the deviator answers the correlator's fresh point (alternating, the "
+           "paper's) or both move from the previous points (simultaneous)",
+           choices=("alternating", "simultaneous")),
+    Option("threads", int, "threads of the compiled chain passes and payoff operator (default: all "
+           "cores; the iterates are the same for every count)", _thread_count),
 ]}
 
 
@@ -115,23 +128,28 @@ def _run_rm(game, *, progress, **o):
     from efce.solvers.efce import solve_efce
     from efce.solvers.local import make_rule
     if o["objective"] == "welfare":
+        from efce.solvers.engine import thread_count
         from efce.solvers.welfare import solve_optimal_welfare
         # Each bisection step is one rm run, so --iterations caps a step (as it caps a plain run);
         # the bisection itself ends at the interval width, the time limit, or when no step decides.
-        return solve_optimal_welfare(game, tolerance=WELFARE_INTERVAL_WIDTH, time_limit=o["time_limit"],
-                                     step_iterations=o["iterations"], rule=o["local"])
+        with thread_count(o["threads"]):
+            return solve_optimal_welfare(game, tolerance=WELFARE_INTERVAL_WIDTH, time_limit=o["time_limit"],
+                                         step_iterations=o["iterations"], rule=o["local"])
     return solve_efce(game, iterations=o["iterations"], time_limit=o["time_limit"],
                       target_gap=o["target_gap"], welfare_threshold=o["welfare_threshold"],
-                      rule=make_rule(o["local"]), progress=progress)
+                      rule=make_rule(o["local"]), progress=progress, threads=o["threads"],
+                      averaging=o["averaging"], alternating=o["updates"] == "alternating")
 
 
 def _run_cfr(variant):
     def run(game, *, progress, **o):
         from efce.solvers.cfr import solve_cfr
+        from efce.solvers.engine import thread_count
         from efce.solvers.local import make_rule
-        return solve_cfr(game, iterations=o["iterations"], variant=variant,
-                         rule=make_rule(o["local"]) if o["local"] else None,
-                         time_limit=o["time_limit"], target_gap=o["target_gap"], progress=progress)
+        with thread_count(o["threads"]):
+            return solve_cfr(game, iterations=o["iterations"], variant=variant,
+                             rule=make_rule(o["local"]) if o["local"] else None,
+                             time_limit=o["time_limit"], target_gap=o["target_gap"], progress=progress)
     return run
 
 
@@ -185,11 +203,14 @@ WELFARE_INTERVAL_WIDTH = 1e-2
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("rm", "regret minimization on the EFCE saddle point (Farina et al. 2019, Algorithm 1)",
            {**_COMMON, "iterations": 10_000, "target_gap": 1e-3, "welfare_threshold": None,
-            "objective": "feasibility", "local": "rm+"}, _run_rm, check=_check_rm),
+            "objective": "feasibility", "local": "prm+", "averaging": "quadratic", "updates": "alternating",
+            "threads": None}, _run_rm, check=_check_rm),
     Method("cfr", "CFR (Nash equilibrium, two players)",
-           {**_COMMON, "iterations": 1000, "target_gap": None, "local": None}, _run_cfr("cfr")),
+           {**_COMMON, "iterations": 1000, "target_gap": None, "local": None, "threads": None},
+           _run_cfr("cfr")),
     Method("cfr+", "CFR+ (Nash equilibrium, two players)",
-           {**_COMMON, "iterations": 1000, "target_gap": None, "local": None}, _run_cfr("cfr+")),
+           {**_COMMON, "iterations": 1000, "target_gap": None, "local": None, "threads": None},
+           _run_cfr("cfr+")),
     Method("icfr", "ICFR (EFCE, n players, chance; Celli et al. 2020)",
            {**_COMMON, "iterations": 10_000, "target_gap": None, "seed": 0}, _run_icfr("icfr"),
            writes_device=True),

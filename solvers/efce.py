@@ -36,7 +36,7 @@ from efce.polytopes.feasibility import FeasibilityCheck
 from efce.polytopes.triggers import TriggerSpace, trigger_deviations
 
 from .driver import IterationDriver, ProgressCallback
-from .engine import ChainEngine, chain_minimum, minimizer_factory
+from .engine import ChainEngine, chain_minimum, minimizer_factory, on_threads
 from .selfplay import SelfPlay
 from .gaps import EFCEGapEvaluator
 from .payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
@@ -44,6 +44,9 @@ from .local import LocalRule, RegretMatching
 from .protocol import MinimizerFactory
 from .result import SolveResult, TraceRow
 
+
+#: Weight ``t^p`` of iteration ``t`` in the average plan, per averaging scheme.
+AVERAGING = {"uniform": 0.0, "linear": 1.0, "quadratic": 2.0}
 
 #: A saddle-point lower bound above this proves the welfare threshold unreachable.
 CERTIFICATE_TOLERANCE = 1e-9
@@ -165,13 +168,15 @@ def set_welfare_threshold(model: EFCEModel, welfare_threshold: float) -> None:
     model.welfare_threshold = float(welfare_threshold)
 
 
+@on_threads
 def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None = None,
                target_gap: float | None = 1e-3, welfare_threshold: float | None = None,
                rule: LocalRule | str | None = None, minimizer: MinimizerFactory | None = None,
                check_every: int | None = None,
                check_feasibility_every_iteration: bool = False,
                progress: ProgressCallback | None = None,
-               model: EFCEModel | None = None, memory_budget: int | None = None) -> SolveResult:
+               model: EFCEModel | None = None, memory_budget: int | None = None,
+               alternating: bool = True, averaging: str = "linear") -> SolveResult:
     """Regret minimization on the EFCE saddle point (RM+ locally, alternating updates, linear
     averaging).  Stops at ``target_gap`` (max deviation of the average plan, and welfare within
     ``target_gap`` of the threshold), ``iterations`` or ``time_limit`` seconds.
@@ -185,8 +190,18 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     of both chains; ``minimizer`` instead builds each side's regret minimizer from its chain (Ξ's,
     then Y's; points in entry order), e.g. ``lambda chain: chain_minimizer(chain, MyRule())`` or
     a composite of the :mod:`solvers.algebra` — see the tutorial, "Write your own regret
-    minimizer".  Giving both is a ValueError."""
+    minimizer".  Giving both is a ValueError.
+
+    ``alternating`` (default) lets the deviator answer the correlator's fresh point; False updates
+    both from the previous points (simultaneous).  ``averaging`` weights iteration ``t`` of the
+    average plan by ``t`` (``"linear"``, default), ``t²`` (``"quadratic"``) or 1 (``"uniform"``).
+
+    ``threads`` (keyword, default ``None``: numba's setting, all cores unless changed) is the
+    number of threads of the chain passes and of the payoff operator
+    (:func:`solvers.engine.thread_count`); the iterates are bit-identical for every count."""
     started = time.perf_counter()
+    if averaging not in AVERAGING:
+        raise ValueError(f"averaging must be one of {', '.join(AVERAGING)}, got {averaging!r}")
     make_minimizer = minimizer_factory(rule, minimizer, RegretMatching(plus=True))
     model = model or build_efce_model(game, welfare_threshold, memory_budget=memory_budget)
     xi_engine = ChainEngine(model.xi_chain, minimizer=make_minimizer(model.xi_chain))
@@ -202,7 +217,8 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     play = SelfPlay((xi_engine, y_engine),
                     (lambda y, out: operator.matvec(y, out=out),
                      lambda x, out: operator.rmatvec(x, out=out, sign=-1.0)),
-                    averaged=(True, welfare_threshold is not None))
+                    averaged=(True, welfare_threshold is not None), alternating=bool(alternating),
+                    power=AVERAGING[averaging])
     x, sum_x, sum_y = play.points[0], play.sums[0], play.sums[1]
     max_violation = 0.0
     driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=check_every,

@@ -12,8 +12,11 @@ minimizers of its chains.
 
 from __future__ import annotations
 
+import functools
 import inspect
+from contextlib import contextmanager
 
+import numba
 import numpy as np
 
 from efce.polytopes.chain import Chain
@@ -21,6 +24,63 @@ from efce.polytopes.chain import Chain
 from .algebra import chain_linear_minimum, chain_minimizer
 from .local import LocalRule, as_rule
 from .protocol import MinimizerFactory, RegretMinimizer
+from . import kernels
+
+#: Chains with fewer entries run the serial passes whatever the thread count: below this a
+#: pass takes tens of microseconds and the threads' fork/join costs more than it saves.  The
+#: parallel passes are bit-identical to the serial ones, so the switch never changes an iterate.
+PARALLEL_MIN_ENTRIES = 50_000
+
+#: Entries plus sources per chunk of the parallel passes (fixed, independent of the thread
+#: count): big enough to amortize the loop overhead, small enough to balance a level's chunks.
+CHUNK_WORK = 4096
+
+
+class ParallelChainPasses:
+    """The chain passes of a compiled :class:`~solvers.algebra.ChainMinimizer` on numba's
+    threads (:func:`solvers.kernels.chain_recommend_parallel` /
+    :func:`~solvers.kernels.chain_observe_parallel`), bit-identical to its serial passes.
+
+    Holds the chunking of the level order (one int64 pair per chunk, ~1/1000 of the entries),
+    each level's source range and a per-thread strategy scratch.  The passes run in parallel
+    while ``numba.get_num_threads() > 1``; on one thread they call the serial kernels, which are
+    faster there (one fused bottom-up sweep)."""
+
+    def __init__(self, minimizer):
+        chain = minimizer.chain
+        self.minimizer = minimizer
+        self.kernel = minimizer.kernel
+        kind, tptr, sptr, source, order = minimizer._recommend_args[:5]
+        sizes = np.fromiter((len(level) for level in chain.levels), dtype=np.int64)
+        level_ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=level_ptr[1:])
+        chunk_ptr, chunk_state, level_chunk = kernels.chain_chunks(kind, tptr, sptr, order, level_ptr,
+                                                                  CHUNK_WORK)
+        src_lo, src_hi = kernels.level_source_ranges(sptr, source, order, level_ptr)
+        self._static = (kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk)
+        self._ranges = (src_lo, src_hi)
+        widest = int(chain.step_size.max(initial=1))
+        self._scratch = np.empty((numba.config.NUMBA_NUM_THREADS, widest))
+
+    def recommend(self, state, out):
+        parts = numba.get_num_threads()
+        if parts == 1:
+            return self.minimizer.recommend(state, out=out)
+        k = self.kernel
+        a, b, _ = k.arrays(state)
+        kernels.chain_recommend_parallel(*self._static, k.family, k.eta, a, b, out, parts)
+        return out
+
+    def observe(self, state, work):
+        """``work``: contiguous float64 loss, overwritten (the donated work space)."""
+        parts = numba.get_num_threads()
+        if parts == 1:
+            return self.minimizer.observe(state, work, donate=True)
+        k = self.kernel
+        a, b, t = k.arrays(state)
+        kernels.chain_observe_parallel(*self._static, *self._ranges, k.family, k.plus, k.alpha, k.beta,
+                                       k.eta, a, b, t, work, self._scratch, parts)
+        return state
 
 
 class ChainEngine:
@@ -60,6 +120,11 @@ class ChainEngine:
         self._writes_into_out = "out" in inspect.signature(minimizer.recommend).parameters
         self._work: np.ndarray | None = None  # loss work space, allocated on first use
         self._t = 0
+        # The compiled chain passes of a big chain run on every thread numba is given.
+        self._parallel = (ParallelChainPasses(minimizer)
+                          if getattr(minimizer, "backend", None) == "compiled"
+                          and hasattr(minimizer, "_recommend_args") and self._n >= PARALLEL_MIN_ENTRIES
+                          else None)
 
     @property
     def iterations(self) -> int:
@@ -68,6 +133,8 @@ class ChainEngine:
 
     def recommend(self, out: np.ndarray | None = None) -> np.ndarray:
         """The current point: a new array, or written into ``out`` (float64, entry order)."""
+        if self._parallel is not None and out is not None and _usable_work(out, self._n):
+            return self._parallel.recommend(self.state, out)
         if self._writes_into_out:
             return self.minimizer.recommend(self.state, out=out)
         x = self.minimizer.recommend(self.state)
@@ -90,8 +157,56 @@ class ChainEngine:
                 self._work = np.empty(self._n)
             work = self._work
             np.copyto(work, loss)
-        self.state = self.minimizer.observe(self.state, work, donate=True)
+        if self._parallel is not None and _usable_work(work, self._n):
+            self.state = self._parallel.observe(self.state, work)
+        else:
+            self.state = self.minimizer.observe(self.state, work, donate=True)
         self._t += 1
+
+
+def available_threads() -> int:
+    """The most threads the compiled passes can use: numba's pool (``NUMBA_NUM_THREADS``, by
+    default every core)."""
+    return int(numba.config.NUMBA_NUM_THREADS)
+
+
+@contextmanager
+def thread_count(threads: int | None):
+    """Run the compiled passes inside on ``threads`` threads (``None``: leave numba's setting,
+    all cores unless changed), restoring the previous count afterwards.
+
+    Raises
+    ------
+    ValueError
+        ``threads`` is not an integer from 1 to :func:`available_threads`.
+    """
+    if threads is None:
+        yield numba.get_num_threads()
+        return
+    most = available_threads()
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not 1 <= threads <= most:
+        raise ValueError(f"threads must be an integer from 1 to {most} (the cores numba may use), "
+                         f"got {threads!r}")
+    before = numba.get_num_threads()
+    numba.set_num_threads(int(threads))
+    try:
+        yield int(threads)
+    finally:
+        numba.set_num_threads(before)
+
+
+def on_threads(solver):
+    """Give ``solver`` the keyword ``threads`` (see :func:`thread_count`)."""
+    @functools.wraps(solver)
+    def run(*args, threads: int | None = None, **kwargs):
+        with thread_count(threads):
+            return solver(*args, **kwargs)
+    return run
+
+
+def _usable_work(work, n: int) -> bool:
+    return (type(work) is np.ndarray and work.dtype == np.float64 and work.shape == (n,)
+            and work.flags.c_contiguous and work.flags.writeable)
 
 
 def minimizer_factory(rule: LocalRule | str | None, minimizer: MinimizerFactory | None,

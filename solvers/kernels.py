@@ -22,6 +22,15 @@ passes' level order (``order``), so each pass finds a step's state with a runnin
 
 from __future__ import annotations
 
+import os
+
+# The parallel passes meet at a barrier a few dozen times per iteration.  libgomp's default
+# (spin, then sleep) lets a waiting thread burn a core that another process needs; on a shared
+# 2-core machine under load that made a 2-thread pass 4x slower than a 1-thread one, while a
+# passive wait costs microseconds per barrier.  Read by libgomp when numba first starts its
+# threads (after this import); a value set by the user wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import numba
 import numpy as np
 
@@ -227,3 +236,156 @@ def chain_vertex(tptr, sptr, source, order, choice, x):
             h += x[source[j]]
         for e in range(tptr[k], tptr[k + 1]):
             x[e] = h if e == choice[k] else 0.0
+
+
+# ---------------------------------------------------------------------- parallel chain passes
+# The same arithmetic as chain_recommend / chain_observe, run on numba's threads.  Both are
+# bit-identical to the serial passes for any thread count:
+#
+# * down pass: the steps of one level read only entries of earlier levels and write disjoint
+#   targets, so the chunks of a level (fixed at build time, independent of the thread count) run
+#   in any order;
+# * up pass, per level from the last: (1) every step, in parallel, reads its accumulated loss
+#   (complete: only later levels add to it), updates its local state and stores its value
+#   ``v_k = <ℓ̃[targets_k], y_k>`` in ``ℓ̃[first target of k]``, an entry nothing reads again;
+#   (2) the values are added to the sources, each thread owning a range of destination entries
+#   and scanning the level's steps in the serial pass's order (reverse level order), so every
+#   entry receives its additions in exactly the serial order — no races, no reordered sums.
+#
+# Work is split by an explicit part index ``p in prange(parts)`` (one part per thread), which
+# also names the row of the per-part scratch.
+
+
+@numba.njit(cache=True)
+def chain_chunks(kind, tptr, sptr, order, level_ptr, target_work):
+    """Chunks of the level order for the parallel passes: each chunk is a run of consecutive
+    steps of one level holding about ``target_work`` entries plus sources.  Returns
+    ``(chunk_ptr, chunk_state, level_chunk)``: chunk ``c`` is ``order[chunk_ptr[c]:chunk_ptr[c+1]]``
+    and its first simplex step's state starts at ``chunk_state[c]``; level ``L``'s chunks are
+    ``level_chunk[L]:level_chunk[L+1]``.  Independent of the thread count (so are the iterates)."""
+    n_levels = len(level_ptr) - 1
+    cap = len(order) + n_levels + 1
+    chunk_ptr = np.empty(cap, np.int64)
+    chunk_state = np.empty(cap, np.int64)
+    level_chunk = np.empty(n_levels + 1, np.int64)
+    c = 0
+    state = 0
+    for L in range(n_levels):
+        level_chunk[L] = c
+        work = target_work  # forces a new chunk at the level's first step
+        for idx in range(level_ptr[L], level_ptr[L + 1]):
+            k = order[idx]
+            if work >= target_work:
+                chunk_ptr[c] = idx
+                chunk_state[c] = state
+                c += 1
+                work = 0
+            size = tptr[k + 1] - tptr[k]
+            work += size + sptr[k + 1] - sptr[k]
+            if kind[k] != SINGLETON:
+                state += size
+    level_chunk[n_levels] = c
+    chunk_ptr[c] = len(order)
+    return chunk_ptr[:c + 1].copy(), chunk_state[:c].copy(), level_chunk
+
+
+@numba.njit(cache=True)
+def level_source_ranges(sptr, source, order, level_ptr):
+    """``(lo, hi)`` per level: the smallest source entry of its steps and one past the largest
+    (the destination range the up pass's scatter splits among threads)."""
+    n_levels = len(level_ptr) - 1
+    lo = np.zeros(n_levels, np.int64)
+    hi = np.zeros(n_levels, np.int64)
+    for L in range(n_levels):
+        a, b = np.int64(1) << 62, np.int64(0)
+        for idx in range(level_ptr[L], level_ptr[L + 1]):
+            k = order[idx]
+            for j in range(sptr[k], sptr[k + 1]):
+                s = np.int64(source[j])
+                a = min(a, s)
+                b = max(b, s + 1)
+        lo[L], hi[L] = (a, b) if b > 0 else (0, 0)
+    return lo, hi
+
+
+@numba.njit(inline="always")
+def _part(lo, hi, p, parts):
+    """Bounds of part ``p`` of ``parts`` equal parts of ``range(lo, hi)``."""
+    n = hi - lo
+    return lo + (n * p) // parts, lo + (n * (p + 1)) // parts
+
+
+@numba.njit(parallel=True, cache=True)
+def chain_recommend_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk,
+                             family, eta, a, b, x, parts):
+    """:func:`chain_recommend` over the chunks of each level in parallel, split into ``parts``
+    (the thread count; bit-identical for any)."""
+    x[0] = 1.0
+    for L in range(len(level_chunk) - 1):
+        for p in numba.prange(parts):
+            c_lo, c_hi = _part(level_chunk[L], level_chunk[L + 1], p, parts)
+            for c in range(c_lo, c_hi):
+                pos = chunk_state[c]
+                for idx in range(chunk_ptr[c], chunk_ptr[c + 1]):
+                    k = order[U(idx)]
+                    h = 0.0
+                    for j in range(sptr[U(k)], sptr[U(k + 1)]):
+                        h += x[U(source[U(j)])]
+                    lo, hi = tptr[U(k)], tptr[U(k + 1)]
+                    if kind[U(k)] == SINGLETON:
+                        x[U(lo)] = h
+                    else:
+                        local_strategy(family, eta, a, b, pos, hi - lo, x, lo)
+                        pos += hi - lo
+                        for e in range(lo, hi):
+                            x[U(e)] = h * x[U(e)]
+
+
+@numba.njit(parallel=True, cache=True)
+def chain_observe_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk,
+                           src_lo, src_hi, family, plus, alpha, beta, eta, a, b, t, loss, scratch, parts):
+    """:func:`chain_observe` level by level on numba's threads in ``parts`` parts (the thread
+    count), bit-identical to it for any (see the comment above).  ``scratch`` is
+    ``(≥ parts, widest step)``.  (``parts`` is an argument: ``numba.get_num_threads()`` inside a
+    kernel would keep it out of numba's on-disk cache.)"""
+    t[0] += 1.0
+    pos, neg = discounts(alpha, beta, t[0])
+    for L in range(len(level_chunk) - 2, -1, -1):
+        # (1) local updates; v_k into ℓ̃[tptr[k]]
+        for p in numba.prange(parts):
+            y = scratch[p]
+            c_lo, c_hi = _part(level_chunk[L], level_chunk[L + 1], p, parts)
+            for c in range(c_lo, c_hi):
+                s = chunk_state[c]
+                for idx in range(chunk_ptr[c], chunk_ptr[c + 1]):
+                    k = order[U(idx)]
+                    if kind[U(k)] == SINGLETON:
+                        continue  # v = ℓ̃[lo] already
+                    lo, hi = tptr[U(k)], tptr[U(k + 1)]
+                    n = hi - lo
+                    local_strategy(family, eta, a, b, s, n, y, 0)
+                    v = _dot(loss, lo, y, n)
+                    if family == HEDGE:
+                        for i in range(n):
+                            a[U(s + i)] += loss[U(lo + i)]
+                    elif family == PRM_PLUS:
+                        for i in range(n):
+                            inst = v - loss[U(lo + i)]
+                            a[U(s + i)] = prm_plus_regret(a[U(s + i)], inst)
+                            b[U(s + i)] = inst
+                    else:
+                        for i in range(n):
+                            a[U(s + i)] = rm_regret(a[U(s + i)], v - loss[U(lo + i)], plus, pos, neg)
+                    loss[U(lo)] = v
+                    s += n
+        # (2) scatter in the serial order, each destination entry owned by one part
+        i_lo, i_hi = chunk_ptr[level_chunk[L]], chunk_ptr[level_chunk[L + 1]]
+        for p in numba.prange(parts):
+            d_lo, d_hi = _part(src_lo[L], src_hi[L], p, parts)
+            for idx in range(i_hi - 1, i_lo - 1, -1):
+                k = order[U(idx)]
+                v = loss[U(tptr[U(k)])]
+                for j in range(sptr[U(k)], sptr[U(k + 1)]):
+                    e = np.int64(source[U(j)])
+                    if e >= d_lo and e < d_hi:
+                        loss[U(e)] += v

@@ -235,6 +235,11 @@ def _line_table(player, first, z_lo, z_hi, line_start, other, indptr, sigma2):
     return line, -1
 
 
+#: Operators with fewer rows run the serial kernels whatever the thread count (the threads'
+#: fork/join costs more than it saves there); the parallel kernels are bit-identical anyway.
+PARALLEL_MIN_ROWS = 50_000
+
+
 class PayoffOperator:
     """``A`` of :mod:`solvers.efce` without storing it: rows are Ξ's chain entries, columns are
     Y's entries.  ``matvec(y, out)`` writes ``A y``; ``rmatvec(x, out, sign)`` writes
@@ -258,6 +263,14 @@ class PayoffOperator:
         index = index_dtype(len(tables.terminal_pair) + 1)
         self._term_order = np.argsort(tables.terminal_row, kind="stable").astype(index)
         self._stack = np.empty(max_depth + 2, dtype=np.int64)
+        # Parallel kernels (bit-identical to the serial ones) for big operators on > 1 thread:
+        # per player the infoset of each trigger sequence and the running work, and one stack
+        # per thread.
+        self._parallel = num_rows >= PARALLEL_MIN_ROWS
+        if self._parallel:
+            self._trigger_work = tuple(_trigger_work(t.first, t.num_actions, t.line_start, t.num_sequences)
+                                       for t in tables.players)
+            self._stacks = np.empty((numba.config.NUMBA_NUM_THREADS, max_depth + 2), dtype=np.int64)
 
     @property
     def nbytes(self) -> int:
@@ -265,8 +278,15 @@ class PayoffOperator:
         return (self.tables.nbytes + self._welfare_weight.nbytes
                 + self._term_order.nbytes + sum(p.nbytes for p in self._seq_parent))
 
+    def _parts(self) -> int:
+        """Threads the next product runs on (1: the serial kernels)."""
+        return numba.get_num_threads() if self._parallel else 1
+
     def matvec(self, y: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out = A y`` (``out`` has one slot per Ξ entry)."""
+        parts = self._parts()
+        if parts > 1:
+            return self._matvec_parallel(y, out, parts)
         out[:] = 0.0
         self._following(y, out)
         for i, t in enumerate(self.tables.players):
@@ -281,8 +301,36 @@ class PayoffOperator:
                           self.tables.weighted, self._welfare_weight, self.tables.terminal_row,
                           self._trigger_base[1], self._lambda_tau, tau, y, self._stack, out)
 
+    def _matvec_parallel(self, y, out, parts):
+        tau = 0.0 if self.tau is None else self.tau
+        # The following pass writes every terminal row; the other rows start at 0.
+        out[:] = 0.0
+        _following_matvec_parallel(self._seq_parent[0], self._seq_parent[1], self._own[0], self._own[1],
+                                   self.tables.weighted, self._welfare_weight, self.tables.terminal_row,
+                                   self._trigger_base[1], self._lambda_tau, tau, y, self._stacks, out, parts)
+        for i, t in enumerate(self.tables.players):
+            seq_inf, cum_work = self._trigger_work[i]
+            _deviation_matvec_parallel(seq_inf, cum_work, t.first, t.pos, t.end, t.cum, t.term_ptr,
+                                       t.term_weight, t.line_start, t.line_term, t.row_start, t.rows,
+                                       self._trigger_base[i], self.triggers.block_start, y, out, parts)
+        return out
+
     def rmatvec(self, x: np.ndarray, out: np.ndarray, sign: float = 1.0) -> np.ndarray:
         """``out = sign · Aᵀ x`` (``out`` has one slot per Y entry)."""
+        parts = self._parts()
+        if parts > 1:
+            for i, t in enumerate(self.tables.players):
+                seq_inf, cum_work = self._trigger_work[i]
+                _deviation_rmatvec_parallel(seq_inf, cum_work, t.first, t.pos, t.end, t.cum, t.term_ptr,
+                                            t.term_weight, t.line_start, t.line_term, t.row_start, t.rows,
+                                            self._trigger_base[i], self.triggers.block_start, x, sign, out,
+                                            parts)
+            tau = 0.0 if self.tau is None else self.tau
+            _following_rmatvec_parallel(self._seq_parent[0], self._seq_parent[1], self._own[0], self._own[1],
+                                        self.tables.weighted, self._welfare_weight, self.tables.terminal_row,
+                                        self._term_order, self._trigger_base[1], self.triggers.num_triggers,
+                                        self._lambda_tau, tau, x, sign, out)
+            return out
         for i, t in enumerate(self.tables.players):
             _deviation_rmatvec(t.first, t.num_actions, t.pos, t.end, t.cum, t.term_ptr, t.term_weight,
                                t.line_start, t.line_term, t.row_start, t.rows, self._trigger_base[i],
@@ -420,5 +468,152 @@ def _following_rmatvec(seq_parent0, seq_parent1, own0, own1, weighted, welfare_w
             s = seq_parent1[U(s)]
         if lam_tau >= 0:
             out[U(lam_tau)] += -welfare_w[U(z)] * v
+    for e in range(1, num_lambda + 1):
+        out[e] = sign * out[e]
+
+
+# ---------------------------------------------------------------------- parallel kernels
+# The same sums as the kernels above, in the same order, split among numba's threads so that
+# every output entry is written by one thread only — the results are bit-identical to the
+# serial kernels for any thread count:
+#
+# * deviation part of ``A y``: the rows of trigger ``σ̂`` are the pairs holding ``σ̂`` as its
+#   player's sequence, so distinct triggers write distinct rows; the triggers (sequences) are
+#   split into ``parts`` ranges of about equal work (``cum_work``);
+# * deviation part of ``Aᵀ x``: output ``(σ̂, p)`` is one sum, split the same way;
+# * following part of ``A y``: one row per terminal, terminals split evenly;
+# * following part of ``Aᵀ x``: player 1's λ entries, player 2's and λ_τ are disjoint, so two
+#   parts each walk all terminals in the serial order but write only their player's entries.
+
+
+@numba.njit(cache=True)
+def _trigger_work(first, num_actions, line_start, n_seq):
+    """``(seq_inf, cum_work)``: the infoset of each sequence and the running sum over the
+    sequences ``1..s`` of their trigger's deviation nonzeros (``cum_work[0] = 0``)."""
+    seq_inf = np.zeros(n_seq, np.int64)
+    work = np.zeros(n_seq, np.int64)
+    for inf in range(len(first)):
+        width = line_start[inf + 1] - line_start[inf]
+        for a in range(num_actions[inf]):
+            seq_inf[first[inf] + a] = inf
+            work[first[inf] + a] = width + 1
+    return seq_inf, np.cumsum(work)
+
+
+@numba.njit(inline="always")
+def _work_part(cum_work, p, parts):
+    """Sequences ``[lo, hi)`` of part ``p``: equal shares of the total work."""
+    total = cum_work[-1]
+    lo = 1 if p == 0 else np.searchsorted(cum_work, (total * p) // parts, side="right")
+    hi = len(cum_work) if p == parts - 1 else np.searchsorted(cum_work, (total * (p + 1)) // parts, side="right")
+    return max(lo, 1), max(hi, 1)
+
+
+@numba.njit(parallel=True, cache=True)
+def _deviation_matvec_parallel(seq_inf, cum_work, first, pos, end, cum, term_ptr, term_w, line_start,
+                               line_term, row_start, rows, trig_base, block_start, y, out, parts):
+    for part in numba.prange(parts):
+        s_lo, s_hi = _work_part(cum_work, part, parts)
+        for s_hat in range(s_lo, s_hi):
+            inf = seq_inf[U(s_hat)]
+            a = s_hat - first[U(inf)]
+            p_lo, p_hi = cum[U(pos[U(inf)])], cum[U(end[U(inf)])]
+            shift = line_start[U(inf)] - term_ptr[U(p_lo)]
+            width = line_start[U(inf + 1)] - line_start[U(inf)]
+            eb = block_start[U(trig_base + s_hat - 1)] - p_lo
+            rshift = row_start[U(inf)] + a * width - line_start[U(inf)]
+            for p in range(p_lo, p_hi):
+                v = y[U(eb + p)]
+                if v == 0.0:
+                    continue
+                for k in range(term_ptr[U(p)] + shift, term_ptr[U(p + 1)] + shift):
+                    out[U(rows[U(rshift + k)])] += term_w[U(line_term[U(k)])] * v
+
+
+@numba.njit(parallel=True, cache=True)
+def _deviation_rmatvec_parallel(seq_inf, cum_work, first, pos, end, cum, term_ptr, term_w, line_start,
+                                line_term, row_start, rows, trig_base, block_start, x, sign, out, parts):
+    for part in numba.prange(parts):
+        s_lo, s_hi = _work_part(cum_work, part, parts)
+        for s_hat in range(s_lo, s_hi):
+            inf = seq_inf[U(s_hat)]
+            a = s_hat - first[U(inf)]
+            p_lo, p_hi = cum[U(pos[U(inf)])], cum[U(end[U(inf)])]
+            shift = line_start[U(inf)] - term_ptr[U(p_lo)]
+            width = line_start[U(inf + 1)] - line_start[U(inf)]
+            eb = block_start[U(trig_base + s_hat - 1)] - p_lo
+            rshift = row_start[U(inf)] + a * width - line_start[U(inf)]
+            for p in range(p_lo, p_hi):
+                acc = 0.0
+                for k in range(term_ptr[U(p)] + shift, term_ptr[U(p + 1)] + shift):
+                    acc += term_w[U(line_term[U(k)])] * x[U(rows[U(rshift + k)])]
+                out[U(eb + p)] = sign * acc
+
+
+@numba.njit(parallel=True, cache=True)
+def _following_matvec_parallel(seq_parent0, seq_parent1, own0, own1, weighted, welfare_w, terminal_row,
+                               trig_base1, lam_tau, tau, y, stacks, out, parts):
+    """:func:`_following_matvec` with the terminals in ``parts`` ranges (``stacks``: one row per
+    part)."""
+    n_z = len(own0)
+    for part in numba.prange(parts):
+        stack = stacks[part]
+        for z in range((n_z * part) // parts, (n_z * (part + 1)) // parts):
+            acc = 0.0
+            n = 0
+            s = own0[U(z)]
+            while s != 0:
+                stack[U(n)] = s
+                n += 1
+                s = seq_parent0[U(s)]
+            w = -weighted[z, 0]
+            for q in range(n - 1, -1, -1):
+                acc += w * y[U(stack[U(q)])]
+            n = 0
+            s = own1[U(z)]
+            while s != 0:
+                stack[U(n)] = s
+                n += 1
+                s = seq_parent1[U(s)]
+            w = -weighted[z, 1]
+            for q in range(n - 1, -1, -1):
+                acc += w * y[U(trig_base1 + stack[U(q)])]
+            if lam_tau >= 0:
+                acc += -welfare_w[U(z)] * y[U(lam_tau)]
+            out[U(terminal_row[U(z)])] = acc
+    if lam_tau >= 0:
+        out[0] += tau * y[lam_tau]
+
+
+@numba.njit(parallel=True, cache=True)
+def _following_rmatvec_parallel(seq_parent0, seq_parent1, own0, own1, weighted, welfare_w, terminal_row,
+                                term_order, trig_base1, num_lambda, lam_tau, tau, x, sign, out):
+    """:func:`_following_rmatvec` as two parts: player 1's λ entries, then player 2's and λ_τ;
+    each walks all terminals in the serial order and writes only its own entries."""
+    for e in range(num_lambda + 1):
+        out[e] = 0.0
+    if lam_tau >= 0:
+        out[lam_tau] = tau * x[0]
+    for player in numba.prange(2):
+        if player == 0:
+            for q in range(len(term_order)):
+                z = term_order[U(q)]
+                v = x[U(terminal_row[U(z)])]
+                w = -weighted[z, 0]
+                s = own0[U(z)]
+                while s != 0:
+                    out[U(s)] += w * v
+                    s = seq_parent0[U(s)]
+        else:
+            for q in range(len(term_order)):
+                z = term_order[U(q)]
+                v = x[U(terminal_row[U(z)])]
+                w = -weighted[z, 1]
+                s = own1[U(z)]
+                while s != 0:
+                    out[U(trig_base1 + s)] += w * v
+                    s = seq_parent1[U(s)]
+                if lam_tau >= 0:
+                    out[U(lam_tau)] += -welfare_w[U(z)] * v
     for e in range(1, num_lambda + 1):
         out[e] = sign * out[e]

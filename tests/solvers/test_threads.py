@@ -1,0 +1,98 @@
+"""The parallel chain passes and payoff operator: bit-identical to the serial kernels for every
+thread count, and the ``threads`` option's validation."""
+
+from __future__ import annotations
+
+import json
+
+import numba
+import numpy as np
+import pytest
+
+import efce
+from efce.experiments.cli import main
+from efce.games.spec import make_game
+from efce.solvers import engine, payoff_operator
+from efce.solvers.efce import build_efce_model, solve_efce
+from efce.solvers.engine import ChainEngine, available_threads, thread_count
+from efce.solvers.local import make_rule
+
+GAMES = ["sheriff:max_bribe=2,max_items=2,rounds=2", "battleship:rows=2,cols=2,ship_sizes=[1],shots=2"]
+TWO = min(2, available_threads())
+
+
+@pytest.fixture
+def parallel_everywhere(monkeypatch):
+    """Run the parallel kernels even on these small games (they switch on by size)."""
+    monkeypatch.setattr(engine, "PARALLEL_MIN_ENTRIES", 1)
+    monkeypatch.setattr(payoff_operator, "PARALLEL_MIN_ROWS", 1)
+
+
+def _self_play(model, rule, threads, iterations):
+    """Alternating self-play of the saddle point on ``threads`` threads; the final points."""
+    with thread_count(threads):
+        ex = ChainEngine(model.xi_chain, make_rule(rule))
+        ey = ChainEngine(model.triggers.chain, make_rule(rule))
+        assert ex._parallel is not None and ey._parallel is not None
+        x, y = np.empty(model.xi_chain.num_entries), np.empty(model.triggers.chain.num_entries)
+        ex.recommend(out=x)
+        ey.recommend(out=y)
+        for _ in range(iterations):
+            model.operator.matvec(y, x)
+            ex.observe(x, overwrite=True)
+            ex.recommend(out=x)
+            model.operator.rmatvec(x, y, -1.0)
+            ey.observe(y, overwrite=True)
+            ey.recommend(out=y)
+        return x, y
+
+
+@pytest.mark.parametrize("spec", GAMES)
+@pytest.mark.parametrize("rule", ["rm+", "prm+", "dcfr", "hedge"])
+def test_iterates_are_bit_identical_on_one_and_two_threads(spec, rule, parallel_everywhere):
+    # One thread runs the serial kernels, two the parallel ones: equal bit for bit.
+    model = build_efce_model(make_game(spec))
+    x1, y1 = _self_play(model, rule, 1, 25)
+    x2, y2 = _self_play(model, rule, TWO, 25)
+    assert np.array_equal(x1, x2) and np.array_equal(y1, y2)
+
+
+@pytest.mark.parametrize("spec", GAMES)
+def test_operator_products_are_bit_identical(spec, parallel_everywhere):
+    model = build_efce_model(make_game(spec), welfare_threshold=0.5)
+    op = model.operator
+    rng = np.random.default_rng(0)
+    y = rng.random(op.shape[1])
+    y[rng.random(op.shape[1]) < 0.3] = 0.0  # the matvec skips zero columns
+    x = rng.random(op.shape[0])
+    out = {}
+    for threads in (1, TWO):
+        with thread_count(threads):
+            out[threads] = (op.matvec(y, np.empty(op.shape[0])), op.rmatvec(x, np.empty(op.shape[1]), -1.0))
+    assert np.array_equal(out[1][0], out[TWO][0]) and np.array_equal(out[1][1], out[TWO][1])
+
+
+def test_solve_efce_same_result_on_every_thread_count(parallel_everywhere):
+    game = make_game(GAMES[0])
+    runs = [solve_efce(game, iterations=200, target_gap=None, threads=t, rule="prm+") for t in (1, TWO)]
+    assert np.array_equal(runs[0].point, runs[1].point)
+    assert runs[0].info["efce_gap"] == runs[1].info["efce_gap"]
+
+
+def test_thread_count_is_restored():
+    before = numba.get_num_threads()
+    with thread_count(1):
+        assert numba.get_num_threads() == 1
+    assert numba.get_num_threads() == before
+
+
+@pytest.mark.parametrize("value", [0, 99, -1])
+def test_bad_thread_counts_are_refused(value, capsys):
+    code = main(["solve", "farina-fig2", "--method", "rm", "--threads", str(value), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 2 and out["error"].startswith("--threads must be an integer from 1 to "), out
+    assert "\n" not in out["error"]
+    with pytest.raises(efce.experiments.solve.OptionError, match="--threads"):
+        efce.solve("farina-fig2", "rm", threads=value)
+    with pytest.raises(ValueError, match="threads"):
+        solve_efce(make_game("farina-fig2"), threads=value)
