@@ -37,8 +37,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from efce.games.game import Game, GameError
-from efce.games.memory import MemoryBudgetExceeded, check_budget, default_memory_budget, gib
+from efce.games.game import Game
+from efce.errors import GameError, MemoryBudgetExceeded
+from efce.games.memory import check_budget, default_memory_budget, gib
 from efce.games.payoffs import terminal_map
 from efce.games.relevant import RelevantPairs, connected_infosets, count_relevant_pairs, relevant_pairs
 from efce.polytopes.decompose import check_decomposable

@@ -16,8 +16,8 @@ from efce.games.memory import peak_rss_bytes
 from efce.solvers.driver import stop_requested
 from efce.solvers.result import SolveResult, TraceRow
 
-from .backends import (BackendError, Interrupted, IsolatedWorker, check_lp_inputs, must_isolate,
-                       stoppable)
+from .backends import Interrupted, IsolatedWorker, check_lp_inputs, must_isolate, stoppable
+from efce.errors import BackendError
 from .efce_lp import EFCELP, build_efce_lp
 
 SOLVERS = ("choose", "simplex", "ipm", "ipx", "pdlp", "hipdlp")

@@ -27,8 +27,8 @@ from efce.solvers.result import SolveResult, TraceRow
 
 from efce.solvers.driver import stop_requested
 
-from .backends import (BackendError, Interrupted, IsolatedWorker, check_lp_inputs, must_isolate,
-                       stoppable)
+from .backends import Interrupted, IsolatedWorker, check_lp_inputs, must_isolate, stoppable
+from efce.errors import BackendError
 from .efce_lp import EFCELP, build_efce_lp, estimate_efce_lp
 
 #: Peak memory model of a PDLP run (model build + OR-Tools' copies + evaluation), calibrated on

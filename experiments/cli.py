@@ -20,10 +20,10 @@ import sys
 import time
 from typing import Callable
 
-from efce.games.game import GameError
+from efce.errors import EFCEError
 
 
-class CommandError(Exception):
+class CommandError(EFCEError):
     """A user-facing failure of a subcommand (bad arguments, game out of scope, ...)."""
 
 
@@ -207,12 +207,12 @@ def main(argv: list[str] | None = None) -> int:
             failure = (str(exc), 2)
             output = (json.dumps(_finite({**exc.result, "error": str(exc)}), default=_to_json,
                                  allow_nan=False) if want_json else exc.text)
-        except (CommandError, GameError, MemoryError, OSError, KeyError, ValueError) as exc:
+        except (EFCEError, MemoryError, OSError) as exc:
+            # User errors: the library's own refusals (every one derives from EFCEError), and
+            # what the machine says (out of memory, a file that cannot be read or written).
             message = str(exc) if not isinstance(exc, MemoryError) else "out of memory"
-            if isinstance(exc, KeyError):
-                message = message.strip("'\"")
             failure = (message, 2)
-        except Exception as exc:  # a bug: still one line, with a way to see the traceback
+        except Exception as exc:  # a bug (KeyError, TypeError...): one line, and EFCE_DEBUG=1
             if os.environ.get("EFCE_DEBUG"):
                 raise
             failure = (f"internal error {type(exc).__name__}: {exc} (set EFCE_DEBUG=1 for the "

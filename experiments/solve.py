@@ -16,12 +16,11 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from efce.games.game import Game, GameError
+from efce.games.game import Game
+from efce.errors import GameError, OptionError
 from efce.solvers.result import SolveResult
 
 
-class OptionError(GameError):
-    """An option is unknown, of the wrong type, out of range, or not used by the method."""
 
 
 @dataclass(frozen=True)

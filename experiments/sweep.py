@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from efce.games.atomic import atomic_open, atomic_savefig
-from efce.games.game import GameError
+from efce.errors import GameError, OptionError, SweepError
 from efce.games.spec import check_spec
 from efce.solvers.driver import graceful, stop_requested
 
@@ -56,14 +56,10 @@ from .compare import (SUCCESS_STATUSES, THRESHOLDS, check_game, child_status, ch
                       option_arguments)
 from .harness import MAX_MEMORY_LIMIT_GIB, efce_command, run_child
 from .paths import check_output_folder
-from .solve import (METHODS, OptionError, check_folder_argument, describe_value, is_integer,
-                    is_real, validate_options)
+from .solve import (METHODS, check_folder_argument, describe_value, is_integer, is_real,
+                    validate_options)
 
 
-class SweepError(OptionError):
-    """A sweep file or sweep argument is invalid, or the cluster cannot be reached (an
-    :class:`~experiments.solve.OptionError`, so ``except OptionError`` catches every refusal of
-    the three entries ``solve``, ``compare`` and ``sweep``)."""
 
 
 #: Top-level keys of a sweep file.

@@ -8,7 +8,8 @@ Generators: :func:`kuhn`, :func:`leduc`, :func:`goofspiel`, :func:`battleship`, 
 from . import numba_cache  # noqa: F401  (first: decides numba's cache before any kernel compiles)
 from .battleship import battleship
 from .figures import farina_fig1, farina_fig2
-from .game import CHANCE, TERMINAL, ExplicitLabels, Game, GameError, Labels, SequenceSpace
+from .game import CHANCE, TERMINAL, ExplicitLabels, Game, Labels, SequenceSpace
+from efce.errors import GameError
 from .goofspiel import goofspiel
 from .kuhn import kuhn
 from .leduc import leduc

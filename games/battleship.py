@@ -41,7 +41,8 @@ import numpy as np
 
 from .builder import Expansion, build_game, edges_from_counts
 from .estimate import check_size
-from .game import TERMINAL, Game, GameError
+from .game import TERMINAL, Game
+from efce.errors import GameError
 
 _OUTCOMES = ("miss", "hit", "sunk")
 _MAX_CELLS = 63  # cells are bits of an int64

@@ -19,7 +19,8 @@ from typing import Callable
 
 import numpy as np
 
-from .game import CHANCE, TERMINAL, Game, GameError, Labels
+from .game import CHANCE, TERMINAL, Game, Labels
+from efce.errors import GameError
 
 
 @dataclass
@@ -157,9 +158,8 @@ def build_game(*, name: str, num_players: int, root_state: dict[str, np.ndarray]
         player=player, infoset_key=np.concatenate(keys),
         terminal_payoffs=np.concatenate(payoffs) if payoffs else np.zeros((0, num_players)),
         chance_prob=np.concatenate(probs), name=name, player_names=player_names,
-        labels=None)
-    game.labels = HistoryLabels([f.finish() for f in forests], token_label, action_label,
-                                np.concatenate(codes))
+        labels=HistoryLabels([f.finish() for f in forests], token_label, action_label,
+                             np.concatenate(codes)))
     return game
 
 

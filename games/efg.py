@@ -48,8 +48,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .game import (CHANCE, MAX_ABS_PAYOFF, PROBABILITY_TOLERANCE, TERMINAL, ExplicitLabels, Game,
-                   GameError)
+from .game import CHANCE, MAX_ABS_PAYOFF, PROBABILITY_TOLERANCE, TERMINAL, ExplicitLabels, Game
+from efce.errors import GameError
 
 __all__ = ["load", "loads", "save", "dumps"]
 
@@ -220,9 +220,7 @@ class _Parser:
         if tok.kind != _EOF:
             raise self.error(tok.line, f"unexpected {tok.describe()} after the end of the game "
                                        f"tree (trailing garbage)")
-        game = self.build(title, players)
-        game.comment = comment
-        return game
+        return self.build(title, players, comment)
 
     # -- the tree
     def parse_tree(self) -> None:
@@ -456,7 +454,7 @@ class _Parser:
                                    f"different history of player {p + 1}'s own moves")
 
     # -- the Game
-    def build(self, title: str, players: list[str]) -> Game:
+    def build(self, title: str, players: list[str], comment: str = "") -> Game:
         n = self.num_players
         player = np.array(self.player, dtype=np.int64)
         key = np.array(self.key, dtype=np.int64)
@@ -475,28 +473,32 @@ class _Parser:
         labels = ExplicitLabels([[names[p][k] for k in order_keys[p]] for p in range(n)],
                                 [[actions[p][k] for k in order_keys[p]] for p in range(n)])
         name = title or os.path.splitext(os.path.basename(self.source))[0] or "game"
+
+        def finish(game: Game) -> dict:
+            # Authoritative labels from the game's own numbering.
+            new_position = np.empty(game.num_nodes, dtype=np.int64)
+            new_position[game.original_order] = np.arange(game.num_nodes)
+            labels = ExplicitLabels(
+                [[self.infosets[p][int(k)][0] or f"{p + 1}:{i + 1}"
+                  for i, k in enumerate(game.infoset_keys[p])] for p in range(n)],
+                [[actions[p][int(k)] for k in game.infoset_keys[p]] for p in range(n)],
+                {int(new_position[v]): names_ for v, names_ in self.chance_names.items()})
+            # Terminals are numbered in breadth-first order; file order is preorder.
+            file_terminal_row = np.cumsum(player == TERMINAL) - 1
+            rows = file_terminal_row[game.original_order[game.terminal_nodes]]
+            return {"labels": labels,
+                    "outcome_names": [self.terminal_outcome_names[int(r)] for r in rows]}
+
         try:
             game = Game.from_tree(
                 num_players=n, parent=parent, action=np.array(self.action, dtype=np.int64),
                 player=player, infoset_key=key, terminal_payoffs=payoffs,
                 chance_prob=np.array(self.prob, dtype=np.float64), labels=labels, name=name,
-                player_names=players,
+                player_names=players, comment=comment, finish=finish,
                 infoset_describer=lambda p, k: _infoset_description(p, k, self.infosets[p][k][0]
                                                                   if k in self.infosets[p] else ""))
         except GameError as exc:
             raise GameError(f"{self.source}: {exc}") from None
-        # Authoritative labels from the game's own numbering.
-        new_position = np.empty(game.num_nodes, dtype=np.int64)
-        new_position[game.original_order] = np.arange(game.num_nodes)
-        game.labels = ExplicitLabels(
-            [[self.infosets[p][int(k)][0] or f"{p + 1}:{i + 1}"
-              for i, k in enumerate(game.infoset_keys[p])] for p in range(n)],
-            [[actions[p][int(k)] for k in game.infoset_keys[p]] for p in range(n)],
-            {int(new_position[v]): names_ for v, names_ in self.chance_names.items()})
-        # Terminals are numbered in breadth-first order; file order is preorder.
-        file_terminal_row = np.cumsum(player == TERMINAL) - 1
-        rows = file_terminal_row[game.original_order[game.terminal_nodes]]
-        game.outcome_names = [self.terminal_outcome_names[int(r)] for r in rows]
         return game
 
 

@@ -108,7 +108,8 @@ def check_estimate(estimate: SizeEstimate, display: str, budget: int | None = No
     games.memory.MemoryBudgetExceeded
         Over the budget, or only a lower bound is known.
     """
-    from .memory import MemoryBudgetExceeded, check_budget, gib
+    from .memory import check_budget, gib
+    from efce.errors import MemoryBudgetExceeded
     check_budget(estimate.bytes, f"game {display} ({estimate.describe()})", budget)
     if estimate.lower_bound:
         raise MemoryBudgetExceeded(
@@ -261,7 +262,7 @@ def _battleship(rows: int, cols: int, ship_sizes, shots: int, **_values) -> Size
         for length in sizes:
             prefixes.append(prefixes[-1] * _placements(rows, cols, length))
     elif prefixes[-1] == 0:
-        from .game import GameError
+        from efce.errors import GameError
         raise GameError(f"battleship: ship_sizes {sizes} cannot all fit on a {rows}x{cols} board")
     count, total = 1, 1
     for k in range(1, len(sizes) + 1):

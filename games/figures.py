@@ -42,15 +42,17 @@ def _tree_game(name: str, nodes: list[tuple[int, int, int, int]], payoffs: list[
     """``nodes``: (parent, action, player, infoset_key) in a topological order; terminals use
     player TERMINAL and take their payoffs from ``payoffs`` in order of appearance."""
     parent, action, player, key = (np.array(col, dtype=np.int64) for col in zip(*nodes))
-    game = Game.from_tree(num_players=2, parent=parent, action=action, player=player,
-                          infoset_key=key, terminal_payoffs=np.array(payoffs, dtype=np.float64),
-                          name=name)
     infoset_names, action_names = labels
-    # Names are given by infoset key; the game numbers infosets canonically.
-    game.labels = ExplicitLabels(
-        [[infoset_names[p][int(k)] for k in game.infoset_keys[p]] for p in range(2)],
-        [[action_names[p][int(k)] for k in game.infoset_keys[p]] for p in range(2)])
-    return game
+
+    def finish(game: Game) -> dict:
+        # Names are given by infoset key; the game numbers infosets canonically.
+        return {"labels": ExplicitLabels(
+            [[infoset_names[p][int(k)] for k in game.infoset_keys[p]] for p in range(2)],
+            [[action_names[p][int(k)] for k in game.infoset_keys[p]] for p in range(2)])}
+
+    return Game.from_tree(num_players=2, parent=parent, action=action, player=player,
+                          infoset_key=key, terminal_payoffs=np.array(payoffs, dtype=np.float64),
+                          name=name, finish=finish)
 
 
 def farina_fig1() -> Game:

@@ -42,7 +42,8 @@ import numpy as np
 
 from .builder import Expansion, build_game
 from .estimate import check_size
-from .game import CHANCE, TERMINAL, Game, GameError
+from .game import CHANCE, TERMINAL, Game
+from efce.errors import GameError
 
 _PRIZE_ORDERS = ("random", "sorted")
 

@@ -15,7 +15,8 @@ import numpy as np
 
 from .builder import Expansion, build_game, edges_from_counts
 from .estimate import check_size
-from .game import CHANCE, TERMINAL, Game, GameError
+from .game import CHANCE, TERMINAL, Game
+from efce.errors import GameError
 
 _ACTION_NAMES = ["check", "bet", "fold", "call"]
 

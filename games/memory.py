@@ -15,7 +15,7 @@ import sys
 
 import psutil
 
-from .game import GameError
+from efce.errors import MemoryBudgetExceeded  # re-exported: its old home
 
 #: Fraction of the available RAM a single model may claim by default.
 DEFAULT_BUDGET_FRACTION = 0.6
@@ -64,8 +64,6 @@ def gib(n: float) -> str:
     return f"{n / 2**30:.3g} GiB"
 
 
-class MemoryBudgetExceeded(GameError):
-    """A model was refused up front because its estimated size exceeds the memory budget."""
 
 
 def check_budget(estimate_bytes: int, what: str, budget: int | None = None) -> int:

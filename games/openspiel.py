@@ -12,7 +12,8 @@ import numpy as np
 
 from .efg import _bfs_infoset_keys
 from .game import ExplicitLabels
-from .game import CHANCE, TERMINAL, Game, GameError
+from .game import CHANCE, TERMINAL, Game
+from efce.errors import GameError
 
 __all__ = ["from_openspiel"]
 
@@ -131,22 +132,26 @@ def from_openspiel(game_or_name, **params) -> Game:
     order = _bfs_infoset_keys(parent_a, player_a, key_a, n)
     provisional = ExplicitLabels([[infoset_names[p][k] for k in order[p]] for p in range(n)],
                                  [[infoset_action_names[p][k] for k in order[p]] for p in range(n)])
+    def finish(result: Game) -> dict:
+        new_position = np.empty(result.num_nodes, dtype=np.int64)
+        new_position[result.original_order] = np.arange(result.num_nodes)
+        labels = ExplicitLabels(
+            [[infoset_names[p][int(k)] for k in result.infoset_keys[p]] for p in range(n)],
+            [[infoset_action_names[p][int(k)] for k in result.infoset_keys[p]] for p in range(n)],
+            {int(new_position[v]): names for v, names in chance_names.items()})
+        # OpenSpiel's action ids of each infoset (canonical order), to map strategies back.
+        actions = [[list(infoset_actions[p][int(k)]) for k in result.infoset_keys[p]]
+                   for p in range(n)]
+        return {"labels": labels, "openspiel_actions": actions}
+
     try:
         result = Game.from_tree(
             num_players=n, parent=parent_a, action=np.array(action, dtype=np.int64),
             player=player_a, infoset_key=key_a,
             terminal_payoffs=np.array(payoffs, dtype=np.float64).reshape(-1, n),
             chance_prob=np.array(prob, dtype=np.float64), labels=provisional,
-            name=f"openspiel:{label}", infoset_describer=lambda p, k: repr(infoset_names[p][k]))
+            name=f"openspiel:{label}", infoset_describer=lambda p, k: repr(infoset_names[p][k]),
+            finish=finish)
     except GameError as exc:
         raise GameError(f"{label}: {exc}") from None
-    new_position = np.empty(result.num_nodes, dtype=np.int64)
-    new_position[result.original_order] = np.arange(result.num_nodes)
-    result.labels = ExplicitLabels(
-        [[infoset_names[p][int(k)] for k in result.infoset_keys[p]] for p in range(n)],
-        [[infoset_action_names[p][int(k)] for k in result.infoset_keys[p]] for p in range(n)],
-        {int(new_position[v]): names for v, names in chance_names.items()})
-    # OpenSpiel's action ids of each infoset (canonical order), to map strategies back.
-    result.openspiel_actions = [[list(infoset_actions[p][int(k)]) for k in result.infoset_keys[p]]
-                                for p in range(n)]
     return result

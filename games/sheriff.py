@@ -34,7 +34,8 @@ import numpy as np
 
 from .builder import Expansion, build_game, edges_from_counts
 from .estimate import check_size
-from .game import TERMINAL, Game, GameError
+from .game import TERMINAL, Game
+from efce.errors import GameError
 
 SMUGGLER, SHERIFF = 0, 1
 

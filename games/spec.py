@@ -24,7 +24,8 @@ import os
 import re
 from dataclasses import dataclass
 
-from .game import Game, GameError
+from .game import Game
+from efce.errors import GameError
 
 #: Generator name → "module:function" (modules are imported on first use).
 GENERATORS: dict[str, str] = {

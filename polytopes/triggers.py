@@ -145,8 +145,8 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
                   source_ptr=np.arange(len(sizes) + 1, dtype=index_dtype(len(sizes) + 1)),
                   source=np.concatenate(step_sources).astype(index),
                   entry_index=np.arange(next_entry, dtype=index),
-                  describe_entry=str, name=f"trigger deviations of {game.name}")
-    chain.__dict__["level"] = np.concatenate(step_levels)
+                  describe_entry=str, name=f"trigger deviations of {game.name}",
+                  known_level=np.concatenate(step_levels))
     # The welfare weight (if any) has an empty block; the last start closes the final block.
     starts = np.concatenate(block_starts + [np.array([next_entry])] * (1 + welfare))
     preorder_start = np.concatenate(preorder_starts + ([np.array([0])] if welfare else []))

@@ -310,32 +310,53 @@ class ChainMinimizer:
       number of entries plus sources;
     * ``"numpy"`` — ``rule.recommend`` / ``rule.observe`` once over all simplex steps, and the
       passes level by level with numpy (steps of a level only read earlier levels); any rule.
+
+    Immutable: a frozen dataclass of ``chain``, ``rule`` and ``backend``, checked at
+    construction.  What the backends derive from them (``kernel``, the kernels' bound
+    arguments, the numpy backend's layouts) are lazily computed views
+    (``functools.cached_property``): computed on first use and kept, never assigned.
     """
 
     chain: Chain
     rule: LocalRule
     backend: str = "compiled"
-    kernel: Kernel | None = field(init=False, repr=False)
 
     def __post_init__(self):
-        chain, rule = self.chain, self.rule
-        chain.validate()
+        self.chain.validate()
         if self.backend not in BACKENDS:
             raise ValueError(f"unknown chain-minimizer backend '{self.backend}'; valid: auto, "
                              f"{', '.join(BACKENDS)}")
-        kernel = rule.kernel()
-        if self.backend == "compiled" and kernel is None:
-            raise ValueError(f"local rule {rule.name!r} ({type(rule).__name__}) has no compiled "
-                             f"kernel; use backend='numpy' (or 'auto')")
-        object.__setattr__(self, "kernel", kernel)
-        object.__setattr__(self, "_n", chain.num_entries)
+        if self.backend == "compiled" and self.kernel is None:
+            raise ValueError(f"local rule {self.rule.name!r} ({type(self.rule).__name__}) has no "
+                             f"compiled kernel; use backend='numpy' (or 'auto')")
         if self.backend == "compiled":
-            # Everything the kernels take but the state and the buffers, bound once: at ~10 µs
-            # per pass (CFR+ on Leduc) Python attribute lookups are measurable.
-            static = (self._kind, chain.target_ptr, chain.source_ptr, chain.source, self._order)
-            object.__setattr__(self, "_recommend_args", static + (kernel.family, kernel.eta))
-            object.__setattr__(self, "_observe_args", static + (kernel.family, kernel.plus, kernel.alpha,
-                                                                kernel.beta, kernel.eta))
+            self._recommend_args, self._observe_args  # bound once, here, not on the first pass
+
+    @cached_property
+    def kernel(self) -> Kernel | None:
+        """The rule's compiled kernel (None when it has none)."""
+        return self.rule.kernel()
+
+    @cached_property
+    def _n(self) -> int:
+        return self.chain.num_entries
+
+    @cached_property
+    def _static_args(self) -> tuple:
+        # Everything the kernels take but the state and the buffers, bound once: at ~10 µs
+        # per pass (CFR+ on Leduc) Python attribute lookups are measurable.
+        chain = self.chain
+        return (self._kind, chain.target_ptr, chain.source_ptr, chain.source, self._order)
+
+    @cached_property
+    def _recommend_args(self) -> tuple:
+        return self._static_args + (self.kernel.family, self.kernel.eta)
+
+    @cached_property
+    def _observe_args(self) -> tuple:
+        kernel = self.kernel
+        return self._static_args + (kernel.family, kernel.plus, kernel.alpha, kernel.beta,
+                                    kernel.eta)
 
     @property
     def dim(self) -> int:
@@ -346,13 +367,13 @@ class ChainMinimizer:
         """One segment per simplex step, in level order.  Kept only by the numpy backend: the
         compiled passes find each step's state with a running counter, and on the large
         Battleship chains the offsets are ~0.25 GB that :meth:`init` needs once."""
-        kept = self.__dict__.get("_segments")
-        if kept is not None:
-            return kept
-        segments = Segments.from_sizes(self.chain.step_size[self._simplex_steps()])
         if self.backend != "compiled":
-            self.__dict__["_segments"] = segments
-        return segments
+            return self._kept_segments
+        return Segments.from_sizes(self.chain.step_size[self._simplex_steps()])
+
+    @cached_property
+    def _kept_segments(self) -> Segments:
+        return Segments.from_sizes(self.chain.step_size[self._simplex_steps()])
 
     # -------------------------------------------------------------- regret minimizer interface
     def init(self) -> State:

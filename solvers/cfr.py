@@ -16,7 +16,8 @@ import time
 
 import numpy as np
 
-from efce.games.game import Game, GameError
+from efce.games.game import Game
+from efce.errors import GameError
 from efce.games.payoffs import sequence_form_payoffs
 from efce.polytopes.sequence_form import sequence_form
 

@@ -37,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from efce.games.game import Game, GameError
+from efce.games.game import Game
+from efce.errors import GameError
 
 #: Tolerance on the probabilities of a device summing to one.
 DEVICE_TOLERANCE = 1e-9

@@ -29,7 +29,8 @@ import time
 
 import numpy as np
 
-from efce.games.game import Game, GameError
+from efce.games.game import Game
+from efce.errors import GameError
 from efce.games.payoffs import terminal_map
 
 from .device_gaps import FactoredDevice, evaluator

@@ -51,7 +51,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from efce.games.game import Game, GameError
+from efce.games.game import Game
+from efce.errors import GameError
 from efce.games.payoffs import terminal_map
 
 from .device import DEVICE_PLAN_LIMIT, check_device_size
