@@ -9,11 +9,12 @@ The hierarchy::
 
     EFCEError
     ├── GameError              a game is malformed or outside an algorithm's scope
+    │   └── MemoryBudgetExceeded   a model of the game was refused up front: its estimated size
+    │       │                      exceeds the memory budget (the game is out of scope here)
+    │       └── ModelTooLarge      (efce.baselines.efce_lp) the EFCE LP's estimate
     ├── OptionError            an option is unknown, of the wrong type or out of range
     │   └── SweepError         a sweep file or argument is invalid, or the cluster unreachable
     ├── BackendError           an LP backend failed
-    ├── MemoryBudgetExceeded   a model was refused up front: its estimate exceeds the budget
-    │   └── ModelTooLarge      (efce.baselines.efce_lp) the EFCE LP's estimate
     ├── ChainError             a chain of scaled extensions is malformed
     └── CommandError           (efce.experiments.cli) a subcommand's arguments are unusable
 
@@ -60,8 +61,9 @@ class BackendError(EFCEError, ValueError):
         self.status = status
 
 
-class MemoryBudgetExceeded(EFCEError, ValueError):
-    """A model was refused up front because its estimated size exceeds the memory budget."""
+class MemoryBudgetExceeded(GameError):
+    """A model was refused up front because its estimated size exceeds the memory budget (a
+    :class:`GameError`: the game is too large for that algorithm on this machine)."""
 
 
 class ChainError(EFCEError, ValueError):

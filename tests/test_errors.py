@@ -43,8 +43,9 @@ def test_each_error_has_its_right_parent():
     assert not issubclass(OptionError, GameError)
     assert not issubclass(SweepError, GameError)
     assert issubclass(SweepError, OptionError)
-    for cls in (BackendError, MemoryBudgetExceeded, ChainError):
+    for cls in (BackendError, ChainError):
         assert not issubclass(cls, GameError), cls
+    assert issubclass(MemoryBudgetExceeded, GameError)  # a game too large for the algorithm
     for cls in (GameError, OptionError, SweepError, BackendError, MemoryBudgetExceeded, ChainError):
         assert issubclass(cls, EFCEError) and issubclass(cls, ValueError), cls
 
@@ -54,7 +55,7 @@ def test_old_homes_still_export_the_errors():
     from efce.experiments.solve import OptionError as solve_error
     from efce.experiments.sweep import SweepError as sweep_error
     from efce.games.game import GameError as game_error
-    from efce.games.memory import MemoryBudgetExceeded as memory_error
+    from efce.games.resources.memory import MemoryBudgetExceeded as memory_error
     from efce.polytopes.chain import ChainError as chain_error
     assert (backends_error, solve_error, sweep_error, game_error, memory_error, chain_error) == (
         BackendError, OptionError, SweepError, GameError, MemoryBudgetExceeded, ChainError)
