@@ -39,7 +39,7 @@ import scipy.sparse as sp
 
 from efce.games.game import Game
 from efce.errors import GameError, MemoryBudgetExceeded
-from efce.games.memory import check_budget, default_memory_budget, gib
+from efce.games.resources.memory import check_budget, default_memory_budget, gib
 from efce.games.payoffs import terminal_map
 from efce.games.relevant import RelevantPairs, connected_infosets, count_relevant_pairs, relevant_pairs
 from efce.polytopes.decompose import check_decomposable
@@ -171,7 +171,7 @@ def estimate_efce_lp(game: Game, *, extra_rows: int = 0) -> ModelSize:
 def check_memory(size: ModelSize, game: Game, budget: int | None, *, factor: float = 1.0,
                  what: str = "the EFCE LP") -> int:
     """Refuse a model of ``factor × size.bytes`` over the memory budget before building it
-    (:func:`games.memory.check_budget`, the one budget rule).
+    (:func:`games.resources.memory.check_budget`, the one budget rule).
 
     Returns
     -------

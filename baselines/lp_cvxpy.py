@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from efce.games.game import Game
-from efce.games.memory import peak_rss_bytes
+from efce.games.resources.memory import peak_rss_bytes
 from efce.solvers.result import SolveResult, TraceRow
 
 from efce.solvers.driver import stop_requested

@@ -98,7 +98,7 @@ def run_info(args):
         lines.append(f"relevant pairs  {pairs:,}")
     lines.append(f"built in        {seconds:.3f} s")
     if args.infosets:
-        from efce.solvers.device import infoset_names
+        from efce.solvers.evaluation.device import infoset_names
         listing = []
         for p, rows in enumerate(infoset_names(game)):
             listing.append([{"infoset": r["label"], "actions": r["action_labels"],
@@ -133,7 +133,7 @@ def _estimate_info(spec: str):
     if estimate is None:
         return ({"game": spec, "estimated_nodes": None, "estimated_bytes": None},
                 f"{spec}: no estimate for .efg files (read it without --estimate)")
-    from efce.games.memory import gib
+    from efce.games.resources.memory import gib
     result = {"game": spec, "estimated_nodes": estimate.nodes, "estimated_bytes": estimate.bytes,
               "estimate_exact": estimate.exact}
     return result, f"{spec}: {estimate.describe()}, {gib(estimate.bytes)} to build"
@@ -296,7 +296,7 @@ def _finite(value):
 
 def _fail(message: str, want_json: bool, code: int = 2) -> int:
     if want_json:
-        from efce.games.memory import peak_memory_mib
+        from efce.games.resources.memory import peak_memory_mib
         print(json.dumps({"error": message, "peak_memory_mib": peak_memory_mib()}))
     else:
         print(f"efce: error: {message}", file=sys.stderr)

@@ -19,7 +19,7 @@ import math
 import os
 from dataclasses import asdict, dataclass, field
 
-from efce.games.atomic import atomic_open, atomic_savefig
+from efce.games.resources.atomic import atomic_open, atomic_savefig
 from efce.errors import GameError, OptionError
 from efce.games.spec import check_spec
 from efce.solvers.driver import graceful, stop_requested

@@ -111,10 +111,10 @@ def _check_cvxpy(o):
 
 
 def _run_rm(game, *, progress, **o):
-    from efce.solvers.efce import solve_efce
-    from efce.solvers.local import make_rule
+    from efce.solvers.methods.efce import solve_efce
+    from efce.solvers.regret.local import make_rule
     if o["objective"] == "welfare":
-        from efce.solvers.welfare import solve_optimal_welfare
+        from efce.solvers.methods.welfare import solve_optimal_welfare
         # Each bisection step is one rm run, so --iterations caps a step (as it caps a plain run);
         # the bisection itself ends at the interval width, the time limit, or when no step decides.
         return solve_optimal_welfare(game, tolerance=WELFARE_INTERVAL_WIDTH, time_limit=o["time_limit"],
@@ -126,8 +126,8 @@ def _run_rm(game, *, progress, **o):
 
 def _run_cfr(variant):
     def run(game, *, progress, **o):
-        from efce.solvers.cfr import solve_cfr
-        from efce.solvers.local import make_rule
+        from efce.solvers.methods.cfr import solve_cfr
+        from efce.solvers.regret.local import make_rule
         return solve_cfr(game, iterations=o["iterations"], variant=variant,
                          rule=make_rule(o["local"]) if o["local"] else None,
                          time_limit=o["time_limit"], target_gap=o["target_gap"], progress=progress)
@@ -136,12 +136,12 @@ def _run_cfr(variant):
 
 def _run_icfr(variant):
     def run(game, *, progress, device=False, **o):
-        from efce.solvers.icfr import solve_icfr
+        from efce.solvers.methods.icfr import solve_icfr
         if device:
             # The empirical frequency has at most one joint plan per iteration: refuse up front
             # what could not be written (the exact support is checked again when writing).
-            from efce.solvers.device import check_device_size
-            from efce.solvers.trigger import joint_plan_count
+            from efce.solvers.evaluation.device import check_device_size
+            from efce.solvers.methods.trigger import joint_plan_count
             check_device_size(min(o["iterations"], joint_plan_count(game)),
                               f"joint plans (bound for {o['iterations']} iterations)")
         return solve_icfr(game, o["iterations"], seed=o["seed"], method=variant,
@@ -151,7 +151,7 @@ def _run_icfr(variant):
 
 def _run_trigger(coarse):
     def run(game, *, progress, device=False, **o):
-        from efce.solvers.trigger import solve_trigger
+        from efce.solvers.methods.trigger import solve_trigger
         return solve_trigger(game, o["iterations"], coarse=coarse, rule=o["local"],
                              time_limit=o["time_limit"], target_gap=o["target_gap"],
                              progress=progress, device=device)
@@ -400,7 +400,7 @@ def solve(game: Game | str, method: str, *, progress=None, device: bool = False,
         Called with each :class:`~solvers.result.TraceRow` as it is recorded.
     device : bool
         Return the correlated distribution the method found as ``point`` (a
-        :class:`~solvers.device_gaps.FactoredDevice`; methods of :func:`device_methods`).
+        :class:`~solvers.evaluation.device_gaps.FactoredDevice`; methods of :func:`device_methods`).
     **options
         See :data:`OPTIONS`; each method takes the options in its ``defaults``.
 
@@ -418,7 +418,7 @@ def solve(game: Game | str, method: str, *, progress=None, device: bool = False,
         may be of any numeric type (NumPy scalars included), but not bool.
     GameError
         A game the method cannot handle (players, chance), a model over the memory budget, or
-        a device over :data:`solvers.device.DEVICE_PLAN_LIMIT` joint plans (before iterating).
+        a device over :data:`solvers.evaluation.device.DEVICE_PLAN_LIMIT` joint plans (before iterating).
     """
     if not isinstance(method, str):
         raise OptionError(f"method must be a method name (one of {', '.join(METHODS)}), got "

@@ -146,15 +146,15 @@ def relevant_pairs(game: Game, memory_budget: int | None = None) -> RelevantPair
 
     The pairs are counted first (from the connected infoset pairs, linear in the tree) and a
     game whose pairs alone exceed ``memory_budget`` (bytes; default
-    :func:`games.memory.check_budget`'s share of the RAM) is refused before they are built:
+    :func:`games.resources.memory.check_budget`'s share of the RAM) is refused before they are built:
     a ``.efg`` file has no size estimate before it is read, and its pairs grow quadratically.
 
     Raises
     ------
-    games.memory.MemoryBudgetExceeded
+    games.resources.memory.MemoryBudgetExceeded
         With the number of pairs and the bytes they need.
     """
-    from .memory import check_budget
+    from efce.games.resources.memory import check_budget
     count = count_relevant_pairs(game)
     check_budget(BYTES_PER_PAIR * count, f"the {count:,} relevant pairs of {game.name}",
                  memory_budget)

@@ -11,8 +11,8 @@ parameter and the expected form.  Parameters whose default is "none" (``kuhn``'s
 accept ``none``.
 
 Before a generator runs, :func:`make_game` estimates the size of the tree from the parameters
-(:mod:`games.estimate`) and refuses, with the estimate, a game that would not fit in the memory
-budget (:mod:`games.memory`).
+(:mod:`games.resources.estimate`) and refuses, with the estimate, a game that would not fit in the memory
+budget (:mod:`games.resources.memory`).
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ from efce.errors import GameError
 
 #: Generator name → "module:function" (modules are imported on first use).
 GENERATORS: dict[str, str] = {
-    "kuhn": "efce.games.kuhn:kuhn",
-    "leduc": "efce.games.leduc:leduc",
-    "goofspiel": "efce.games.goofspiel:goofspiel",
-    "battleship": "efce.games.battleship:battleship",
-    "sheriff": "efce.games.sheriff:sheriff",
-    "farina-fig1": "efce.games.figures:farina_fig1",
-    "farina-fig2": "efce.games.figures:farina_fig2",
+    "kuhn": "efce.games.generators.kuhn:kuhn",
+    "leduc": "efce.games.generators.leduc:leduc",
+    "goofspiel": "efce.games.generators.goofspiel:goofspiel",
+    "battleship": "efce.games.generators.battleship:battleship",
+    "sheriff": "efce.games.generators.sheriff:sheriff",
+    "farina-fig1": "efce.games.generators.figures:farina_fig1",
+    "farina-fig2": "efce.games.generators.figures:farina_fig2",
 }
 
 
@@ -241,11 +241,11 @@ def _with_defaults(name: str, params: dict) -> dict:
 
 
 def estimate_spec(spec: str):
-    """The :class:`games.estimate.SizeEstimate` of the game a spec string names (None for a
+    """The :class:`games.resources.estimate.SizeEstimate` of the game a spec string names (None for a
     ``.efg`` path), computed from the parameters alone, without building anything."""
     if _is_file(spec):
         return None
-    from .estimate import estimate_size
+    from efce.games.resources.estimate import estimate_size
     name, params = parse_spec(spec)
     return estimate_size(name, _with_defaults(name, params))
 
@@ -278,25 +278,25 @@ def make_game(spec: str, memory_budget: int | None = None) -> Game:
     Parameters
     ----------
     memory_budget : int, optional
-        Bytes the game may take while being built (default: :func:`games.memory.check_budget`'s
+        Bytes the game may take while being built (default: :func:`games.resources.memory.check_budget`'s
         share of the available RAM).  A generated game whose estimated size exceeds it is
         refused before the generator runs.
 
     Raises
     ------
     GameError
-        A bad spec or file; :class:`games.memory.MemoryBudgetExceeded` with the estimate when
+        A bad spec or file; :class:`games.resources.memory.MemoryBudgetExceeded` with the estimate when
         the game is too large.
     """
     if _is_file(spec):
-        from .efg import load
+        from efce.games.formats.efg import load
         return load(spec)
     name, params = parse_spec(spec)
     estimate = estimate_spec(spec)
     if estimate is not None:
-        from .estimate import check_estimate
+        from efce.games.resources.estimate import check_estimate
         check_estimate(estimate, spec, memory_budget)
-    from .estimate import size_already_checked
+    from efce.games.resources.estimate import size_already_checked
     generator = _generator(name)
     try:
         with size_already_checked():
@@ -323,5 +323,5 @@ def check_spec(spec: str, memory_budget: int | None = None) -> None:
         return
     estimate = estimate_spec(spec)
     if estimate is not None:
-        from .estimate import check_estimate
+        from efce.games.resources.estimate import check_estimate
         check_estimate(estimate, spec, memory_budget)

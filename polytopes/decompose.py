@@ -60,10 +60,10 @@ def check_correlation_plan_budget(game: Game, memory_budget: int | None = None) 
 
     Raises
     ------
-    games.memory.MemoryBudgetExceeded
+    games.resources.memory.MemoryBudgetExceeded
         Naming the game and its number of relevant pairs.
     """
-    from efce.games.memory import check_budget
+    from efce.games.resources.memory import check_budget
     from efce.games.relevant import count_relevant_pairs
     count = count_relevant_pairs(game)
     check_budget(DECOMPOSE_BYTES_PER_PAIR * count,

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from efce import games
-from efce.games.efg import dumps, loads
+from efce.games.formats.efg import dumps, loads
 from efce.polytopes import correlation_plan, sequence_form
 from efce.polytopes.triggers import trigger_deviations
-from efce.solvers.algebra import chain_minimizer
+from efce.solvers.regret.algebra import chain_minimizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -28,7 +28,7 @@ strings); Gambit itself does not accept comments, so :func:`dumps` never writes 
 
 An infoset without a name is labelled ``P:N``, its position (from 1) among player P's infosets
 in the game's own order, which is also the number :func:`dumps` writes and the positional name
-device files use (:mod:`solvers.device`) — not the file's infoset number, which may differ.
+device files use (:mod:`solvers.evaluation.device`) — not the file's infoset number, which may differ.
 
 The game comment is kept as ``game.comment`` and the name of the outcome attached to each
 terminal node as ``game.outcome_names`` (one per terminal, in the game's terminal order), so
@@ -48,7 +48,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .game import CHANCE, MAX_ABS_PAYOFF, PROBABILITY_TOLERANCE, TERMINAL, ExplicitLabels, Game
+from efce.games.game import CHANCE, MAX_ABS_PAYOFF, PROBABILITY_TOLERANCE, TERMINAL, ExplicitLabels, Game
 from efce.errors import GameError
 
 __all__ = ["load", "loads", "save", "dumps"]

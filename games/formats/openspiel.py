@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .efg import _bfs_infoset_keys
-from .game import ExplicitLabels
-from .game import CHANCE, TERMINAL, Game
+from efce.games.formats.efg import _bfs_infoset_keys
+from efce.games.game import ExplicitLabels
+from efce.games.game import CHANCE, TERMINAL, Game
 from efce.errors import GameError
 
 __all__ = ["from_openspiel"]

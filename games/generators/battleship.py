@@ -27,7 +27,7 @@ every shot with its outcome).  Sizes (sequences include the empty one) match the
 3×2 grid (or 2×3, the game is symmetric under transposition), one ship of length 1, 3 shots:
 3,787 / 11,551 infosets, 15,343 / 46,987 sequences.
 
-Implementation: the tree is built level by level by :func:`games.builder.build_game`; every
+Implementation: the tree is built level by level by :func:`games.generators.builder.build_game`; every
 state of a level is a row of small integer arrays (ship cells and fired shots as bit masks over
 the ``rows*cols <= 63`` cells), so ``expand`` is pure numpy over the whole frontier.
 """
@@ -39,9 +39,9 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .builder import Expansion, build_game, edges_from_counts
-from .estimate import check_size
-from .game import TERMINAL, Game
+from efce.games.generators.builder import Expansion, build_game, edges_from_counts
+from efce.games.resources.estimate import check_size
+from efce.games.game import TERMINAL, Game
 from efce.errors import GameError
 
 _OUTCOMES = ("miss", "hit", "sunk")

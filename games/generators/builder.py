@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from .game import CHANCE, TERMINAL, Game, Labels
+from efce.games.game import CHANCE, TERMINAL, Game, Labels
 from efce.errors import GameError
 
 

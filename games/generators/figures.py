@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .game import TERMINAL, ExplicitLabels, Game
+from efce.games.game import TERMINAL, ExplicitLabels, Game
 
 
 def _tree_game(name: str, nodes: list[tuple[int, int, int, int]], payoffs: list[tuple[int, int]],

@@ -40,9 +40,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .builder import Expansion, build_game
-from .estimate import check_size
-from .game import CHANCE, TERMINAL, Game
+from efce.games.generators.builder import Expansion, build_game
+from efce.games.resources.estimate import check_size
+from efce.games.game import CHANCE, TERMINAL, Game
 from efce.errors import GameError
 
 _PRIZE_ORDERS = ("random", "sorted")

@@ -13,9 +13,9 @@ from itertools import permutations
 
 import numpy as np
 
-from .builder import Expansion, build_game, edges_from_counts
-from .estimate import check_size
-from .game import CHANCE, TERMINAL, Game
+from efce.games.generators.builder import Expansion, build_game, edges_from_counts
+from efce.games.resources.estimate import check_size
+from efce.games.game import CHANCE, TERMINAL, Game
 from efce.errors import GameError
 
 _ACTION_NAMES = ["check", "bet", "fold", "call"]

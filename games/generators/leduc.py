@@ -41,9 +41,9 @@ from itertools import product
 
 import numpy as np
 
-from .builder import Expansion, build_game, edges_from_counts
-from .estimate import check_size
-from .game import CHANCE, TERMINAL, Game
+from efce.games.generators.builder import Expansion, build_game, edges_from_counts
+from efce.games.resources.estimate import check_size
+from efce.games.game import CHANCE, TERMINAL, Game
 from efce.errors import GameError
 
 # Action codes (edge labels) of betting actions.

@@ -32,9 +32,9 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .builder import Expansion, build_game, edges_from_counts
-from .estimate import check_size
-from .game import TERMINAL, Game
+from efce.games.generators.builder import Expansion, build_game, edges_from_counts
+from efce.games.resources.estimate import check_size
+from efce.games.game import TERMINAL, Game
 from efce.errors import GameError
 
 SMUGGLER, SHERIFF = 0, 1

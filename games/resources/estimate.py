@@ -82,12 +82,12 @@ _ALREADY_CHECKED: ContextVar[bool] = ContextVar("games_size_checked", default=Fa
 
 def check_size(name: str, display: str, **params) -> None:
     """Refuse to build generator ``name`` with ``params`` when its estimated size exceeds the
-    memory budget (:func:`games.memory.check_budget`); generators call this after checking
+    memory budget (:func:`games.resources.memory.check_budget`); generators call this after checking
     their parameters and before building.  ``display`` names the game in the message.
 
     Raises
     ------
-    games.memory.MemoryBudgetExceeded
+    games.resources.memory.MemoryBudgetExceeded
         With the estimated number of nodes and bytes.
     """
     if _ALREADY_CHECKED.get():
@@ -105,10 +105,10 @@ def check_estimate(estimate: SizeEstimate, display: str, budget: int | None = No
 
     Raises
     ------
-    games.memory.MemoryBudgetExceeded
+    games.resources.memory.MemoryBudgetExceeded
         Over the budget, or only a lower bound is known.
     """
-    from .memory import check_budget, gib
+    from efce.games.resources.memory import check_budget, gib
     from efce.errors import MemoryBudgetExceeded
     check_budget(estimate.bytes, f"game {display} ({estimate.describe()})", budget)
     if estimate.lower_bound:

@@ -59,7 +59,7 @@ def default_memory_budget() -> int:
 
 def gib(n: float) -> str:
     if n >= 2**30 * 10**15:  # estimates of absurd games are integers beyond float range
-        from .estimate import format_count
+        from efce.games.resources.estimate import format_count
         return f"{format_count(int(n) // 2**30)} GiB"
     return f"{n / 2**30:.3g} GiB"
 

@@ -25,8 +25,9 @@ import tempfile
 #: (a per-process temporary folder), "disabled" (no writable location: compiled in memory).
 mode = "default"
 
-# One source file per package with kernels; the in-tree locator works per source folder.
-_KERNEL_SOURCES = ("games/relevant.py", "polytopes/decompose.py", "solvers/engine.py")
+# One source file per folder with kernels; the in-tree locator works per source folder.
+_KERNEL_SOURCES = ("games/relevant.py", "polytopes/decompose.py", "solvers/regret/kernels.py",
+                   "solvers/methods/trigger.py", "solvers/evaluation/gaps.py")
 
 
 def _probe_function():  # stands in for a kernel when asking numba's locators
@@ -49,7 +50,7 @@ def configure(make_temp_dir=tempfile.mkdtemp) -> str:
     """Make sure importing the kernels cannot fail for want of a cache folder; returns and
     records :data:`mode`."""
     global mode
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
         ok = all(_numba_can_cache(os.path.join(root, path)) for path in _KERNEL_SOURCES)
     except (ImportError, AttributeError):  # numba's internals moved: trust its defaults

@@ -58,7 +58,7 @@ def check_device_size(count: int, what: str = "joint plans") -> None:
     """
     if count > DEVICE_PLAN_LIMIT:
         raise GameError(f"the device would have {count:,} {what}, over the limit of "
-                        f"{DEVICE_PLAN_LIMIT:,} (solvers.device.DEVICE_PLAN_LIMIT)")
+                        f"{DEVICE_PLAN_LIMIT:,} (solvers.evaluation.device.DEVICE_PLAN_LIMIT)")
 
 
 def infoset_offsets(game: Game) -> np.ndarray:

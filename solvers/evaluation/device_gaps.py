@@ -35,7 +35,7 @@ import numpy as np
 
 from efce.games.game import CHANCE, Game
 
-from .device import Device, infoset_offsets, plays_sequences
+from efce.solvers.evaluation.device import Device, infoset_offsets, plays_sequences
 
 
 @dataclass

@@ -11,7 +11,7 @@ For player ``i`` and trigger sequence ``σ̂ = (Î, â)`` (von Stengel & Forges 
 
 and the max deviation is ``max(0, max_{i, σ̂} D(σ̂) − F(σ̂))`` in raw payoff units.  ``D`` is a
 best response computed by backward induction over the subtree, for every trigger, in a compiled
-loop that reads ``ξ[σ̂, σ_{-i}(z)]`` through the trigger tables of :mod:`solvers.payoff_operator`;
+loop that reads ``ξ[σ̂, σ_{-i}(z)]`` through the trigger tables of :mod:`solvers.evaluation.payoff_operator`;
 one evaluation costs ``O(Σ_σ̂ (|subtree(Î)| + |Z(Î)|))``, about one product with ``Aᵀ``.
 """
 
@@ -25,7 +25,7 @@ import numpy as np
 from efce.games.game import Game
 from efce.games.relevant import RelevantPairs, relevant_pairs, require_two_players
 
-from .payoff_operator import TriggerTables, trigger_tables
+from efce.solvers.evaluation.payoff_operator import TriggerTables, trigger_tables
 
 
 @dataclass
@@ -46,7 +46,7 @@ class GapReport:
 class EFCEGapEvaluator:
     """Precomputes the per-game structures once; call it on any ξ (relevant-pair order).
 
-    The structures are the :class:`solvers.payoff_operator.TriggerTables` (terminals in
+    The structures are the :class:`solvers.evaluation.payoff_operator.TriggerTables` (terminals in
     preorder and the line table that locates ``ξ[σ̂, σ_{-i}(z)]``); the EFCE solver passes the
     ones its payoff operator already holds (in Ξ's chain-entry order; ``entry_index`` then maps
     entries to relevant pairs), so nothing per pair is built twice."""

@@ -3,7 +3,7 @@
 Section 3.2 of Farina, Ling, Fang, Sandholm 2019: Algorithm 1 applied to the chain of a player's
 sequence-form polytope (section 3.1) with regret matching at every simplex *is* CFR (Zinkevich et
 al. 2007); with RM+, alternating updates and linear averaging it is CFR+ (Tammelin et al. 2015).
-Both players' chains run in the compiled :class:`~solvers.engine.ChainEngine`; the utility of a
+Both players' chains run in the compiled :class:`~solvers.regret.engine.ChainEngine`; the utility of a
 player is the bilinear sequence-form payoff ``A_i`` against the opponent's current strategy.
 
 Exploitability is NashConv: ``Σ_i max_{x_i'} u_i(x_i', x̄_{-i}) − u_i(x̄)`` of the average
@@ -21,13 +21,13 @@ from efce.errors import GameError
 from efce.games.payoffs import sequence_form_payoffs
 from efce.polytopes.sequence_form import sequence_form
 
-from .best_response import best_response
-from .engine import ChainEngine, minimizer_factory
-from .local import LocalRule, RegretMatching
-from .driver import IterationDriver, ProgressCallback
-from .protocol import MinimizerFactory
-from .result import SolveResult, TraceRow
-from .selfplay import SelfPlay
+from efce.solvers.evaluation.best_response import best_response
+from efce.solvers.regret.engine import ChainEngine, minimizer_factory
+from efce.solvers.regret.local import LocalRule, RegretMatching
+from efce.solvers.driver import IterationDriver, ProgressCallback
+from efce.solvers.regret.protocol import MinimizerFactory
+from efce.solvers.result import SolveResult, TraceRow
+from efce.solvers.methods.selfplay import SelfPlay
 
 
 def exploitability(game: Game, strategies, payoffs=None) -> tuple[float, np.ndarray]:
@@ -51,7 +51,7 @@ def solve_cfr(game: Game, *, iterations: int = 1000, variant: str = "cfr+",
     iterations, default a geometric schedule) the exploitability of the average strategy is
     recorded; ``target_gap`` stops once it is reached.
 
-    ``rule`` (a :class:`~solvers.local.LocalRule` or its name; default RM for CFR, RM+ for CFR+)
+    ``rule`` (a :class:`~solvers.regret.local.LocalRule` or its name; default RM for CFR, RM+ for CFR+)
     runs at every infoset; ``minimizer`` instead builds each player's regret minimizer from the
     chain of their sequence-form polytope (``polytopes.sequence_form``; points indexed by
     sequence).  Giving both is a ValueError."""

@@ -9,7 +9,7 @@ minimizers with the laminar utilities of equation (14),
 
 ICFR (SAMPLEINTERNAL / UPDATEINTERNAL).  At an infoset ``I`` reached by the partially sampled
 plan, the action is drawn from an internal-regret minimizer of ``I``
-(:class:`solvers.internal.BlumMansour` over regret matching); otherwise from the external-regret
+(:class:`solvers.regret.internal.BlumMansour` over regret matching); otherwise from the external-regret
 minimizer (regret matching) of ``(σ_I, I)``, ``σ_I ∈ Σᶜ(I)`` the sequence of the deepest ancestor
 infoset the plan reaches.  Only the minimizer that produced the action is updated.  All
 minimizers of a player are stored flat and updated in one vectorized call each (slots of the
@@ -33,11 +33,11 @@ from efce.games.game import Game
 from efce.errors import GameError
 from efce.games.payoffs import terminal_map
 
-from .device_gaps import FactoredDevice, evaluator
-from .internal import BlumMansour
-from .driver import IterationDriver, ProgressCallback
-from .local import LocalRule, RegretMatching, Segments, as_rule
-from .result import SolveResult, TraceRow
+from efce.solvers.evaluation.device_gaps import FactoredDevice, evaluator
+from efce.solvers.regret.internal import BlumMansour
+from efce.solvers.driver import IterationDriver, ProgressCallback
+from efce.solvers.regret.local import LocalRule, RegretMatching, Segments, as_rule
+from efce.solvers.result import SolveResult, TraceRow
 
 METHODS = ("icfr", "cfr-s")
 
@@ -288,14 +288,14 @@ def solve_icfr(game: Game, iterations: int, seed: int = 0, method: str = "icfr",
     iterations, default a geometric schedule) trace rows record the EFCE gap of the empirical
     frequency of play (``extra``: EFCCE and NFCCE gaps); ``target_gap`` stops once the EFCE gap
     (ICFR) or the EFCCE gap (CFR-S, whose target is the coarse equilibrium) is reached.
-    ``point`` is the empirical frequency as a :class:`solvers.device_gaps.FactoredDevice`.
+    ``point`` is the empirical frequency as a :class:`solvers.evaluation.device_gaps.FactoredDevice`.
     ``info["iteration_seconds"]`` is the time of the iterations without gap evaluations.
 
     Both methods sample an action at every infoset, so they take local rules (not chain
     minimizers): ``rule`` (default regret matching) is the external-regret minimizer — of every
     infoset for CFR-S, of the ``(σ_I, I)`` pairs for ICFR — and ``internal_rule`` (default
-    :class:`~solvers.internal.BlumMansour` over ``rule``) ICFR's internal-regret minimizer of
-    the reached infosets; any :class:`~solvers.local.LocalRule` or rule name works."""
+    :class:`~solvers.regret.internal.BlumMansour` over ``rule``) ICFR's internal-regret minimizer of
+    the reached infosets; any :class:`~solvers.regret.local.LocalRule` or rule name works."""
     started = time.perf_counter()
     dyn = Dynamics(game, method, seed, rule=rule, internal_rule=internal_rule)
     ev = evaluator(game)

@@ -3,7 +3,7 @@ CFR/CFR+ (two sequence-form chains) and the EFCE saddle point (the correlation-p
 the trigger-deviation chain).
 
 Each player ``i`` observes the loss ``ℓ_i = L_i(z_{-i})`` that the opponent's current point
-induces (minimizers observe losses, :mod:`solvers.protocol`):
+induces (minimizers observe losses, :mod:`solvers.regret.protocol`):
 
 * **alternating** updates (CFR+, and section 5 of Farina, Ling, Fang, Sandholm 2019): player 1
   answers player 0's freshly updated point; **simultaneous** updates (vanilla CFR) use both
@@ -21,14 +21,14 @@ from typing import Callable
 import numba
 import numpy as np
 
-from .engine import ChainEngine
+from efce.solvers.regret.engine import ChainEngine
 
 #: ``loss(opponent_point, out)`` writes a player's loss into ``out``.
 LossOperator = Callable[[np.ndarray, np.ndarray], None]
 
 
 class SelfPlay:
-    """Two :class:`~solvers.engine.ChainEngine` players and their running averages.
+    """Two :class:`~solvers.regret.engine.ChainEngine` players and their running averages.
 
     Parameters
     ----------

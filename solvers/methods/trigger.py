@@ -34,13 +34,13 @@ Math (player ``i``, sequence-form polytope ``Q``; ``Σ_ĵ`` the sequences at or 
   ``max_σ̂ (max_{π∈Q_ĵ} ⟨G_σ̂, π⟩ − F_σ̂) / Σ_t w_t`` (a best response per subtree).  The EFCCE gain
   sums ``G`` and ``F`` over the triggers of each infoset; the NFCCE gain is a best response to
   ``Σ_t w_t u^t`` minus the utility.  All three are exact for ``μ`` (cross-checked against
-  :func:`solvers.device_gaps.device_gaps` of the expanded distribution in the tests).
+  :func:`solvers.evaluation.device_gaps.device_gaps` of the expanded distribution in the tests).
 
 Layout.  A *trigger layout* lists, for every trigger, a copy of its subtree's infosets (in the
 sequence space's depth-first preorder, so parents come first) as segments of a flat array: one
 entry per (trigger, sequence of the subtree), ``Σ_σ̂ |Σ_ĵ|`` entries per player.  Every pass over
 it (behavioural → sequence form, the fixed point, CFR values, best responses) is a numba kernel
-below; the local rules run on it through :class:`solvers.local.Segments`.
+below; the local rules run on it through :class:`solvers.regret.local.Segments`.
 """
 
 from __future__ import annotations
@@ -55,11 +55,11 @@ from efce.games.game import Game
 from efce.errors import GameError
 from efce.games.payoffs import terminal_map
 
-from .device import DEVICE_PLAN_LIMIT, check_device_size
-from .device_gaps import FactoredDevice
-from .driver import IterationDriver, ProgressCallback
-from .local import LocalRule, RegretMatching, Segments, as_rule
-from .result import SolveResult, TraceRow
+from efce.solvers.evaluation.device import DEVICE_PLAN_LIMIT, check_device_size
+from efce.solvers.evaluation.device_gaps import FactoredDevice
+from efce.solvers.driver import IterationDriver, ProgressCallback
+from efce.solvers.regret.local import LocalRule, RegretMatching, Segments, as_rule
+from efce.solvers.result import SolveResult, TraceRow
 
 METHODS = ("trigger", "coarse-trigger")
 #: Weights of the averaged distribution: uniform (w_t = 1) or linear (w_t = t).
@@ -716,7 +716,7 @@ class TriggerDynamics:
         Record ``μ`` over joint reduced plans (:meth:`device`).
     max_iterations : int, optional
         With ``device``: the iteration budget, to refuse (before any iteration) a distribution
-        that could exceed :data:`solvers.device.DEVICE_PLAN_LIMIT` joint plans
+        that could exceed :data:`solvers.evaluation.device.DEVICE_PLAN_LIMIT` joint plans
         (:func:`device_size_bound`).
 
     Raises
@@ -808,7 +808,7 @@ def solve_trigger(game: Game, iterations: int, *, coarse: bool = False,
         ``trace`` rows carry the EFCE gap (``gap``; the EFCCE gap when ``coarse``) and extras
         ``efce``, ``efcce``, ``nfcce``; ``info`` has ``efce_gap``, ``efcce_gap``, ``nfcce_gap``,
         ``utilities``, ``welfare`` (all exact for ``μ``), ``iteration_seconds``, ``local``,
-        ``averaging``.  ``point``: a :class:`~solvers.device_gaps.FactoredDevice` with
+        ``averaging``.  ``point``: a :class:`~solvers.evaluation.device_gaps.FactoredDevice` with
         ``device=True``, else the list of the players' average sequence-form strategies.
 
     Raises

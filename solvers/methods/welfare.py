@@ -2,7 +2,7 @@
 
 Section 2.1 of Farina, Ling, Fang, Sandholm 2019: an EFCE with social welfare at least τ exists
 iff the saddle point ``min_{ξ ∈ Ξ} max_{y ∈ Y_τ} ξᵀ A_τ y`` has value 0, where ``Y_τ`` adds the
-weight ``λ_τ`` that gains ``τ − welfare(ξ)``.  :func:`solvers.efce.solve_efce` answers one τ:
+weight ``λ_τ`` that gains ``τ − welfare(ξ)``.  :func:`solvers.methods.efce.solve_efce` answers one τ:
 
 * status ``"infeasible"``: the average deviator ȳ certifies ``min_ξ ξᵀ A_τ ȳ > 0`` exactly
   (a linear minimization over the chain), so *no* EFCE has welfare ≥ τ — τ is an upper bound;
@@ -13,7 +13,7 @@ Bisection on ``[min_z w(z), max_z w(z)]`` (the social welfare ``w = u_1 + u_2`` 
 terminals, which bounds every plan's welfare) halves the interval per step.  Near the optimum
 neither answer may come within a step's budget (the saddle value is positive but tiny); such a
 midpoint is then bracketed by probing halfway to either end, which stay decisive.  One saddle-point
-model is built and its τ moved in place between steps (:func:`solvers.efce.set_welfare_threshold`).
+model is built and its τ moved in place between steps (:func:`solvers.methods.efce.set_welfare_threshold`).
 
 What the two ends mean: ``upper`` is certified — no exact EFCE has welfare above ``upper``.
 ``lower`` is the welfare of the returned plan, an ε-EFCE (max deviation ≤ ε).  Relaxing the
@@ -33,10 +33,10 @@ import numpy as np
 
 from efce.games.game import Game
 
-from .driver import stop_requested
-from .efce import build_efce_model, set_welfare_threshold, solve_efce
-from .local import LocalRule, make_rule
-from .result import SolveResult, TraceRow
+from efce.solvers.driver import stop_requested
+from efce.solvers.methods.efce import build_efce_model, set_welfare_threshold, solve_efce
+from efce.solvers.regret.local import LocalRule, make_rule
+from efce.solvers.result import SolveResult, TraceRow
 
 
 def welfare_bounds(game: Game) -> tuple[float, float]:

@@ -1,14 +1,14 @@
 """The object-level algebra of regret minimizers (functional, optax-like).
 
-Every constructor returns an immutable :class:`~solvers.protocol.RegretMinimizer` — ``dim``,
+Every constructor returns an immutable :class:`~solvers.regret.protocol.RegretMinimizer` — ``dim``,
 ``init() -> state``, ``recommend(state) -> point``, ``observe(state, loss, *, donate=False) ->
 state`` (the caller's state is never mutated unless donated) — with the exact linear
 minimization oracle ``minimize(loss) -> (value, point)``.  Sign convention: minimizers observe
-**losses** (see :mod:`solvers.protocol`).
+**losses** (see :mod:`solvers.regret.protocol`).
 
 Constructors
 ------------
-* :func:`simplex` — ``Δ_k`` run by a :class:`~solvers.local.LocalRule` on one segment;
+* :func:`simplex` — ``Δ_k`` run by a :class:`~solvers.regret.local.LocalRule` on one segment;
 * :func:`singleton` — ``{1} ⊂ R^1``;
 * :func:`scaled_extension` — ``X ◁h Y`` with ``h(x) = <a, x> + b`` (Farina, Ling, Fang, Sandholm
   2019, Definition 4), minimized by Algorithm 1; Proposition 1 bounds its regret;
@@ -16,12 +16,12 @@ Constructors
   ICML 2019);
 * :func:`chain_minimizer` — Algorithm 1 composed left-associatively along a
   :class:`polytopes.Chain`, unrolled into two flat passes with one local-rule state over all
-  simplex steps.  Its backend is the compiled one (numba, :mod:`solvers.kernels`) when the rule
+  simplex steps.  Its backend is the compiled one (numba, :mod:`solvers.regret.kernels`) when the rule
   brings a kernel and the level-vectorized numpy one otherwise;
   :func:`nested_chain_minimizer` builds the literal nesting of :func:`scaled_extension` objects
   (reference implementation, short chains only);
 * :func:`sequence_form_minimizer` — the chain minimizer of a sequence-form polytope; with
-  :class:`~solvers.local.RegretMatching` this is CFR (section 3.2).
+  :class:`~solvers.regret.local.RegretMatching` this is CFR (section 3.2).
 
 Helpers :func:`regret` and :func:`run` compute exact cumulative regrets of a loss sequence.
 """
@@ -38,9 +38,9 @@ from efce.games.arrays import concat_ranges
 from efce.polytopes.chain import SIMPLEX, Chain
 from efce.polytopes.sequence_form import sequence_form
 
-from . import kernels
-from .local import Kernel, LocalRule, Segments, as_rule
-from .protocol import RegretMinimizer, State, copy_state
+from efce.solvers.regret import kernels
+from efce.solvers.regret.local import Kernel, LocalRule, Segments, as_rule
+from efce.solvers.regret.protocol import RegretMinimizer, State, copy_state
 
 #: Tolerance for checking ``h >= 0`` on ``X`` when building a scaled extension.
 H_TOLERANCE = 1e-9
@@ -292,7 +292,7 @@ class ChainMinimizer:
     """Algorithm 1 along ``{1} ◁h1 X1 ◁h2 … ◁hn Xn`` (left-associative), flattened.
 
     The point is in the chain's entry order (entry 0 is the constant 1).  The state is one
-    :class:`~solvers.local.LocalRule` state over all simplex steps, with the segments
+    :class:`~solvers.regret.local.LocalRule` state over all simplex steps, with the segments
     :attr:`segments` (one per simplex step, in level order — for the chains of DECOMPOSE and of
     the sequence form, which are sorted by level, that is step order).  Every segment is an independent
     local minimizer, so this performs exactly the arithmetic of the nested construction
@@ -306,7 +306,7 @@ class ChainMinimizer:
     Backends (same state, same iterates up to the order of floating-point sums):
 
     * ``"compiled"`` — both passes as sequential numba loops with the rule's kernel fused in
-      (:mod:`solvers.kernels`); needs ``rule.kernel()``; cost per iteration linear in the
+      (:mod:`solvers.regret.kernels`); needs ``rule.kernel()``; cost per iteration linear in the
       number of entries plus sources;
     * ``"numpy"`` — ``rule.recommend`` / ``rule.observe`` once over all simplex steps, and the
       passes level by level with numpy (steps of a level only read earlier levels); any rule.
@@ -397,7 +397,7 @@ class ChainMinimizer:
 
     def observe(self, state: State, loss, *, donate: bool = False) -> State:
         """The state after observing ``loss``; with ``donate=True`` the state's arrays and the
-        loss buffer are updated in place (see :mod:`solvers.protocol`)."""
+        loss buffer are updated in place (see :mod:`solvers.regret.protocol`)."""
         work = _work_buffer(loss, self._n, donate)
         new = state if donate else copy_state(state)
         if self.backend == "compiled":
@@ -471,7 +471,7 @@ def chain_minimizer(chain: Chain, rule: LocalRule | str, *, backend: str = "auto
     independent copies of ``rule``.
 
     ``backend="auto"`` runs the rule's compiled kernel when it has one
-    (:meth:`~solvers.local.LocalRule.kernel`) and the vectorized numpy path otherwise;
+    (:meth:`~solvers.regret.local.LocalRule.kernel`) and the vectorized numpy path otherwise;
     ``"compiled"`` (a ValueError for a rule without kernel) and ``"numpy"`` force one."""
     rule = as_rule(rule)
     if backend == "auto":
@@ -516,7 +516,7 @@ def nested_chain_minimizer(chain: Chain, rule: LocalRule | str):
 
 def sequence_form_minimizer(space, rule: LocalRule | str, *, backend: str = "auto") -> ChainMinimizer:
     """Regret minimizer over a player's sequence-form polytope (point indexed by sequence);
-    with :class:`~solvers.local.RegretMatching` this is CFR (section 3.2)."""
+    with :class:`~solvers.regret.local.RegretMatching` this is CFR (section 3.2)."""
     return chain_minimizer(sequence_form(space), rule, backend=backend)
 
 

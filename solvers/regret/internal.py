@@ -1,6 +1,6 @@
 """Internal-regret minimizers on simplexes, vectorized over segments (Blum & Mansour 2007).
 
-:class:`BlumMansour` is a :class:`solvers.local.LocalRule`: for a segment (simplex) with ``m``
+:class:`BlumMansour` is a :class:`solvers.regret.local.LocalRule`: for a segment (simplex) with ``m``
 actions it runs ``m`` external-regret minimizers of a base rule (regret matching by default), one
 per "recommended" action ``a``; minimizer ``a`` proposes a row ``Q[a, :]``.  The played point is a
 stationary distribution ``p = p Q`` of the row-stochastic matrix ``Q`` and, after observing the
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .local import LocalRule, RegretMatching, Segments
+from efce.solvers.regret.local import LocalRule, RegretMatching, Segments
 
 
 class _Layout:

@@ -8,12 +8,12 @@ A :class:`LocalRule` runs one independent regret minimizer per segment of a flat
 :class:`Segments` partition): this is how a chain minimizer updates every simplex of a chain in
 one call, and how the object-level algebra runs a single simplex (one segment).  Its state is a
 dict of flat arrays that :meth:`LocalRule.observe` updates in place; the regret minimizers of
-:mod:`solvers.algebra` own that state and copy it unless the caller donates it, so a rule never
+:mod:`solvers.regret.algebra` own that state and copy it unless the caller donates it, so a rule never
 has to.
 
 A rule may bring a compiled form (:meth:`LocalRule.kernel`, a :class:`Kernel`): the chain
 minimizer then runs it fused into its compiled passes; a rule without one runs on the vectorized
-numpy path.  The built-in rules' arithmetic is written once, in :mod:`solvers.kernels`, and their
+numpy path.  The built-in rules' arithmetic is written once, in :mod:`solvers.regret.kernels`, and their
 ``recommend``/``observe`` call it.
 
 Rules
@@ -24,7 +24,7 @@ Rules
 * :class:`Hedge` — multiplicative weights, ``x ∝ exp(-η L)`` with cumulative loss ``L``.
 * :class:`PredictiveRMPlus` — predictive RM+ (Farina, Kroer, Sandholm 2021) with the last
   instantaneous regret as prediction.
-* :class:`solvers.internal.BlumMansour` — internal regret (numpy path).
+* :class:`solvers.regret.internal.BlumMansour` — internal regret (numpy path).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import kernels
+from efce.solvers.regret import kernels
 
 @dataclass(frozen=True, eq=False)
 class Segments:
@@ -87,7 +87,7 @@ class Segments:
 
 
 class Kernel(NamedTuple):
-    """The compiled form of a local rule: a family of :mod:`solvers.kernels`, its parameters, and
+    """The compiled form of a local rule: a family of :mod:`solvers.regret.kernels`, its parameters, and
     the state keys of the kernel's two per-entry arrays (the same key twice when the family reads
     one array).  Every kernel state also has the counter ``"t"`` (``float64[1]``)."""
 
@@ -135,7 +135,7 @@ class LocalRule:
 
 
 class _CompiledRule(LocalRule):
-    """A rule whose arithmetic is its kernel (one definition, in :mod:`solvers.kernels`)."""
+    """A rule whose arithmetic is its kernel (one definition, in :mod:`solvers.regret.kernels`)."""
 
     def _spec(self) -> Kernel:
         raise NotImplementedError
@@ -240,5 +240,5 @@ def as_rule(rule: LocalRule | str) -> LocalRule:
     if isinstance(rule, str):
         return make_rule(rule)
     if not isinstance(rule, LocalRule):
-        raise TypeError(f"expected a solvers.local.LocalRule or a rule name, got {type(rule).__name__}")
+        raise TypeError(f"expected a solvers.regret.local.LocalRule or a rule name, got {type(rule).__name__}")
     return rule

@@ -23,11 +23,11 @@ Minimizers are immutable objects; everything that changes lives in an explicit *
   solvers' loops do: at 10^8 entries a copy of the state per iteration is not affordable;
 * ``minimize(loss) -> (value, point)`` — where the set has one, the exact linear minimization
   oracle ``min_{z ∈ Z} ⟨loss, z⟩`` and a minimizer (it gives regrets exactly,
-  :func:`solvers.algebra.regret`) — see :class:`LinearOracle`.
+  :func:`solvers.regret.algebra.regret`) — see :class:`LinearOracle`.
 
-Local rules on simplexes (:class:`solvers.local.LocalRule`) have the per-segment form
+Local rules on simplexes (:class:`solvers.regret.local.LocalRule`) have the per-segment form
 ``recommend(state, seg)`` / ``observe(state, loss, seg)`` instead: they are the building block
-that :func:`solvers.algebra.simplex` and :func:`solvers.algebra.chain_minimizer` turn into
+that :func:`solvers.regret.algebra.simplex` and :func:`solvers.regret.algebra.chain_minimizer` turn into
 regret minimizers.
 """
 
