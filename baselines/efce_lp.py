@@ -116,16 +116,10 @@ class _PlayerTables:
 
 
 def _player_tables(game: Game, i: int) -> _PlayerTables:
+    from efce.polytopes.triggers import triggers_above
     space = game.sequences(i)
     parent_inf = space.seq_infoset[space.infoset_parent_seq].astype(np.int64)
-    k = space.infoset_num_actions.astype(np.int64)
-    cum = k.copy()
-    depth = space.infoset_depth.astype(np.int64)
-    # Infosets are numbered top-down, so one sweep per depth level settles every prefix sum.
-    for d in range(1, int(depth.max(initial=0)) + 1):
-        at = np.flatnonzero(depth == d)
-        cum[at] = k[at] + cum[parent_inf[at]]
-    return _PlayerTables(parent_inf, cum, depth)
+    return _PlayerTables(parent_inf, triggers_above(space), space.infoset_depth.astype(np.int64))
 
 
 def _vsf_counts(game: Game) -> tuple[int, int]:

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from efce.games.game import Game
 from efce.errors import GameError, OptionError
+from efce.solvers.regret.registry import RULE_NAMES
 from efce.solvers.result import SolveResult
 
 
@@ -59,8 +60,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("objective", str, "LP objective; for rm, 'welfare' bisects the welfare threshold for an "
            "interval around the optimal EFCE welfare", choices=("welfare", "feasibility", "player1", "player2")),
     Option("lp_solver", str, "the cvxpy solver (CLARABEL, HIGHS, PDLP, SCS, ...; installed ones)"),
-    Option("local", str, "local regret minimizer at every simplex",
-           choices=("rm", "rm+", "hedge", "prm+", "dcfr")),
+    Option("local", str, "local regret minimizer at every simplex", choices=RULE_NAMES),
     Option("step_size", float, "subgradient step size", _positive),
     Option("step_rule", str, "subgradient step rule: constant α, α/√t, or Polyak's f/‖g‖² capped at α",
            choices=("constant", "sqrt", "polyak")),
@@ -112,7 +112,7 @@ def _check_cvxpy(o):
 
 def _run_rm(game, *, progress, **o):
     from efce.solvers.methods.efce import solve_efce
-    from efce.solvers.regret.local import make_rule
+    from efce.solvers.regret.registry import make_rule
     if o["objective"] == "welfare":
         from efce.solvers.methods.welfare import solve_optimal_welfare
         # Each bisection step is one rm run, so --iterations caps a step (as it caps a plain run);
@@ -127,7 +127,7 @@ def _run_rm(game, *, progress, **o):
 def _run_cfr(variant):
     def run(game, *, progress, **o):
         from efce.solvers.methods.cfr import solve_cfr
-        from efce.solvers.regret.local import make_rule
+        from efce.solvers.regret.registry import make_rule
         return solve_cfr(game, iterations=o["iterations"], variant=variant,
                          rule=make_rule(o["local"]) if o["local"] else None,
                          time_limit=o["time_limit"], target_gap=o["target_gap"], progress=progress)

@@ -34,6 +34,7 @@ from efce.polytopes.chain import Chain, index_dtype
 from efce.polytopes.decompose import check_decomposable, correlation_plan
 from efce.polytopes.feasibility import FeasibilityCheck
 from efce.polytopes.triggers import TriggerSpace, trigger_deviations
+from efce.polytopes.triggers import triggers_above as count_triggers_above
 
 from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.regret.engine import ChainEngine, chain_minimum, minimizer_factory
@@ -103,14 +104,7 @@ def saddle_point_sizes(game: Game) -> dict:
         infosets_above = np.zeros(space.num_sequences, dtype=np.int64)
         inf_of_seq = space.seq_infoset[1:].astype(np.int64)
         depth = space.infoset_depth.astype(np.int64)
-        # Infosets are numbered top-down: accumulate along each sequence's chain of infosets.
-        actions = space.infoset_num_actions.astype(np.int64)
-        per_infoset = actions.copy()
-        parent_inf = space.seq_infoset[space.infoset_parent_seq].astype(np.int64)
-        for d in range(1, int(depth.max(initial=0)) + 1):
-            at = np.flatnonzero(depth == d)
-            per_infoset[at] += per_infoset[parent_inf[at]]
-        triggers_above[1:] = per_infoset[inf_of_seq]
+        triggers_above[1:] = count_triggers_above(space)[inf_of_seq]
         infosets_above[1:] = depth[inf_of_seq] + 1
         own = tm.sequences[:, i]
         y_entries += int(triggers_above.sum())

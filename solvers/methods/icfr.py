@@ -36,7 +36,8 @@ from efce.games.payoffs import terminal_map
 from efce.solvers.evaluation.device_gaps import FactoredDevice, evaluator
 from efce.solvers.regret.internal import BlumMansour
 from efce.solvers.driver import IterationDriver, ProgressCallback
-from efce.solvers.regret.local import LocalRule, RegretMatching, Segments, as_rule
+from efce.solvers.regret.local import LocalRule, RegretMatching, Segments
+from efce.solvers.regret.registry import as_rule
 from efce.solvers.result import SolveResult, TraceRow
 
 METHODS = ("icfr", "cfr-s")

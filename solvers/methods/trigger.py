@@ -58,7 +58,8 @@ from efce.games.payoffs import terminal_map
 from efce.solvers.evaluation.device import DEVICE_PLAN_LIMIT, check_device_size
 from efce.solvers.evaluation.device_gaps import FactoredDevice
 from efce.solvers.driver import IterationDriver, ProgressCallback
-from efce.solvers.regret.local import LocalRule, RegretMatching, Segments, as_rule
+from efce.solvers.regret.local import LocalRule, RegretMatching, Segments
+from efce.solvers.regret.registry import as_rule
 from efce.solvers.result import SolveResult, TraceRow
 
 METHODS = ("trigger", "coarse-trigger")

@@ -35,7 +35,8 @@ from efce.games.game import Game
 
 from efce.solvers.driver import stop_requested
 from efce.solvers.methods.efce import build_efce_model, set_welfare_threshold, solve_efce
-from efce.solvers.regret.local import LocalRule, make_rule
+from efce.solvers.regret.local import LocalRule
+from efce.solvers.regret.registry import make_rule
 from efce.solvers.result import SolveResult, TraceRow
 
 

@@ -39,7 +39,8 @@ from efce.polytopes.chain import SIMPLEX, Chain
 from efce.polytopes.sequence_form import sequence_form
 
 from efce.solvers.regret import kernels
-from efce.solvers.regret.local import Kernel, LocalRule, Segments, as_rule
+from efce.solvers.regret.local import Kernel, LocalRule, Segments
+from efce.solvers.regret.registry import as_rule
 from efce.solvers.regret.protocol import RegretMinimizer, State, copy_state
 
 #: Tolerance for checking ``h >= 0`` on ``X`` when building a scaled extension.

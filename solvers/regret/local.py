@@ -217,28 +217,5 @@ class PredictiveRMPlus(_CompiledRule):
         return Kernel(kernels.PRM_PLUS, keys=("regret", "prediction"))
 
 
-RULES = {"rm": lambda: RegretMatching(), "rm+": lambda: RegretMatching(plus=True),
-         "hedge": lambda: Hedge(), "prm+": lambda: PredictiveRMPlus(),
-         "dcfr": lambda: RegretMatching(alpha=1.5, beta=0.0)}
-
-
-def make_rule(name: str) -> LocalRule:
-    """A fresh local rule by name: ``rm``, ``rm+``, ``hedge``, ``prm+`` or ``dcfr``."""
-    if name not in RULES:
-        raise ValueError(f"unknown local regret minimizer '{name}'; valid: {', '.join(RULES)}")
-    return RULES[name]()
-
-
-def as_rule(rule: LocalRule | str) -> LocalRule:
-    """``rule`` itself, or the rule of that name (:func:`make_rule`).
-
-    Raises
-    ------
-    TypeError
-        ``rule`` is neither a :class:`LocalRule` nor a name.
-    """
-    if isinstance(rule, str):
-        return make_rule(rule)
-    if not isinstance(rule, LocalRule):
-        raise TypeError(f"expected a solvers.regret.local.LocalRule or a rule name, got {type(rule).__name__}")
-    return rule
+# Rules by name: the one registry is :mod:`efce.solvers.regret.registry` (re-exported here).
+from .registry import RULE_NAMES, RULES, as_rule, make_rule  # noqa: E402,F401
