@@ -22,12 +22,16 @@ import inspect
 import math
 import os
 import re
-from dataclasses import dataclass
+
+from efce.games.generators import battleship as _battleship, figures as _figures
+from efce.games.generators import goofspiel as _goofspiel, kuhn as _kuhn, leduc as _leduc
+from efce.games.generators import sheriff as _sheriff
+from efce.games.generators.params import NUMBER_LIMIT, Param  # Param: re-exported
 
 from .game import Game
 from efce.errors import GameError
 
-#: Generator name → "module:function" (modules are imported on first use).
+#: Generator name → "module:function" (the function is looked up on first use).
 GENERATORS: dict[str, str] = {
     "kuhn": "efce.games.generators.kuhn:kuhn",
     "leduc": "efce.games.generators.leduc:leduc",
@@ -39,73 +43,19 @@ GENERATORS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Param:
-    """Type and range of one generator parameter.
-
-    ``kind`` is ``"int"``, ``"number"`` (finite float), ``"bool"``, ``"choice"`` (one of
-    ``choices``), ``"int list"`` or ``"number list"``; ``low``/``high`` bound numbers and list
-    entries (inclusive); ``length`` fixes a list's length; ``none`` allows the value ``none``."""
-
-    kind: str
-    low: float | None = None
-    high: float | None = None
-    choices: tuple[str, ...] = ()
-    length: int | None = None
-    none: bool = False
-
-    def describe(self) -> str:
-        if self.kind == "choice":
-            text = "one of " + ", ".join(self.choices)
-        else:
-            base = {"int": "an integer", "number": "a number", "bool": "true or false",
-                    "int list": "a list of integers", "number list": "a list of numbers"}[self.kind]
-            if self.length is not None:
-                base = base.replace("a list of", f"a list of {self.length}")
-            low, high = self.low, self.high
-            if self.kind.startswith("number"):  # numbers are bounded by NUMBER_LIMIT
-                low = -NUMBER_LIMIT if low is None else low
-                high = NUMBER_LIMIT if high is None else high
-            text = base + _range_text(low, high, "each " if "list" in self.kind else "")
-        return text + (" or none" if self.none else "")
-
-
-def _range_text(low, high, prefix: str) -> str:
-    if low is not None and high is not None:
-        return f", {prefix}from {low:g} to {high:g}"
-    if low is not None:
-        return f", {prefix}>= {low:g}"
-    if high is not None:
-        return f", {prefix}<= {high:g}"
-    return ""
-
-
-#: Declared parameters of every generator (the generators check the same ranges when called
-#: from Python; the spec layer checks them first so that sizes can be estimated before building).
+#: Declared parameters of every generator, read from the generator's own module (each declares
+#: its ``PARAMETERS`` beside its code; the generators check the same ranges when called from
+#: Python, the spec layer checks them first so that sizes can be estimated before building).
 PARAMETERS: dict[str, dict[str, Param]] = {
-    "kuhn": {"players": Param("int", 2, 1000), "ranks": Param("int", 2, 1000, none=True)},
-    "leduc": {"players": Param("int", 2, 1000), "ranks": Param("int", 1, 1000),
-              "suits": Param("int", 1, 1000, none=True),
-              "raise_sizes": Param("number list", 0, None, length=2),
-              "max_raises": Param("int", 0, 1000, none=True),
-              "raises_per_player": Param("int", 0, 1000, none=True)},
-    "goofspiel": {"players": Param("int", 2, 16), "ranks": Param("int", 1, 62),
-                  "prizes": Param("choice", choices=("random", "sorted")),
-                  "limited_info": Param("bool")},
-    "battleship": {"rows": Param("int", 1, 63), "cols": Param("int", 1, 63),
-                   "ship_sizes": Param("int list", 1, 63), "ship_values": Param("number list", 0, None, none=True),
-                   "shots": Param("int", 1, 63), "loss_multiplier": Param("number")},
-    "sheriff": {"max_bribe": Param("int", 0, 1000), "max_items": Param("int", 1, 1000),
-                "rounds": Param("int", 1, 1000), "item_value": Param("number", 0),
-                "item_penalty": Param("number", 0), "sheriff_penalty": Param("number", 0)},
-    "farina-fig1": {},
-    "farina-fig2": {},
+    "kuhn": _kuhn.PARAMETERS,
+    "leduc": _leduc.PARAMETERS,
+    "goofspiel": _goofspiel.PARAMETERS,
+    "battleship": _battleship.PARAMETERS,
+    "sheriff": _sheriff.PARAMETERS,
+    "farina-fig1": _figures.PARAMETERS,
+    "farina-fig2": _figures.PARAMETERS,
 }
 
-#: Largest magnitude of a ``number`` parameter.  Payoffs are sums of products of at most a few
-#: such parameters and counts below 1000, so this keeps every payoff far inside the 1e100 limit
-#: of :data:`games.game.MAX_ABS_PAYOFF`, and a too large value is refused naming its parameter.
-NUMBER_LIMIT = 1e12
 
 # The one grammar of spec values: ASCII only (Python's int()/float() would also take "1_0",
 # non-ASCII digits such as "٣" or "１", "infinity" and "0x10"-like forms through other paths).

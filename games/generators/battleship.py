@@ -43,9 +43,18 @@ from efce.games.generators.builder import Expansion, build_game, edges_from_coun
 from efce.games.resources.estimate import check_size
 from efce.games.game import TERMINAL, Game
 from efce.errors import GameError
+from efce.games.generators.params import Param
 
 _OUTCOMES = ("miss", "hit", "sunk")
 _MAX_CELLS = 63  # cells are bits of an int64
+
+
+#: Parameters of a game spec string (type and range; defaults: the function's own), read by
+#: :data:`efce.games.spec.PARAMETERS`.
+PARAMETERS = {"rows": Param("int", 1, 63), "cols": Param("int", 1, 63),
+              "ship_sizes": Param("int list", 1, 63),
+              "ship_values": Param("number list", 0, None, none=True),
+              "shots": Param("int", 1, 63), "loss_multiplier": Param("number")}
 
 
 def _as_int(value, name: str) -> int:

@@ -37,6 +37,11 @@ import numpy as np
 from efce.games.game import TERMINAL, ExplicitLabels, Game
 
 
+#: Parameters of a game spec string (type and range; defaults: the function's own), read by
+#: :data:`efce.games.spec.PARAMETERS`.
+PARAMETERS: dict = {}
+
+
 def _tree_game(name: str, nodes: list[tuple[int, int, int, int]], payoffs: list[tuple[int, int]],
                labels: tuple[list[dict], list[dict]]) -> Game:
     """``nodes``: (parent, action, player, infoset_key) in a topological order; terminals use

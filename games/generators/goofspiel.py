@@ -44,8 +44,16 @@ from efce.games.generators.builder import Expansion, build_game
 from efce.games.resources.estimate import check_size
 from efce.games.game import CHANCE, TERMINAL, Game
 from efce.errors import GameError
+from efce.games.generators.params import Param
 
 _PRIZE_ORDERS = ("random", "sorted")
+
+
+#: Parameters of a game spec string (type and range; defaults: the function's own), read by
+#: :data:`efce.games.spec.PARAMETERS`.
+PARAMETERS = {"players": Param("int", 2, 16), "ranks": Param("int", 1, 62),
+              "prizes": Param("choice", choices=("random", "sorted")),
+              "limited_info": Param("bool")}
 
 
 def goofspiel(players: int = 2, ranks: int = 3, prizes: str = "random",

@@ -17,8 +17,14 @@ from efce.games.generators.builder import Expansion, build_game, edges_from_coun
 from efce.games.resources.estimate import check_size
 from efce.games.game import CHANCE, TERMINAL, Game
 from efce.errors import GameError
+from efce.games.generators.params import Param
 
 _ACTION_NAMES = ["check", "bet", "fold", "call"]
+
+
+#: Parameters of a game spec string (type and range; defaults: the function's own), read by
+#: :data:`efce.games.spec.PARAMETERS`.
+PARAMETERS = {"players": Param("int", 2, 1000), "ranks": Param("int", 2, 1000, none=True)}
 
 
 def kuhn(players: int = 2, ranks: int | None = None) -> Game:

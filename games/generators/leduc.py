@@ -45,6 +45,7 @@ from efce.games.generators.builder import Expansion, build_game, edges_from_coun
 from efce.games.resources.estimate import check_size
 from efce.games.game import CHANCE, TERMINAL, Game
 from efce.errors import GameError
+from efce.games.generators.params import Param
 
 # Action codes (edge labels) of betting actions.
 FOLD, CHECK, CALL, BET, RAISE = range(5)
@@ -53,6 +54,15 @@ _RANK_NAMES = "23456789TJQKA"
 
 # Phases of a state.
 _BETTING1, _BOARD, _BETTING2, _OVER = 1, 2, 3, 4
+
+
+#: Parameters of a game spec string (type and range; defaults: the function's own), read by
+#: :data:`efce.games.spec.PARAMETERS`.
+PARAMETERS = {"players": Param("int", 2, 1000), "ranks": Param("int", 1, 1000),
+              "suits": Param("int", 1, 1000, none=True),
+              "raise_sizes": Param("number list", 0, None, length=2),
+              "max_raises": Param("int", 0, 1000, none=True),
+              "raises_per_player": Param("int", 0, 1000, none=True)}
 
 
 def _is_int(x) -> bool:

@@ -36,8 +36,16 @@ from efce.games.generators.builder import Expansion, build_game, edges_from_coun
 from efce.games.resources.estimate import check_size
 from efce.games.game import TERMINAL, Game
 from efce.errors import GameError
+from efce.games.generators.params import Param
 
 SMUGGLER, SHERIFF = 0, 1
+
+
+#: Parameters of a game spec string (type and range; defaults: the function's own), read by
+#: :data:`efce.games.spec.PARAMETERS`.
+PARAMETERS = {"max_bribe": Param("int", 0, 1000), "max_items": Param("int", 1, 1000),
+              "rounds": Param("int", 1, 1000), "item_value": Param("number", 0),
+              "item_penalty": Param("number", 0), "sheriff_penalty": Param("number", 0)}
 
 
 def _int_param(value, name: str, minimum: int) -> int:
