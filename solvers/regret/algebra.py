@@ -24,6 +24,25 @@ Constructors
   :class:`~solvers.regret.local.RegretMatching` this is CFR (section 3.2).
 
 Helpers :func:`regret` and :func:`run` compute exact cumulative regrets of a loss sequence.
+
+Examples
+--------
+Regret matching on a simplex, then CFR's minimizer over a sequence-form polytope:
+
+>>> import numpy as np
+>>> rm = simplex(3, "rm")
+>>> state = rm.init()
+>>> rm.recommend(state)
+array([0.33333333, 0.33333333, 0.33333333])
+>>> rm.recommend(rm.observe(state, np.array([1.0, 0.0, 0.0])))
+array([0. , 0.5, 0.5])
+>>> rm.minimize(np.array([1.0, 0.0, 2.0]))
+(0.0, array([0., 1., 0.]))
+>>> from efce.games import kuhn
+>>> from efce.polytopes import sequence_form
+>>> cfr = chain_minimizer(sequence_form(kuhn().sequences(0)), "rm+")
+>>> cfr.dim, cfr.recommend(cfr.init())[:3]
+(13, array([1. , 0.5, 0.5]))
 """
 
 from __future__ import annotations
