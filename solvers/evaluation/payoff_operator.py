@@ -1,7 +1,7 @@
 """The payoff matrix ``A`` of the EFCE saddle point as one memory-lean operator.
 
 ``min_{ξ ∈ Ξ} max_{y ∈ Y} ξᵀ A y`` (Farina, Ling, Fang, Sandholm 2019, section 2.1; see
-:mod:`solvers.methods.efce` for the entries of ``A``).  ``A`` has ~1.5–2.5 nonzeros per relevant pair on
+:mod:`solvers.efce` for the entries of ``A``).  ``A`` has ~1.5–2.5 nonzeros per relevant pair on
 the Battleship instances; stored as CSR twice (``A`` and ``Aᵀ``, 12 bytes per nonzero each, plus
 int64 COO temporaries while building) it was the largest structure of a run.  Its nonzeros are
 structured, and this module keeps only what cannot be recomputed:
@@ -23,7 +23,7 @@ the saddle-point solver allocates nothing.  Every sum runs in the order of a CSR
 explicit matrix (ascending column for ``A y``, ascending Ξ entry for ``Aᵀ x``): regret matching
 breaks ties exactly (a regret of 1e-17 instead of 0 changes the strategy), so this keeps the
 iterates bit-identical to the explicit-matrix computation.  :class:`TriggerTables` is shared with
-the gap evaluator (:mod:`solvers.evaluation.gaps`).
+the gap evaluator (:mod:`solvers.gaps`).
 """
 
 from __future__ import annotations
@@ -236,7 +236,7 @@ def _line_table(player, first, z_lo, z_hi, line_start, other, indptr, sigma2):
 
 
 class PayoffOperator:
-    """``A`` of :mod:`solvers.methods.efce` without storing it: rows are Ξ's chain entries, columns are
+    """``A`` of :mod:`solvers.efce` without storing it: rows are Ξ's chain entries, columns are
     Y's entries.  ``matvec(y, out)`` writes ``A y``; ``rmatvec(x, out, sign)`` writes
     ``sign · Aᵀ x``.  Scratch space is per-sequence (small) and allocated once."""
 

@@ -15,7 +15,7 @@ recommendations drawn from ``ξ``:
 
 Two compiled chain engines with RM+ at every simplex, alternating updates and linear averaging
 (section 5) give feasible iterates; the exact max deviation of the average is the stopping rule.
-``A`` is never stored as a matrix: :mod:`solvers.evaluation.payoff_operator` applies it and its transpose
+``A`` is never stored as a matrix: :mod:`solvers.payoff_operator` applies it and its transpose
 from one int32 per nonzero, into buffers allocated once, and feasibility (Definition 3) is
 checked matrix-free (:mod:`polytopes.feasibility`).
 """
@@ -55,7 +55,7 @@ class EFCEModel:
     """Everything the saddle point needs, built once per game.
 
     ``operator`` is ``A`` (rows: Ξ's chain entries; columns: Y's entries) as a
-    :class:`solvers.evaluation.payoff_operator.PayoffOperator`; ``entry_of_pair[q]`` is the chain entry of
+    :class:`solvers.payoff_operator.PayoffOperator`; ``entry_of_pair[q]`` is the chain entry of
     relevant pair ``q`` (the inverse of ``xi_chain.entry_index``)."""
 
     game: Game
@@ -175,10 +175,10 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     with that welfare exists); otherwise the budget runs out and ``info["threshold_met"]`` is
     False.
 
-    ``rule`` (a :class:`~solvers.regret.local.LocalRule` or its name, default RM+) runs at every simplex
+    ``rule`` (a :class:`~solvers.local.LocalRule` or its name, default RM+) runs at every simplex
     of both chains; ``minimizer`` instead builds each side's regret minimizer from its chain (Ξ's,
     then Y's; points in entry order), e.g. ``lambda chain: chain_minimizer(chain, MyRule())`` or
-    a composite of the :mod:`solvers.regret.algebra` — see the tutorial, "Write your own regret
+    a composite of the :mod:`solvers.algebra` — see the tutorial, "Write your own regret
     minimizer".  Giving both is a ValueError."""
     started = time.perf_counter()
     make_minimizer = minimizer_factory(rule, minimizer, RegretMatching(plus=True))

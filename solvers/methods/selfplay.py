@@ -3,7 +3,7 @@ CFR/CFR+ (two sequence-form chains) and the EFCE saddle point (the correlation-p
 the trigger-deviation chain).
 
 Each player ``i`` observes the loss ``ℓ_i = L_i(z_{-i})`` that the opponent's current point
-induces (minimizers observe losses, :mod:`solvers.regret.protocol`):
+induces (minimizers observe losses, :mod:`solvers.protocol`):
 
 * **alternating** updates (CFR+, and section 5 of Farina, Ling, Fang, Sandholm 2019): player 1
   answers player 0's freshly updated point; **simultaneous** updates (vanilla CFR) use both
@@ -28,7 +28,7 @@ LossOperator = Callable[[np.ndarray, np.ndarray], None]
 
 
 class SelfPlay:
-    """Two :class:`~solvers.regret.engine.ChainEngine` players and their running averages.
+    """Two :class:`~solvers.engine.ChainEngine` players and their running averages.
 
     Parameters
     ----------

@@ -1,9 +1,9 @@
 """The solvers' driver of a chain regret minimizer, and the chain's linear minimization oracle.
 
 The regret minimizer of a chain ``{1} ◁h1 X1 ◁h2 … ◁hn Xn`` is
-:func:`solvers.regret.algebra.chain_minimizer`: Algorithm 1 of Farina, Ling, Fang, Sandholm 2019 unrolled
+:func:`solvers.algebra.chain_minimizer`: Algorithm 1 of Farina, Ling, Fang, Sandholm 2019 unrolled
 into two flat passes (section 3.2), whose fast backend runs the passes as compiled loops with the
-local rule fused in (:mod:`solvers.regret.kernels`; cost per iteration linear in the number of entries
+local rule fused in (:mod:`solvers.kernels`; cost per iteration linear in the number of entries
 plus sources) and whose numpy backend runs any other rule.  :class:`ChainEngine` holds one
 minimizer's state for a solver loop and donates it at every observation, so an iteration copies
 no state; :func:`minimizer_factory` turns a solver's ``rule=`` / ``minimizer=`` options into the
@@ -31,7 +31,7 @@ class ChainEngine:
     ----------
     chain : Chain
     rule : LocalRule or str, optional
-        Runs :func:`solvers.regret.algebra.chain_minimizer` ``(chain, rule)``.
+        Runs :func:`solvers.algebra.chain_minimizer` ``(chain, rule)``.
     minimizer : RegretMinimizer, optional
         Any regret minimizer over the chain's entries instead (``dim == chain.num_entries``).
 
@@ -48,7 +48,7 @@ class ChainEngine:
         if minimizer is None:
             minimizer = chain_minimizer(chain, rule)
         elif not isinstance(minimizer, RegretMinimizer):
-            raise TypeError(f"minimizer must implement solvers.regret.protocol.RegretMinimizer (dim, init, "
+            raise TypeError(f"minimizer must implement solvers.protocol.RegretMinimizer (dim, init, "
                             f"recommend, observe), got {type(minimizer).__name__}")
         if minimizer.dim != chain.num_entries:
             raise ValueError(f"the minimizer works in R^{minimizer.dim} but the chain has "
@@ -97,7 +97,7 @@ class ChainEngine:
 def minimizer_factory(rule: LocalRule | str | None, minimizer: MinimizerFactory | None,
                       default_rule: LocalRule) -> MinimizerFactory:
     """The function ``chain -> RegretMinimizer`` a solver builds the minimizers of its chains
-    with, from its options: ``minimizer`` itself, else :func:`solvers.regret.algebra.chain_minimizer`
+    with, from its options: ``minimizer`` itself, else :func:`solvers.algebra.chain_minimizer`
     with ``rule`` (``default_rule`` when ``None``).  Call it before any expensive work: it is the
     options' validation.
 

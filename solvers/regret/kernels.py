@@ -1,10 +1,10 @@
 """Compiled (numba) arithmetic of the local rules and of the chain passes — one definition each.
 
-A local rule with a compiled form (:meth:`solvers.regret.local.LocalRule.kernel`) names a *family*
+A local rule with a compiled form (:meth:`solvers.local.LocalRule.kernel`) names a *family*
 below and its parameters; its strategy (:func:`local_strategy`) and its update formula
 (:func:`rm_regret`, :func:`prm_plus_regret`; Hedge adds the loss) run
 
-* the rule on its own, over every segment of a :class:`~solvers.regret.local.Segments` partition
+* the rule on its own, over every segment of a :class:`~solvers.local.Segments` partition
   (:func:`recommend_segments`, :func:`observe_segments`: what ``LocalRule.recommend`` /
   ``observe`` call), and
 * the rule fused into the two passes of Algorithm 1 unrolled over a chain (Farina, Ling, Fang,
@@ -28,7 +28,7 @@ import numpy as np
 from efce.games.arrays import U
 from efce.polytopes.chain import SINGLETON
 
-#: Kernel families (see :class:`solvers.regret.local.Kernel`).
+#: Kernel families (see :class:`solvers.local.Kernel`).
 RM, HEDGE, PRM_PLUS = 0, 1, 2
 
 # The hot kernels index through games.arrays.U (unsigned); every index here is non-negative.
