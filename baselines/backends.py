@@ -21,20 +21,14 @@ from __future__ import annotations
 import functools
 import math
 
-from efce.games.game import Game, GameError
+from efce.games.game import Game
+from efce.errors import BackendError, GameError
 
 #: Payoffs beyond this magnitude make sums over terminals overflow or lose every digit of the
 #: other payoffs (the LP's welfare row adds all of them); such a game is refused up front.
 MAX_ABS_PAYOFF = 1e12
 
 
-class BackendError(GameError):
-    """An LP backend failed; the message is one line naming the backend and its status."""
-
-    def __init__(self, backend: str, status: str):
-        super().__init__(f"{backend} failed: {status}")
-        self.backend = backend
-        self.status = status
 
 
 def check_lp_inputs(game: Game, welfare_threshold: float | None = None) -> None:

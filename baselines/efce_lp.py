@@ -37,8 +37,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from efce.games.game import Game, GameError
-from efce.games.memory import MemoryBudgetExceeded, check_budget, default_memory_budget, gib
+from efce.games.game import Game
+from efce.errors import GameError, MemoryBudgetExceeded
+from efce.games.resources.memory import check_budget, default_memory_budget, gib
 from efce.games.payoffs import terminal_map
 from efce.games.relevant import RelevantPairs, connected_infosets, count_relevant_pairs, relevant_pairs
 from efce.polytopes.decompose import check_decomposable
@@ -115,16 +116,10 @@ class _PlayerTables:
 
 
 def _player_tables(game: Game, i: int) -> _PlayerTables:
+    from efce.polytopes.triggers import triggers_above
     space = game.sequences(i)
     parent_inf = space.seq_infoset[space.infoset_parent_seq].astype(np.int64)
-    k = space.infoset_num_actions.astype(np.int64)
-    cum = k.copy()
-    depth = space.infoset_depth.astype(np.int64)
-    # Infosets are numbered top-down, so one sweep per depth level settles every prefix sum.
-    for d in range(1, int(depth.max(initial=0)) + 1):
-        at = np.flatnonzero(depth == d)
-        cum[at] = k[at] + cum[parent_inf[at]]
-    return _PlayerTables(parent_inf, cum, depth)
+    return _PlayerTables(parent_inf, triggers_above(space), space.infoset_depth.astype(np.int64))
 
 
 def _vsf_counts(game: Game) -> tuple[int, int]:
@@ -170,7 +165,7 @@ def estimate_efce_lp(game: Game, *, extra_rows: int = 0) -> ModelSize:
 def check_memory(size: ModelSize, game: Game, budget: int | None, *, factor: float = 1.0,
                  what: str = "the EFCE LP") -> int:
     """Refuse a model of ``factor × size.bytes`` over the memory budget before building it
-    (:func:`games.memory.check_budget`, the one budget rule).
+    (:func:`games.resources.memory.check_budget`, the one budget rule).
 
     Returns
     -------

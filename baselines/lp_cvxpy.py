@@ -13,13 +13,13 @@ import time
 import numpy as np
 
 from efce.games.game import Game
-from efce.games.memory import peak_rss_bytes
+from efce.games.resources.memory import peak_rss_bytes
 from efce.solvers.result import SolveResult, TraceRow
 
 from efce.solvers.driver import stop_requested
 
-from .backends import (BackendError, Interrupted, IsolatedWorker, check_lp_inputs, must_isolate,
-                       stoppable)
+from .backends import Interrupted, IsolatedWorker, check_lp_inputs, must_isolate, stoppable
+from efce.errors import BackendError
 from .efce_lp import CVXPY_FACTOR, EFCELP, build_efce_lp
 from .lp_highs import evaluate_plan, interrupted_result
 

@@ -12,12 +12,12 @@ import time
 import numpy as np
 
 from efce.games.game import Game
-from efce.games.memory import peak_rss_bytes
+from efce.games.resources.memory import peak_rss_bytes
 from efce.solvers.driver import stop_requested
 from efce.solvers.result import SolveResult, TraceRow
 
-from .backends import (BackendError, Interrupted, IsolatedWorker, check_lp_inputs, must_isolate,
-                       stoppable)
+from .backends import Interrupted, IsolatedWorker, check_lp_inputs, must_isolate, stoppable
+from efce.errors import BackendError
 from .efce_lp import EFCELP, build_efce_lp
 
 SOLVERS = ("choose", "simplex", "ipm", "ipx", "pdlp", "hipdlp")
@@ -46,7 +46,7 @@ UNVERIFIED_TOLERANCE = 1e-6
 
 def evaluate_plan(game: Game, model: EFCELP, xi: np.ndarray) -> dict:
     """Welfare, utilities, EFCE gap (project evaluator) and Definition-3 violation of ξ."""
-    from efce.solvers.gaps import EFCEGapEvaluator
+    from efce.solvers.evaluation.gaps import EFCEGapEvaluator
     report = EFCEGapEvaluator(game, model.pairs)(xi)
     utilities = model.utility_matrix @ xi
     return dict(efce_gap=float(report.gap), welfare=float(utilities.sum()),

@@ -9,7 +9,7 @@ and simplex stall on these LPs (see ``docs/results/lp_highs_settings.md``).
 The model is the one of :func:`baselines.efce_lp.build_efce_lp`.  The solve runs in *stages of
 tightening tolerance* (relative KKT tolerance 1e-2, 1e-3, …), each stage warm-started from the
 previous primal-dual pair with its primal weight; after each stage the iterate ξ is evaluated by
-the project's own code (max deviation by :mod:`solvers.gaps`, Definition-3 violation, welfare),
+the project's own code (max deviation by :mod:`solvers.evaluation.gaps`, Definition-3 violation, welfare),
 which gives the anytime trace plotted beside the regret minimizer's.  The run ends when both the
 max deviation and the violation are at most ``tolerance`` at a stage PDLP calls optimal.
 """
@@ -22,13 +22,13 @@ from typing import Callable
 import numpy as np
 
 from efce.games.game import Game
-from efce.games.memory import check_budget, peak_rss_bytes
+from efce.games.resources.memory import check_budget, peak_rss_bytes
 from efce.solvers.result import SolveResult, TraceRow
 
 from efce.solvers.driver import stop_requested
 
-from .backends import (BackendError, Interrupted, IsolatedWorker, check_lp_inputs, must_isolate,
-                       stoppable)
+from .backends import Interrupted, IsolatedWorker, check_lp_inputs, must_isolate, stoppable
+from efce.errors import BackendError
 from .efce_lp import EFCELP, build_efce_lp, estimate_efce_lp
 
 #: Peak memory model of a PDLP run (model build + OR-Tools' copies + evaluation), calibrated on
@@ -168,7 +168,7 @@ def solve_lp_pdlp(game: Game, *, objective="welfare", welfare_threshold: float |
         :func:`baselines.build_efce_lp`.
     welfare_threshold : optional lower bound τ on social welfare (one more row).
     tolerance : the run is ``converged`` when the iterate's max deviation (raw payoff units,
-        :mod:`solvers.gaps`) and its Definition-3 violation ``max(|Cξ − b|_∞, max(−ξ))`` are both
+        :mod:`solvers.evaluation.gaps`) and its Definition-3 violation ``max(|Cξ − b|_∞, max(−ξ))`` are both
         at most this, at a stage PDLP reports optimal for its own relative KKT tolerance.
     time_limit : seconds for all stages together (None = none).
     threads : PDLP threads (default 2).
@@ -178,7 +178,7 @@ def solve_lp_pdlp(game: Game, *, objective="welfare", welfare_threshold: float |
         start resets PDLP's restart averages, so on the full Sheriff LP stages from 1e-2 took
         19.7k iterations against 13.8k for one stage (docs/results/lp_baseline.md).  Pass e.g.
         :data:`FIRST_STAGE_TOLERANCE` (1e-2) for a denser anytime trace.
-    memory_budget : bytes; the run is refused up front (:class:`games.memory.MemoryBudgetExceeded`)
+    memory_budget : bytes; the run is refused up front (:class:`games.resources.memory.MemoryBudgetExceeded`)
         when :func:`estimate_pdlp_bytes` exceeds it (None = 60% of the available RAM).
     isolate : run PDLP in a fresh worker process (None = only when highspy's HiGHS library is
         already loaded here, which OR-Tools cannot coexist with).
@@ -217,7 +217,7 @@ def solve_lp_pdlp(game: Game, *, objective="welfare", welfare_threshold: float |
         # The PDLP estimate above replaces the generic (factorizing-solver) one of the builder.
         model = build_efce_lp(game, objective=objective, welfare_threshold=welfare_threshold,
                               memory_budget=2**62)
-    from efce.solvers.gaps import EFCEGapEvaluator
+    from efce.solvers.evaluation.gaps import EFCEGapEvaluator
     t_setup = time.perf_counter()
     evaluator = EFCEGapEvaluator(game, model.pairs)
     try:

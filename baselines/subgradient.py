@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from efce.games.game import Game
-from efce.games.memory import peak_rss_bytes
+from efce.games.resources.memory import peak_rss_bytes
 from efce.games.payoffs import terminal_map
 from efce.games.relevant import relevant_pairs
 from efce.polytopes.decompose import check_decomposable

@@ -20,7 +20,7 @@ GAMES = {
 
 def bench(spec: str, method: str, iterations: int) -> dict:
     from efce.games.spec import make_game
-    from efce.solvers.icfr import solve_icfr
+    from efce.solvers.methods.icfr import solve_icfr
     game = make_game(spec)
     solve_icfr(game, 5, method=method)  # warm-up: numba compilation / caches
     started = time.perf_counter()

@@ -68,7 +68,7 @@ def run_one(instance: str, front_end: str, time_limit: float, solver: str, threa
     from efce.baselines import (ModelTooLarge, build_efce_lp, estimate_efce_lp, estimate_pdlp_bytes,
                            solve_lp_cvxpy, solve_lp_highs, solve_lp_pdlp)
     from efce.baselines.efce_lp import CVXPY_FACTOR, default_memory_budget
-    from efce.games.memory import MemoryBudgetExceeded, peak_rss_bytes
+    from efce.games.resources.memory import MemoryBudgetExceeded, peak_rss_bytes
 
     kind, kw = INSTANCES[instance]
     t0 = time.perf_counter()
@@ -152,7 +152,7 @@ def markdown(rows: list[dict], args) -> str:
         "its subtree); the estimate counts variables/rows exactly and nonzeros before merging "
         "duplicates; estimated bytes exclude factorization fill-in.  Peak memory is the run's "
         "`ru_maxrss` (game + model + solver).  Max deviation is the project's evaluator "
-        "(`solvers.gaps`) on the returned ξ.",
+        "(`solvers.evaluation.gaps`) on the returned ξ.",
         "",
         "| instance | front end | status | variables | rows | nonzeros | est. memory | "
         "build s | solve s | peak memory | welfare | max deviation | max violation | paper |",

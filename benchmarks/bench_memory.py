@@ -58,11 +58,11 @@ def case(kwargs, iterations: int = 3):
         from efce.games.relevant import relevant_pairs
         from efce.polytopes.decompose import correlation_plan
         from efce.polytopes.feasibility import FeasibilityCheck
-        from efce.solvers.efce import build_efce_model
-        from efce.solvers.engine import ChainEngine
-        from efce.solvers.gaps import EFCEGapEvaluator
-        from efce.solvers.local import RegretMatching
-        from efce.solvers.selfplay import SelfPlay
+        from efce.solvers.methods.efce import build_efce_model
+        from efce.solvers.regret.engine import ChainEngine
+        from efce.solvers.evaluation.gaps import EFCEGapEvaluator
+        from efce.solvers.regret.local import RegretMatching
+        from efce.solvers.methods.selfplay import SelfPlay
 
         stages = []
 

@@ -32,8 +32,8 @@ def copy_bandwidth() -> float:
 def efce_case(kwargs, iterations):
     def run():
         from efce import games
-        from efce.solvers.efce import build_efce_model, solve_efce
-        from efce.solvers.gaps import EFCEGapEvaluator
+        from efce.solvers.methods.efce import build_efce_model, solve_efce
+        from efce.solvers.evaluation.gaps import EFCEGapEvaluator
         game = games.battleship(rows=3, cols=2, **kwargs)
         model, setup = timed(build_efce_model, game)
         solve_efce(games.farina_fig2(), iterations=2)  # compile outside the timing
@@ -58,7 +58,7 @@ def efce_case(kwargs, iterations):
 
 def cfr_leduc():
     from efce import games
-    from efce.solvers.cfr import solve_cfr
+    from efce.solvers.methods.cfr import solve_cfr
     game = games.leduc(2)
     solve_cfr(game, iterations=5)
     result = solve_cfr(game, iterations=2000, check_every=2000)

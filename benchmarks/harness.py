@@ -14,7 +14,7 @@ import sys
 import time
 
 from efce.experiments.harness import run_child
-from efce.games.memory import peak_memory_mib as peak_mib
+from efce.games.resources.memory import peak_memory_mib as peak_mib
 
 
 def timed(fn, *args, **kwargs):

@@ -2,7 +2,7 @@
 4 shots each: 111,187,224 relevant pairs) for a fixed wall-clock budget — the run behind Figure 3
 (right) of Farina, Ling, Fang, Sandholm 2019, whose authors report it under 2 GB with their C++.
 
-The run is :func:`solvers.efce.solve_efce` (RM+ at every simplex, alternating updates, linear
+The run is :func:`solvers.methods.efce.solve_efce` (RM+ at every simplex, alternating updates, linear
 averaging); this script only times the setup stages and writes every checkpoint the moment the
 solver reports it, so a run of an hour leaves its curve behind even if it is stopped (SIGINT or
 SIGTERM end it gracefully after a last checkpoint).  Each checkpoint row holds the max deviation
@@ -48,12 +48,12 @@ def main() -> None:
         plot(args.out)
         return
 
-    from efce.games.memory import available_memory_bytes, peak_memory_mib
+    from efce.games.resources.memory import available_memory_bytes, peak_memory_mib
     from efce.games.relevant import relevant_pairs
     from efce.games.spec import make_game
     from efce.polytopes.decompose import correlation_plan
     from efce.solvers.driver import stop_on_signals
-    from efce.solvers.efce import build_efce_model, estimate_efce_bytes, solve_efce
+    from efce.solvers.methods.efce import build_efce_model, estimate_efce_bytes, solve_efce
 
     os.makedirs(args.out, exist_ok=True)
     summary_path = os.path.join(args.out, "summary.json")

@@ -12,7 +12,7 @@ The library's entry points, one per job (the ``efce`` command line is a thin lay
 ``python -m efce`` runs the command line.  The building blocks live in the subpackages
 :mod:`efce.games`, :mod:`efce.polytopes`, :mod:`efce.solvers`, :mod:`efce.baselines` and
 :mod:`efce.experiments` (the repository's top-level folders of those names); errors derive from
-the one root :class:`efce.games.game.GameError`.
+the one root :class:`efce.errors.EFCEError` (module :mod:`efce.errors`).
 
 The entries are imported on first use, so that ``import efce.games`` does not load the
 experiment runner and its dependencies.
@@ -21,7 +21,8 @@ experiment runner and its dependencies.
 _ENTRIES = {"solve": "efce.experiments.solve", "METHODS": "efce.experiments.solve",
             "OPTIONS": "efce.experiments.solve", "OptionError": "efce.experiments.solve",
             "compare": "efce.experiments.compare",
-            "sweep": "efce.experiments.sweep", "SweepError": "efce.experiments.sweep"}
+            "sweep": "efce.experiments.sweep", "SweepError": "efce.experiments.sweep",
+            "EFCEError": "efce.errors", "GameError": "efce.errors"}
 
 __all__ = list(_ENTRIES)
 

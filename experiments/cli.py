@@ -20,10 +20,10 @@ import sys
 import time
 from typing import Callable
 
-from efce.games.game import GameError
+from efce.errors import EFCEError
 
 
-class CommandError(Exception):
+class CommandError(EFCEError):
     """A user-facing failure of a subcommand (bad arguments, game out of scope, ...)."""
 
 
@@ -98,7 +98,7 @@ def run_info(args):
         lines.append(f"relevant pairs  {pairs:,}")
     lines.append(f"built in        {seconds:.3f} s")
     if args.infosets:
-        from efce.solvers.device import infoset_names
+        from efce.solvers.evaluation.device import infoset_names
         listing = []
         for p, rows in enumerate(infoset_names(game)):
             listing.append([{"infoset": r["label"], "actions": r["action_labels"],
@@ -133,7 +133,7 @@ def _estimate_info(spec: str):
     if estimate is None:
         return ({"game": spec, "estimated_nodes": None, "estimated_bytes": None},
                 f"{spec}: no estimate for .efg files (read it without --estimate)")
-    from efce.games.memory import gib
+    from efce.games.resources.memory import gib
     result = {"game": spec, "estimated_nodes": estimate.nodes, "estimated_bytes": estimate.bytes,
               "estimate_exact": estimate.exact}
     return result, f"{spec}: {estimate.describe()}, {gib(estimate.bytes)} to build"
@@ -207,12 +207,12 @@ def main(argv: list[str] | None = None) -> int:
             failure = (str(exc), 2)
             output = (json.dumps(_finite({**exc.result, "error": str(exc)}), default=_to_json,
                                  allow_nan=False) if want_json else exc.text)
-        except (CommandError, GameError, MemoryError, OSError, KeyError, ValueError) as exc:
+        except (EFCEError, MemoryError, OSError) as exc:
+            # User errors: the library's own refusals (every one derives from EFCEError), and
+            # what the machine says (out of memory, a file that cannot be read or written).
             message = str(exc) if not isinstance(exc, MemoryError) else "out of memory"
-            if isinstance(exc, KeyError):
-                message = message.strip("'\"")
             failure = (message, 2)
-        except Exception as exc:  # a bug: still one line, with a way to see the traceback
+        except Exception as exc:  # a bug (KeyError, TypeError...): one line, and EFCE_DEBUG=1
             if os.environ.get("EFCE_DEBUG"):
                 raise
             failure = (f"internal error {type(exc).__name__}: {exc} (set EFCE_DEBUG=1 for the "
@@ -296,7 +296,7 @@ def _finite(value):
 
 def _fail(message: str, want_json: bool, code: int = 2) -> int:
     if want_json:
-        from efce.games.memory import peak_memory_mib
+        from efce.games.resources.memory import peak_memory_mib
         print(json.dumps({"error": message, "peak_memory_mib": peak_memory_mib()}))
     else:
         print(f"efce: error: {message}", file=sys.stderr)

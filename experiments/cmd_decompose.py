@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from efce.games.memory import peak_memory_mib
+from efce.games.resources.memory import peak_memory_mib
 
 from .cli import command
 

@@ -1,6 +1,6 @@
 """``efce gap GAME --device FILE.json``: EFCE / EFCCE / NFCCE gaps of a correlation device.
 
-The device file lists joint pure plans with probabilities (see :mod:`solvers.device`); the gaps
+The device file lists joint pure plans with probabilities (see :mod:`solvers.evaluation.device`); the gaps
 are in raw payoff units (max over players and trigger agents of the deviation gain, ≥ 0).
 """
 
@@ -20,8 +20,8 @@ def _configure_gap(p: argparse.ArgumentParser) -> None:
 @command("gap", _configure_gap)
 def run_gap(args):
     """Gaps (EFCE, EFCCE, NFCCE), utilities and welfare of a correlation device."""
-    from efce.solvers.device import device_from_json
-    from efce.solvers.device_gaps import device_gaps
+    from efce.solvers.evaluation.device import device_from_json
+    from efce.solvers.evaluation.device_gaps import device_gaps
     game, _ = _load(args.game)
     device = device_from_json(game, args.device)
     gaps = device_gaps(game, device)

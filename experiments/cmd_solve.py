@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from efce.games.memory import peak_memory_mib
+from efce.games.resources.memory import peak_memory_mib
 from efce.solvers.driver import graceful, stop_on_signals
 
 from .cli import CommandError, ResultWithError, command
@@ -27,7 +27,7 @@ def _configure(p):
     p.add_argument("--device-out", default=None,
                    help="write the correlated distribution found (icfr, cfr-s, trigger, "
                         "coarse-trigger) as a device JSON file that efce gap --device reads; "
-                        "refused beyond solvers.device.DEVICE_PLAN_LIMIT joint plans")
+                        "refused beyond solvers.evaluation.device.DEVICE_PLAN_LIMIT joint plans")
 
 
 def _cli_type(kind):
@@ -113,11 +113,11 @@ def _write_device(game, point, path: str) -> int:
     Raises
     ------
     GameError
-        More joint plans than :data:`solvers.device.DEVICE_PLAN_LIMIT` (checked before expanding).
+        More joint plans than :data:`solvers.evaluation.device.DEVICE_PLAN_LIMIT` (checked before expanding).
     """
     import json
-    from efce.games.atomic import atomic_open
-    from efce.solvers.device import check_device_size, device_to_dict
+    from efce.games.resources.atomic import atomic_open
+    from efce.solvers.evaluation.device import check_device_size, device_to_dict
     check_device_size(len(point.probs))
     with atomic_open(path) as fh:
         json.dump(device_to_dict(game, point.to_device()), fh)

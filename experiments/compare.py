@@ -19,15 +19,15 @@ import math
 import os
 from dataclasses import asdict, dataclass, field
 
-from efce.games.atomic import atomic_open, atomic_savefig
-from efce.games.game import GameError
+from efce.games.resources.atomic import atomic_open, atomic_savefig
+from efce.errors import GameError, OptionError
 from efce.games.spec import check_spec
 from efce.solvers.driver import graceful, stop_requested
 
 from .harness import MAX_MEMORY_LIMIT_GIB, efce_command, run_child
 from .paths import check_output_folder
-from .solve import (OptionError, check_folder_argument, check_game_argument, check_text_list,
-                    describe_value, is_real, validate_options)
+from .solve import (check_folder_argument, check_game_argument, check_text_list, describe_value,
+                    is_real, validate_options)
 
 THRESHOLDS = (1e-1, 1e-2, 1e-3)
 DEFAULT_METHODS = ("rm", "lp-highs", "lp-pdlp", "subgradient")

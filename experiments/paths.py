@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from efce.games.game import GameError
+from efce.errors import GameError
 
 
 def check_writable(path: str, what: str = "output file") -> None:

@@ -16,12 +16,12 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from efce.games.game import Game, GameError
+from efce.games.game import Game
+from efce.errors import GameError, OptionError
+from efce.solvers.regret.registry import RULE_NAMES
 from efce.solvers.result import SolveResult
 
 
-class OptionError(GameError):
-    """An option is unknown, of the wrong type, out of range, or not used by the method."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ def _at_least_one(v):
 
 
 def _thread_count(v):
-    from efce.solvers.engine import available_threads
+    from efce.solvers.regret.engine import available_threads
     most = available_threads()
     return None if 1 <= v <= most else f"an integer from 1 to {most} (the cores available)"
 
@@ -66,8 +66,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("objective", str, "LP objective; for rm, 'welfare' bisects the welfare threshold for an "
            "interval around the optimal EFCE welfare", choices=("welfare", "feasibility", "player1", "player2")),
     Option("lp_solver", str, "the cvxpy solver (CLARABEL, HIGHS, PDLP, SCS, ...; installed ones)"),
-    Option("local", str, "local regret minimizer at every simplex",
-           choices=("rm", "rm+", "hedge", "prm+", "dcfr")),
+    Option("local", str, "local regret minimizer at every simplex", choices=RULE_NAMES),
     Option("step_size", float, "subgradient step size", _positive),
     Option("step_rule", str, "subgradient step rule: constant α, α/√t, or Polyak's f/‖g‖² capped at α",
            choices=("constant", "sqrt", "polyak")),
@@ -125,11 +124,11 @@ def _check_cvxpy(o):
 
 
 def _run_rm(game, *, progress, **o):
-    from efce.solvers.efce import solve_efce
-    from efce.solvers.local import make_rule
+    from efce.solvers.methods.efce import solve_efce
+    from efce.solvers.regret.registry import make_rule
     if o["objective"] == "welfare":
-        from efce.solvers.engine import thread_count
-        from efce.solvers.welfare import solve_optimal_welfare
+        from efce.solvers.regret.engine import thread_count
+        from efce.solvers.methods.welfare import solve_optimal_welfare
         # Each bisection step is one rm run, so --iterations caps a step (as it caps a plain run);
         # the bisection itself ends at the interval width, the time limit, or when no step decides.
         with thread_count(o["threads"]):
@@ -143,9 +142,9 @@ def _run_rm(game, *, progress, **o):
 
 def _run_cfr(variant):
     def run(game, *, progress, **o):
-        from efce.solvers.cfr import solve_cfr
-        from efce.solvers.engine import thread_count
-        from efce.solvers.local import make_rule
+        from efce.solvers.methods.cfr import solve_cfr
+        from efce.solvers.regret.engine import thread_count
+        from efce.solvers.regret.registry import make_rule
         with thread_count(o["threads"]):
             return solve_cfr(game, iterations=o["iterations"], variant=variant,
                              rule=make_rule(o["local"]) if o["local"] else None,
@@ -155,12 +154,12 @@ def _run_cfr(variant):
 
 def _run_icfr(variant):
     def run(game, *, progress, device=False, **o):
-        from efce.solvers.icfr import solve_icfr
+        from efce.solvers.methods.icfr import solve_icfr
         if device:
             # The empirical frequency has at most one joint plan per iteration: refuse up front
             # what could not be written (the exact support is checked again when writing).
-            from efce.solvers.device import check_device_size
-            from efce.solvers.trigger import joint_plan_count
+            from efce.solvers.evaluation.device import check_device_size
+            from efce.solvers.methods.trigger import joint_plan_count
             check_device_size(min(o["iterations"], joint_plan_count(game)),
                               f"joint plans (bound for {o['iterations']} iterations)")
         return solve_icfr(game, o["iterations"], seed=o["seed"], method=variant,
@@ -170,7 +169,7 @@ def _run_icfr(variant):
 
 def _run_trigger(coarse):
     def run(game, *, progress, device=False, **o):
-        from efce.solvers.trigger import solve_trigger
+        from efce.solvers.methods.trigger import solve_trigger
         return solve_trigger(game, o["iterations"], coarse=coarse, rule=o["local"],
                              time_limit=o["time_limit"], target_gap=o["target_gap"],
                              progress=progress, device=device)
@@ -422,7 +421,7 @@ def solve(game: Game | str, method: str, *, progress=None, device: bool = False,
         Called with each :class:`~solvers.result.TraceRow` as it is recorded.
     device : bool
         Return the correlated distribution the method found as ``point`` (a
-        :class:`~solvers.device_gaps.FactoredDevice`; methods of :func:`device_methods`).
+        :class:`~solvers.evaluation.device_gaps.FactoredDevice`; methods of :func:`device_methods`).
     **options
         See :data:`OPTIONS`; each method takes the options in its ``defaults``.
 
@@ -440,7 +439,7 @@ def solve(game: Game | str, method: str, *, progress=None, device: bool = False,
         may be of any numeric type (NumPy scalars included), but not bool.
     GameError
         A game the method cannot handle (players, chance), a model over the memory budget, or
-        a device over :data:`solvers.device.DEVICE_PLAN_LIMIT` joint plans (before iterating).
+        a device over :data:`solvers.evaluation.device.DEVICE_PLAN_LIMIT` joint plans (before iterating).
     """
     if not isinstance(method, str):
         raise OptionError(f"method must be a method name (one of {', '.join(METHODS)}), got "

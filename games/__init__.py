@@ -5,33 +5,34 @@ Generators: :func:`kuhn`, :func:`leduc`, :func:`goofspiel`, :func:`battleship`, 
 :func:`make_game` builds a game from a spec string such as ``kuhn:players=3,ranks=3``.
 """
 
-from . import numba_cache  # noqa: F401  (first: decides numba's cache before any kernel compiles)
-from .battleship import battleship
-from .figures import farina_fig1, farina_fig2
-from .game import CHANCE, TERMINAL, ExplicitLabels, Game, GameError, Labels, SequenceSpace
-from .goofspiel import goofspiel
-from .kuhn import kuhn
-from .leduc import leduc
+from .resources import numba_cache  # noqa: F401  (first: decides numba's cache before any kernel compiles)
+from efce.games.generators.battleship import battleship
+from efce.games.generators.figures import farina_fig1, farina_fig2
+from .game import CHANCE, TERMINAL, ExplicitLabels, Game, Labels, SequenceSpace
+from efce.errors import GameError
+from efce.games.generators.goofspiel import goofspiel
+from efce.games.generators.kuhn import kuhn
+from efce.games.generators.leduc import leduc
 from .relevant import connected_infosets, count_relevant_pairs, relevant_pairs
-from .sheriff import sheriff
+from efce.games.generators.sheriff import sheriff
 from .spec import make_game
 
 
 def load(path):
-    """Read a Gambit ``.efg`` file (see :mod:`games.efg`)."""
-    from .efg import load as _load
+    """Read a Gambit ``.efg`` file (see :mod:`games.formats.efg`)."""
+    from efce.games.formats.efg import load as _load
     return _load(path)
 
 
 def save(game, path):
-    """Write ``game`` as a Gambit ``.efg`` file (see :mod:`games.efg`)."""
-    from .efg import save as _save
+    """Write ``game`` as a Gambit ``.efg`` file (see :mod:`games.formats.efg`)."""
+    from efce.games.formats.efg import save as _save
     return _save(game, path)
 
 
 def from_openspiel(game_or_name, **params):
     """Convert an OpenSpiel game (needs the optional ``open_spiel`` package)."""
-    from .openspiel import from_openspiel as _convert
+    from efce.games.formats.openspiel import from_openspiel as _convert
     return _convert(game_or_name, **params)
 
 

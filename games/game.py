@@ -23,6 +23,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from efce.errors import GameError  # re-exported: games.game.GameError is its old home
+
 CHANCE = -1
 TERMINAL = -2
 
@@ -35,9 +37,6 @@ PROBABILITY_TOLERANCE = 1e-9
 MAX_ABS_PAYOFF = 1e100
 
 
-class GameError(ValueError):
-    """A game (file, generator call, or array description) is malformed or outside an
-    algorithm's scope.  The message names the problem; it is meant to be shown to the user."""
 
 
 def _frozen(array: np.ndarray, dtype) -> np.ndarray:
@@ -213,11 +212,30 @@ class Game:
         ``chance_prob`` (probability of the edge into the node when its parent is chance, else 1),
         ``terminal_index`` (row into ``payoffs``, -1 for internal nodes).
     ``payoffs`` : float64[num_terminals, num_players]
+
+    Everything a game holds is given at construction: after ``__init__`` no attribute can be
+    set or deleted (:class:`AttributeError`).  Derived facts (``depth``, ``reach_chance``,
+    ``connected_infosets``, ...) are lazily computed views (``functools.cached_property``):
+    computed from the arrays on first use and kept, never assigned from outside.
+
+    Descriptive attributes, given to the constructor (or through :meth:`from_tree`):
+    ``original_order`` and ``infoset_keys`` (how :meth:`from_tree` renumbered its input, else
+    None), ``comment`` (a ``.efg`` file's comment, else ""), ``outcome_names`` (per terminal,
+    from a ``.efg`` file, else None), ``openspiel_actions`` (OpenSpiel's action ids per
+    infoset, else None).  ``finish``, optional, is called once the game is built and checked:
+    ``finish(game) -> dict`` gives final values of those attributes and of ``labels`` that
+    depend on the canonical numbering (provisional ``labels`` name infosets in the construction
+    errors).
     """
+
+    #: Attributes ``finish`` may give (see the class docstring).
+    FINISHED = ("labels", "comment", "outcome_names", "openspiel_actions")
 
     def __init__(self, *, num_players: int, parent, action, player, infoset, chance_prob,
                  payoffs, terminal_index, labels: Labels | None = None, name: str = "game",
-                 player_names: Sequence[str] | None = None):
+                 player_names: Sequence[str] | None = None, original_order=None,
+                 infoset_keys=None, comment: str = "", outcome_names=None, openspiel_actions=None,
+                 finish: Callable[["Game"], dict] | None = None):
         self.num_players = int(num_players)
         self.name = name
         self.parent = _frozen(parent, np.int32)
@@ -238,14 +256,34 @@ class Game:
         first[1:] = 1 + np.cumsum(counts[:-1], dtype=np.int64)
         first[counts == 0] = -1
         self.first_child = _frozen(first, np.int64)
+        self.original_order = original_order  # canonical position -> input position
+        self.infoset_keys = infoset_keys  # per player: the input key of each infoset
+        self.comment = comment
+        self.outcome_names = outcome_names
+        self.openspiel_actions = openspiel_actions
         self._spaces = self._build_sequence_spaces()
+        if finish is not None:
+            for key, value in finish(self).items():
+                if key not in self.FINISHED:
+                    raise TypeError(f"finish may give {', '.join(self.FINISHED)}, not {key!r}")
+                setattr(self, key, value)
+        self._sealed = True
+
+    def __setattr__(self, key, value):
+        if "_sealed" in self.__dict__:
+            raise AttributeError(f"a Game is immutable: cannot set {key!r} after construction")
+        super().__setattr__(key, value)
+
+    def __delattr__(self, key):
+        raise AttributeError(f"a Game is immutable: cannot delete {key!r}")
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_tree(cls, *, num_players: int, parent, action, player, infoset_key,
                   terminal_payoffs, chance_prob=None, labels: Labels | None = None,
                   name: str = "game", player_names: Sequence[str] | None = None,
-                  infoset_describer: Callable[[int, int], str] | None = None) -> "Game":
+                  infoset_describer: Callable[[int, int], str] | None = None,
+                  finish: Callable[["Game"], dict] | None = None, comment: str = "") -> "Game":
         """Validate and canonicalize a tree given in any topological order.
 
         Parameters
@@ -265,6 +303,12 @@ class Game:
             Probability of the edge into ``v`` when ``parent[v]`` is a chance node.
         infoset_describer : callable, optional
             ``(player, key) -> str`` used in error messages to name an infoset.
+        finish : callable, optional
+            ``finish(game) -> dict``: final ``labels`` (and other descriptive attributes, see
+            :class:`Game`) that depend on the canonical numbering (``game.original_order``,
+            ``game.infoset_keys``); ``labels`` then only serve the construction's errors.
+        comment : str, optional
+            Kept as ``game.comment``.
         """
         parent = np.asarray(parent, dtype=np.int64)
         action = np.asarray(action, dtype=np.int64)
@@ -373,9 +417,8 @@ class Game:
         game = cls(num_players=num_players, parent=parent_c, action=action_c, player=player_c,
                    infoset=infoset_c, chance_prob=probs, payoffs=payoffs,
                    terminal_index=terminal_index, labels=labels, name=name,
-                   player_names=player_names)
-        game.original_order = order  # canonical position -> input position
-        game.infoset_keys = infoset_keys  # per player: the input key of each infoset
+                   player_names=player_names, original_order=order, infoset_keys=infoset_keys,
+                   comment=comment, finish=finish)
         return game
 
     # ------------------------------------------------------------------ basic facts
@@ -428,6 +471,13 @@ class Game:
         for lo, hi in self.levels[1:]:
             reach[lo:hi] = reach[self.parent[lo:hi]] * self.chance_prob[lo:hi]
         return reach
+
+    @cached_property
+    def connected_infosets(self) -> tuple[np.ndarray, np.ndarray]:
+        """All connected infoset pairs ``(I1, I2)`` of a two-player game (Definition 1), sorted
+        by ``I1`` then ``I2`` (see :func:`games.relevant.connected_infosets`)."""
+        from .relevant import find_connected_infosets
+        return find_connected_infosets(self)
 
     @cached_property
     def terminal_nodes(self) -> np.ndarray:

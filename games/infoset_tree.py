@@ -2,7 +2,7 @@
 preorder of the infosets, and the preorder range of every sequence's subtree.
 
 DECOMPOSE (:mod:`polytopes.decompose`), the trigger-deviation chain (:mod:`polytopes.triggers`)
-and the payoff operator (:mod:`solvers.payoff_operator`) all walk the infosets in this order; it
+and the payoff operator (:mod:`solvers.evaluation.payoff_operator`) all walk the infosets in this order; it
 is built once per space and cached on it (:attr:`games.game.SequenceSpace.tree`).
 """
 

@@ -22,7 +22,8 @@ import numba
 import numpy as np
 
 from .arrays import find_in_row
-from .game import Game, GameError
+from .game import Game
+from efce.errors import GameError
 
 
 def require_two_players(game: Game, what: str) -> None:
@@ -54,11 +55,15 @@ def _infoset_above_pairs(game: Game, actor: int) -> tuple[np.ndarray, np.ndarray
 
 
 def connected_infosets(game: Game) -> tuple[np.ndarray, np.ndarray]:
-    """All connected infoset pairs ``(I1, I2)`` (Definition 1), sorted by ``I1`` then ``I2``."""
+    """All connected infoset pairs ``(I1, I2)`` (Definition 1), sorted by ``I1`` then ``I2``
+    (computed once per game: :attr:`Game.connected_infosets`)."""
     require_two_players(game, "connected information sets")
-    cached = game.__dict__.get("_connected_infosets")
-    if cached is not None:
-        return cached
+    return game.connected_infosets
+
+
+def find_connected_infosets(game: Game) -> tuple[np.ndarray, np.ndarray]:
+    """Compute what :func:`connected_infosets` returns (call that instead: it is kept)."""
+    require_two_players(game, "connected information sets")
     p1_above, p2_below = _infoset_above_pairs(game, actor=1)
     p2_above, p1_below = _infoset_above_pairs(game, actor=0)
     n2 = game.sequences(1).num_infosets
@@ -66,7 +71,6 @@ def connected_infosets(game: Game) -> tuple[np.ndarray, np.ndarray]:
     result = ((key // n2).astype(np.int32), (key % n2).astype(np.int32))
     for arr in result:
         arr.setflags(write=False)
-    game.__dict__["_connected_infosets"] = result  # games are immutable: safe to memoize
     return result
 
 
@@ -142,15 +146,15 @@ def relevant_pairs(game: Game, memory_budget: int | None = None) -> RelevantPair
 
     The pairs are counted first (from the connected infoset pairs, linear in the tree) and a
     game whose pairs alone exceed ``memory_budget`` (bytes; default
-    :func:`games.memory.check_budget`'s share of the RAM) is refused before they are built:
+    :func:`games.resources.memory.check_budget`'s share of the RAM) is refused before they are built:
     a ``.efg`` file has no size estimate before it is read, and its pairs grow quadratically.
 
     Raises
     ------
-    games.memory.MemoryBudgetExceeded
+    games.resources.memory.MemoryBudgetExceeded
         With the number of pairs and the bytes they need.
     """
-    from .memory import check_budget
+    from efce.games.resources.memory import check_budget
     count = count_relevant_pairs(game)
     check_budget(BYTES_PER_PAIR * count, f"the {count:,} relevant pairs of {game.name}",
                  memory_budget)

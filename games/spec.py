@@ -11,8 +11,8 @@ parameter and the expected form.  Parameters whose default is "none" (``kuhn``'s
 accept ``none``.
 
 Before a generator runs, :func:`make_game` estimates the size of the tree from the parameters
-(:mod:`games.estimate`) and refuses, with the estimate, a game that would not fit in the memory
-budget (:mod:`games.memory`).
+(:mod:`games.resources.estimate`) and refuses, with the estimate, a game that would not fit in the memory
+budget (:mod:`games.resources.memory`).
 """
 
 from __future__ import annotations
@@ -22,89 +22,40 @@ import inspect
 import math
 import os
 import re
-from dataclasses import dataclass
 
-from .game import Game, GameError
+from efce.games.generators import battleship as _battleship, figures as _figures
+from efce.games.generators import goofspiel as _goofspiel, kuhn as _kuhn, leduc as _leduc
+from efce.games.generators import sheriff as _sheriff
+from efce.games.generators.params import NUMBER_LIMIT, Param  # Param: re-exported
 
-#: Generator name → "module:function" (modules are imported on first use).
+from .game import Game
+from efce.errors import GameError
+
+#: Generator name → "module:function" (the function is looked up on first use).
 GENERATORS: dict[str, str] = {
-    "kuhn": "efce.games.kuhn:kuhn",
-    "leduc": "efce.games.leduc:leduc",
-    "goofspiel": "efce.games.goofspiel:goofspiel",
-    "battleship": "efce.games.battleship:battleship",
-    "sheriff": "efce.games.sheriff:sheriff",
-    "farina-fig1": "efce.games.figures:farina_fig1",
-    "farina-fig2": "efce.games.figures:farina_fig2",
+    "kuhn": "efce.games.generators.kuhn:kuhn",
+    "leduc": "efce.games.generators.leduc:leduc",
+    "goofspiel": "efce.games.generators.goofspiel:goofspiel",
+    "battleship": "efce.games.generators.battleship:battleship",
+    "sheriff": "efce.games.generators.sheriff:sheriff",
+    "farina-fig1": "efce.games.generators.figures:farina_fig1",
+    "farina-fig2": "efce.games.generators.figures:farina_fig2",
 }
 
 
-@dataclass(frozen=True)
-class Param:
-    """Type and range of one generator parameter.
-
-    ``kind`` is ``"int"``, ``"number"`` (finite float), ``"bool"``, ``"choice"`` (one of
-    ``choices``), ``"int list"`` or ``"number list"``; ``low``/``high`` bound numbers and list
-    entries (inclusive); ``length`` fixes a list's length; ``none`` allows the value ``none``."""
-
-    kind: str
-    low: float | None = None
-    high: float | None = None
-    choices: tuple[str, ...] = ()
-    length: int | None = None
-    none: bool = False
-
-    def describe(self) -> str:
-        if self.kind == "choice":
-            text = "one of " + ", ".join(self.choices)
-        else:
-            base = {"int": "an integer", "number": "a number", "bool": "true or false",
-                    "int list": "a list of integers", "number list": "a list of numbers"}[self.kind]
-            if self.length is not None:
-                base = base.replace("a list of", f"a list of {self.length}")
-            low, high = self.low, self.high
-            if self.kind.startswith("number"):  # numbers are bounded by NUMBER_LIMIT
-                low = -NUMBER_LIMIT if low is None else low
-                high = NUMBER_LIMIT if high is None else high
-            text = base + _range_text(low, high, "each " if "list" in self.kind else "")
-        return text + (" or none" if self.none else "")
-
-
-def _range_text(low, high, prefix: str) -> str:
-    if low is not None and high is not None:
-        return f", {prefix}from {low:g} to {high:g}"
-    if low is not None:
-        return f", {prefix}>= {low:g}"
-    if high is not None:
-        return f", {prefix}<= {high:g}"
-    return ""
-
-
-#: Declared parameters of every generator (the generators check the same ranges when called
-#: from Python; the spec layer checks them first so that sizes can be estimated before building).
+#: Declared parameters of every generator, read from the generator's own module (each declares
+#: its ``PARAMETERS`` beside its code; the generators check the same ranges when called from
+#: Python, the spec layer checks them first so that sizes can be estimated before building).
 PARAMETERS: dict[str, dict[str, Param]] = {
-    "kuhn": {"players": Param("int", 2, 1000), "ranks": Param("int", 2, 1000, none=True)},
-    "leduc": {"players": Param("int", 2, 1000), "ranks": Param("int", 1, 1000),
-              "suits": Param("int", 1, 1000, none=True),
-              "raise_sizes": Param("number list", 0, None, length=2),
-              "max_raises": Param("int", 0, 1000, none=True),
-              "raises_per_player": Param("int", 0, 1000, none=True)},
-    "goofspiel": {"players": Param("int", 2, 16), "ranks": Param("int", 1, 62),
-                  "prizes": Param("choice", choices=("random", "sorted")),
-                  "limited_info": Param("bool")},
-    "battleship": {"rows": Param("int", 1, 63), "cols": Param("int", 1, 63),
-                   "ship_sizes": Param("int list", 1, 63), "ship_values": Param("number list", 0, None, none=True),
-                   "shots": Param("int", 1, 63), "loss_multiplier": Param("number")},
-    "sheriff": {"max_bribe": Param("int", 0, 1000), "max_items": Param("int", 1, 1000),
-                "rounds": Param("int", 1, 1000), "item_value": Param("number", 0),
-                "item_penalty": Param("number", 0), "sheriff_penalty": Param("number", 0)},
-    "farina-fig1": {},
-    "farina-fig2": {},
+    "kuhn": _kuhn.PARAMETERS,
+    "leduc": _leduc.PARAMETERS,
+    "goofspiel": _goofspiel.PARAMETERS,
+    "battleship": _battleship.PARAMETERS,
+    "sheriff": _sheriff.PARAMETERS,
+    "farina-fig1": _figures.PARAMETERS,
+    "farina-fig2": _figures.PARAMETERS,
 }
 
-#: Largest magnitude of a ``number`` parameter.  Payoffs are sums of products of at most a few
-#: such parameters and counts below 1000, so this keeps every payoff far inside the 1e100 limit
-#: of :data:`games.game.MAX_ABS_PAYOFF`, and a too large value is refused naming its parameter.
-NUMBER_LIMIT = 1e12
 
 # The one grammar of spec values: ASCII only (Python's int()/float() would also take "1_0",
 # non-ASCII digits such as "٣" or "１", "infinity" and "0x10"-like forms through other paths).
@@ -240,11 +191,11 @@ def _with_defaults(name: str, params: dict) -> dict:
 
 
 def estimate_spec(spec: str):
-    """The :class:`games.estimate.SizeEstimate` of the game a spec string names (None for a
+    """The :class:`games.resources.estimate.SizeEstimate` of the game a spec string names (None for a
     ``.efg`` path), computed from the parameters alone, without building anything."""
     if _is_file(spec):
         return None
-    from .estimate import estimate_size
+    from efce.games.resources.estimate import estimate_size
     name, params = parse_spec(spec)
     return estimate_size(name, _with_defaults(name, params))
 
@@ -277,25 +228,25 @@ def make_game(spec: str, memory_budget: int | None = None) -> Game:
     Parameters
     ----------
     memory_budget : int, optional
-        Bytes the game may take while being built (default: :func:`games.memory.check_budget`'s
+        Bytes the game may take while being built (default: :func:`games.resources.memory.check_budget`'s
         share of the available RAM).  A generated game whose estimated size exceeds it is
         refused before the generator runs.
 
     Raises
     ------
     GameError
-        A bad spec or file; :class:`games.memory.MemoryBudgetExceeded` with the estimate when
+        A bad spec or file; :class:`games.resources.memory.MemoryBudgetExceeded` with the estimate when
         the game is too large.
     """
     if _is_file(spec):
-        from .efg import load
+        from efce.games.formats.efg import load
         return load(spec)
     name, params = parse_spec(spec)
     estimate = estimate_spec(spec)
     if estimate is not None:
-        from .estimate import check_estimate
+        from efce.games.resources.estimate import check_estimate
         check_estimate(estimate, spec, memory_budget)
-    from .estimate import size_already_checked
+    from efce.games.resources.estimate import size_already_checked
     generator = _generator(name)
     try:
         with size_already_checked():
@@ -322,5 +273,5 @@ def check_spec(spec: str, memory_budget: int | None = None) -> None:
         return
     estimate = estimate_spec(spec)
     if estimate is not None:
-        from .estimate import check_estimate
+        from efce.games.resources.estimate import check_estimate
         check_estimate(estimate, spec, memory_budget)

@@ -8,7 +8,8 @@
 * :mod:`polytopes.render` — text, fill-in grid and DAG views for teaching.
 """
 
-from .chain import SIMPLEX, SINGLETON, Chain, ChainError
+from .chain import SIMPLEX, SINGLETON, Chain
+from efce.errors import ChainError
 from .decompose import check_decomposable, correlation_plan
 from .sequence_form import sequence_form
 from .verify import VerificationReport, verify

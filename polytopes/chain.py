@@ -24,13 +24,10 @@ import numba
 import numpy as np
 
 from efce.games.arrays import concat_ranges
+from efce.errors import ChainError
 
 SIMPLEX = 0
 SINGLETON = 1
-
-
-class ChainError(ValueError):
-    """A chain is malformed (a step reads an entry that is not yet filled, sizes disagree...)."""
 
 
 def index_dtype(bound: int) -> type:
@@ -55,6 +52,17 @@ class Chain:
         Natural index of each entry (entry 0 is the constant 1).
     describe_entry : callable
         ``entry_index value -> str`` label, e.g. ``"(2, ∅)"``.
+    known_level : int32[S], optional
+        The level of every step when the builder knows it (``DECOMPOSE``, the sequence form and
+        the trigger chain do); otherwise :attr:`level` computes it from the sources.
+    level_sorted : bool
+        True when the steps are numbered in level order already (then :attr:`step_order` is
+        ``0..S-1`` and each level a range of it).
+
+    A chain is immutable: a frozen dataclass, every field given at construction.  The derived
+    arrays (:attr:`level`, :attr:`step_order`, :attr:`levels`, :attr:`step_size`, ...) are
+    lazily computed views (``functools.cached_property``): computed from the fields on first use
+    and kept; no code assigns them.
     """
 
     kind: np.ndarray
@@ -64,6 +72,8 @@ class Chain:
     entry_index: np.ndarray
     describe_entry: Callable[[int], str] = field(default=str, repr=False)
     name: str = "chain"
+    known_level: np.ndarray | None = field(default=None, repr=False)
+    level_sorted: bool = False
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -106,6 +116,8 @@ class Chain:
     @cached_property
     def level(self) -> np.ndarray:
         """``level[k] = 1 + max(level of the steps filling k's sources)`` (root entry: level 0)."""
+        if self.known_level is not None:
+            return self.known_level
         self.validate()
         entry_level = np.zeros(self.num_entries, dtype=np.int32)
         step_level = np.zeros(self.num_steps, dtype=np.int32)
@@ -121,13 +133,16 @@ class Chain:
     def step_order(self) -> np.ndarray:
         """Every step in level order (stable): the concatenation of :attr:`levels`, which are
         views into it, so the passes that run the whole order hold no copy of it."""
+        if self.level_sorted:
+            return np.arange(self.num_steps, dtype=index_dtype(self.num_steps + 1))
         return np.argsort(self.level, kind="stable").astype(index_dtype(self.num_steps + 1))
 
     @cached_property
     def levels(self) -> list[np.ndarray]:
         """Steps grouped by level, ascending (views into :attr:`step_order`)."""
         order = self.step_order
-        bounds = np.searchsorted(self.level[order], np.arange(1, int(self.level.max(initial=0)) + 2))
+        sorted_level = self.level if self.level_sorted else self.level[order]
+        bounds = np.searchsorted(sorted_level, np.arange(1, int(self.level.max(initial=0)) + 2))
         return [order[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
 
     @property

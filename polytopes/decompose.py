@@ -25,10 +25,11 @@ import numba
 import numpy as np
 
 from efce.games.arrays import concat_ranges, find_in_row, lower_bound
-from efce.games.game import Game, GameError
+from efce.games.game import Game
+from efce.errors import GameError
 from efce.games.relevant import RelevantPairs, connected_infosets, relevant_pairs
 
-from .chain import SIMPLEX, SINGLETON, Chain, index_dtype
+from .chain import SIMPLEX, SINGLETON, Chain
 
 _CALL, _STEP3 = 0, 1
 
@@ -59,10 +60,10 @@ def check_correlation_plan_budget(game: Game, memory_budget: int | None = None) 
 
     Raises
     ------
-    games.memory.MemoryBudgetExceeded
+    games.resources.memory.MemoryBudgetExceeded
         Naming the game and its number of relevant pairs.
     """
-    from efce.games.memory import check_budget
+    from efce.games.resources.memory import check_budget
     from efce.games.relevant import count_relevant_pairs
     count = count_relevant_pairs(game)
     check_budget(DECOMPOSE_BYTES_PER_PAIR * count,
@@ -109,15 +110,10 @@ def _level_sorted_chain(game, pairs, kind, level, tptr, target, sptr, source) ->
         kind, level, tptr, target, sptr, source)
     del kind, level, tptr, target, sptr, source
     names = _PairNames(game, pairs)
-    chain = Chain(kind=new_kind, target_ptr=new_tptr, source_ptr=new_sptr, source=new_source,
-                  entry_index=entry_pair, describe_entry=names, name=f"Ξ of {game.name}")
-    chain.__dict__["level"] = new_level
     # Steps are sorted by level already: each level is a range of step numbers.
-    steps = np.arange(len(new_kind), dtype=index_dtype(len(new_kind) + 1))
-    chain.__dict__["step_order"] = steps
-    bounds = np.searchsorted(new_level, np.arange(1, int(new_level.max(initial=0)) + 2))
-    chain.__dict__["levels"] = [steps[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
-    return chain
+    return Chain(kind=new_kind, target_ptr=new_tptr, source_ptr=new_sptr, source=new_source,
+                 entry_index=entry_pair, describe_entry=names, name=f"Ξ of {game.name}",
+                 known_level=new_level, level_sorted=True)
 
 
 @numba.njit(cache=True)

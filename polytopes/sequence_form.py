@@ -32,6 +32,6 @@ def sequence_form(space: SequenceSpace, names: Sequence[str] | Callable[[int], s
                   source_ptr=np.arange(k + 1, dtype=np.int64),
                   source=space.infoset_parent_seq.astype(np.int64),
                   entry_index=np.arange(space.num_sequences, dtype=np.int64),
-                  describe_entry=describe, name=f"sequence form of player {space.player + 1}")
-    chain.__dict__["level"] = space.infoset_depth.astype(np.int32) + 1
+                  describe_entry=describe, name=f"sequence form of player {space.player + 1}",
+                  known_level=space.infoset_depth.astype(np.int32) + 1)
     return chain

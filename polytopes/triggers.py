@@ -74,6 +74,39 @@ class TriggerSpace:
         return out
 
 
+def triggers_above(space) -> np.ndarray:
+    """For every infoset ``I`` of a sequence space, ``Σ_{Î ⪯ I} |A_Î|`` over ``I`` and its
+    ancestors: the number of triggers ``σ̂ = (Î, â)`` whose subtree holds ``I``.
+
+    The one count of triggers above an infoset, shared by the size estimate of the EFCE solver
+    and the EFCE LP baseline.
+
+    Parameters
+    ----------
+    space : games.game.SequenceSpace
+        One player's sequence space (infosets numbered top-down).
+
+    Returns
+    -------
+    int64[num_infosets]
+
+    Examples
+    --------
+    >>> from efce.games import kuhn
+    >>> triggers_above(kuhn().sequences(0)).tolist()
+    [2, 2, 2, 4, 4, 4]
+    """
+    parent_inf = space.seq_infoset[space.infoset_parent_seq].astype(np.int64)
+    actions = space.infoset_num_actions.astype(np.int64)
+    cum = actions.copy()
+    depth = space.infoset_depth.astype(np.int64)
+    # Infosets are numbered top-down, so one sweep per depth level settles every prefix sum.
+    for d in range(1, int(depth.max(initial=0)) + 1):
+        at = np.flatnonzero(depth == d)
+        cum[at] = actions[at] + cum[parent_inf[at]]
+    return cum
+
+
 def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
     """Build ``Y`` for a two-player game (every nonempty sequence of both players triggers)."""
     blocks = []  # per player: arrays describing its triggers' blocks
@@ -145,8 +178,8 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
                   source_ptr=np.arange(len(sizes) + 1, dtype=index_dtype(len(sizes) + 1)),
                   source=np.concatenate(step_sources).astype(index),
                   entry_index=np.arange(next_entry, dtype=index),
-                  describe_entry=str, name=f"trigger deviations of {game.name}")
-    chain.__dict__["level"] = np.concatenate(step_levels)
+                  describe_entry=str, name=f"trigger deviations of {game.name}",
+                  known_level=np.concatenate(step_levels))
     # The welfare weight (if any) has an empty block; the last start closes the final block.
     starts = np.concatenate(block_starts + [np.array([next_entry])] * (1 + welfare))
     preorder_start = np.concatenate(preorder_starts + ([np.array([0])] if welfare else []))

@@ -25,7 +25,8 @@ from scipy.optimize import linprog
 from efce.games.game import Game
 from efce.games.relevant import relevant_pairs
 
-from .chain import SIMPLEX, SINGLETON, Chain, ChainError
+from .chain import SIMPLEX, SINGLETON, Chain
+from efce.errors import ChainError
 from .vsf import VSFConstraints, vsf_constraints
 
 

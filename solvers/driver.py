@@ -2,17 +2,22 @@
 
 A method's loop does its own arithmetic; the driver owns everything around it, once for all
 methods: the budget (iterations and wall-clock seconds), the checkpoint schedule, the trace, the
-progress callback, the stopping rule on the gap, and interruption::
+progress callback, the stopping rule on the gap, and interruption (here the "gap" of
+iteration ``t`` is simply ``1/t``):
 
-    driver = IterationDriver(iterations=1000, time_limit=60.0, target_gap=1e-3, progress=bar)
-    for t in driver:
-        ...                                  # one iteration
-        if driver.checkpoint_due():
-            with driver.paused():            # not counted in iteration_seconds
-                gap = evaluate(average)
-            if driver.record(TraceRow(t, driver.elapsed(), gap), converged=gap <= 1e-3):
-                break
-    driver.status, driver.iteration_seconds
+>>> from efce.solvers.result import TraceRow
+>>> driver = IterationDriver(iterations=10_000, time_limit=60.0)
+>>> for t in driver:
+...     gap = 1.0 / t                        # one iteration, then its gap
+...     if driver.checkpoint_due():
+...         with driver.paused():            # not counted in iteration_seconds
+...             row = TraceRow(t, driver.elapsed(), gap)
+...         if driver.record(row, converged=gap <= 1e-3):
+...             break
+>>> driver.status, driver.iteration, len(driver.trace)
+('converged', 1139, 47)
+>>> driver.iteration_seconds <= driver.elapsed()
+True
 
 Checkpoints fall on a geometric schedule (every iteration at first, then about 15% apart, so a
 run of ``T`` iterations spends ``O(log T)`` evaluations) or every ``check_every`` iterations, and

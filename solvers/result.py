@@ -73,7 +73,7 @@ class SolveResult:
     def write_trace(self, path: str) -> None:
         """CSV with columns iteration, seconds, gap, infeasibility (+ extra columns)."""
         extras = sorted({k for row in self.trace for k in row.extra})
-        from efce.games.atomic import atomic_open
+        from efce.games.resources.atomic import atomic_open
         with atomic_open(path, "w", newline="") as fh:  # a failed write leaves no partial file
             writer = csv.writer(fh)
             writer.writerow(["method", "iteration", "seconds", "gap", "infeasibility", *extras])

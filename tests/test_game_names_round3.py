@@ -8,7 +8,8 @@ import os
 import pytest
 
 from efce.experiments.cli import main
-from efce.games import GameError, efg
+from efce.games import GameError
+from efce.games.formats import efg
 from efce.games.spec import check_spec, make_game
 
 LEAF = 'EFG 2 R "leaf" { "P1" "P2" }\n""\nt "" 1 "" { 1 0 }\n'

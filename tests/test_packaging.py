@@ -18,10 +18,12 @@ def test_the_wheel_has_exactly_one_top_level_package(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     top = {name.split("/")[0] for name in names if not name.split("/")[0].endswith((".dist-info", ".data"))}
     assert top == {"efce"}
-    # Every module of every folder is in the wheel, under its efce name.
-    for folder in FOLDERS:
-        for module in (ROOT / folder).glob("*.py"):
-            assert f"efce/{folder}/{module.name}" in names
+    # Every module of every folder and subfolder is in the wheel, under its efce name.
+    modules = [module for folder in FOLDERS for module in (ROOT / folder).rglob("*.py")
+               if "__pycache__" not in module.parts]
+    assert any(len(module.relative_to(ROOT).parts) > 2 for module in modules)  # rooms are walked
+    for module in modules:
+        assert f"efce/{module.relative_to(ROOT).as_posix()}" in names
 
 
 def test_python_m_efce_runs_from_a_folder_with_packages_named_like_the_toolkits_folders(tmp_path):

@@ -6,7 +6,7 @@ import pytest
 from efce import games
 from efce.baselines import ModelTooLarge, build_efce_lp, estimate_efce_lp, solve_lp_cvxpy, solve_lp_highs
 from efce.games.game import Game, GameError
-from efce.solvers.gaps import efce_gap, plan_utilities
+from efce.solvers.evaluation.gaps import efce_gap, plan_utilities
 
 from .normal_form import normal_form_efce_welfare
 

@@ -10,8 +10,8 @@ from efce.baselines import build_efce_lp, estimate_pdlp_bytes, solve_lp_cvxpy, s
 from efce.baselines.backends import BackendError, MAX_ABS_PAYOFF, highs_copies_coexist
 from efce.baselines.lp_cvxpy import installed_lp_solvers
 from efce.games.game import Game, GameError
-from efce.games.memory import MemoryBudgetExceeded
-from efce.solvers.gaps import efce_gap
+from efce.games.resources.memory import MemoryBudgetExceeded
+from efce.solvers.evaluation.gaps import efce_gap
 
 GAMES = {
     "fig1": lambda: games.farina_fig1(),

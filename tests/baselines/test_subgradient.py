@@ -7,7 +7,7 @@ from efce import games
 from efce.baselines import solve_subgradient
 from efce.baselines.subgradient import MaxDeviation, _uniform_plan
 from efce.games.game import GameError
-from efce.solvers.gaps import EFCEGapEvaluator
+from efce.solvers.evaluation.gaps import EFCEGapEvaluator
 
 
 @pytest.mark.parametrize("game", [games.farina_fig1(), games.sheriff(max_bribe=2, max_items=2, rounds=2),

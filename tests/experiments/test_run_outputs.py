@@ -12,7 +12,7 @@ import pytest
 
 from efce.experiments import cmd_solve as cmd_solve
 from efce.experiments.cli import main
-from efce.games.atomic import atomic_open
+from efce.games.resources.atomic import atomic_open
 from efce.experiments.sweep import load_records, write_record
 
 K33 = "kuhn:players=3,ranks=3"

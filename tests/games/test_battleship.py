@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from efce.games.battleship import battleship
+from efce.games.generators.battleship import battleship
 from efce.games.game import CHANCE, TERMINAL, GameError
 from tests.games.treewalk import play, sizes
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from efce import games
-from efce.games import CHANCE, TERMINAL, Game, GameError, efg
+from efce.games import CHANCE, TERMINAL, Game, GameError
+from efce.games.formats import efg
 from efce.games.game import ExplicitLabels
 
 DATA = Path(__file__).parent / "data"

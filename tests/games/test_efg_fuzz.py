@@ -11,7 +11,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from efce.games import Game, GameError, efg
+from efce.games import Game, GameError
+from efce.games.formats import efg
 
 DATA = Path(__file__).parent / "data"
 VALID = {path.name: path.read_bytes() for path in sorted(DATA.glob("*.efg"))}
@@ -31,7 +32,7 @@ SETTINGS = settings(max_examples=int(_EXAMPLES or 400), deadline=None, derandomi
 
 
 def read(data: bytes):
-    """Decode as :func:`games.efg.load` does and parse."""
+    """Decode as :func:`games.formats.efg.load` does and parse."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -9,7 +9,7 @@ import pytest
 
 from efce.experiments.cli import main
 from efce.games import GameError
-from efce.games.estimate import estimate_size
+from efce.games.resources.estimate import estimate_size
 from efce.games.spec import estimate_spec, make_game
 
 # Multi-ship fleets, where the old product-of-placements bound was off by up to 100x (and
@@ -64,17 +64,17 @@ def test_huge_fleets_fall_back_to_an_upper_bound_quickly():
 
 def test_efg_relevant_pairs_are_checked_before_they_are_built(monkeypatch, capsys):
     from efce import games
-    import efce.games.memory  # noqa: F401 (binds games.memory)
+    import efce.games.resources.memory  # noqa: F401 (binds games.resources.memory)
     import efce.games.relevant  # noqa: F401
     path = os.path.join(os.path.dirname(__file__), "data", "twins.efg")
     built = []
     monkeypatch.setattr(games.relevant, "_fill_rows", lambda *a: built.append(1))
-    monkeypatch.setattr(games.memory, "default_memory_budget", lambda: 100)
+    monkeypatch.setattr(games.resources.memory, "default_memory_budget", lambda: 100)
     assert main(["decompose", path, "--json"]) == 2
     error = json.loads(capsys.readouterr().out)["error"]
     assert "correlation plan of twins (17 relevant pairs) is too large" in error, error
-    from efce.games import efg
-    with pytest.raises(games.memory.MemoryBudgetExceeded, match="the 17 relevant pairs of twins"):
+    from efce.games.formats import efg
+    with pytest.raises(games.resources.memory.MemoryBudgetExceeded, match="the 17 relevant pairs of twins"):
         games.relevant.relevant_pairs(efg.load(path))
     assert not built
 
@@ -95,8 +95,8 @@ def test_leduc_estimates_are_exact_on_built_games(spec):
 
 
 def test_a_lower_bound_under_the_budget_is_refused(monkeypatch):
-    from efce.games import estimate as estimate_module
-    from efce.games.memory import MemoryBudgetExceeded
+    from efce.games.resources import estimate as estimate_module
+    from efce.games.resources.memory import MemoryBudgetExceeded
     monkeypatch.setattr(estimate_module, "_LEDUC_STATE_LIMIT", 50)
     estimate = estimate_spec("leduc:players=3")
     assert estimate.lower_bound and estimate.bytes < 2 ** 30

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from efce.games.figures import farina_fig1, farina_fig2
+from efce.games.generators.figures import farina_fig1, farina_fig2
 from efce.games.game import TERMINAL
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from efce.games import CHANCE, TERMINAL, GameError
-from efce.games.goofspiel import goofspiel
+from efce.games.generators.goofspiel import goofspiel
 
 
 def _sizes(game):

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from efce.games import GameError
-from efce.games.leduc import leduc
+from efce.games.generators.leduc import leduc
 
 from .test_goofspiel import check_chance_and_recall, uniform_value
 

@@ -39,9 +39,9 @@ def test_no_writable_cache_location_falls_back_to_a_temporary_folder(tmp_path):
     bare = _run("import numba\n@numba.njit(cache=True)\ndef f(x):\n    return x\n", tree,
                 dict(env, PYTHONPATH=""))
     assert "cannot cache function" in bare.stderr
-    done = _run("import games, solvers.engine, os\n"
+    done = _run("import games, solvers.regret.engine, os\n"
                 "assert games.__file__.startswith(os.getcwd()), games.__file__\n"
-                "print(games.numba_cache.mode, os.environ['NUMBA_CACHE_DIR'])\n"
+                "print(games.resources.numba_cache.mode, os.environ['NUMBA_CACHE_DIR'])\n"
                 "print(games.count_relevant_pairs(games.kuhn()))\n", tree, env)
     assert done.returncode == 0, done.stderr
     mode, folder = done.stdout.split()[:2]
@@ -56,7 +56,7 @@ def test_caching_is_turned_off_when_not_even_a_temporary_folder_can_be_made(tmp_
                 "def refuse(*a, **k):\n    raise PermissionError('read-only')\n"
                 "tempfile.mkdtemp = refuse\n"
                 "import games\n"
-                "print(games.numba_cache.mode, games.count_relevant_pairs(games.kuhn()))\n",
+                "print(games.resources.numba_cache.mode, games.count_relevant_pairs(games.kuhn()))\n",
                 tree, env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["disabled", "97"]
@@ -64,4 +64,4 @@ def test_caching_is_turned_off_when_not_even_a_temporary_folder_can_be_made(tmp_
 
 def test_default_locations_are_kept_when_writable():
     from efce import games
-    assert games.numba_cache.mode == "default"
+    assert games.resources.numba_cache.mode == "default"

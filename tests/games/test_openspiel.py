@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from efce import games
-from efce.games import CHANCE, GameError, efg
-from efce.games.openspiel import from_openspiel
+from efce.games import CHANCE, GameError
+from efce.games.formats import efg
+from efce.games.formats.openspiel import from_openspiel
 
 
 def test_missing_pyspiel_gives_a_clear_error(monkeypatch):

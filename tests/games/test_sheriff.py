@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from efce.games.game import CHANCE, TERMINAL, GameError
-from efce.games.sheriff import sheriff
+from efce.games.generators.sheriff import sheriff
 from tests.games.treewalk import play, sizes
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from efce import games
 from efce.games import GameError
-from efce.games.estimate import estimate_size, format_count
-from efce.games.memory import MemoryBudgetExceeded
+from efce.games.resources.estimate import estimate_size, format_count
+from efce.games.resources.memory import MemoryBudgetExceeded
 from efce.games.spec import PARAMETERS, estimate_spec, make_game, parse_spec
 
 
@@ -136,8 +136,8 @@ def test_generators_called_directly_check_their_size_first(build):
 
 
 def test_make_game_budget_replaces_the_generators_own_check(monkeypatch):
-    import efce.games.memory
-    monkeypatch.setattr(games.memory, "default_memory_budget", lambda: 1000)
+    import efce.games.resources.memory
+    monkeypatch.setattr(games.resources.memory, "default_memory_budget", lambda: 1000)
     with pytest.raises(MemoryBudgetExceeded, match=r"game kuhn:players=2,ranks=3 \(about 55 nodes\)"):
         games.kuhn()
     assert make_game("kuhn", memory_budget=10 ** 9).num_nodes == 55

@@ -173,7 +173,7 @@ def test_verification_fails_loudly_on_broken_chains():
 
 def test_levels_are_views_of_one_step_order_that_the_minimizer_runs_without_a_copy():
     from efce.polytopes.triggers import trigger_deviations
-    from efce.solvers.algebra import chain_minimizer
+    from efce.solvers.regret.algebra import chain_minimizer
     game = games.sheriff(max_bribe=2, max_items=2, rounds=2)
     for chain in (correlation_plan(game), sequence_form(game.sequences(0)), trigger_deviations(game).chain):
         order = chain.step_order

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from efce.games.figures import farina_fig1, farina_fig2
+from efce.games.generators.figures import farina_fig1, farina_fig2
 from efce.games.relevant import relevant_pairs
 from efce.polytopes.chain import SIMPLEX, SINGLETON, Chain
 from efce.polytopes.decompose import correlation_plan

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from efce.solvers.internal import BlumMansour
-from efce.solvers.local import Hedge, LocalRule, PredictiveRMPlus, RegretMatching, Segments
+from efce.solvers.regret.internal import BlumMansour
+from efce.solvers.regret.local import Hedge, LocalRule, PredictiveRMPlus, RegretMatching, Segments
 
 
 @dataclass
@@ -53,7 +53,7 @@ def every_rule() -> dict[str, LocalRule]:
 
 def reference_step(rule: LocalRule, state: dict, loss: np.ndarray | None, seg: Segments) -> np.ndarray:
     """Textbook formulas of the built-in rules, one simplex at a time (plain numpy, independent
-    of :mod:`solvers.kernels`): the strategy of ``state``; with a ``loss``, ``state`` is then
+    of :mod:`solvers.regret.kernels`): the strategy of ``state``; with a ``loss``, ``state`` is then
     updated in place."""
     x = np.empty(seg.total)
     pos = neg = 1.0

@@ -12,12 +12,12 @@ from efce.games.game import CHANCE
 from efce.games.payoffs import sequence_form_payoffs
 from efce.polytopes import SIMPLEX, Chain, correlation_plan, sequence_form, vsf_constraints
 from efce.polytopes.triggers import trigger_deviations
-from efce.solvers.algebra import (cartesian_product, chain_minimizer, convex_hull,
+from efce.solvers.regret.algebra import (cartesian_product, chain_minimizer, convex_hull,
                              nested_chain_minimizer, regret, run, scaled_extension,
                              sequence_form_minimizer, simplex, singleton)
-from efce.solvers.internal import BlumMansour
-from efce.solvers.local import Hedge, PredictiveRMPlus, RegretMatching
-from efce.solvers.protocol import LinearOracle, RegretMinimizer, copy_state
+from efce.solvers.regret.internal import BlumMansour
+from efce.solvers.regret.local import Hedge, PredictiveRMPlus, RegretMatching
+from efce.solvers.regret.protocol import LinearOracle, RegretMinimizer, copy_state
 
 from .rules import DecayedRegretMatching, ClippedLossRM, every_rule
 

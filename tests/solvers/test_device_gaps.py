@@ -8,9 +8,9 @@ import pytest
 
 from efce import games
 from efce.games.game import GameError
-from efce.solvers.device import (Device, device_from_dict, device_from_json, device_to_dict,
+from efce.solvers.evaluation.device import (Device, device_from_dict, device_from_json, device_to_dict,
                             infoset_offsets, plays_sequences)
-from efce.solvers.device_gaps import device_gaps, induced_correlation_plan
+from efce.solvers.evaluation.device_gaps import device_gaps, induced_correlation_plan
 
 
 def tiny_games():
@@ -184,7 +184,7 @@ def test_pure_nash_has_zero_gaps(name):
 
 
 def test_two_player_consistency_with_correlation_plan_gap():
-    gaps_mod = pytest.importorskip("efce.solvers.gaps")
+    gaps_mod = pytest.importorskip("efce.solvers.evaluation.gaps")
     rng = np.random.default_rng(11)
     for name in ("fig1", "fig2", "sheriff", "battleship"):
         game = GAMES[name]
@@ -196,7 +196,7 @@ def test_two_player_consistency_with_correlation_plan_gap():
 
 def test_two_player_consistency_with_chance():
     """The correlation-plan evaluator handles chance too (p_c folded into payoffs)."""
-    gaps_mod = pytest.importorskip("efce.solvers.gaps")
+    gaps_mod = pytest.importorskip("efce.solvers.evaluation.gaps")
     game = GAMES["kuhn2"]
     rng = np.random.default_rng(5)
     for _ in range(3):

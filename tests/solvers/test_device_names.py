@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from efce.games import GameError, efg
-from efce.solvers.device import device_from_dict, device_to_dict
+from efce.games import GameError
+from efce.games.formats import efg
+from efce.solvers.evaluation.device import device_from_dict, device_to_dict
 
 # Player 1 has two infosets both named "again" (after her own "a" and "b"), with actions
 # labelled 1 and 2; player 2 has one infoset "I".

@@ -8,8 +8,9 @@ import json
 import pytest
 
 from efce.experiments.cli import main
-from efce.games import GameError, efg
-from efce.solvers.device import device_from_dict, device_from_json, device_to_dict, infoset_names
+from efce.games import GameError
+from efce.games.formats import efg
+from efce.solvers.evaluation.device import device_from_dict, device_from_json, device_to_dict, infoset_names
 
 # Player 1's unnamed infosets are numbered out of order in the file: the root is infoset 2,
 # the one below it infoset 1.  Under the old rule the label "1:1" (the file's number) named the

@@ -8,9 +8,9 @@ import pytest
 from efce import games
 from efce.polytopes import vsf_constraints
 from efce.polytopes.triggers import trigger_deviations
-from efce.solvers.cfr import exploitability, solve_cfr
-from efce.solvers.efce import build_efce_model, solve_efce
-from efce.solvers.gaps import EFCEGapEvaluator
+from efce.solvers.methods.cfr import exploitability, solve_cfr
+from efce.solvers.methods.efce import build_efce_model, solve_efce
+from efce.solvers.evaluation.gaps import EFCEGapEvaluator
 
 
 @pytest.mark.parametrize("make", [lambda: games.sheriff(max_bribe=2, max_items=2, rounds=2),
@@ -37,7 +37,7 @@ def test_saddle_point_value_is_the_max_deviation():
     xi_entry = model.xi_chain.random_point(rng)
     xi = model.xi_chain.to_natural(xi_entry, len(model.pairs))
     gains = EFCEGapEvaluator(game, model.pairs)(xi)
-    from efce.solvers.engine import chain_minimum
+    from efce.solvers.regret.engine import chain_minimum
     # max over Y of ξᵀAy = −min over Y of (−Aᵀξ)·y
     best = -chain_minimum(model.triggers.chain, -model.operator.transpose_matmul(xi_entry))
     assert best == pytest.approx(max(np.nanmax(g) for g in gains.gains), abs=1e-12)
@@ -106,8 +106,8 @@ def test_solve_command_json_contract(capsys):
 
 
 def test_a_model_over_the_memory_budget_is_refused_up_front():
-    from efce.games.memory import MemoryBudgetExceeded
-    from efce.solvers.efce import estimate_efce_bytes
+    from efce.games.resources.memory import MemoryBudgetExceeded
+    from efce.solvers.methods.efce import estimate_efce_bytes
     game = games.sheriff(max_bribe=1, max_items=1, rounds=2)
     with pytest.raises(MemoryBudgetExceeded, match="too large: about .* GiB, over the memory budget"):
         solve_efce(game, memory_budget=estimate_efce_bytes(game) - 1)

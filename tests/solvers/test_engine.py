@@ -7,11 +7,11 @@ import pytest
 from efce import games
 from efce.polytopes import correlation_plan, sequence_form
 from efce.polytopes.triggers import trigger_deviations
-from efce.solvers import algebra
-from efce.solvers.cfr import solve_cfr
-from efce.solvers.efce import build_efce_model, solve_efce
-from efce.solvers.engine import ChainEngine, chain_minimum, minimizer_factory
-from efce.solvers.local import Hedge, PredictiveRMPlus, RegretMatching, Segments
+from efce.solvers.regret import algebra
+from efce.solvers.methods.cfr import solve_cfr
+from efce.solvers.methods.efce import build_efce_model, solve_efce
+from efce.solvers.regret.engine import ChainEngine, chain_minimum, minimizer_factory
+from efce.solvers.regret.local import Hedge, PredictiveRMPlus, RegretMatching, Segments
 
 from .rules import DecayedRegretMatching, every_rule, reference_step
 
@@ -103,7 +103,7 @@ def test_engine_runs_rules_without_kernel():
 
 @pytest.mark.parametrize("rule_name", ["rm", "rm+", "dcfr", "hedge", "prm+"])
 def test_compiled_rules_equal_textbook_formulas(rule_name):
-    """The one definition of every built-in rule (solvers.kernels) against plain per-simplex
+    """The one definition of every built-in rule (solvers.regret.kernels) against plain per-simplex
     formulas, over many random and adversarial rounds on segments of sizes 1 to 6."""
     rule = every_rule()[rule_name]
     seg = Segments.from_sizes([3, 1, 2, 6, 4, 2, 5])

@@ -9,7 +9,7 @@ from efce import games
 from efce.games.payoffs import terminal_map
 from efce.games.relevant import relevant_pairs
 from efce.polytopes import correlation_plan
-from efce.solvers.gaps import EFCEGapEvaluator
+from efce.solvers.evaluation.gaps import EFCEGapEvaluator
 
 
 def _subtree_infosets(space, root):

@@ -8,11 +8,11 @@ import pytest
 from efce import games
 from efce.games.game import TERMINAL, Game
 from efce.experiments.cli import main
-from efce.solvers.device import Device, device_to_dict, plans_reach_infosets
-from efce.solvers.device_gaps import device_gaps
-from efce.solvers.icfr import Dynamics, PlanStore, solve_icfr
-from efce.solvers.internal import BlumMansour, stationary_distributions
-from efce.solvers.local import RegretMatching
+from efce.solvers.evaluation.device import Device, device_to_dict, plans_reach_infosets
+from efce.solvers.evaluation.device_gaps import device_gaps
+from efce.solvers.methods.icfr import Dynamics, PlanStore, solve_icfr
+from efce.solvers.regret.internal import BlumMansour, stationary_distributions
+from efce.solvers.regret.local import RegretMatching
 
 KUHN3 = games.kuhn(3, 3)
 

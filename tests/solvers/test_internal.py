@@ -4,9 +4,9 @@ adversary, and the swap-regret measure itself."""
 import numpy as np
 import pytest
 
-from efce.solvers import algebra
-from efce.solvers.internal import BlumMansour, internal_regret
-from efce.solvers.local import RegretMatching, Segments
+from efce.solvers.regret import algebra
+from efce.solvers.regret.internal import BlumMansour, internal_regret
+from efce.solvers.regret.local import RegretMatching, Segments
 
 HORIZONS = (250, 1000, 4000)
 

@@ -10,11 +10,11 @@ from efce.games.payoffs import terminal_map
 from efce.games.relevant import relevant_pairs
 from efce.polytopes.decompose import correlation_plan
 from efce.polytopes.triggers import trigger_deviations
-from efce.solvers.payoff_operator import build_payoff_operator
+from efce.solvers.evaluation.payoff_operator import build_payoff_operator
 
 
 def reference_payoff_matrix(game, pairs, triggers, tau, entry_of_pair) -> sp.csr_matrix:
-    """``A`` entry by entry from the definition (solvers/efce.py docstring), as COO → CSR."""
+    """``A`` entry by entry from the definition (solvers/methods/efce.py docstring), as COO → CSR."""
     tm = terminal_map(game)
     weighted = tm.weighted_payoffs()
     term_pair = pairs.index(tm.sequences[:, 0], tm.sequences[:, 1])
@@ -88,8 +88,8 @@ def test_operator_equals_the_reference_matrix(make, tau):
 
 def _reference_iterates(game, iterations, tau=None):
     """The saddle-point loop with an explicit scipy ``A`` and ``Aᵀ`` (the pre-operator code)."""
-    from efce.solvers.engine import ChainEngine
-    from efce.solvers.local import RegretMatching
+    from efce.solvers.regret.engine import ChainEngine
+    from efce.solvers.regret.local import RegretMatching
     pairs = relevant_pairs(game)
     chain = correlation_plan(game, pairs)
     triggers = trigger_deviations(game, welfare=tau is not None)
@@ -115,7 +115,7 @@ def _reference_iterates(game, iterations, tau=None):
 @pytest.mark.parametrize("make", [lambda: games.sheriff(max_bribe=1, max_items=2, rounds=2),
                                   lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2)])
 def test_solver_iterates_equal_the_explicit_matrix_loop(make):
-    from efce.solvers.efce import solve_efce
+    from efce.solvers.methods.efce import solve_efce
     game = make()
     iterations = 300
     for tau in (None, -1.0):
@@ -152,7 +152,7 @@ def test_trigger_chain_levels_and_entry_labels(make):
 
 @pytest.mark.parametrize("make", GAMES[:3])
 def test_memory_estimate_counts_what_the_model_builds(make):
-    from efce.solvers.efce import build_efce_model, saddle_point_sizes
+    from efce.solvers.methods.efce import build_efce_model, saddle_point_sizes
     game = make()
     sizes = saddle_point_sizes(game)
     model = build_efce_model(game)

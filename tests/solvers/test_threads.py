@@ -12,10 +12,11 @@ import pytest
 import efce
 from efce.experiments.cli import main
 from efce.games.spec import make_game
-from efce.solvers import engine, payoff_operator
-from efce.solvers.efce import build_efce_model, solve_efce
-from efce.solvers.engine import ChainEngine, available_threads, thread_count
-from efce.solvers.local import make_rule
+from efce.solvers.regret import engine
+from efce.solvers.evaluation import payoff_operator
+from efce.solvers.methods.efce import build_efce_model, solve_efce
+from efce.solvers.regret.engine import ChainEngine, available_threads, thread_count
+from efce.solvers.regret.local import make_rule
 
 GAMES = ["sheriff:max_bribe=2,max_items=2,rounds=2", "battleship:rows=2,cols=2,ship_sizes=[1],shots=2"]
 TWO = min(2, available_threads())

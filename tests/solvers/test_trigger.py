@@ -9,10 +9,10 @@ import pytest
 
 from efce import games
 from efce.experiments.cli import main
-from efce.solvers.device import DEVICE_PLAN_LIMIT, device_from_json
-from efce.solvers.device_gaps import device_gaps
-from efce.solvers.local import RegretMatching
-from efce.solvers.trigger import (TriggerDynamics, _behaviour_to_sequence, _fixed_point,
+from efce.solvers.evaluation.device import DEVICE_PLAN_LIMIT, device_from_json
+from efce.solvers.evaluation.device_gaps import device_gaps
+from efce.solvers.regret.local import RegretMatching
+from efce.solvers.methods.trigger import (TriggerDynamics, _behaviour_to_sequence, _fixed_point,
                              device_size_bound, joint_plan_count, reduced_plan_count,
                              solve_trigger, trigger_layout)
 
@@ -48,7 +48,7 @@ def test_exact_gaps_equal_gaps_of_expanded_distribution(name, coarse, averaging)
 def test_reduced_plan_count_by_enumeration():
     """The bottom-up count against the number of distinct reduced plans of all pure plans."""
     import itertools
-    from efce.solvers.device import plans_reach_infosets
+    from efce.solvers.evaluation.device import plans_reach_infosets
     for game in (FIG1, games.kuhn(2, 3), games.sheriff(max_bribe=1, max_items=1, rounds=1)):
         for p in range(game.num_players):
             A = game.sequences(p).infoset_num_actions
@@ -150,7 +150,7 @@ def test_two_player_correlation_plan_gap(game):
     """ξ = Σ_t w_t x_1^t ⊗ x_2^t (relevant pairs) accumulated outside the solver: the toolkit's
     correlation-plan EFCE gap equals the trigger method's reported gap."""
     from efce.games.relevant import relevant_pairs
-    from efce.solvers.gaps import efce_gap
+    from efce.solvers.evaluation.gaps import efce_gap
     pairs = relevant_pairs(game)
     s1, s2 = pairs.sigma1.astype(np.int64), pairs.sigma2.astype(np.int64)
     dyn = TriggerDynamics(game, averaging="linear")

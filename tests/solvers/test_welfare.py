@@ -5,8 +5,8 @@ import pytest
 
 from efce import games
 from efce.baselines import solve_lp_highs
-from efce.solvers.efce import build_efce_model, set_welfare_threshold
-from efce.solvers.welfare import solve_optimal_welfare, welfare_bounds
+from efce.solvers.methods.efce import build_efce_model, set_welfare_threshold
+from efce.solvers.methods.welfare import solve_optimal_welfare, welfare_bounds
 
 GAMES = {
     "fig1": lambda: games.farina_fig1(),

@@ -1,0 +1,70 @@
+"""The toolkit's errors: one root, :class:`EFCEError`, and one class per kind of refusal.
+
+Every error the library raises on purpose — a malformed game, a bad option, a failed LP backend,
+a model over the memory budget — derives from :class:`EFCEError`; its message is one line meant
+for the user.  Anything else that escapes the library (``KeyError``, ``TypeError``, ...) is a bug,
+and the ``efce`` command line reports it as an internal error.
+
+The hierarchy::
+
+    EFCEError
+    ├── GameError              a game is malformed or outside an algorithm's scope
+    │   └── MemoryBudgetExceeded   a model of the game was refused up front: its estimated size
+    │       │                      exceeds the memory budget (the game is out of scope here)
+    │       └── ModelTooLarge      (efce.baselines.efce_lp) the EFCE LP's estimate
+    ├── OptionError            an option is unknown, of the wrong type or out of range
+    │   └── SweepError         a sweep file or argument is invalid, or the cluster unreachable
+    ├── BackendError           an LP backend failed
+    ├── ChainError             a chain of scaled extensions is malformed
+    └── CommandError           (efce.experiments.cli) a subcommand's arguments are unusable
+
+Every class except the root and :class:`CommandError` is also a :class:`ValueError`, as it
+always was, so ``except ValueError`` written against earlier versions still catches them.
+
+>>> issubclass(OptionError, GameError)
+False
+>>> issubclass(SweepError, OptionError) and issubclass(SweepError, EFCEError)
+True
+"""
+
+from __future__ import annotations
+
+__all__ = ["EFCEError", "GameError", "OptionError", "SweepError", "BackendError",
+           "MemoryBudgetExceeded", "ChainError"]
+
+
+class EFCEError(Exception):
+    """Root of every error the toolkit raises on purpose; the message is meant for the user."""
+
+
+class GameError(EFCEError, ValueError):
+    """A game (file, generator call, or array description) is malformed or outside an
+    algorithm's scope.  The message names the problem; it is meant to be shown to the user."""
+
+
+class OptionError(EFCEError, ValueError):
+    """An option is unknown, of the wrong type, out of range, or not used by the method."""
+
+
+class SweepError(OptionError):
+    """A sweep file or sweep argument is invalid, or the cluster cannot be reached (an
+    :class:`OptionError`, so ``except OptionError`` catches every refusal of the three entries
+    ``solve``, ``compare`` and ``sweep``)."""
+
+
+class BackendError(EFCEError, ValueError):
+    """An LP backend failed; the message is one line naming the backend and its status."""
+
+    def __init__(self, backend: str, status: str):
+        super().__init__(f"{backend} failed: {status}")
+        self.backend = backend
+        self.status = status
+
+
+class MemoryBudgetExceeded(GameError):
+    """A model was refused up front because its estimated size exceeds the memory budget (a
+    :class:`GameError`: the game is too large for that algorithm on this machine)."""
+
+
+class ChainError(EFCEError, ValueError):
+    """A chain is malformed (a step reads an entry that is not yet filled, sizes disagree...)."""

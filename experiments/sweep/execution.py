@@ -1,0 +1,284 @@
+"""Execution on Dask distributed: the cluster, the :func:`sweep` entry, resuming, stopping."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import time
+import uuid
+
+from efce.games.resources.atomic import atomic_open
+from efce.errors import OptionError, SweepError
+from efce.solvers.driver import graceful, stop_requested
+
+from ..compare import SUCCESS_STATUSES
+from ..paths import check_output_folder
+from ..solve import check_folder_argument, describe_value, is_integer
+from .aggregation import SweepTable, aggregate, write_table
+from .grid import Run, START_TOPIC, load_sweep
+from .plots import plot_sweep
+from .runs import execute_run
+from .storage import finished, load_records, runs_folder, write_record
+
+
+def default_workers() -> int:
+    """One worker per core this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def dask_client(scheduler: str | None = None, workers: int | None = None):
+    """A Dask client: on the cluster at ``scheduler``, or on a new local cluster of ``workers``
+    single-threaded worker processes (one per core by default).
+
+    The local cluster's scheduler allows one failure per task (a run whose worker dies is
+    retried once); on an existing cluster that is the scheduler's own setting
+    ``distributed.scheduler.allowed-failures`` (Dask's default is 3; the examples in
+    ``docs/examples/`` set 1).
+    """
+    import logging
+
+    import dask
+    import distributed
+    if scheduler:
+        try:
+            client = distributed.Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT:g}s")
+        except Exception as exc:  # whatever the handshake with a non-Dask server raises
+            raise SweepError(f"no Dask scheduler answers at {scheduler} (within "
+                             f"{SCHEDULER_TIMEOUT:g} s): {type(exc).__name__}") from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), _workers_ignore_sigint():
+        cluster = distributed.LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
+                                           processes=True, dashboard_address=None, memory_limit=0,
+                                           silence_logs=logging.ERROR)
+    client = distributed.Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+@contextlib.contextmanager
+def _workers_ignore_sigint():
+    """Worker processes started in this block ignore SIGINT (they inherit the disposition), so a
+    Ctrl-C on the terminal reaches the sweep, which stops them in order, instead of every
+    worker printing a traceback."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def check_sweep_arguments(out_dir: str, *, scheduler: str | None, workers: int | None) -> None:
+    """The checks of :func:`sweep` on its arguments (the sweep itself: :func:`load_sweep`); the
+    output folder last, since checking it creates it."""
+    if scheduler is not None and workers is not None:
+        raise SweepError("--workers sizes the local cluster; with --scheduler the cluster's own "
+                         "workers run the sweep")
+    if workers is not None and (not is_integer(workers) or workers < 1):
+        raise SweepError(f"--workers must be an integer ≥ 1, got {workers!r}")
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise OptionError(f"--scheduler must be an address string such as tcp://HOST:PORT, got "
+                          f"{describe_value(scheduler)}")
+    if scheduler is not None and not re.match(r"^[a-z]+://\S+$", scheduler):
+        raise SweepError(f"--scheduler must be an address such as tcp://HOST:PORT, got '{scheduler}'")
+    if scheduler is not None:
+        _check_reachable(scheduler)
+    check_output_folder(out_dir)
+
+
+#: Seconds to wait for a scheduler to accept a connection (and for the Dask handshake).
+SCHEDULER_TIMEOUT = 5.0
+
+
+def _check_reachable(scheduler: str) -> None:
+    """Refuse a scheduler address that no one listens on, in a few seconds and before the
+    output folder is written (Dask's own client would try for its whole timeout)."""
+    import socket
+    from urllib.parse import urlsplit
+    try:
+        parts = urlsplit(scheduler)
+        host, port = parts.hostname, parts.port
+    except ValueError as exc:
+        raise SweepError(f"--scheduler {scheduler}: {exc}") from None
+    if parts.scheme != "tcp" or not host or port is None:
+        return  # other protocols (tls, inproc, ...) are left to Dask
+    try:
+        socket.create_connection((host, port), timeout=SCHEDULER_TIMEOUT).close()
+    except OSError as exc:
+        raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: "
+                         f"{exc.strerror or exc or 'no answer'}") from None
+
+
+def sweep(spec_or_path, out_dir: str, scheduler: str | None = None, workers: int | None = None,
+          resume: bool = False, *, progress: bool | None = None) -> SweepTable:
+    """Run a sweep on Dask distributed and aggregate it.
+
+    Parameters
+    ----------
+    spec_or_path : str, os.PathLike or dict
+        A sweep file (TOML) or its content (:func:`load_sweep`).
+    out_dir : str
+        Output folder: ``runs/<key>.json`` per run, ``table.csv``, ``table.md``, ``plots/``,
+        ``sweep.json`` (the expanded grid).
+    scheduler : str, optional
+        ``tcp://HOST:PORT`` of an existing Dask scheduler; default: a local cluster.
+    workers : int, optional
+        Worker processes of the local cluster (default: one per core).
+    resume : bool
+        Skip the runs already finished in ``out_dir``.  Without it, a folder that already holds
+        finished runs of this sweep is refused (nothing is overwritten by accident).
+    progress : bool, optional
+        A progress bar over runs on stderr (default: when stderr is a terminal).
+
+    Returns
+    -------
+    SweepTable
+        The rows of :func:`aggregate` over every finished run of the grid, with the counts of
+        runs executed, skipped and failed.  A stop request (Ctrl-C / SIGTERM inside
+        :func:`solvers.driver.stop_on_signals`) stops submitting, cancels pending runs,
+        interrupts running ones and keeps the finished ones (``interrupted`` is then True).
+
+    Raises
+    ------
+    OptionError
+        An argument of the wrong type (a sweep that is neither a path nor a dict, None as the
+        output folder, a scheduler that is not a string); numbers may be of any numeric type.
+    SweepError
+        A bad sweep, output folder, worker count or scheduler address (before anything runs),
+        or an unreachable scheduler.
+    """
+    started = time.perf_counter()
+    # Argument types first, each named, before the (possibly slow) checks of the grid.
+    out_dir = check_folder_argument(out_dir, "the output folder (out_dir)")
+    if not isinstance(resume, bool):
+        raise OptionError(f"resume must be True or False, got {describe_value(resume)}")
+    if not isinstance(spec_or_path, (str, os.PathLike, dict)):
+        raise OptionError(f"the sweep must be a .toml path or a dict of its content, got "
+                          f"{describe_value(spec_or_path)}")
+    spec = load_sweep(spec_or_path)
+    check_sweep_arguments(out_dir, scheduler=scheduler, workers=workers)
+    keys = [r.key for r in spec.runs]
+    done = {r["key"] for r in load_records(out_dir, keys) if finished(r)}
+    if done and not resume:
+        raise SweepError(f"{out_dir} already holds {len(done)} finished run(s) of this sweep; pass "
+                         f"--resume to skip them, or choose another --out")
+    todo = [r for r in spec.runs if r.key not in done]
+    os.makedirs(runs_folder(out_dir), exist_ok=True)
+    with atomic_open(os.path.join(out_dir, "sweep.json"), "w") as fh:
+        json.dump({"name": spec.name, "source": spec.source,
+                   "runs": [r.params() for r in spec.runs]}, fh, indent=1)
+    executed = failed = 0
+    interrupted = False
+    if todo:
+        local_workers = None if scheduler else min(int(workers or default_workers()), len(todo))
+        with graceful(), dask_client(scheduler, local_workers) as client:
+            executed, failed, interrupted = _execute(client, todo, out_dir, len(spec.runs),
+                                                     len(done), progress)
+    records = load_records(out_dir, keys)
+    table = aggregate([r for r in records if finished(r) or r.get("outcome") == "failed"])
+    write_table(table, out_dir)
+    with contextlib.suppress(ValueError):  # no trace to plot (every run failed)
+        plot_sweep(records, os.path.join(out_dir, "plots"))
+    return SweepTable(table, out_dir=out_dir, runs=len(spec.runs), executed=executed,
+                      skipped=len(done), failed=failed, interrupted=interrupted,
+                      wall_seconds=time.perf_counter() - started)
+
+
+def _execute(client, todo: list[Run], out_dir: str, total: int, skipped: int,
+             progress: bool | None) -> tuple[int, int, bool]:
+    """Submit every run, write each record as it finishes; ``(executed, failed, interrupted)``."""
+    import sys
+
+    import distributed
+    from tqdm import tqdm
+
+    sweep_id = uuid.uuid4().hex
+    starts: dict[str, int] = {}
+
+    def count_start(event):
+        message = event[1]
+        if isinstance(message, dict) and message.get("sweep") == sweep_id:
+            starts[message["run"]] = starts.get(message["run"], 0) + 1
+
+    client.subscribe_topic(START_TOPIC, count_start)
+    stop_event = distributed.Event(f"efce-sweep-stop-{sweep_id}", client=client)
+    futures = {client.submit(execute_run, run, sweep_id, stop_event.name, key=f"efce-{run.key}-{sweep_id[:8]}",
+                             pure=False, retries=1): run for run in todo}
+    pending = distributed.as_completed(list(futures))
+    enabled = sys.stderr.isatty() if progress is None else progress
+    bar = tqdm(total=total, initial=skipped, desc="runs", unit="run", file=sys.stderr,
+               disable=not enabled, dynamic_ncols=True)
+    executed = failed = 0
+    try:
+        while not pending.is_empty():
+            if stop_requested():
+                break
+            batch = pending.next_batch(block=False)
+            if not batch:
+                time.sleep(0.2)
+                continue
+            for future in batch:
+                run = futures.pop(future)
+                record = _record(future, run, starts)
+                if record is None:  # interrupted by the stop request: not a result
+                    continue
+                write_record(out_dir, record)
+                executed += 1
+                failed += record["outcome"] == "failed"
+                bar.update(1)
+                if failed:
+                    bar.set_postfix_str(f"{failed} failed")
+    finally:
+        bar.close()
+        if futures:  # stopped: cancel the pending runs, interrupt the running ones
+            stop_event.set()
+            client.cancel(list(futures))
+        client.unsubscribe_topic(START_TOPIC)
+    return executed, failed, bool(futures)
+
+
+def _record(future, run: Run, starts: dict[str, int]) -> dict | None:
+    """The record of a completed future: the run's result, or the reason it failed."""
+    attempts = max(1, starts.get(run.key, 0))
+    if future.status == "finished":
+        record = future.result()
+        if record["status"] == "interrupted":
+            if stop_requested():
+                return None
+            record.update(outcome="failed", error="interrupted (the run's process got SIGINT)")
+        else:
+            # A run that ended in error / out_of_memory is a failure: rerun on --resume.
+            record["outcome"] = "finished" if record["status"] in SUCCESS_STATUSES else "failed"
+    elif future.status == "cancelled":
+        if stop_requested():
+            return None
+        record = {**run.params(), "status": "failed", "outcome": "failed",
+                  "error": "cancelled by the scheduler (lost connection?)", "trace": []}
+    else:
+        exc = future.exception()
+        reason = f"{type(exc).__name__}: {exc}"
+        if type(exc).__name__ == "KilledWorker":  # the scheduler gave up after allowed-failures
+            deaths = exc.allowed_failures + 1
+            last = getattr(exc.last_worker, "address", exc.last_worker)
+            reason = f"its worker died while running it, {deaths} time(s) (last on {last})"
+        record = {**run.params(), "status": "failed", "outcome": "failed", "error": reason,
+                  "trace": []}
+    record["attempts"] = attempts
+    return record

@@ -1,0 +1,89 @@
+"""One run of a sweep: an ``efce solve`` child process started by a Dask task."""
+
+from __future__ import annotations
+
+import csv
+import os
+import tempfile
+import time
+
+from efce.solvers.driver import stop_requested
+
+from ..compare import child_status, child_timeout
+from ..harness import run_child
+from .grid import Run, START_TOPIC, STOP_POLL_SECONDS
+
+
+def read_trace(path: str) -> list[dict]:
+    """The rows of an ``efce solve --trace`` CSV: ``iteration`` (int), ``seconds``, ``gap``,
+    ``infeasibility`` and the method's extra columns (floats; empty cells → None)."""
+    if not os.path.exists(path):
+        return []
+    rows = []
+    with open(path, newline="") as fh:
+        for row in csv.DictReader(fh):
+            row.pop("method", None)
+            out = {"iteration": int(row.pop("iteration"))}
+            for name, text in row.items():
+                out[name] = float(text) if text not in ("", None) else None
+            rows.append(out)
+    return rows
+
+
+def execute_run(run: Run, sweep_id: str | None = None, stop_event: str | None = None) -> dict:
+    """Run one sweep run in a child process and return its record (the Dask task).
+
+    Never raises for the run's own failures (they are in ``status`` and ``error``).  On a Dask
+    worker it announces its start on :data:`START_TOPIC` (so the client counts attempts) and
+    interrupts its child (SIGINT: the child keeps its result so far) once the sweep's stop event
+    is set.
+
+    Returns
+    -------
+    dict
+        The run's parameters (:meth:`Run.params`) and ``status``, ``error``, ``wall_seconds``,
+        ``peak_memory_mib``, ``worker``, ``result`` (the child's ``solve`` JSON, or None) and
+        ``trace`` (:func:`read_trace`).
+    """
+    worker = _announce_start(run, sweep_id)
+    with tempfile.TemporaryDirectory(prefix="efce-run-") as folder:
+        trace_path = os.path.join(folder, "trace.csv")
+        memory = None if run.memory_gib is None else int(run.memory_gib * 2**30)
+        child = run_child(run.command(trace_path), timeout=child_timeout(run.options.get("time_limit")),
+                          memory_limit_bytes=memory, stop_requested=_stop_poller(stop_event))
+        trace = read_trace(trace_path)
+    status, error = child_status(child)
+    return {**run.params(), "status": status, "error": error,
+            "wall_seconds": round(child.wall_seconds, 6), "peak_memory_mib": child.peak_memory_mib,
+            "worker": worker, "result": child.payload if error is None else None, "trace": trace}
+
+
+def _announce_start(run: Run, sweep_id: str | None) -> str | None:
+    try:
+        from distributed import get_worker
+        worker = get_worker()
+    except (ImportError, ValueError):  # not on a Dask worker (a direct call)
+        return None
+    if sweep_id is not None:
+        worker.log_event(START_TOPIC, {"sweep": sweep_id, "run": run.key})
+    return worker.address
+
+
+def _stop_poller(name: str | None):
+    """A ``stop_requested`` callable for :func:`run_child` that reads the sweep's Dask event."""
+    if name is None:
+        return lambda: False
+    from distributed import Event
+    event = Event(name)
+    state = {"checked": 0.0, "set": False}
+
+    def poll() -> bool:
+        now = time.monotonic()
+        if not state["set"] and now - state["checked"] >= STOP_POLL_SECONDS:
+            state["checked"] = now
+            try:
+                state["set"] = event.is_set()
+            except Exception:  # scheduler unreachable for a moment: the run goes on
+                pass
+        return state["set"]
+    return poll

@@ -1,0 +1,63 @@
+"""Results on disk: one JSON record per run under ``DIR/runs/``, written atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+
+from efce.games.resources.atomic import atomic_open
+
+
+def runs_folder(out_dir: str) -> str:
+    return os.path.join(out_dir, "runs")
+
+
+def write_record(out_dir: str, record: dict) -> str:
+    """Write ``runs/<key>.json`` atomically (a temporary file renamed into place)."""
+    from ..cli import _finite
+    folder = runs_folder(out_dir)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, record["key"] + ".json")
+    with atomic_open(path, "w") as fh:
+        json.dump(_finite(record), fh, allow_nan=False)
+    return path
+
+
+def load_records(out_dir: str, keys=None) -> list[dict]:
+    """The run records of a sweep folder (``runs/*.json``), optionally only those of ``keys``
+    (in that order)."""
+    folder = runs_folder(out_dir)
+    if keys is not None:
+        paths = [os.path.join(folder, k + ".json") for k in keys]
+    else:
+        paths = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".json")) \
+            if os.path.isdir(folder) else []
+    records = []
+    for path in paths:
+        if not os.path.isfile(path):
+            continue
+        try:
+            with open(path) as fh:
+                record = json.load(fh)
+            if not isinstance(record, dict) or "key" not in record:
+                raise ValueError("not a run record")
+        except (ValueError, UnicodeDecodeError) as exc:
+            # A damaged record (a crash while it was copied, a hand edit) must neither block the
+            # sweep nor count as done: set it aside under a name that is no record, so its run
+            # is redone on --resume.
+            aside = path + ".damaged"
+            with contextlib.suppress(OSError):
+                os.replace(path, aside)
+            import warnings
+            warnings.warn(f"damaged run record {path} ({str(exc).splitlines()[0][:80]}); moved to "
+                          f"{aside}, its run will be redone", stacklevel=2)
+            continue
+        records.append(record)
+    return records
+
+
+def finished(record: dict) -> bool:
+    """A record of a run that needs no rerun: the child ended on its own (whatever its status,
+    including the method's own errors), not lost or interrupted."""
+    return record.get("outcome") == "finished"

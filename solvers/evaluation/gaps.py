@@ -1,0 +1,155 @@
+"""Exact "max deviation" of a two-player correlation plan ξ (the y-axis of Figure 3 in Farina,
+Ling, Fang, Sandholm 2019, and the stopping criterion of the EFCE solvers).
+
+For player ``i`` and trigger sequence ``σ̂ = (Î, â)`` (von Stengel & Forges 2008; Farina et al.
+2019c, the saddle-point formulation):
+
+* following value ``F(σ̂) = Σ_{z : σ_i(z) ⪰ σ̂} p_c(z) u_i(z) ξ[σ_1(z), σ_2(z)]``;
+* deviation value ``D(σ̂) = max_y Σ_{z ∈ Z(Î)} p_c(z) u_i(z) y[σ_i(z)] ξ[σ̂, σ_{-i}(z)]`` over
+  sequence-form strategies ``y`` of player ``i``'s subtree rooted at ``Î`` (the trigger agent
+  deviates when recommended ``â`` at ``Î`` and keeps the opponent's correlation with ``σ̂``);
+
+and the max deviation is ``max(0, max_{i, σ̂} D(σ̂) − F(σ̂))`` in raw payoff units.  ``D`` is a
+best response computed by backward induction over the subtree, for every trigger, in a compiled
+loop that reads ``ξ[σ̂, σ_{-i}(z)]`` through the trigger tables of :mod:`solvers.evaluation.payoff_operator`;
+one evaluation costs ``O(Σ_σ̂ (|subtree(Î)| + |Z(Î)|))``, about one product with ``Aᵀ``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from efce.games.game import Game
+from efce.games.relevant import RelevantPairs, relevant_pairs, require_two_players
+
+from efce.solvers.evaluation.payoff_operator import TriggerTables, trigger_tables
+
+
+@dataclass
+class GapReport:
+    """``gap`` = max deviation; ``gains[i][σ̂]`` per trigger sequence (NaN for the empty one);
+    ``utilities`` per player; ``worst`` = (player, trigger sequence) attaining the gap."""
+
+    gap: float
+    gains: list[np.ndarray]
+    utilities: np.ndarray
+    worst: tuple[int, int]
+
+    @property
+    def welfare(self) -> float:
+        return float(self.utilities.sum())
+
+
+class EFCEGapEvaluator:
+    """Precomputes the per-game structures once; call it on any ξ (relevant-pair order).
+
+    The structures are the :class:`solvers.evaluation.payoff_operator.TriggerTables` (terminals in
+    preorder and the line table that locates ``ξ[σ̂, σ_{-i}(z)]``); the EFCE solver passes the
+    ones its payoff operator already holds (in Ξ's chain-entry order; ``entry_index`` then maps
+    entries to relevant pairs), so nothing per pair is built twice."""
+
+    def __init__(self, game: Game, pairs: RelevantPairs | None = None, tables: TriggerTables | None = None,
+                 entry_index: np.ndarray | None = None):
+        require_two_players(game, "the correlation-plan EFCE gap")
+        self.game = game
+        self.pairs = relevant_pairs(game) if pairs is None else pairs
+        self.tables = trigger_tables(game, self.pairs) if tables is None else tables
+        if self.tables.entry_order and entry_index is None:
+            raise ValueError("trigger tables in Ξ's entry order need the chain's entry_index")
+        self._entry_index = entry_index
+        self.terminal_pair = self.tables.terminal_pair
+        self.weighted = self.tables.weighted  # p_c(z) u_i(z)
+        self._own = tuple(np.ascontiguousarray(self.tables.terminal_sequences[:, i], dtype=np.int64)
+                          for i in (0, 1))
+
+    def utilities(self, xi: np.ndarray) -> np.ndarray:
+        """Expected utility of each player under ξ: ``Σ_z p_c(z) u_i(z) ξ[σ(z)]``."""
+        return self.weighted.T @ xi[self.terminal_pair]
+
+    def __call__(self, xi: np.ndarray) -> GapReport:
+        xi = np.ascontiguousarray(xi, dtype=np.float64)
+        if xi.shape != (len(self.pairs),):
+            raise ValueError(f"ξ has shape {xi.shape}, expected ({len(self.pairs)},) relevant pairs")
+        return self.evaluate(xi if self._entry_index is None else xi[self._entry_index])
+
+    def evaluate(self, values: np.ndarray, scale: float = 1.0) -> GapReport:
+        """The report of ``ξ = scale · values``, with ``values`` in the tables' order (Ξ's chain
+        entries when built with its entry map, else relevant pairs): the solver passes its running
+        sum of iterates and ``1 / Σ weights``, so the average plan is never materialized.  Gains
+        are linear in ξ, so they are computed on ``values`` and scaled."""
+        at_terminal = values[self.tables.terminal_row]
+        gains = []
+        for i in (0, 1):
+            t = self.tables.players[i]
+            w = self.weighted[:, i]
+            # Following values: per own sequence, then accumulated over subtrees.
+            per_seq = np.bincount(self._own[i], weights=w * at_terminal, minlength=t.num_sequences)
+            follow = _subtree_sums(per_seq, t.first, t.num_actions, t.infoset_parent)
+            g = _trigger_gains(t.first, t.num_actions, t.child_ptr, t.child_inf, t.pos, t.pre, t.end,
+                               t.cum, t.term_ptr, t.term_weight, t.line_start, t.line_term, t.row_start,
+                               t.rows, follow, values)
+            if scale != 1.0:
+                g *= scale
+            gains.append(g)
+        best = [(float(np.nanmax(g)) if np.any(~np.isnan(g)) else -np.inf) for g in gains]
+        player = int(np.argmax(best))
+        gap = max(0.0, best[player])
+        worst_seq = int(np.nanargmax(gains[player])) if np.isfinite(best[player]) else -1
+        return GapReport(gap, gains, scale * (self.weighted.T @ at_terminal), (player, worst_seq))
+
+
+def efce_gap(game: Game, xi: np.ndarray, pairs: RelevantPairs | None = None) -> float:
+    """Max deviation of the correlation plan ``xi`` (relevant-pair order), raw payoff units."""
+    return EFCEGapEvaluator(game, pairs)(xi).gap
+
+
+def plan_utilities(game: Game, xi: np.ndarray, pairs: RelevantPairs | None = None) -> np.ndarray:
+    """Expected utilities of both players under the correlation plan ``xi``."""
+    return EFCEGapEvaluator(game, pairs).utilities(xi)
+
+
+@numba.njit(cache=True)
+def _subtree_sums(per_seq, first, num_actions, infoset_parent):
+    """``out[σ] = Σ_{σ' ⪰ σ} per_seq[σ']`` (infosets are numbered top-down)."""
+    out = per_seq.copy()
+    for inf in range(len(first) - 1, -1, -1):
+        total = 0.0
+        for a in range(num_actions[inf]):
+            total += out[first[inf] + a]
+        out[infoset_parent[inf]] += total
+    return out
+
+
+@numba.njit(cache=True)
+def _trigger_gains(first, num_actions, child_ptr, child_inf, pos, pre, end, cum, term_ptr, term_w,
+                   line_start, line_term, row_start, rows, follow, values):
+    n_seq = len(follow)
+    gains = np.full(n_seq, np.nan)
+    value = np.zeros(len(first))
+    for trig_inf in range(len(first)):
+        lo, hi = pos[trig_inf], end[trig_inf]
+        shift = line_start[trig_inf] - term_ptr[cum[lo]]
+        width = line_start[trig_inf + 1] - line_start[trig_inf]
+        for a_hat in range(num_actions[trig_inf]):
+            s_hat = first[trig_inf] + a_hat
+            rshift = row_start[trig_inf] + a_hat * width - line_start[trig_inf]
+            # Best response of the trigger agent, bottom-up over Î's subtree (reverse preorder).
+            for q in range(hi - 1, lo - 1, -1):
+                inf = pre[q]
+                best = -np.inf
+                for b in range(num_actions[inf]):
+                    s = first[inf] + b
+                    p = cum[q] + b
+                    v = 0.0
+                    for k in range(term_ptr[p] + shift, term_ptr[p + 1] + shift):
+                        v += term_w[line_term[k]] * values[rows[rshift + k]]
+                    for c in range(child_ptr[s], child_ptr[s + 1]):
+                        v += value[child_inf[c]]
+                    if v > best:
+                        best = v
+                value[inf] = best
+            gains[s_hat] = value[trig_inf] - follow[s_hat]
+    return gains

@@ -1,0 +1,94 @@
+"""CFR and CFR+ as regret minimization over sequence-form chains.
+
+Section 3.2 of Farina, Ling, Fang, Sandholm 2019: Algorithm 1 applied to the chain of a player's
+sequence-form polytope (section 3.1) with regret matching at every simplex *is* CFR (Zinkevich et
+al. 2007); with RM+, alternating updates and linear averaging it is CFR+ (Tammelin et al. 2015).
+Both players' chains run in the compiled :class:`~solvers.regret.engine.ChainEngine`; the utility of a
+player is the bilinear sequence-form payoff ``A_i`` against the opponent's current strategy.
+
+Exploitability is NashConv: ``Σ_i max_{x_i'} u_i(x_i', x̄_{-i}) − u_i(x̄)`` of the average
+strategies, with exact best responses by backward induction.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from efce.games.game import Game
+from efce.errors import GameError
+from efce.games.payoffs import sequence_form_payoffs
+from efce.polytopes.sequence_form import sequence_form
+
+from efce.solvers.evaluation.best_response import best_response
+from efce.solvers.regret.engine import ChainEngine, minimizer_factory
+from efce.solvers.regret.local import LocalRule, RegretMatching
+from efce.solvers.driver import IterationDriver, ProgressCallback
+from efce.solvers.regret.protocol import MinimizerFactory
+from efce.solvers.result import SolveResult, TraceRow
+from efce.solvers.methods.selfplay import SelfPlay
+
+
+def exploitability(game: Game, strategies, payoffs=None) -> tuple[float, np.ndarray]:
+    """NashConv of sequence-form ``strategies = (x1, x2)`` and the players' utilities."""
+    a1, a2 = sequence_form_payoffs(game) if payoffs is None else payoffs
+    x1, x2 = strategies
+    u = np.array([x1 @ (a1 @ x2), x1 @ (a2 @ x2)])
+    br1, _ = best_response(game.sequences(0), a1 @ x2)
+    br2, _ = best_response(game.sequences(1), a2.T @ x1)
+    return float(br1 - u[0] + br2 - u[1]), u
+
+
+def solve_cfr(game: Game, *, iterations: int = 1000, variant: str = "cfr+",
+              rule: LocalRule | str | None = None, minimizer: MinimizerFactory | None = None,
+              time_limit: float | None = None, target_gap: float | None = None,
+              check_every: int | None = None, progress: ProgressCallback | None = None) -> SolveResult:
+    """Run CFR (``variant="cfr"``: RM, simultaneous updates, uniform averaging) or CFR+
+    (``"cfr+"``: RM+, alternating updates, linear averaging) on a two-player game.
+
+    At the checkpoints of :class:`~solvers.driver.IterationDriver` (every ``check_every``
+    iterations, default a geometric schedule) the exploitability of the average strategy is
+    recorded; ``target_gap`` stops once it is reached.
+
+    ``rule`` (a :class:`~solvers.regret.local.LocalRule` or its name; default RM for CFR, RM+ for CFR+)
+    runs at every infoset; ``minimizer`` instead builds each player's regret minimizer from the
+    chain of their sequence-form polytope (``polytopes.sequence_form``; points indexed by
+    sequence).  Giving both is a ValueError."""
+    started = time.perf_counter()
+    if game.num_players != 2:
+        raise GameError(f"CFR here solves two-player games; {game.name} has {game.num_players} players "
+                        f"(use --method icfr or cfr-s for n players)")
+    if variant not in ("cfr", "cfr+"):
+        raise GameError(f"unknown CFR variant '{variant}' (cfr or cfr+)")
+    plus = variant == "cfr+"
+    make_minimizer = minimizer_factory(rule, minimizer, RegretMatching(plus=plus))
+    payoffs = sequence_form_payoffs(game)
+    a1, a2 = payoffs
+    a2t = a2.T.tocsr()
+    chains = [sequence_form(game.sequences(p)) for p in (0, 1)]
+    engines = tuple(ChainEngine(c, minimizer=make_minimizer(c)) for c in chains)
+    # Both players maximize: player 1's loss is −A₁x₂, player 2's is −A₂ᵀx₁.
+    play = SelfPlay(engines, (lambda x2, out: np.negative(a1 @ x2, out=out),
+                              lambda x1, out: np.negative(a2t @ x1, out=out)),
+                    alternating=plus, linear_averaging=plus)
+    setup = time.perf_counter() - started
+
+    driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=check_every,
+                             progress=progress)
+    for t in driver:
+        play.step(t)
+        if driver.checkpoint_due():
+            with driver.paused():
+                gap, _ = exploitability(game, [play.average(0), play.average(1)], payoffs)
+            if driver.record(TraceRow(t, driver.elapsed(), gap),
+                             converged=target_gap is not None and gap <= target_gap):
+                break
+    avg = [play.average(0), play.average(1)]
+    gap, u = exploitability(game, avg, payoffs)
+    return SolveResult(method=variant, point=tuple(avg), status=driver.status,
+                       iterations=driver.iteration, setup_seconds=setup, seconds=driver.elapsed(),
+                       trace=driver.trace,
+                       info={"exploitability": gap, "value": float(u[0]), "utilities": u,
+                             "welfare": float(u.sum()), "iteration_seconds": driver.iteration_seconds})
+

@@ -1,0 +1,271 @@
+"""The EFCE bilinear saddle point solved by regret minimization (Farina, Ling, Fang, Sandholm
+2019, sections 2.1, 2.3 and 5).
+
+``min_{ξ ∈ Ξ} max_{y ∈ Y} ξᵀ A y``: ``Ξ`` is the correlation-plan polytope as the chain built by
+``DECOMPOSE``; ``Y`` the convex hull of the trigger agents' deviation strategies, also a chain
+(:mod:`polytopes.triggers`); ``ξᵀ A y`` is the expected gain of the deviation ``y`` against the
+recommendations drawn from ``ξ``:
+
+* for a trigger ``σ̂ = (Î, â)`` of player ``i`` and ``z ∈ Z(Î)``:
+  ``A[(σ̂, σ_{-i}(z)), (σ̂, σ_i(z))] += p_c(z) u_i(z)`` (the deviation value);
+* for ``z`` with ``σ_i(z) ⪰ σ̂``: ``A[σ(z), λ_σ̂] −= p_c(z) u_i(z)`` (the following value, times
+  ``λ_σ̂ = Σ_a y[(Î, a)]``);
+* with a welfare threshold τ, one more weight ``λ_τ`` gains ``τ − Σ_z p_c(z)(u_1 + u_2)(z) ξ[σ(z)]``
+  (written bilinearly through ``ξ[∅, ∅] = 1``).
+
+Two compiled chain engines with RM+ at every simplex, alternating updates and linear averaging
+(section 5) give feasible iterates; the exact max deviation of the average is the stopping rule.
+``A`` is never stored as a matrix: :mod:`solvers.payoff_operator` applies it and its transpose
+from one int32 per nonzero, into buffers allocated once, and feasibility (Definition 3) is
+checked matrix-free (:mod:`polytopes.feasibility`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from efce.games.game import Game
+from efce.games.resources.memory import check_budget, release_free_memory
+from efce.games.relevant import RelevantPairs, count_relevant_pairs, relevant_pairs
+from efce.polytopes.chain import Chain, index_dtype
+from efce.polytopes.decompose import check_decomposable, correlation_plan
+from efce.polytopes.feasibility import FeasibilityCheck
+from efce.polytopes.triggers import TriggerSpace, trigger_deviations
+from efce.polytopes.triggers import triggers_above as count_triggers_above
+
+from efce.solvers.driver import IterationDriver, ProgressCallback
+from efce.solvers.regret.engine import ChainEngine, chain_minimum, minimizer_factory, on_threads
+from efce.solvers.methods.selfplay import SelfPlay
+from efce.solvers.evaluation.gaps import EFCEGapEvaluator
+from efce.solvers.evaluation.payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
+from efce.solvers.regret.local import LocalRule, RegretMatching
+from efce.solvers.regret.protocol import MinimizerFactory
+from efce.solvers.result import SolveResult, TraceRow
+
+
+#: Weight ``t^p`` of iteration ``t`` in the average plan, per averaging scheme.
+AVERAGING = {"uniform": 0.0, "linear": 1.0, "quadratic": 2.0}
+
+#: A saddle-point lower bound above this proves the welfare threshold unreachable.
+CERTIFICATE_TOLERANCE = 1e-9
+
+
+@dataclass
+class EFCEModel:
+    """Everything the saddle point needs, built once per game.
+
+    ``operator`` is ``A`` (rows: Ξ's chain entries; columns: Y's entries) as a
+    :class:`solvers.payoff_operator.PayoffOperator`; ``entry_of_pair[q]`` is the chain entry of
+    relevant pair ``q`` (the inverse of ``xi_chain.entry_index``)."""
+
+    game: Game
+    pairs: RelevantPairs
+    xi_chain: Chain
+    triggers: TriggerSpace
+    operator: PayoffOperator
+    entry_of_pair: np.ndarray
+    welfare_threshold: float | None
+
+    @property
+    def tables(self) -> TriggerTables:
+        return self.operator.tables
+
+
+#: Bytes a saddle-point run holds per unit of each size (benchmarks/bench_memory.py breaks a run
+#: down by component; docs/results/memory.md has the measurements this is fitted to):
+#: per relevant pair — its CSR column and chain entry (8), Ξ's chain arrays (~17), the Ξ
+#: engine's regrets, iterate and running sum (24 + its step order);
+#: per entry of the trigger chain Y — regrets and iterate (16) plus its chain arrays and levels;
+#: per nonzero of A's deviation part — one int32 row; per (trigger infoset, terminal) — one
+#: int32; per game node — the game's own arrays; plus the interpreter, numpy/scipy/numba and the
+#: compiled kernels.
+#: Measured whole-process peaks of ``efce solve … --method rm``: 539 MiB (small), 2,409 MiB
+#: (medium), 9,814 MiB (large; docs/results/memory.md); these constants give 586 / 2,515 /
+#: 10,710 MiB (4-9% above).
+BYTES_PER_RELEVANT_PAIR = 60
+BYTES_PER_TRIGGER_ENTRY = 34
+BYTES_PER_NONZERO = 4
+BYTES_PER_TRIGGER_TERMINAL = 8
+BYTES_PER_GAME_NODE = 120
+FIXED_BYTES = 250 * 2**20
+
+
+def saddle_point_sizes(game: Game) -> dict:
+    """Sizes that drive the memory of the saddle point, counted without building anything:
+    relevant pairs; entries of Y (``Σ_s`` number of triggers whose subtree holds ``s``);
+    nonzeros of ``A``'s deviation part (``Σ_z`` triggers above ``σ_i(z)``, both players);
+    (trigger infoset, terminal) pairs; game nodes."""
+    from efce.games.payoffs import terminal_map
+    tm = terminal_map(game)
+    y_entries = nonzeros = trigger_terminals = 0
+    for i in (0, 1):
+        space = game.sequences(i)
+        triggers_above = np.zeros(space.num_sequences, dtype=np.int64)  # Σ |A_I| over I ⪯ infoset(s)
+        infosets_above = np.zeros(space.num_sequences, dtype=np.int64)
+        inf_of_seq = space.seq_infoset[1:].astype(np.int64)
+        depth = space.infoset_depth.astype(np.int64)
+        triggers_above[1:] = count_triggers_above(space)[inf_of_seq]
+        infosets_above[1:] = depth[inf_of_seq] + 1
+        own = tm.sequences[:, i]
+        y_entries += int(triggers_above.sum())
+        nonzeros += int(triggers_above[own].sum())
+        trigger_terminals += int(infosets_above[own].sum())
+    return {"relevant_pairs": count_relevant_pairs(game), "trigger_entries": y_entries,
+            "nonzeros": nonzeros, "trigger_terminals": trigger_terminals, "nodes": game.num_nodes}
+
+
+def estimate_efce_bytes(game: Game) -> int:
+    """Estimated peak memory of :func:`solve_efce` on ``game`` (see the constants above)."""
+    n = saddle_point_sizes(game)
+    return int(FIXED_BYTES + BYTES_PER_RELEVANT_PAIR * n["relevant_pairs"]
+               + BYTES_PER_TRIGGER_ENTRY * n["trigger_entries"] + BYTES_PER_NONZERO * n["nonzeros"]
+               + BYTES_PER_TRIGGER_TERMINAL * n["trigger_terminals"] + BYTES_PER_GAME_NODE * n["nodes"])
+
+
+def build_efce_model(game: Game, welfare_threshold: float | None = None,
+                     pairs: RelevantPairs | None = None, xi_chain: Chain | None = None,
+                     memory_budget: int | None = None) -> EFCEModel:
+    """Ξ by DECOMPOSE, Y by :func:`polytopes.triggers.trigger_deviations`, and the payoff
+    operator ``A`` of the module docstring (rows in Ξ's entry order).  ``pairs``/``xi_chain``
+    may be passed to reuse ones already built.  A game whose estimated peak memory exceeds
+    ``memory_budget`` (bytes; default 60% of the available RAM) is refused before anything
+    large is built."""
+    check_decomposable(game)
+    # No infoset means no trigger agent: the deviator's chain would be empty.
+    game.require_decisions("rm (the EFCE saddle point)")
+    check_budget(estimate_efce_bytes(game), f"the EFCE saddle point of {game.name}", memory_budget)
+    release_free_memory()  # what building the game left behind
+    pairs = relevant_pairs(game) if pairs is None else pairs
+    xi_chain = correlation_plan(game, pairs) if xi_chain is None else xi_chain
+    release_free_memory()
+    triggers = trigger_deviations(game, welfare=welfare_threshold is not None)
+    index = index_dtype(len(pairs))
+    entry_of_pair = np.empty(len(pairs), dtype=index)
+    entry_of_pair[xi_chain.entry_index] = np.arange(len(pairs), dtype=index)
+    operator = build_payoff_operator(game, pairs, triggers, entry_of_pair, welfare_threshold)
+    release_free_memory()
+    return EFCEModel(game, pairs, xi_chain, triggers, operator, entry_of_pair, welfare_threshold)
+
+
+def set_welfare_threshold(model: EFCEModel, welfare_threshold: float) -> None:
+    """Move the welfare threshold τ of a model built with one, in place.
+
+    τ enters ``A`` only as the coefficient of ``ξ[∅, ∅]`` on the weight ``λ_τ`` (module
+    docstring), which the payoff operator holds as a scalar, so a bisection over τ reuses one
+    model."""
+    if model.welfare_threshold is None:
+        raise ValueError("the model was built without a welfare threshold; build it with one")
+    model.operator.tau = float(welfare_threshold)
+    model.welfare_threshold = float(welfare_threshold)
+
+
+@on_threads
+def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None = None,
+               target_gap: float | None = 1e-3, welfare_threshold: float | None = None,
+               rule: LocalRule | str | None = None, minimizer: MinimizerFactory | None = None,
+               check_every: int | None = None,
+               check_feasibility_every_iteration: bool = False,
+               progress: ProgressCallback | None = None,
+               model: EFCEModel | None = None, memory_budget: int | None = None,
+               alternating: bool = True, averaging: str = "linear") -> SolveResult:
+    """Regret minimization on the EFCE saddle point (RM+ locally, alternating updates, linear
+    averaging).  Stops at ``target_gap`` (max deviation of the average plan, and welfare within
+    ``target_gap`` of the threshold), ``iterations`` or ``time_limit`` seconds.
+
+    With a welfare threshold above the best EFCE welfare the gap cannot close; if the average
+    deviator strategy ȳ proves ``min_ξ ξᵀ A ȳ > 0`` the status is ``"infeasible"`` (no EFCE
+    with that welfare exists); otherwise the budget runs out and ``info["threshold_met"]`` is
+    False.
+
+    ``rule`` (a :class:`~solvers.local.LocalRule` or its name, default RM+) runs at every simplex
+    of both chains; ``minimizer`` instead builds each side's regret minimizer from its chain (Ξ's,
+    then Y's; points in entry order), e.g. ``lambda chain: chain_minimizer(chain, MyRule())`` or
+    a composite of the :mod:`solvers.algebra` — see the tutorial, "Write your own regret
+    minimizer".  Giving both is a ValueError.
+
+    ``alternating`` (default) lets the deviator answer the correlator's fresh point; False updates
+    both from the previous points (simultaneous).  ``averaging`` weights iteration ``t`` of the
+    average plan by ``t`` (``"linear"``, default), ``t²`` (``"quadratic"``) or 1 (``"uniform"``).
+
+    ``threads`` (keyword, default ``None``: numba's setting, all cores unless changed) is the
+    number of threads of the chain passes and of the payoff operator
+    (:func:`solvers.engine.thread_count`); the iterates are bit-identical for every count."""
+    started = time.perf_counter()
+    if averaging not in AVERAGING:
+        raise ValueError(f"averaging must be one of {', '.join(AVERAGING)}, got {averaging!r}")
+    make_minimizer = minimizer_factory(rule, minimizer, RegretMatching(plus=True))
+    model = model or build_efce_model(game, welfare_threshold, memory_budget=memory_budget)
+    xi_engine = ChainEngine(model.xi_chain, minimizer=make_minimizer(model.xi_chain))
+    y_engine = ChainEngine(model.triggers.chain, minimizer=make_minimizer(model.triggers.chain))
+    evaluator = EFCEGapEvaluator(game, model.pairs, tables=model.tables, entry_index=model.xi_chain.entry_index)
+    feasibility = FeasibilityCheck(game, model.pairs)
+    setup = time.perf_counter() - started
+
+    chain = model.xi_chain
+    operator = model.operator
+    entry_of_pair = model.entry_of_pair
+    # The correlator observes A·y, the deviator −Aᵀ·x; ȳ is needed only for the certificate.
+    play = SelfPlay((xi_engine, y_engine),
+                    (lambda y, out: operator.matvec(y, out=out),
+                     lambda x, out: operator.rmatvec(x, out=out, sign=-1.0)),
+                    averaged=(True, welfare_threshold is not None), alternating=bool(alternating),
+                    power=AVERAGING[averaging])
+    x, sum_x, sum_y = play.points[0], play.sums[0], play.sums[1]
+    max_violation = 0.0
+    driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=check_every,
+                             progress=progress)
+    for t in driver:
+        play.step(t)
+        if check_feasibility_every_iteration:
+            with driver.paused():
+                max_violation = max(max_violation, feasibility(x, entry_of_pair))
+        if not driver.checkpoint_due():
+            continue
+        weight = play.weight
+        with driver.paused():
+            report = evaluator.evaluate(sum_x, 1.0 / weight)
+            violations = (feasibility(x, entry_of_pair), feasibility(sum_x, entry_of_pair, 1.0 / weight))
+            violation = max(violations)
+            max_violation = max(max_violation, violation)
+            shortfall = 0.0 if welfare_threshold is None else max(0.0, welfare_threshold - report.welfare)
+            # min_ξ ξᵀ A ȳ > 0 proves that no EFCE reaches the threshold: stop early.
+            certified = (welfare_threshold is not None and shortfall > 0
+                         and chain_minimum(chain, operator @ (sum_y / weight)) > CERTIFICATE_TOLERANCE)
+        row = TraceRow(t, driver.elapsed(), report.gap, violation,
+                       {"welfare": report.welfare, "welfare_shortfall": shortfall,
+                        "violation_iterate": violations[0], "violation_average": violations[1]})
+        converged = target_gap is not None and report.gap <= target_gap and shortfall <= target_gap
+        if driver.record(row, converged=converged):
+            break
+        if certified:
+            driver.status = "infeasible"
+            break
+    weight = play.weight
+    status, t, seconds = driver.status, driver.iteration, driver.elapsed()
+    lower_bound = (chain_minimum(chain, operator @ (sum_y / weight))
+                   if welfare_threshold is not None else None)
+    del x, sum_y, play, xi_engine, y_engine
+    # The average plan, in place of the running sum, then in relevant-pair order.
+    np.divide(sum_x, weight, out=sum_x)
+    report = evaluator.evaluate(sum_x)
+    xbar = np.take(sum_x, entry_of_pair, out=np.empty(len(model.pairs)))
+    del sum_x
+    info = {"efce_gap": report.gap, "efcce_gap": None, "nfcce_gap": None,
+            "welfare": report.welfare, "utilities": report.utilities,
+            "max_violation": max_violation, "feasible_iterates": max_violation <= 1e-9,
+            "iteration_seconds": driver.iteration_seconds}
+    if welfare_threshold is not None:
+        info.update({"welfare_threshold": welfare_threshold,
+                     "threshold_met": report.welfare >= welfare_threshold - (target_gap or 0.0),
+                     "saddle_value_lower_bound": lower_bound})
+        if lower_bound > CERTIFICATE_TOLERANCE and status != "converged":
+            status = "infeasible"
+            info["message"] = (f"no EFCE has welfare ≥ {welfare_threshold}: the average deviation "
+                               f"certifies a saddle-point value ≥ {lower_bound:.6g} > 0")
+        elif status != "converged":
+            info["message"] = f"no EFCE with welfare ≥ {welfare_threshold} found within the budget"
+    return SolveResult(method="rm", point=xbar, status=status, iterations=t, setup_seconds=setup,
+                       seconds=seconds, trace=driver.trace, info=info)

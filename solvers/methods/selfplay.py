@@ -1,0 +1,125 @@
+"""Self-play of two regret minimizers on a bilinear saddle point: the one loop body shared by
+CFR/CFR+ (two sequence-form chains) and the EFCE saddle point (the correlation-plan chain against
+the trigger-deviation chain).
+
+Each player ``i`` observes the loss ``ℓ_i = L_i(z_{-i})`` that the opponent's current point
+induces (minimizers observe losses, :mod:`solvers.protocol`):
+
+* **alternating** updates (CFR+, and section 5 of Farina, Ling, Fang, Sandholm 2019): player 1
+  answers player 0's freshly updated point; **simultaneous** updates (vanilla CFR) use both
+  previous points;
+* **linear** averaging weights iteration ``t`` by ``t`` (CFR+), **uniform** by 1, **quadratic**
+  by ``t²`` (Brown & Sandholm 2019's DCFR uses ``t^γ``, γ = 2) — in general ``t^power``.
+
+The loop allocates nothing per iteration: each player's buffer receives its loss, is handed to
+its engine as work space (``observe(..., overwrite=True)``) and then receives the new point.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numba
+import numpy as np
+
+from efce.solvers.regret.engine import ChainEngine
+
+#: ``loss(opponent_point, out)`` writes a player's loss into ``out``.
+LossOperator = Callable[[np.ndarray, np.ndarray], None]
+
+
+class SelfPlay:
+    """Two :class:`~solvers.engine.ChainEngine` players and their running averages.
+
+    Parameters
+    ----------
+    engines : pair of ChainEngine
+    losses : pair of LossOperator
+        ``losses[i](z_{1-i}, out)`` writes player ``i``'s loss against the opponent's point.
+    alternating : bool
+        Alternating (True) or simultaneous updates.
+    linear_averaging : bool
+        Weights ``t`` (True) or 1 in the averages.
+    power : float, optional
+        Weights ``t^power`` instead (0 uniform, 1 linear, 2 quadratic); overrides
+        ``linear_averaging``.
+    averaged : pair of bool
+        Which players keep a running sum (a player whose average is never read needs none).
+
+    Attributes
+    ----------
+    points : list of ndarray
+        The current points (overwritten every iteration).
+    sums : list of ndarray or None
+        ``Σ_t w_t z_t`` per averaged player; the average is ``sums[i] / weight``.
+    weight : float
+        ``Σ_t w_t``.
+    """
+
+    def __init__(self, engines: tuple[ChainEngine, ChainEngine], losses: tuple[LossOperator, LossOperator],
+                 *, alternating: bool = True, linear_averaging: bool = True,
+                 averaged: tuple[bool, bool] = (True, True), power: float | None = None):
+        self.engines = engines
+        self.losses = losses
+        self.alternating = alternating
+        self.linear_averaging = linear_averaging
+        self.power = (1.0 if linear_averaging else 0.0) if power is None else float(power)
+        dims = [e.chain.num_entries for e in engines]
+        self.points = [np.empty(d) for d in dims]
+        self.sums = [np.zeros(d) if keep else None for d, keep in zip(dims, averaged)]
+        # Simultaneous updates need both losses before either point changes.
+        self._scratch = None if alternating else [np.empty(d) for d in dims]
+        self.weight = 0.0
+        for engine, point in zip(engines, self.points):
+            engine.recommend(out=point)
+
+    def step(self, t: int) -> None:
+        """Iteration ``t`` (1-based): both players observe and move; the averages take the new
+        points with weight ``t`` (linear) or 1."""
+        (e0, e1), (loss0, loss1), (z0, z1) = self.engines, self.losses, self.points
+        if self.alternating:
+            loss0(z1, z0)
+            e0.observe(z0, overwrite=True)
+            e0.recommend(out=z0)
+            loss1(z0, z1)
+            e1.observe(z1, overwrite=True)
+            e1.recommend(out=z1)
+        else:
+            b0, b1 = self._scratch
+            loss0(z1, b0)
+            loss1(z0, b1)
+            e0.observe(b0, overwrite=True)
+            e1.observe(b1, overwrite=True)
+            e0.recommend(out=z0)
+            e1.recommend(out=z1)
+        w = float(t) ** self.power
+        for total, point in zip(self.sums, self.points):
+            if total is not None:
+                if len(point) >= PARALLEL_MIN_ENTRIES:
+                    _accumulate_parallel(total, point, w)  # elementwise: same bits on any thread count
+                else:
+                    _accumulate(total, point, w)
+        self.weight += w
+
+    def average(self, player: int) -> np.ndarray:
+        """A new array: the player's average point so far."""
+        return self.sums[player] / self.weight
+
+
+#: Averages at least this long are accumulated on numba's threads (below, the fork/join costs
+#: more than the ~1 ns per entry it saves).
+PARALLEL_MIN_ENTRIES = 200_000
+
+
+@numba.njit(parallel=True, cache=True)
+def _accumulate_parallel(total, x, w):
+    """:func:`_accumulate` on numba's threads."""
+    for k in numba.prange(len(x)):
+        total[k] += w * x[k]
+
+
+@numba.njit(cache=True)
+def _accumulate(total, x, w):
+    """``total += w · x`` without a temporary."""
+    for k in range(len(x)):
+        total[k] += w * x[k]

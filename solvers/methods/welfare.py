@@ -1,0 +1,187 @@
+"""Optimal-welfare EFCE by regret minimization: bisection on the welfare threshold.
+
+Section 2.1 of Farina, Ling, Fang, Sandholm 2019: an EFCE with social welfare at least τ exists
+iff the saddle point ``min_{ξ ∈ Ξ} max_{y ∈ Y_τ} ξᵀ A_τ y`` has value 0, where ``Y_τ`` adds the
+weight ``λ_τ`` that gains ``τ − welfare(ξ)``.  :func:`solvers.methods.efce.solve_efce` answers one τ:
+
+* status ``"infeasible"``: the average deviator ȳ certifies ``min_ξ ξᵀ A_τ ȳ > 0`` exactly
+  (a linear minimization over the chain), so *no* EFCE has welfare ≥ τ — τ is an upper bound;
+* status ``"converged"``: the average plan ξ̄ has max deviation ≤ ε and welfare ≥ τ − ε — the
+  welfare of ξ̄ is a lower end (of ε-EFCE; ε is reported with it).
+
+Bisection on ``[min_z w(z), max_z w(z)]`` (the social welfare ``w = u_1 + u_2`` of the
+terminals, which bounds every plan's welfare) halves the interval per step.  Near the optimum
+neither answer may come within a step's budget (the saddle value is positive but tiny); such a
+midpoint is then bracketed by probing halfway to either end, which stay decisive.  One saddle-point
+model is built and its τ moved in place between steps (:func:`solvers.methods.efce.set_welfare_threshold`).
+
+What the two ends mean: ``upper`` is certified — no exact EFCE has welfare above ``upper``.
+``lower`` is the welfare of the returned plan, an ε-EFCE (max deviation ≤ ε).  Relaxing the
+incentive constraints raises the optimal welfare, sometimes steeply: on
+``battleship:rows=2,cols=2,ship_sizes=[1],shots=2`` the exact optimum is −0.525, while relaxing
+every incentive row of the LP by 1e-4 (max deviation 6e-4) allows −0.4895.  So ``lower`` can
+exceed the exact optimum by that sensitivity times ε (measured: 2e-5 on the Figure-1 game and
+4e-4 on that Battleship with ε = 1e-4); only an exact EFCE could certify a lower bound, and
+regret minimization produces ε-EFCE.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from efce.games.game import Game
+
+from efce.solvers.driver import stop_requested
+from efce.solvers.methods.efce import build_efce_model, set_welfare_threshold, solve_efce
+from efce.solvers.regret.local import LocalRule
+from efce.solvers.regret.registry import make_rule
+from efce.solvers.result import SolveResult, TraceRow
+
+
+def welfare_bounds(game: Game) -> tuple[float, float]:
+    """``(min, max)`` over terminals of the social welfare ``u_1(z) + u_2(z)``: every correlation
+    plan's welfare lies in between (it is a convex combination of terminal welfares, the terminal
+    weights ``p_c(z) ξ[σ(z)]`` summing to one)."""
+    w = np.asarray(game.payoffs, dtype=np.float64)[:, :2].sum(axis=1)
+    return float(w.min()), float(w.max())
+
+
+def solve_optimal_welfare(game: Game, *, tolerance: float = 1e-2, gap_tolerance: float | None = None,
+                          time_limit: float | None = None, iterations: int | None = None,
+                          step_iterations: int = 5_000, rule: LocalRule | str | None = "rm+",
+                          memory_budget: int | None = None, log=None) -> SolveResult:
+    """An interval ``[lower, upper]`` around the optimal EFCE social welfare, by bisection on τ.
+
+    Parameters
+    ----------
+    tolerance : stop when ``upper − lower ≤ tolerance``.
+    gap_tolerance : max deviation ε a plan must reach to count as a lower end (default
+        ``tolerance / 10``); the lower end is the welfare of an ε-EFCE.
+    time_limit : seconds for the whole bisection (None = none).
+    iterations : total regret-minimization iterations over all steps (None = none).
+    step_iterations : iteration cap of one bisection step.
+    rule : local regret minimizer (name or instance) for both players' chains.
+
+    Returns
+    -------
+    SolveResult
+        method ``"rm-welfare"``; ``point`` = the plan at the lower end; ``info`` has
+        ``welfare_interval`` = [lower, upper], ``welfare`` / ``efce_gap`` / ``utilities`` of that
+        plan, ``steps`` (τ, outcome, iterations, seconds per step) and ``bisection_steps``;
+        status ``converged`` (width ≤ tolerance), ``time_limit``, ``iteration_limit``, or
+        ``interrupted`` (a stop request, :func:`solvers.driver.request_stop`, ended it).
+        ``trace`` has one row per step (gap = max deviation of that step's plan; extra:
+        threshold, lower, upper).
+    """
+    if not (tolerance > 0 and np.isfinite(tolerance)):
+        raise ValueError(f"tolerance must be a positive number, not {tolerance}")
+    eps = tolerance / 10 if gap_tolerance is None else float(gap_tolerance)
+    if not (eps > 0 and np.isfinite(eps)):
+        raise ValueError(f"gap_tolerance must be a positive number, not {gap_tolerance}")
+    if isinstance(rule, str):
+        make_rule(rule)  # validates the name up front
+    started = time.perf_counter()
+    lower, upper = welfare_bounds(game)
+    model = build_efce_model(game, welfare_threshold=lower, memory_budget=memory_budget)
+    setup = time.perf_counter() - started
+
+    def fresh_rule():
+        return make_rule(rule) if isinstance(rule, str) else (rule or make_rule("rm+"))
+
+    t0 = time.perf_counter()
+    total_iterations = 0
+    steps, trace = [], []
+    best = None  # the SolveResult of the plan at the lower end
+
+    def probe(tau: float) -> str:
+        """Run one step at τ; update the interval; return its outcome."""
+        nonlocal lower, upper, best, total_iterations
+        budget = step_iterations
+        if iterations is not None:
+            budget = min(budget, iterations - total_iterations)
+        remaining = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+        set_welfare_threshold(model, tau)
+        r = solve_efce(game, iterations=max(budget, 1), time_limit=remaining, target_gap=eps,
+                       welfare_threshold=tau, rule=fresh_rule(), model=model)
+        total_iterations += r.iterations
+        if r.status == "infeasible":
+            outcome = "infeasible"
+            upper = min(upper, tau)
+        else:
+            outcome = "feasible" if r.status == "converged" else "undecided"
+        # Any step's plan with max deviation ≤ ε is an ε-EFCE: its welfare is a lower end.
+        if r.info["efce_gap"] <= eps and (best is None or r.info["welfare"] > best.info["welfare"]):
+            best = r
+            lower = max(lower, min(r.info["welfare"], upper))
+        steps.append({"threshold": tau, "outcome": outcome, "iterations": r.iterations,
+                      "seconds": r.seconds, "efce_gap": r.info["efce_gap"], "welfare": r.info["welfare"]})
+        trace.append(TraceRow(total_iterations, time.perf_counter() - t0, float(r.info["efce_gap"]),
+                              0.0, {"threshold": tau, "lower": lower, "upper": upper}))
+        if log:
+            log(f"τ = {tau:.6g}: {outcome} after {r.iterations} iterations; "
+                f"interval [{lower:.6g}, {upper:.6g}]")
+        return outcome
+
+    def out_of_budget() -> bool:
+        return ((time_limit is not None and time.perf_counter() - t0 >= time_limit)
+                or (iterations is not None and total_iterations >= iterations))
+
+    # A plan at the lower end to begin with: any EFCE (τ = min welfare is no constraint).
+    probe(lower)
+    status = "converged"
+    low_mark = high_mark = None  # the lowest / highest threshold in (lower, upper) left undecided
+    while upper - lower > tolerance:
+        if stop_requested():  # Ctrl-C / SIGTERM: the step it ended was not a decision
+            status = "interrupted"
+            break
+        if out_of_budget():
+            status = "time_limit" if time_limit is not None and time.perf_counter() - t0 >= time_limit \
+                else "iteration_limit"
+            break
+        if low_mark is not None and not lower < low_mark < upper:
+            low_mark = None
+        if high_mark is not None and not lower < high_mark < upper:
+            high_mark = None
+        if low_mark is None and high_mark is None:
+            tau = 0.5 * (lower + upper)
+            if probe(tau) == "undecided":
+                low_mark = high_mark = tau
+            continue
+        # Near the optimum a step may not decide; probe halfway to either end instead (farther
+        # from the optimum the certificate or the convergence comes sooner).
+        progress_made = False
+        if low_mark is not None:
+            a = 0.5 * (lower + low_mark)
+            outcome = probe(a)
+            progress_made |= outcome != "undecided"
+            if outcome == "undecided":
+                low_mark = a
+        if high_mark is not None and upper - lower > tolerance and not out_of_budget() \
+                and not stop_requested():
+            b = 0.5 * (high_mark + upper)
+            outcome = probe(b)
+            progress_made |= outcome != "undecided"
+            if outcome == "undecided":
+                high_mark = b
+        if stop_requested():
+            status = "interrupted"
+            break
+        if not progress_made and (low_mark is None or low_mark - lower <= tolerance / 4) \
+                and (high_mark is None or upper - high_mark <= tolerance / 4):
+            status = "iteration_limit"
+            break
+    seconds = time.perf_counter() - t0
+    info = {"welfare_interval": [float(lower), float(upper)], "interval_width": float(upper - lower),
+            "lower_end": f"welfare of an EFCE up to max deviation {eps:g}",
+            "upper_end": "certified: no EFCE has welfare above it",
+            "bisection_steps": len(steps), "steps": steps, "gap_tolerance": eps,
+            "tolerance": tolerance}
+    point = None
+    if best is not None:
+        point = best.point
+        info.update(efce_gap=best.info["efce_gap"], welfare=best.info["welfare"],
+                    utilities=best.info["utilities"], max_violation=best.info["max_violation"],
+                    feasible_iterates=best.info["feasible_iterates"])
+    return SolveResult("rm-welfare", point, status, total_iterations, setup, seconds, trace, info)
