@@ -58,7 +58,7 @@ class ParallelChainPasses:
                                                                   CHUNK_WORK)
         src_lo, src_hi = kernels.level_source_ranges(sptr, source, order, level_ptr)
         self._static = (kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk)
-        self._ranges = (src_lo, src_hi)
+        self._ranges = (src_lo, src_hi) + kernels.chunk_source_ranges(sptr, source, order, chunk_ptr)
         widest = int(chain.step_size.max(initial=1))
         self._scratch = np.empty((numba.config.NUMBA_NUM_THREADS, widest))
 

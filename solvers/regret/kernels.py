@@ -308,6 +308,26 @@ def level_source_ranges(sptr, source, order, level_ptr):
     return lo, hi
 
 
+@numba.njit(cache=True)
+def chunk_source_ranges(sptr, source, order, chunk_ptr):
+    """``(lo, hi)`` per chunk: its smallest source entry and one past its largest, so the up
+    pass's scatter skips the chunks that add nothing into a thread's destination range (sources
+    of neighbouring steps are close in DECOMPOSE's and the trigger chain's numbering)."""
+    n = len(chunk_ptr) - 1
+    lo = np.zeros(n, np.int64)
+    hi = np.zeros(n, np.int64)
+    for c in range(n):
+        a, b = np.int64(1) << 62, np.int64(0)
+        for idx in range(chunk_ptr[c], chunk_ptr[c + 1]):
+            k = order[idx]
+            for j in range(sptr[k], sptr[k + 1]):
+                e = np.int64(source[j])
+                a = min(a, e)
+                b = max(b, e + 1)
+        lo[c], hi[c] = (a, b) if b > 0 else (0, 0)
+    return lo, hi
+
+
 @numba.njit(inline="always")
 def _part(lo, hi, p, parts):
     """Bounds of part ``p`` of ``parts`` equal parts of ``range(lo, hi)``."""
@@ -343,7 +363,8 @@ def chain_recommend_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_s
 
 @numba.njit(parallel=True, cache=True)
 def chain_observe_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk,
-                           src_lo, src_hi, family, plus, alpha, beta, eta, a, b, t, loss, scratch, parts):
+                           src_lo, src_hi, chunk_src_lo, chunk_src_hi, family, plus, alpha, beta, eta,
+                           a, b, t, loss, scratch, parts):
     """:func:`chain_observe` level by level on numba's threads in ``parts`` parts (the thread
     count), bit-identical to it for any (see the comment above).  ``scratch`` is
     ``(≥ parts, widest step)``.  (``parts`` is an argument: ``numba.get_num_threads()`` inside a
@@ -378,14 +399,18 @@ def chain_observe_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_sta
                             a[U(s + i)] = rm_regret(a[U(s + i)], v - loss[U(lo + i)], plus, pos, neg)
                     loss[U(lo)] = v
                     s += n
-        # (2) scatter in the serial order, each destination entry owned by one part
-        i_lo, i_hi = chunk_ptr[level_chunk[L]], chunk_ptr[level_chunk[L + 1]]
+        # (2) scatter in the serial order, each destination entry owned by one part; a part
+        # skips the chunks whose sources all lie outside its range
         for p in numba.prange(parts):
             d_lo, d_hi = _part(src_lo[L], src_hi[L], p, parts)
-            for idx in range(i_hi - 1, i_lo - 1, -1):
-                k = order[U(idx)]
-                v = loss[U(tptr[U(k)])]
-                for j in range(sptr[U(k)], sptr[U(k + 1)]):
-                    e = np.int64(source[U(j)])
-                    if e >= d_lo and e < d_hi:
-                        loss[U(e)] += v
+            for c in range(level_chunk[L + 1] - 1, level_chunk[L] - 1, -1):
+                if chunk_src_hi[c] <= d_lo or chunk_src_lo[c] >= d_hi:
+                    continue
+                for idx in range(chunk_ptr[c + 1] - 1, chunk_ptr[c] - 1, -1):
+                    k = order[U(idx)]
+                    v = loss[U(tptr[U(k)])]
+                    for j in range(sptr[U(k)], sptr[U(k + 1)]):
+                        e = np.int64(source[U(j)])
+                        if e >= d_lo and e < d_hi:
+                            loss[U(e)] += v
+
