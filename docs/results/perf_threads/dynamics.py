@@ -1,6 +1,6 @@
 import sys, time, json, numba
 from efce.games.spec import make_game
-from efce.solvers.efce import build_efce_model, solve_efce
+from efce.solvers.methods.efce import build_efce_model, solve_efce
 spec, iters, limit, target = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 threads = int(sys.argv[5])
 configs = [("rm+", True, "linear"), ("prm+", True, "linear"), ("prm+", True, "quadratic"),

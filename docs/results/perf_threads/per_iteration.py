@@ -1,6 +1,6 @@
 import sys, time, json, numpy as np
 from efce.games.spec import make_game
-from efce.solvers.efce import build_efce_model, solve_efce
+from efce.solvers.methods.efce import build_efce_model, solve_efce
 spec, n, reps, rule = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 g = make_game(spec); m = build_efce_model(g)
 solve_efce(g, model=m, iterations=2, target_gap=None, threads=2, rule=rule)
