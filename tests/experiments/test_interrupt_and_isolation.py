@@ -11,27 +11,14 @@ import time
 
 import pytest
 
+from tests.experiments.signals import handles_sigterm, wait_until
+
 EFCE = [sys.executable, "-P", "-m", "efce"]
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")
 
 
-def _handles_sigterm(pid: int) -> bool:
-    """Python catches SIGINT from the start; SIGTERM only once efce installed its handlers."""
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            caught = next(int(line.split()[1], 16) for line in fh if line.startswith("SigCgt"))
-    except (OSError, StopIteration):
-        return False
-    return bool(caught & (1 << (signal.SIGTERM - 1)))
 
 
-def _wait_until(predicate, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_sigint_keeps_the_trace_and_the_result_of_solve(tmp_path):
@@ -39,7 +26,7 @@ def test_sigint_keeps_the_trace_and_the_result_of_solve(tmp_path):
     proc = subprocess.Popen([*EFCE, "solve", "sheriff:max_bribe=2,max_items=2,rounds=2", "--method", "rm",
                              "--iterations", "100000000", "--target-gap", "0", "--trace", str(trace),
                              "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert _wait_until(lambda: _handles_sigterm(proc.pid))
+    assert wait_until(lambda: handles_sigterm(proc.pid))
     time.sleep(2.0)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
@@ -59,7 +46,7 @@ def test_sigint_keeps_what_compare_computed(tmp_path):
                              "--time-limit", "300", "--out", str(out_dir), "--json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     parent = psutil.Process(proc.pid)
-    assert _wait_until(lambda: any(_handles_sigterm(c.pid) for c in parent.children()))
+    assert wait_until(lambda: any(handles_sigterm(c.pid) for c in parent.children()))
     time.sleep(3.0)
     proc.send_signal(signal.SIGINT)  # to the parent alone: it forwards the stop to its child
     out, err = proc.communicate(timeout=120)

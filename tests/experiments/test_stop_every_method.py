@@ -14,6 +14,8 @@ import pytest
 
 from pathlib import Path
 
+from tests.experiments.signals import handles_sigterm, wait_until
+
 EFCE = [sys.executable, "-P", "-m", "efce"]
 ROOT = Path(__file__).resolve().parents[2]
 #: The child runs this source tree (``-P`` keeps the working folder out of its path).
@@ -26,22 +28,8 @@ SHERIFF_333 = "sheriff:max_bribe=3,max_items=3,rounds=3"  # HiGHS, PDLP: ~20 s t
 ENDLESS = ["--iterations", "100000000"]
 
 
-def _handles_sigterm(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            caught = next(int(line.split()[1], 16) for line in fh if line.startswith("SigCgt"))
-    except (OSError, StopIteration):
-        return False
-    return bool(caught & (1 << (signal.SIGTERM - 1)))
 
 
-def _wait_until(predicate, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _has_child(pid: int) -> bool:
@@ -58,9 +46,9 @@ def _stop(tmp_path, game, method, *args, sig=signal.SIGINT, in_worker=False, run
                              "--trace", str(trace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=ENV)
     try:
-        assert _wait_until(lambda: _handles_sigterm(proc.pid))
+        assert wait_until(lambda: handles_sigterm(proc.pid))
         if in_worker:  # the solver call has started in its worker process
-            assert _wait_until(lambda: _has_child(proc.pid))
+            assert wait_until(lambda: _has_child(proc.pid))
         time.sleep(running)
         assert proc.poll() is None, proc.communicate()
         sent = time.monotonic()
@@ -100,6 +88,10 @@ def test_icfr_stops_on_sigterm(tmp_path):
 
 @pytest.mark.parametrize("method", ["trigger", "coarse-trigger"])
 def test_trigger_dynamics_stop_on_sigint(tmp_path, method):
+    # Compile (and cache on disk) the kernels first: a signal that arrives while numba compiles
+    # waits for the compiler, which on a cold cache takes longer than the 2 s allowed.
+    import efce
+    efce.solve("kuhn:players=3,ranks=3", method, iterations=2)
     result = _stop(tmp_path, "leduc:players=3,ranks=3", method, *ENDLESS, "--target-gap", "0")
     assert result["iterations"] >= 1 and result["efce_gap"] is not None
 
