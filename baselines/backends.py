@@ -186,3 +186,28 @@ class IsolatedWorker:
     def __exit__(self, *exc):
         self.close()
 
+
+def call_solver(fn, *args, isolate: bool, what: str):
+    """``fn(*args)``: a one-shot solver call, here or in an :class:`IsolatedWorker`.
+
+    It runs in a worker when ``isolate`` (clashing HiGHS copies, :func:`must_isolate`) or when a
+    stop request must be able to end it (:func:`stoppable`): a solver in C code does not return
+    to Python before its own limits stop it, and a signal handler here would wait for it.
+
+    Returns
+    -------
+    object
+        What ``fn`` returned.
+
+    Raises
+    ------
+    Interrupted
+        A stop request came before or during the call (``what`` names the solver).
+    """
+    from efce.solvers.driver import stop_requested
+    if stop_requested():
+        raise Interrupted(f"stop requested before {what} started")
+    if isolate or stoppable():
+        with IsolatedWorker() as worker:
+            return worker.call(fn, *args)
+    return fn(*args)

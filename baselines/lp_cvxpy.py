@@ -16,9 +16,8 @@ from efce.games.game import Game
 from efce.games.resources.memory import peak_rss_bytes
 from efce.solvers.result import SolveResult, TraceRow
 
-from efce.solvers.driver import stop_requested
 
-from .backends import Interrupted, IsolatedWorker, check_lp_inputs, must_isolate, stoppable
+from .backends import Interrupted, call_solver, check_lp_inputs, must_isolate
 from efce.errors import BackendError
 from .efce_lp import CVXPY_FACTOR, EFCELP, build_efce_lp
 from .lp_highs import evaluate_plan, interrupted_result
@@ -136,16 +135,8 @@ def solve_lp_cvxpy(game: Game, *, objective="welfare", welfare_threshold: float 
     setup = model.build_seconds
     t1 = time.perf_counter()
     method = f"lp-cvxpy-{name.lower()}"
-    # A worker also when a stop request must end the run: the solver call does not return to
-    # Python before its own limits stop it (see baselines.backends.stoppable).
     try:
-        if stop_requested():
-            raise Interrupted("stop requested before the solver started")
-        if isolate or stoppable():
-            with IsolatedWorker() as worker:
-                out = worker.call(_solve_arrays, *args)
-        else:
-            out = _solve_arrays(*args)
+        out = call_solver(_solve_arrays, *args, isolate=isolate, what=f"cvxpy's {name}")
     except Interrupted:
         return interrupted_result(method, model, f"cvxpy's {name}", info=dict(solver=name))
     seconds = time.perf_counter() - t1

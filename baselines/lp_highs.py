@@ -13,10 +13,9 @@ import numpy as np
 
 from efce.games.game import Game
 from efce.games.resources.memory import peak_rss_bytes
-from efce.solvers.driver import stop_requested
 from efce.solvers.result import SolveResult, TraceRow
 
-from .backends import Interrupted, IsolatedWorker, check_lp_inputs, must_isolate, stoppable
+from .backends import Interrupted, call_solver, check_lp_inputs, must_isolate
 from efce.errors import BackendError
 from .efce_lp import EFCELP, build_efce_lp
 
@@ -171,17 +170,10 @@ def solve_lp_highs(game: Game, *, objective="welfare", welfare_threshold: float 
     lp_arrays = (model.A, model.c, model.col_lower, model.col_upper, model.row_lower, model.row_upper)
     args = (lp_arrays, settings, threads, time_limit, verbose, model.num_xi)
     isolated = must_isolate("highspy")
-    # In a worker also when a stop request must end the run: HiGHS only checks its interrupt
-    # callbacks inside simplex and IPM iterations (not in presolve, crossover or its PDLP), and
-    # a signal handler here would wait for HiGHS to return.
+    # HiGHS checks its interrupt callbacks only inside simplex and IPM iterations (not in
+    # presolve, crossover or its PDLP): a stop request needs the worker (call_solver).
     try:
-        if stop_requested():
-            raise Interrupted("stop requested before HiGHS started")
-        if isolated or stoppable():
-            with IsolatedWorker() as worker:
-                run = worker.call(_run_highs, *args)
-        else:
-            run = _run_highs(*args)
+        run = call_solver(_run_highs, *args, isolate=isolated, what="HiGHS")
     except Interrupted:
         return interrupted_result("lp-highs", model, "HiGHS", info=dict(solver=settings["solver"]))
     if "pass_error" in run:
