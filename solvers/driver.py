@@ -150,6 +150,7 @@ class IterationDriver:
         self.iteration = 0
         self._next_check = check_every or 1
         self._ending: str | None = None
+        self._checked = False
         self._paused = 0.0
         self._t0 = time.perf_counter()
         self._finished_at: float | None = None
@@ -162,10 +163,14 @@ class IterationDriver:
                 for t in range(1, self.iterations + 1):
                     self.iteration = t
                     self._ending = None
+                    self._checked = False
                     yield t
                     if self.status == "converged" or self._ending is not None:
                         return
-                    if (reason := self._stop_reason(t)) is not None:  # body skipped checkpoint_due()
+                    # A stop that arrives after the body's checkpoint_due() said "go on" is
+                    # honoured at the next iteration's checkpoint_due(), so the last
+                    # iteration always gets its checkpoint (and its trace row).
+                    if not self._checked and (reason := self._stop_reason(t)) is not None:
                         self.status = reason
                         return
             finally:  # also when the caller breaks out of the loop
@@ -184,6 +189,7 @@ class IterationDriver:
         """Whether to evaluate at the current iteration: on schedule, or because the run ends
         after it (budget spent or a stop requested).  Call once per iteration."""
         t = self.iteration
+        self._checked = True
         self._ending = self._stop_reason(t)
         if self._ending is not None:
             self.status = self._ending

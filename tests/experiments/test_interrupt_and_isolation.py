@@ -22,6 +22,10 @@ pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason=
 
 
 def test_sigint_keeps_the_trace_and_the_result_of_solve(tmp_path):
+    # Compile (and cache on disk) the kernels first: on a cold numba cache the 2 s below pass
+    # inside the compiler, and a stop during setup ends the run after its first iteration.
+    import efce
+    efce.solve("sheriff:max_bribe=2,max_items=2,rounds=2", "rm", iterations=2)
     trace = tmp_path / "trace.csv"
     proc = subprocess.Popen([*EFCE, "solve", "sheriff:max_bribe=2,max_items=2,rounds=2", "--method", "rm",
                              "--iterations", "100000000", "--target-gap", "0", "--trace", str(trace),

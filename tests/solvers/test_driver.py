@@ -59,6 +59,22 @@ def test_stop_request_interrupts_and_paused_time_is_not_iteration_time():
     assert d.trace[0].extra["iteration_seconds"] < 0.05
 
 
+def test_a_stop_after_the_checkpoint_test_still_ends_with_a_checkpoint():
+    # The signal lands after checkpoint_due() said "go on" (the race a real SIGINT hits): the run
+    # must still end on a checkpointed iteration, so the trace's last row is the result's.
+    d = IterationDriver(iterations=10**9, check_every=10**8)
+    try:
+        for t in d:
+            if d.checkpoint_due():
+                d.record(TraceRow(t, d.elapsed(), 0.0))
+            if t == 5:
+                drv.request_stop()
+    finally:
+        drv.clear_stop()
+    assert d.status == "interrupted" and d.iteration == 6
+    assert [row.iteration for row in d.trace] == [6]
+
+
 def test_every_trace_row_carries_its_iteration_seconds():
     d = IterationDriver(iterations=30, check_every=10)
     run(d, work=lambda: time.sleep(0.002))
