@@ -1,11 +1,14 @@
-"""Issue 10: where the memory of ``efce solve GAME --method rm`` goes, in bytes per relevant pair.
+"""Issue 19: where the memory of ``efce solve GAME --method rm`` goes, in bytes per relevant pair.
 
-Each instance runs in a fresh process through the same stages as the solver (game, relevant
-pairs, DECOMPOSE, trigger chain + payoff operator, both engines and the loop buffers, gap
-evaluator and feasibility check, a few iterations with a checkpoint).  For every stage it reports
-the resident set size after the stage (``held``) and the process peak so far (``peak``), both in
-MiB and in bytes per relevant pair; ``components`` are the exact array sizes of what the run
-holds.  Targets (whole-process peak): small ≤ 0.6 GiB, medium ≤ 3 GiB, large ≤ 10 GiB.
+Each instance runs in a fresh process through the stages of the default solve path
+(:func:`solvers.methods.efce.solve_efce` with the CLI's defaults: PRM+ at every simplex,
+quadratic averaging, alternating updates): the game, the model (relevant pairs, DECOMPOSE, trigger
+chain and payoff operator: :func:`~solvers.methods.efce.build_efce_model`), the engines and loop
+buffers, the gap evaluator and feasibility check, a few iterations and a checkpoint.  For every
+stage it reports the resident set size after the stage (``held``) and the process peak so far
+(``peak``), both in MiB and in bytes per relevant pair; ``components`` are the exact array sizes
+of what the loop holds.  Targets (whole-process peak): small ≤ 0.45 GiB, medium ≤ 1.6 GiB,
+large ≤ 60 B per pair (6.2 GiB).
 
     python benchmarks/bench_memory.py [--only small,medium,large] [--out FILE]
 """
@@ -29,40 +32,53 @@ def _peak_mib() -> float:
 
 
 def _nbytes(*arrays) -> int:
-    return int(sum(a.nbytes for a in arrays if a is not None))
+    """Bytes of distinct buffers (views of one array count once)."""
+    seen = {}
+    for a in arrays:
+        if a is None:
+            continue
+        base = a
+        while getattr(base, "base", None) is not None:
+            base = base.base
+        seen[id(base)] = base.nbytes if hasattr(base, "nbytes") else a.nbytes
+    return int(sum(seen.values()))
 
 
 def _chain_bytes(chain) -> int:
-    held = _nbytes(chain.kind, chain.target_ptr, chain.source_ptr, chain.source, chain.entry_index)
-    for name in ("level", "step_size", "num_sources"):
+    arrays = [chain.kind, chain.target_ptr, chain.source_ptr, chain.source, chain.entry_index,
+              chain.known_level]
+    for name in ("level", "step_order", "step_size", "num_sources", "entry_step", "source_step"):
         if name in chain.__dict__:
-            held += chain.__dict__[name].nbytes
-    if "levels" in chain.__dict__:
-        levels = chain.__dict__["levels"]
-        # Level slices of one array (DECOMPOSE) count once.
-        bases = {id(lv.base if lv.base is not None else lv): (lv.base if lv.base is not None else lv)
-                 for lv in levels}
-        held += sum(b.nbytes for b in bases.values())
-    return held
+            arrays.append(chain.__dict__[name])
+    arrays.extend(chain.__dict__.get("levels", []))
+    return _nbytes(*arrays)
 
 
 def _engine_bytes(engine) -> int:
-    return _nbytes(engine._order, engine._kind, engine._a, engine._b, engine._buffer)
+    """The regret minimizer's state, its scratch and the parallel passes' chunk tables."""
+    held = _nbytes(*(v for v in engine.state.values()))
+    if engine._work is not None:
+        held += engine._work.nbytes
+    parallel = engine._parallel
+    if parallel is not None:
+        held += _nbytes(*parallel._static[5:], *parallel._ranges, parallel._scratch)
+    minimizer = engine.minimizer
+    if "_step_scratch" in minimizer.__dict__:
+        held += minimizer.__dict__["_step_scratch"].nbytes
+    if "_kind" in minimizer.__dict__ and minimizer.__dict__["_kind"] is not minimizer.chain.kind:
+        held += minimizer.__dict__["_kind"].nbytes
+    return held
 
 
 def case(kwargs, iterations: int = 3):
     def run():
-        import numpy as np
-
         from efce import games
-        from efce.games.relevant import relevant_pairs
-        from efce.polytopes.decompose import correlation_plan
         from efce.polytopes.feasibility import FeasibilityCheck
-        from efce.solvers.methods.efce import build_efce_model
-        from efce.solvers.regret.engine import ChainEngine
         from efce.solvers.evaluation.gaps import EFCEGapEvaluator
-        from efce.solvers.regret.local import RegretMatching
+        from efce.solvers.methods.efce import AVERAGING, build_efce_model
         from efce.solvers.methods.selfplay import SelfPlay
+        from efce.solvers.regret.engine import ChainEngine, minimizer_factory
+        from efce.solvers.regret.local import PredictiveRMPlus
 
         stages = []
 
@@ -73,45 +89,46 @@ def case(kwargs, iterations: int = 3):
         stage("imports")
         game = games.battleship(rows=3, cols=2, **kwargs)
         stage("game")
-        pairs = relevant_pairs(game)
-        stage("relevant pairs")
-        chain = correlation_plan(game, pairs)
-        stage("DECOMPOSE")
-        model = build_efce_model(game, pairs=pairs, xi_chain=chain)
-        stage("trigger chain + payoff operator")
-        rule = RegretMatching(plus=True)
-        xi_engine, y_engine = ChainEngine(chain, rule), ChainEngine(model.triggers.chain, rule)
+        model = build_efce_model(game)
+        stage("model (pairs, DECOMPOSE, trigger chain, payoff operator)")
+        make = minimizer_factory(None, None, PredictiveRMPlus())
+        xi_engine = ChainEngine(model.xi_chain, minimizer=make(model.xi_chain))
+        y_engine = ChainEngine(model.triggers.chain, minimizer=make(model.triggers.chain))
         operator = model.operator
         play = SelfPlay((xi_engine, y_engine), (lambda y, out: operator.matvec(y, out=out),
                                                 lambda x, out: operator.rmatvec(x, out=out, sign=-1.0)),
-                        averaged=(True, False))
-        x, sum_x = play.points[0], play.sums[0]
+                        averaged=(True, False), power=AVERAGING["quadratic"])
+        x, y, sum_x = play.points[0], play.points[1], play.sums[0]
         stage("engines + loop buffers")
-        evaluator = EFCEGapEvaluator(game, pairs, tables=model.tables, entry_index=chain.entry_index)
-        feasibility = FeasibilityCheck(game, pairs)
+        evaluator = EFCEGapEvaluator(game, model.pairs, tables=model.tables,
+                                     entry_index=model.xi_chain.entry_index)
+        feasibility = FeasibilityCheck(game, model.pairs)
         stage("gap evaluator + feasibility check")
         for t in range(1, iterations + 1):
             play.step(t)
         stage(f"{iterations} iterations")
         gap = evaluator.evaluate(sum_x, 1.0 / play.weight).gap
-        violation = feasibility(x, model.entry_of_pair)
+        violation = max(feasibility(x, model.entry_of_pair),
+                        feasibility(sum_x, model.entry_of_pair, 1.0 / play.weight))
         stage("checkpoint (gap + feasibility)")
 
+        pairs = model.pairs
         n = len(pairs)
         tables = model.tables
+        rows = sum(t.rows.nbytes for t in tables.players)
         components = {
             "relevant pairs (CSR)": _nbytes(pairs.indptr, pairs.sigma2),
-            "Ξ chain (DECOMPOSE)": _chain_bytes(chain),
+            "Ξ chain (DECOMPOSE)": _chain_bytes(model.xi_chain),
             "entry of pair": _nbytes(model.entry_of_pair),
             "Y chain (triggers)": _chain_bytes(model.triggers.chain) + _nbytes(
                 model.triggers.block_start, model.triggers.block_preorder_start,
                 *model.triggers.preorder_sequences),
-            "payoff operator: rows (one per nonzero)": sum(t.rows.nbytes for t in tables.players),
-            "payoff operator: rest of the trigger tables": model.operator.nbytes
-            - sum(t.rows.nbytes for t in tables.players),
-            "Ξ engine (regrets, order)": _engine_bytes(xi_engine),
-            "Y engine (regrets, order)": _engine_bytes(y_engine),
-            "loop buffers (x, y, Σ t·x)": _nbytes(x, y, sum_x),
+            "payoff operator: rows (one per nonzero)": rows,
+            "payoff operator: rest": operator.nbytes - rows,
+            "Ξ engine (regret, prediction, tables)": _engine_bytes(xi_engine),
+            "Y engine (regret, prediction, tables)": _engine_bytes(y_engine),
+            "loop buffers (x, y, Σ t²·x)": _nbytes(x, y, sum_x),
+            "game arrays": _nbytes(*(v for v in vars(game).values() if hasattr(v, "nbytes"))),
         }
         total = sum(components.values())
         per_pair = {k: round(v / n, 2) for k, v in components.items()}

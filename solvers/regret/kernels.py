@@ -17,7 +17,9 @@ All numba code of the package lives in this one file on purpose: numba's on-disk
 invalidated per source file, so a kernel inlined into a function of another file could run stale.
 
 Local state arrays are indexed by *state position*: the simplex steps' entries, steps in the
-passes' level order (``order``), so each pass finds a step's state with a running counter.
+passes' level order (``order``), so each pass finds a step's state with a running counter.  They
+are float64 or float32 (:func:`solvers.regret.local.state_dtype`): every kernel reads the state,
+computes in float64 and rounds only what it stores.
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ def local_strategy(family, eta, a, b, lo, n, out, out_lo):
             total += w
     else:
         for e in range(lo, lo + n):
-            w = a[U(e)] + b[U(e)] if family == PRM_PLUS else a[U(e)]
+            # float64 arithmetic whatever the state's dtype (float32 on big chains)
+            w = np.float64(a[U(e)]) + b[U(e)] if family == PRM_PLUS else np.float64(a[U(e)])
             w = w if w > 0.0 else 0.0
             out[U(out_lo + e - lo)] = w
             total += w

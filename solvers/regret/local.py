@@ -86,10 +86,29 @@ class Segments:
         return weights * self.spread(scale) + self.spread(uniform)
 
 
+#: A compiled rule keeps its per-entry state (regrets, predictions, cumulative losses) in float32
+#: when it runs on at least this many entries, in float64 below (see :func:`state_dtype`).
+FLOAT32_STATE_MIN_ENTRIES = 1 << 20
+
+
+def state_dtype(entries: int) -> type:
+    """The dtype of a compiled rule's per-entry state over ``entries`` entries: float32 from
+    :data:`FLOAT32_STATE_MIN_ENTRIES` (about a million) entries on, float64 below.
+
+    The kernels read the state, compute in float64 and round only what they store, so the
+    strategies — and the points built top-down from them — are float64 whatever the state's
+    dtype, and the chain's points stay feasible to float64 rounding.  Only the regrets carry
+    float32's ~7 significant digits: on the large chains (the Battleship correlation plans,
+    10⁶–10⁸ entries) that halves the biggest arrays of a run; small games keep float64 and
+    therefore every iterate they had."""
+    return np.float32 if entries >= FLOAT32_STATE_MIN_ENTRIES else np.float64
+
+
 class Kernel(NamedTuple):
     """The compiled form of a local rule: a family of :mod:`solvers.regret.kernels`, its parameters, and
     the state keys of the kernel's two per-entry arrays (the same key twice when the family reads
-    one array).  Every kernel state also has the counter ``"t"`` (``float64[1]``)."""
+    one array).  Every kernel state also has the counter ``"t"`` (``float64[1]``); the per-entry
+    arrays are float32 or float64 (:func:`state_dtype`)."""
 
     family: int
     plus: bool = False
@@ -150,7 +169,8 @@ class _CompiledRule(LocalRule):
 
     def init(self, seg):
         spec = self._spec()
-        state = {key: np.zeros(seg.total) for key in dict.fromkeys(spec.keys)}
+        dtype = state_dtype(seg.total)
+        state = {key: np.zeros(seg.total, dtype=dtype) for key in dict.fromkeys(spec.keys)}
         state["t"] = np.zeros(1)
         return state
 
