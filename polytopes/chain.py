@@ -58,6 +58,10 @@ class Chain:
     level_sorted : bool
         True when the steps are numbered in level order already (then :attr:`step_order` is
         ``0..S-1`` and each level a range of it).
+    level_ptr : int64[depth + 1], optional
+        For a level-sorted chain, the steps of level ``d`` (from 1) are
+        ``level_ptr[d-1] : level_ptr[d]``: the levels without an int32 per step (``DECOMPOSE``
+        gives this instead of ``known_level``; :attr:`level` is then expanded on demand only).
 
     A chain is immutable: a frozen dataclass, every field given at construction.  The derived
     arrays (:attr:`level`, :attr:`step_order`, :attr:`levels`, :attr:`step_size`, ...) are
@@ -74,6 +78,7 @@ class Chain:
     name: str = "chain"
     known_level: np.ndarray | None = field(default=None, repr=False)
     level_sorted: bool = False
+    level_ptr: np.ndarray | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -118,6 +123,8 @@ class Chain:
         """``level[k] = 1 + max(level of the steps filling k's sources)`` (root entry: level 0)."""
         if self.known_level is not None:
             return self.known_level
+        if self.level_ptr is not None:
+            return np.repeat(np.arange(1, len(self.level_ptr), dtype=np.int32), np.diff(self.level_ptr))
         self.validate()
         entry_level = np.zeros(self.num_entries, dtype=np.int32)
         step_level = np.zeros(self.num_steps, dtype=np.int32)
@@ -141,12 +148,16 @@ class Chain:
     def levels(self) -> list[np.ndarray]:
         """Steps grouped by level, ascending (views into :attr:`step_order`)."""
         order = self.step_order
+        if self.level_ptr is not None:
+            return [order[self.level_ptr[i]:self.level_ptr[i + 1]] for i in range(len(self.level_ptr) - 1)]
         sorted_level = self.level if self.level_sorted else self.level[order]
         bounds = np.searchsorted(sorted_level, np.arange(1, int(self.level.max(initial=0)) + 2))
         return [order[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
 
     @property
     def depth(self) -> int:
+        if self.level_ptr is not None and self.known_level is None:
+            return len(self.level_ptr) - 1
         return int(self.level.max(initial=0))
 
     # ------------------------------------------------------------------ checks

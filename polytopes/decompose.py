@@ -110,10 +110,14 @@ def _level_sorted_chain(game, pairs, kind, level, tptr, target, sptr, source) ->
         kind, level, tptr, target, sptr, source)
     del kind, level, tptr, target, sptr, source
     names = _PairNames(game, pairs)
-    # Steps are sorted by level already: each level is a range of step numbers.
+    # Steps are sorted by level already: each level is a range of step numbers, kept as its
+    # bounds rather than an int32 per step.
+    depth = int(new_level[-1]) if len(new_level) else 0
+    level_ptr = np.searchsorted(new_level, np.arange(1, depth + 2)).astype(np.int64)
+    del new_level
     return Chain(kind=new_kind, target_ptr=new_tptr, source_ptr=new_sptr, source=new_source,
                  entry_index=entry_pair, describe_entry=names, name=f"Ξ of {game.name}",
-                 known_level=new_level, level_sorted=True)
+                 level_sorted=True, level_ptr=level_ptr)
 
 
 @numba.njit(cache=True)

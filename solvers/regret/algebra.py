@@ -366,7 +366,7 @@ class ChainMinimizer:
         # Everything the kernels take but the state and the buffers, bound once: at ~10 µs
         # per pass (CFR+ on Leduc) Python attribute lookups are measurable.
         chain = self.chain
-        return (self._kind, chain.target_ptr, chain.source_ptr, chain.source, self._order)
+        return (self._kind, chain.target_ptr, chain.source_ptr, chain.source, kernel_order(chain))
 
     @cached_property
     def _recommend_args(self) -> tuple:
@@ -389,7 +389,8 @@ class ChainMinimizer:
         Battleship chains the offsets are ~0.25 GB that :meth:`init` needs once."""
         if self.backend != "compiled":
             return self._kept_segments
-        return Segments.from_sizes(self.chain.step_size[self._simplex_steps()])
+        # np.diff, not the chain's cached step_size: an int per step the loop never reads
+        return Segments.from_sizes(np.diff(self.chain.target_ptr)[self._simplex_steps()])
 
     @cached_property
     def _kept_segments(self) -> Segments:
@@ -447,7 +448,7 @@ class ChainMinimizer:
     @cached_property
     def _step_scratch(self) -> np.ndarray:
         """Work space of one simplex step's strategy, allocated once (not per observation)."""
-        return np.empty(int(self.chain.step_size.max(initial=1)))
+        return np.empty(widest_step(self.chain))
 
     @cached_property
     def _kind(self) -> np.ndarray:
@@ -457,6 +458,8 @@ class ChainMinimizer:
         """The simplex steps in level order: segment ``j`` of the state is step
         ``_simplex_steps()[j]`` (the compiled passes walk the state with a running counter).
         Not kept: one int64 per step is memory at 10^8 entries."""
+        if self.chain.level_sorted:  # the level order is the identity: no step_order needed
+            return np.flatnonzero(self.chain.kind == SIMPLEX)
         return self._order[self.chain.kind[self._order] == SIMPLEX]
 
     @cached_property
@@ -485,6 +488,25 @@ class ChainMinimizer:
         return w
 
 
+def kernel_order(chain: Chain) -> np.ndarray:
+    """The ``order`` argument of the compiled chain passes (:mod:`solvers.regret.kernels`): the
+    chain's :attr:`~polytopes.chain.Chain.step_order`, or an empty array for a chain numbered in
+    level order already (the kernels read it as the identity, so the ~10⁸ steps of the large
+    Battleship Ξ chain keep no int32 each for it)."""
+    if chain.level_sorted:
+        return _IDENTITY_ORDER
+    return chain.step_order
+
+
+_IDENTITY_ORDER = np.zeros(0, dtype=np.int32)
+
+
+def widest_step(chain: Chain) -> int:
+    """The most entries a step of ``chain`` fills (at least 1), without caching the chain's
+    ``step_size`` (an int per step that the compiled passes never read)."""
+    return int(np.diff(chain.target_ptr).max(initial=1))
+
+
 def chain_minimizer(chain: Chain, rule: LocalRule | str, *, backend: str = "auto") -> ChainMinimizer:
     """Regret minimizer over the polytope of ``chain`` (point in entry order): Algorithm 1
     composed left-associatively, singleton steps by :func:`singleton`, simplex steps by
@@ -504,7 +526,7 @@ def chain_linear_minimum(chain: Chain, loss, *, vertex: bool = True) -> tuple[fl
     the exact linear minimization oracle of the chain, by the split of section 3.2 applied
     bottom-up (compiled; ties go to the first entry of a step)."""
     work = np.array(_as_loss(loss, chain.num_entries), copy=True)
-    order = chain.step_order
+    order = kernel_order(chain)
     choice = np.empty(chain.num_steps, dtype=np.int64)
     value = float(kernels.chain_best_vertex(chain.target_ptr, chain.source_ptr, chain.source,
                                             order, work, choice))

@@ -21,7 +21,7 @@ import numpy as np
 
 from efce.polytopes.chain import Chain
 
-from .algebra import chain_linear_minimum, chain_minimizer
+from .algebra import chain_linear_minimum, chain_minimizer, widest_step
 from .local import LocalRule, as_rule
 from .protocol import MinimizerFactory, RegretMinimizer
 from . import kernels
@@ -51,15 +51,13 @@ class ParallelChainPasses:
         self.minimizer = minimizer
         self.kernel = minimizer.kernel
         kind, tptr, sptr, source, order = minimizer._recommend_args[:5]
-        sizes = np.fromiter((len(level) for level in chain.levels), dtype=np.int64)
-        level_ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=level_ptr[1:])
+        level_ptr = level_bounds(chain)
         chunk_ptr, chunk_state, level_chunk = kernels.chain_chunks(kind, tptr, sptr, order, level_ptr,
                                                                   CHUNK_WORK)
         src_lo, src_hi = kernels.level_source_ranges(sptr, source, order, level_ptr)
         self._static = (kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk)
         self._ranges = (src_lo, src_hi) + kernels.chunk_source_ranges(sptr, source, order, chunk_ptr)
-        widest = int(chain.step_size.max(initial=1))
+        widest = widest_step(chain)
         self._scratch = np.empty((numba.config.NUMBA_NUM_THREADS, widest))
 
     def recommend(self, state, out):
@@ -162,6 +160,18 @@ class ChainEngine:
         else:
             self.state = self.minimizer.observe(self.state, work, donate=True)
         self._t += 1
+
+
+def level_bounds(chain: Chain) -> np.ndarray:
+    """``level_ptr``: the steps of level ``d`` (from 1) are positions ``level_ptr[d-1] :
+    level_ptr[d]`` of the passes' level order (int64), read from the chain's own bounds when it
+    keeps them (then no per-step level or order array is built)."""
+    if chain.level_ptr is not None:
+        return np.asarray(chain.level_ptr, dtype=np.int64)
+    sizes = np.fromiter((len(level) for level in chain.levels), dtype=np.int64)
+    level_ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=level_ptr[1:])
+    return level_ptr
 
 
 def available_threads() -> int:

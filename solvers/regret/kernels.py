@@ -135,6 +135,14 @@ def _dot(loss, loss_lo, y, n):
     return v
 
 
+@numba.njit(inline="always")
+def _step(order, idx):
+    """Step number ``idx`` of the passes' level order: ``order[idx]``, or ``idx`` itself when
+    ``order`` is empty (a chain numbered in level order already, e.g. DECOMPOSE's: no int per
+    step is kept for the identity)."""
+    return np.int64(idx) if len(order) == 0 else np.int64(order[U(idx)])
+
+
 # ---------------------------------------------------------------------- one rule on segments
 @numba.njit(cache=True)
 def recommend_segments(family, eta, a, b, ptr, out):
@@ -164,7 +172,8 @@ def chain_recommend(kind, tptr, sptr, source, order, family, eta, a, b, x):
     """RECOMMEND: ``x[targets_k] = h_k(x) · y_k`` for the steps in ``order`` (level order)."""
     x[0] = 1.0
     pos = 0
-    for k in order:
+    for idx in range(len(kind)):
+        k = _step(order, idx)
         h = 0.0
         for j in range(sptr[U(k)], sptr[U(k + 1)]):
             h += x[U(source[U(j)])]
@@ -185,8 +194,8 @@ def chain_observe(kind, tptr, sptr, source, order, family, plus, alpha, beta, et
     t[0] += 1.0
     pos, neg = discounts(alpha, beta, t[0])
     s = len(a)  # state position just past the step, running backwards
-    for idx in range(len(order) - 1, -1, -1):
-        k = order[U(idx)]
+    for idx in range(len(kind) - 1, -1, -1):
+        k = _step(order, idx)
         lo, hi = tptr[U(k)], tptr[U(k + 1)]
         if kind[U(k)] == SINGLETON:
             v = loss[U(lo)]
@@ -215,8 +224,8 @@ def chain_best_vertex(tptr, sptr, source, order, loss, choice):
     """``min_{x ∈ chain} ⟨loss, x⟩`` by the split of section 3.2 applied bottom-up: a simplex
     step adds its smallest accumulated loss to its sources and records that entry (the first
     smallest) in ``choice[k]``.  ``loss`` is overwritten; returns the minimum."""
-    for idx in range(len(order) - 1, -1, -1):
-        k = order[idx]
+    for idx in range(len(tptr) - 2, -1, -1):
+        k = _step(order, idx)
         lo, hi = tptr[k], tptr[k + 1]
         best = lo
         for e in range(lo + 1, hi):
@@ -233,7 +242,8 @@ def chain_best_vertex(tptr, sptr, source, order, loss, choice):
 def chain_vertex(tptr, sptr, source, order, choice, x):
     """The vertex with entry ``choice[k]`` picked at every simplex step (top-down)."""
     x[0] = 1.0
-    for k in order:
+    for idx in range(len(tptr) - 1):
+        k = _step(order, idx)
         h = 0.0
         for j in range(sptr[k], sptr[k + 1]):
             h += x[source[j]]
@@ -267,7 +277,7 @@ def chain_chunks(kind, tptr, sptr, order, level_ptr, target_work):
     and its first simplex step's state starts at ``chunk_state[c]``; level ``L``'s chunks are
     ``level_chunk[L]:level_chunk[L+1]``.  Independent of the thread count (so are the iterates)."""
     n_levels = len(level_ptr) - 1
-    cap = len(order) + n_levels + 1
+    cap = len(kind) + n_levels + 1
     chunk_ptr = np.empty(cap, np.int64)
     chunk_state = np.empty(cap, np.int64)
     level_chunk = np.empty(n_levels + 1, np.int64)
@@ -277,7 +287,7 @@ def chain_chunks(kind, tptr, sptr, order, level_ptr, target_work):
         level_chunk[L] = c
         work = target_work  # forces a new chunk at the level's first step
         for idx in range(level_ptr[L], level_ptr[L + 1]):
-            k = order[idx]
+            k = _step(order, idx)
             if work >= target_work:
                 chunk_ptr[c] = idx
                 chunk_state[c] = state
@@ -288,7 +298,7 @@ def chain_chunks(kind, tptr, sptr, order, level_ptr, target_work):
             if kind[k] != SINGLETON:
                 state += size
     level_chunk[n_levels] = c
-    chunk_ptr[c] = len(order)
+    chunk_ptr[c] = len(kind)
     return chunk_ptr[:c + 1].copy(), chunk_state[:c].copy(), level_chunk
 
 
@@ -302,7 +312,7 @@ def level_source_ranges(sptr, source, order, level_ptr):
     for L in range(n_levels):
         a, b = np.int64(1) << 62, np.int64(0)
         for idx in range(level_ptr[L], level_ptr[L + 1]):
-            k = order[idx]
+            k = _step(order, idx)
             for j in range(sptr[k], sptr[k + 1]):
                 s = np.int64(source[j])
                 a = min(a, s)
@@ -322,7 +332,7 @@ def chunk_source_ranges(sptr, source, order, chunk_ptr):
     for c in range(n):
         a, b = np.int64(1) << 62, np.int64(0)
         for idx in range(chunk_ptr[c], chunk_ptr[c + 1]):
-            k = order[idx]
+            k = _step(order, idx)
             for j in range(sptr[k], sptr[k + 1]):
                 e = np.int64(source[j])
                 a = min(a, e)
@@ -350,7 +360,7 @@ def chain_recommend_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_s
             for c in range(c_lo, c_hi):
                 pos = chunk_state[c]
                 for idx in range(chunk_ptr[c], chunk_ptr[c + 1]):
-                    k = order[U(idx)]
+                    k = _step(order, idx)
                     h = 0.0
                     for j in range(sptr[U(k)], sptr[U(k + 1)]):
                         h += x[U(source[U(j)])]
@@ -382,7 +392,7 @@ def chain_observe_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_sta
             for c in range(c_lo, c_hi):
                 s = chunk_state[c]
                 for idx in range(chunk_ptr[c], chunk_ptr[c + 1]):
-                    k = order[U(idx)]
+                    k = _step(order, idx)
                     if kind[U(k)] == SINGLETON:
                         continue  # v = ℓ̃[lo] already
                     lo, hi = tptr[U(k)], tptr[U(k + 1)]
@@ -410,7 +420,7 @@ def chain_observe_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_sta
                 if chunk_src_hi[c] <= d_lo or chunk_src_lo[c] >= d_hi:
                     continue
                 for idx in range(chunk_ptr[c + 1] - 1, chunk_ptr[c] - 1, -1):
-                    k = order[U(idx)]
+                    k = _step(order, idx)
                     v = loss[U(tptr[U(k)])]
                     for j in range(sptr[U(k)], sptr[U(k + 1)]):
                         e = np.int64(source[U(j)])
