@@ -76,16 +76,18 @@ class EFCEModel:
 
 #: Bytes a saddle-point run holds per unit of each size (benchmarks/bench_memory.py breaks a run
 #: down by component; docs/results/memory.md has the measurements this is fitted to):
-#: per relevant pair — its CSR column and chain entry (8), Ξ's chain arrays (~17), the Ξ
-#: engine's regrets, iterate and running sum (24 + its step order);
-#: per entry of the trigger chain Y — regrets and iterate (16) plus its chain arrays and levels;
+#: per relevant pair — its CSR column and chain entry (8), Ξ's chain arrays (~13: no per-step
+#: level, order or size array), the Ξ engine's float32 regrets and predictions (≤ 8), iterate and
+#: running sum (16), plus the process's share above the components;
+#: per entry of the trigger chain Y — float32 regrets and predictions, iterate (16) plus its
+#: chain arrays and levels;
 #: per nonzero of A's deviation part — one int32 row; per (trigger infoset, terminal) — one
 #: int32; per game node — the game's own arrays; plus the interpreter, numpy/scipy/numba and the
 #: compiled kernels.
-#: Measured whole-process peaks of ``efce solve … --method rm``: 539 MiB (small), 2,409 MiB
-#: (medium), 9,814 MiB (large; docs/results/memory.md); these constants give 586 / 2,515 /
-#: 10,710 MiB (4-9% above).
-BYTES_PER_RELEVANT_PAIR = 60
+#: Measured whole-process peaks of ``efce solve … --method rm --iterations 3`` (default PRM+,
+#: quadratic averaging): 495 MiB (small), 2,238 MiB (medium), 9,172 MiB (large); these constants
+#: give 548 / 2,264 / ~9,650 MiB (1-11% above).
+BYTES_PER_RELEVANT_PAIR = 50
 BYTES_PER_TRIGGER_ENTRY = 34
 BYTES_PER_NONZERO = 4
 BYTES_PER_TRIGGER_TERMINAL = 8
