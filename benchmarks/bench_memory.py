@@ -46,7 +46,7 @@ def _nbytes(*arrays) -> int:
 
 def _chain_bytes(chain) -> int:
     arrays = [chain.kind, chain.target_ptr, chain.source_ptr, chain.source, chain.entry_index,
-              chain.known_level]
+              chain.known_level, chain.level_ptr]  # natural_entry: "entry of pair"
     for name in ("level", "step_order", "step_size", "num_sources", "entry_step", "source_step"):
         if name in chain.__dict__:
             arrays.append(chain.__dict__[name])
@@ -72,6 +72,8 @@ def _engine_bytes(engine) -> int:
 
 def case(kwargs, iterations: int = 3):
     def run():
+        import numpy as np
+
         from efce import games
         from efce.polytopes.feasibility import FeasibilityCheck
         from efce.solvers.evaluation.gaps import EFCEGapEvaluator
@@ -101,7 +103,7 @@ def case(kwargs, iterations: int = 3):
         x, y, sum_x = play.points[0], play.points[1], play.sums[0]
         stage("engines + loop buffers")
         evaluator = EFCEGapEvaluator(game, model.pairs, tables=model.tables,
-                                     entry_index=model.xi_chain.entry_index)
+                                     entry_index=np.zeros(0, dtype=np.int32))  # as solve_efce
         feasibility = FeasibilityCheck(game, model.pairs)
         stage("gap evaluator + feasibility check")
         for t in range(1, iterations + 1):
@@ -119,7 +121,7 @@ def case(kwargs, iterations: int = 3):
         components = {
             "relevant pairs (CSR)": _nbytes(pairs.indptr, pairs.sigma2),
             "Ξ chain (DECOMPOSE)": _chain_bytes(model.xi_chain),
-            "entry of pair": _nbytes(model.entry_of_pair),
+            "entry of pair (the Ξ chain's natural_entry)": _nbytes(model.entry_of_pair),
             "Y chain (triggers)": _chain_bytes(model.triggers.chain) + _nbytes(
                 model.triggers.block_start, model.triggers.block_preorder_start,
                 *model.triggers.preorder_sequences),

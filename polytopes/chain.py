@@ -16,6 +16,7 @@ sources are all filled by earlier levels, which is what the vectorized passes it
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable
@@ -48,8 +49,9 @@ class Chain:
         Step ``k`` fills entries ``target_ptr[k] : target_ptr[k+1]`` (``target_ptr[0] = 1``).
     source_ptr : int64[S + 1], source : int64[...]
         ``h_k(x) = x[source[source_ptr[k]:source_ptr[k+1]]].sum()``.
-    entry_index : int64[N]
-        Natural index of each entry (entry 0 is the constant 1).
+    entry_index : int64[N] or None
+        Natural index of each entry (entry 0 is the constant 1); ``None`` when entries are their
+        own natural indices (the trigger chain) or when only ``natural_entry`` is kept.
     describe_entry : callable
         ``entry_index value -> str`` label, e.g. ``"(2, ∅)"``.
     known_level : int32[S], optional
@@ -73,12 +75,40 @@ class Chain:
     target_ptr: np.ndarray
     source_ptr: np.ndarray
     source: np.ndarray
-    entry_index: np.ndarray
+    entry_index: np.ndarray | None
     describe_entry: Callable[[int], str] = field(default=str, repr=False)
     name: str = "chain"
     known_level: np.ndarray | None = field(default=None, repr=False)
     level_sorted: bool = False
     level_ptr: np.ndarray | None = field(default=None, repr=False)
+    natural_entry: np.ndarray | None = field(default=None, repr=False)
+
+    # ------------------------------------------------------------------ natural indices
+    @property
+    def natural_index(self) -> np.ndarray:
+        """The natural index of every entry: ``entry_index``, or (not kept) the inverse of
+        ``natural_entry``, or ``0..N-1`` for a chain whose entries are their own indices."""
+        if self.entry_index is not None:
+            return self.entry_index
+        if self.natural_entry is not None:
+            out = np.empty(self.num_entries, dtype=self.natural_entry.dtype)
+            out[self.natural_entry] = np.arange(len(self.natural_entry), dtype=self.natural_entry.dtype)
+            return out
+        return np.arange(self.num_entries, dtype=index_dtype(self.num_entries))
+
+    def natural_of(self, entry: int) -> int:
+        """The natural index of one entry (see :attr:`natural_index`)."""
+        if self.entry_index is not None:
+            return int(self.entry_index[entry])
+        if self.natural_entry is not None:
+            return int(np.flatnonzero(self.natural_entry == entry)[0])
+        return int(entry)
+
+    def without_entry_index(self, natural_entry: np.ndarray) -> "Chain":
+        """This chain keeping ``natural_entry`` (natural index → entry, the inverse of
+        ``entry_index``) instead of ``entry_index``: a solver that needs only one direction holds
+        one int per entry, not two.  Shares every other array with this chain."""
+        return dataclasses.replace(self, entry_index=None, natural_entry=natural_entry)
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -173,7 +203,8 @@ class Chain:
             raise ChainError({1: f"step {k} fills no entry", 2: f"step {k} has an empty h",
                               3: "a singleton step must fill exactly one entry",
                               4: f"step {k} reads an entry that is not filled before it"}[reason])
-        if len(self.entry_index) != self.num_entries:
+        labels = self.entry_index if self.entry_index is not None else self.natural_entry
+        if labels is not None and len(labels) != self.num_entries:
             raise ChainError("entry_index must label every entry")
 
     # ------------------------------------------------------------------ points
@@ -232,13 +263,22 @@ class Chain:
 
     def to_natural(self, x: np.ndarray, size: int | None = None) -> np.ndarray:
         """Reorder a point from entry order to natural order."""
-        out = np.zeros(int(self.entry_index.max()) + 1 if size is None else size)
-        out[self.entry_index] = x
+        if self.entry_index is None and self.natural_entry is not None:
+            out = np.zeros(len(self.natural_entry) if size is None else size)
+            out[:len(self.natural_entry)] = np.asarray(x)[self.natural_entry]
+            return out
+        index = self.natural_index
+        out = np.zeros(int(index.max()) + 1 if size is None else size)
+        out[index] = x
         return out
 
     def from_natural(self, values: np.ndarray) -> np.ndarray:
         """Reorder a vector from natural order (sequences / relevant pairs) to entry order."""
-        return np.asarray(values)[self.entry_index]
+        if self.entry_index is None and self.natural_entry is not None:
+            out = np.empty(self.num_entries, dtype=np.asarray(values).dtype)
+            out[self.natural_entry] = values
+            return out
+        return np.asarray(values)[self.natural_index]
 
     # ------------------------------------------------------------------ text
     def notation(self, max_steps: int | None = 40) -> str:

@@ -48,9 +48,9 @@ def default_variable(chain: Chain) -> str:
 def entry_label(chain: Chain, entry: int, var: str | None = None) -> str:
     """``x[σ]`` / ``ξ[σ1, σ2]`` for an entry (in fill order) of ``chain``."""
     var = default_variable(chain) if var is None else var
-    if entry == 0 and chain.entry_index[0] < 0:
+    if entry == 0 and chain.natural_of(0) < 0:
         return "1"
-    text = str(chain.describe_entry(int(chain.entry_index[entry])))
+    text = str(chain.describe_entry(chain.natural_of(entry)))
     if is_correlation_plan(chain) and text.startswith("(") and text.endswith(")"):
         text = text[1:-1]
     return f"{var}[{text}]"
@@ -115,15 +115,15 @@ def fill_grid(chain: Chain, game: "Game") -> tuple[list[str], list[str], np.ndar
     from efce.games.relevant import relevant_pairs
 
     pairs = relevant_pairs(game)
-    if len(chain.entry_index) != len(pairs) or not is_correlation_plan(chain):
+    if chain.num_entries != len(pairs) or not is_correlation_plan(chain):
         raise ValueError(f"{chain.name!r} is not a correlation-plan chain of {game.name}: it has "
-                         f"{len(chain.entry_index)} entries, the game has {len(pairs)} relevant pairs")
+                         f"{chain.num_entries} entries, the game has {len(pairs)} relevant pairs")
     n1, n2 = pairs.num_sequences
     if n1 * n2 > MAX_GRID_CELLS:
         raise ValueError(f"the fill grid of {game.name} would have {n1} × {n2} = {n1 * n2:,} cells "
                          f"(limit {MAX_GRID_CELLS:,}); it is a teaching view for small games")
     grid = np.zeros((n1, n2), dtype=np.int64)
-    idx = np.asarray(chain.entry_index, dtype=np.int64)
+    idx = np.asarray(chain.natural_index, dtype=np.int64)
     grid[pairs.sigma1[idx], pairs.sigma2[idx]] = entry_levels(chain) + 1
     return list(game.sequence_labels(0)), list(game.sequence_labels(1)), grid
 

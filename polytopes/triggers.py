@@ -177,7 +177,7 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
     chain = Chain(kind=np.full(len(sizes), SIMPLEX, dtype=np.int8), target_ptr=target_ptr,
                   source_ptr=np.arange(len(sizes) + 1, dtype=index_dtype(len(sizes) + 1)),
                   source=np.concatenate(step_sources).astype(index),
-                  entry_index=np.arange(next_entry, dtype=index),
+                  entry_index=None,  # entries are their own indices: no arange kept
                   describe_entry=str, name=f"trigger deviations of {game.name}",
                   known_level=np.concatenate(step_levels))
     # The welfare weight (if any) has an empty block; the last start closes the final block.

@@ -68,8 +68,9 @@ def used_constraint_rows(chain: Chain, constraints: VSFConstraints) -> np.ndarra
     player 2)."""
     pairs = constraints.pairs
     s1_of, s2_of = pairs.sigma1, pairs.sigma2
-    first_target = chain.entry_index[chain.target_ptr[:-1]]
-    first_source = chain.entry_index[chain.source[chain.source_ptr[:-1]]]
+    natural = chain.natural_index
+    first_target = natural[chain.target_ptr[:-1]]
+    first_source = natural[chain.source[chain.source_ptr[:-1]]]
     t1, t2 = s1_of[first_target].astype(np.int64), s2_of[first_target].astype(np.int64)
     u1, u2 = s1_of[first_source].astype(np.int64), s2_of[first_source].astype(np.int64)
     game_spaces = constraints.spaces
@@ -192,7 +193,7 @@ def _check_structure(chain: Chain, n: int) -> tuple[bool, str]:
     if chain.num_entries != n:
         return False, f"the chain has {chain.num_entries} entries, Ξ has {n} relevant pairs"
     seen = np.zeros(n, dtype=bool)
-    seen[chain.entry_index] = True
+    seen[chain.natural_index] = True
     if not seen.all():
         return False, "some relevant pairs are never filled (entries are not a permutation)"
     return True, (f"{chain.num_entries} entries = relevant pairs; {chain.num_simplex_steps} simplex and "

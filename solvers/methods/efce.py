@@ -59,7 +59,9 @@ class EFCEModel:
 
     ``operator`` is ``A`` (rows: Ξ's chain entries; columns: Y's entries) as a
     :class:`solvers.payoff_operator.PayoffOperator`; ``entry_of_pair[q]`` is the chain entry of
-    relevant pair ``q`` (the inverse of ``xi_chain.entry_index``)."""
+    relevant pair ``q``.  ``xi_chain`` keeps that map (``natural_entry``) instead of its
+    ``entry_index`` (the inverse, which the loop never reads: one int32 per pair less;
+    ``xi_chain.natural_index`` recomputes it)."""
 
     game: Game
     pairs: RelevantPairs
@@ -147,9 +149,13 @@ def build_efce_model(game: Game, welfare_threshold: float | None = None,
     index = index_dtype(len(pairs))
     entry_of_pair = np.empty(len(pairs), dtype=index)
     entry_of_pair[xi_chain.entry_index] = np.arange(len(pairs), dtype=index)
+    xi_chain = xi_chain.without_entry_index(entry_of_pair)
     operator = build_payoff_operator(game, pairs, triggers, entry_of_pair, welfare_threshold)
     release_free_memory()
     return EFCEModel(game, pairs, xi_chain, triggers, operator, entry_of_pair, welfare_threshold)
+
+
+_NO_ENTRY_MAP = np.zeros(0, dtype=np.int32)
 
 
 def set_welfare_threshold(model: EFCEModel, welfare_threshold: float) -> None:
@@ -202,7 +208,10 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     model = model or build_efce_model(game, welfare_threshold, memory_budget=memory_budget)
     xi_engine = ChainEngine(model.xi_chain, minimizer=make_minimizer(model.xi_chain))
     y_engine = ChainEngine(model.triggers.chain, minimizer=make_minimizer(model.triggers.chain))
-    evaluator = EFCEGapEvaluator(game, model.pairs, tables=model.tables, entry_index=model.xi_chain.entry_index)
+    # Only evaluate() runs here (values in entry order, the tables' order); the entry → pair map
+    # that the evaluator's __call__ would read is not kept (model docstring), so it gets an empty
+    # one, which fails loudly if ever used.
+    evaluator = EFCEGapEvaluator(game, model.pairs, tables=model.tables, entry_index=_NO_ENTRY_MAP)
     feasibility = FeasibilityCheck(game, model.pairs)
     setup = time.perf_counter() - started
 
