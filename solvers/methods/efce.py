@@ -157,6 +157,21 @@ def build_efce_model(game: Game, welfare_threshold: float | None = None,
 
 _NO_ENTRY_MAP = np.zeros(0, dtype=np.int32)
 
+#: Entries gathered per chunk by :func:`_gather`.
+GATHER_CHUNK = 1 << 20
+
+
+def _gather(values: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``values[index]`` into a new float64 array, by chunks: one ``np.take`` of the whole
+    int32 index would hold an int64 copy of it and (``mode="raise"`` buffers ``out``) a second
+    output array — 16 bytes per relevant pair above the result, the run's peak on the
+    Battleship instances."""
+    out = np.empty(len(index))
+    for lo in range(0, len(index), GATHER_CHUNK):
+        hi = min(lo + GATHER_CHUNK, len(index))
+        np.take(values, index[lo:hi], out=out[lo:hi], mode="clip")  # indices are valid
+    return out
+
 
 def set_welfare_threshold(model: EFCEModel, welfare_threshold: float) -> None:
     """Move the welfare threshold τ of a model built with one, in place.
@@ -262,7 +277,7 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     # The average plan, in place of the running sum, then in relevant-pair order.
     np.divide(sum_x, weight, out=sum_x)
     report = evaluator.evaluate(sum_x)
-    xbar = np.take(sum_x, entry_of_pair, out=np.empty(len(model.pairs)))
+    xbar = _gather(sum_x, entry_of_pair)
     del sum_x
     info = {"efce_gap": report.gap, "efcce_gap": None, "nfcce_gap": None,
             "welfare": report.welfare, "utilities": report.utilities,
