@@ -228,6 +228,7 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     # one, which fails loudly if ever used.
     evaluator = EFCEGapEvaluator(game, model.pairs, tables=model.tables, entry_index=_NO_ENTRY_MAP)
     feasibility = FeasibilityCheck(game, model.pairs)
+    release_free_memory()  # what building the engines' layouts left behind
     setup = time.perf_counter() - started
 
     chain = model.xi_chain
