@@ -78,18 +78,19 @@ class EFCEModel:
 
 #: Bytes a saddle-point run holds per unit of each size (benchmarks/bench_memory.py breaks a run
 #: down by component; docs/results/memory.md has the measurements this is fitted to):
-#: per relevant pair — its CSR column and chain entry (8), Ξ's chain arrays (~13: no per-step
-#: level, order or size array), the Ξ engine's float32 regrets and predictions (≤ 8), iterate and
-#: running sum (16), plus the process's share above the components;
+#: per relevant pair — its CSR column and chain entry (8: the Ξ chain keeps the pair → entry map
+#: only), Ξ's chain arrays (~9: no per-step level, order or size array), the Ξ engine's float32
+#: regrets and predictions (≤ 8), iterate and running sum (16), less the share fitted to the
+#: other sizes;
 #: per entry of the trigger chain Y — float32 regrets and predictions, iterate (16) plus its
 #: chain arrays and levels;
 #: per nonzero of A's deviation part — one int32 row; per (trigger infoset, terminal) — one
 #: int32; per game node — the game's own arrays; plus the interpreter, numpy/scipy/numba and the
 #: compiled kernels.
 #: Measured whole-process peaks of ``efce solve … --method rm --iterations 3`` (default PRM+,
-#: quadratic averaging): 495 MiB (small), 2,238 MiB (medium), 9,172 MiB (large); these constants
-#: give 548 / 2,264 / ~9,650 MiB (1-11% above).
-BYTES_PER_RELEVANT_PAIR = 50
+#: quadratic averaging): 457 MiB (small), 1,969 MiB (medium), 8,448 MiB (large); these constants
+#: give 511 / 2,012 / ~8,590 MiB (2-12% above).
+BYTES_PER_RELEVANT_PAIR = 40
 BYTES_PER_TRIGGER_ENTRY = 34
 BYTES_PER_NONZERO = 4
 BYTES_PER_TRIGGER_TERMINAL = 8
@@ -212,6 +213,11 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     ``alternating`` (default) lets the deviator answer the correlator's fresh point; False updates
     both from the previous points (simultaneous).  ``averaging`` weights iteration ``t`` of the
     average plan by ``t`` (``"linear"``, default), ``t²`` (``"quadratic"``) or 1 (``"uniform"``).
+
+    The built-in rules keep their per-entry state in float32 on chains whose simplex steps hold
+    2²⁰ entries or more (:func:`solvers.regret.local.state_dtype`; the Battleship instances),
+    float64 below; points are computed in float64 either way, so iterates and the average stay
+    feasible to float64 rounding.
 
     ``threads`` (keyword, default ``None``: numba's setting, all cores unless changed) is the
     number of threads of the chain passes and of the payoff operator
