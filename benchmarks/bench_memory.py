@@ -5,7 +5,7 @@ Each instance runs in a fresh process through the stages of the default solve pa
 quadratic averaging, alternating updates): the game, the model (relevant pairs, DECOMPOSE, trigger
 chain and payoff operator: :func:`~solvers.methods.efce.build_efce_model`), the engines and loop
 buffers, the gap evaluator and feasibility check, a few iterations and a checkpoint.  For every
-stage it reports the resident set size after the stage (``held``) and the process peak so far
+stage it reports the resident set size after the stage and a heap trim (``held``) and the process peak so far
 (``peak``), both in MiB and in bytes per relevant pair; ``components`` are the exact array sizes
 of what the loop holds.  Targets (whole-process peak): small ≤ 0.45 GiB, medium ≤ 1.6 GiB,
 large ≤ 60 B per pair (6.2 GiB).
@@ -75,6 +75,7 @@ def case(kwargs, iterations: int = 3):
         import numpy as np
 
         from efce import games
+        from efce.games.resources.memory import release_free_memory
         from efce.polytopes.feasibility import FeasibilityCheck
         from efce.solvers.evaluation.gaps import EFCEGapEvaluator
         from efce.solvers.methods.efce import AVERAGING, build_efce_model
@@ -86,6 +87,7 @@ def case(kwargs, iterations: int = 3):
 
         def stage(name):
             gc.collect()
+            release_free_memory()  # as solve_efce does between its stages
             stages.append({"stage": name, "held_mib": round(_rss_mib(), 1), "peak_mib": round(_peak_mib(), 1)})
 
         stage("imports")
