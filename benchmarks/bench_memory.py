@@ -105,7 +105,7 @@ def case(kwargs, iterations: int = 3):
         x, y, sum_x = play.points[0], play.points[1], play.sums[0]
         stage("engines + loop buffers")
         evaluator = EFCEGapEvaluator(game, model.pairs, tables=model.tables,
-                                     entry_index=np.zeros(0, dtype=np.int32))  # as solve_efce
+                                     entry_of_pair=model.entry_of_pair)  # as solve_efce
         feasibility = FeasibilityCheck(game, model.pairs)
         stage("gap evaluator + feasibility check")
         for t in range(1, iterations + 1):

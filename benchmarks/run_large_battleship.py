@@ -2,8 +2,10 @@
 4 shots each: 111,187,224 relevant pairs) for a fixed wall-clock budget — the run behind Figure 3
 (right) of Farina, Ling, Fang, Sandholm 2019, whose authors report it under 2 GB with their C++.
 
-The run is :func:`solvers.methods.efce.solve_efce` (RM+ at every simplex, alternating updates, linear
-averaging); this script only times the setup stages and writes every checkpoint the moment the
+The run is :func:`solvers.methods.efce.solve_efce` with the configuration of ``efce solve --method
+rm`` (its defaults, or ``--local``/``--averaging``/``--updates`` as there: the paper's own is
+``--local rm+ --averaging linear --updates alternating``) on ``--threads`` threads (default: all
+cores); this script only times the setup stages and writes every checkpoint the moment the
 solver reports it, so a run of an hour leaves its curve behind even if it is stopped (SIGINT or
 SIGTERM end it gracefully after a last checkpoint).  Each checkpoint row holds the max deviation
 of the average plan, the max violation of Definition 3 by the current iterate and by the average
@@ -11,7 +13,7 @@ of the average plan, the max violation of Definition 3 by the current iterate an
 process's resident and peak memory.
 
     python benchmarks/run_large_battleship.py [--seconds 3600] [--out docs/results/large_battleship]
-        [--game SPEC]
+        [--game SPEC] [--target-gap G] [--local RULE] [--averaging A] [--updates U] [--threads T]
     python benchmarks/run_large_battleship.py --plot [--out DIR]   # convergence.png from trace.csv
 
 Run it under ``flock /tmp/efce-bench.lock`` on a shared machine.
@@ -43,6 +45,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3600.0, help="wall-clock budget of the iterations")
     parser.add_argument("--out", default="docs/results/large_battleship")
     parser.add_argument("--plot", action="store_true", help="only draw convergence.png from the trace")
+    parser.add_argument("--target-gap", type=float, default=None,
+                        help="stop at this max deviation (default: run the whole budget)")
+    for name in ("local", "averaging", "updates", "threads"):
+        parser.add_argument("--" + name, default=None, help="as in efce solve --method rm")
     args = parser.parse_args()
     if args.plot:
         plot(args.out)
@@ -53,14 +59,19 @@ def main() -> None:
     from efce.games.spec import make_game
     from efce.polytopes.decompose import correlation_plan
     from efce.solvers.driver import stop_on_signals
+    from efce.experiments.solve import validate_options
     from efce.solvers.methods.efce import build_efce_model, estimate_efce_bytes, solve_efce
+    from efce.solvers.regret.registry import make_rule
+
+    rm = validate_options("rm", {"local": args.local, "averaging": args.averaging, "updates": args.updates,
+                                 "threads": None if args.threads is None else int(args.threads)})
 
     os.makedirs(args.out, exist_ok=True)
     summary_path = os.path.join(args.out, "summary.json")
     trace_path = os.path.join(args.out, "trace.csv")
     summary = {"game": args.game, "budget_seconds": args.seconds, "command":
-               f"python benchmarks/run_large_battleship.py --seconds {args.seconds:g} --out {args.out}"
-               + (f" --game '{args.game}'" if args.game != LARGE else ""),
+               " ".join(sys.argv),
+               "configuration": {k: rm[k] for k in ("local", "averaging", "updates", "threads")},
                "setup": {}, "status": "building"}
 
     def save_summary():
@@ -111,8 +122,10 @@ def main() -> None:
         csv.writer(fh).writerow(FIELDS)
     summary.update({"status": "running", "trace": trace_path})
     with stop_on_signals():
-        result = solve_efce(game, model=model, iterations=10**12, time_limit=args.seconds, target_gap=None,
-                            progress=checkpoint)
+        result = solve_efce(game, model=model, iterations=10**12, time_limit=args.seconds,
+                            target_gap=args.target_gap, progress=checkpoint, rule=make_rule(rm["local"]),
+                            averaging=rm["averaging"], alternating=rm["updates"] == "alternating",
+                            threads=rm["threads"])
     summary["setup"]["engines, evaluator, feasibility check"] = {"seconds": round(result.setup_seconds, 2)}
     summary["status"] = result.status
     save_summary()
@@ -128,7 +141,12 @@ def plot(out: str) -> None:
     seconds = [float(r["seconds"]) for r in rows]
     gaps = [float(r["max_deviation"]) for r in rows]
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    ax.loglog(seconds, gaps, marker=".", label="regret minimization (RM+ on the DECOMPOSE chain)")
+    with open(os.path.join(out, "summary.json")) as fh:
+        config = json.load(fh).get("configuration", {"local": "rm+"})
+    label = f"regret minimization ({config['local']} on the DECOMPOSE chain"
+    if "averaging" in config:
+        label += f", {config['averaging']} averaging, {config['updates']} updates"
+    ax.loglog(seconds, gaps, marker=".", label=label + ")")
     ax.set_xlabel("seconds (iterations and checkpoints)")
     ax.set_ylabel("max deviation")
     ax.set_title("Battleship 3×2, ship of length 2, 4 shots (111M pairs)", fontsize=9)

@@ -10,7 +10,8 @@ import sys
 from efce.solvers.driver import stop_on_signals, stop_requested
 
 from .cli import CommandError, ResultWithError, command
-from .compare import DEFAULT_METHODS, check_compare_arguments, compare, failed_methods, summary_table
+from .compare import (DEFAULT_METHODS, check_compare_arguments, compare, failed_methods, split_method_list,
+                      summary_table)
 from .solve import METHODS
 
 #: The README's main job: a tiny game where the LP wins and a larger one where regret
@@ -23,11 +24,19 @@ PRESETS = {
               "battleship:rows=3,cols=2,ship_sizes=[2],shots=4"],
 }
 
+#: Figure 3 of Farina, Ling, Fang, Sandholm 2019: today's default, the paper's own configuration
+#: of the regret minimizer, the LPs (HiGHS for the paper's Gurobi, and PDLP) and the subgradient
+#: method.
+PAPER_METHODS = ("rm", "rm[local=rm+,averaging=linear,updates=alternating]", "lp-highs", "lp-pdlp",
+                 "subgradient")
+
 
 def _configure(p):
     p.add_argument("game", nargs="?", default=None, help="a .efg path or spec (default: the preset's games)")
-    p.add_argument("--methods", default=",".join(DEFAULT_METHODS),
-                   help=f"comma-separated, from: {', '.join(METHODS)}")
+    p.add_argument("--methods", default=None,
+                   help=f"comma-separated, from: {', '.join(METHODS)}; a configuration of one as "
+                        f"METHOD[option=value,...], e.g. rm[local=rm+,averaging=linear] (default: "
+                        f"{','.join(DEFAULT_METHODS)}; with --preset paper also the paper's rm)")
     p.add_argument("--time-limit", type=float, default=None,
                    help="seconds per method (default 30; 600 with --preset paper)")
     p.add_argument("--memory-limit", type=float, default=None, help="GiB per method (default: none)")
@@ -45,13 +54,14 @@ def _slug(spec: str) -> str:
 @command("compare", _configure)
 def run_compare(args):
     """Compare LP, regret minimization and subgradient runtimes on one or more games."""
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     if args.game is not None and args.preset is not None:
         # A preset is a list of games (and, for paper, their time limit): with a game it would
         # be half ignored, half applied.
         raise CommandError(f"--preset {args.preset} chooses the games itself; give either a GAME "
                            f"or --preset, not both")
     preset = args.preset or "default"
+    methods = (split_method_list(args.methods) if args.methods is not None
+               else list(PAPER_METHODS if preset == "paper" else DEFAULT_METHODS))
     games = [args.game] if args.game is not None else PRESETS[preset]
     time_limit = args.time_limit if args.time_limit is not None else (
         600.0 if preset == "paper" else 30.0)

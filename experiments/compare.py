@@ -17,7 +17,9 @@ import csv
 import json
 import math
 import os
+import re
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from efce.games.resources.atomic import atomic_open, atomic_savefig
 from efce.errors import GameError, OptionError
@@ -26,11 +28,69 @@ from efce.solvers.driver import graceful, stop_requested
 
 from .harness import MAX_MEMORY_LIMIT_GIB, efce_command, run_child
 from .paths import check_output_folder
-from .solve import (check_folder_argument, check_game_argument, check_text_list, describe_value,
+from .solve import (OPTIONS, check_folder_argument, check_game_argument, check_text_list, describe_value,
                     is_real, validate_options)
 
 THRESHOLDS = (1e-1, 1e-2, 1e-3)
 DEFAULT_METHODS = ("rm", "lp-highs", "lp-pdlp", "subgradient")
+
+#: A compared run is a method or a configuration of one: ``rm[local=rm+,averaging=linear]``.
+_ENTRY = re.compile(r"^([A-Za-z0-9+_-]+)(?:\[(.*)\])?$", re.S)
+
+
+def split_method_list(text: str) -> list[str]:
+    """``"rm,rm[local=rm+,averaging=linear],lp-highs"`` → its entries (the commas inside
+    brackets belong to their entry); blanks dropped."""
+    entries, depth, current = [], 0, []
+    for char in text:
+        depth += (char == "[") - (char == "]")
+        if char == "," and depth == 0:
+            entries.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+    entries.append("".join(current).strip())
+    return [e for e in entries if e]
+
+
+def method_variant(entry: str) -> tuple[str, dict[str, Any]]:
+    """The method and options of a compared run: ``rm[local=rm+,averaging=linear]`` →
+    ``("rm", {"local": "rm+", "averaging": "linear"})``; a bare method has no options.  Values
+    are read by the option's type (``--iterations`` an integer, ``--step-size`` a number).
+
+    Raises
+    ------
+    OptionError
+        Not ``METHOD`` or ``METHOD[option=value,...]``, an unknown option, an option given
+        twice, or a value its option cannot take.
+    """
+    match = _ENTRY.match(entry)
+    if match is None:
+        raise OptionError(f"'{entry}' is not a method or METHOD[option=value,...] "
+                          f"(e.g. rm[local=rm+,averaging=linear])")
+    method, inside = match.group(1), match.group(2)
+    options: dict[str, Any] = {}
+    for item in ([] if inside is None else inside.split(",")):
+        name, sep, value = (part.strip() for part in item.partition("="))
+        key = name.lstrip("-").replace("-", "_")
+        if not sep or not name or not value:
+            raise OptionError(f"'{item.strip()}' in '{entry}' is not option=value")
+        if key not in OPTIONS:
+            raise OptionError(f"unknown option '{name}' in '{entry}'; valid: {', '.join(OPTIONS)}")
+        if key in options:
+            raise OptionError(f"'{entry}' gives {name} twice")
+        options[key] = _typed(OPTIONS[key].kind, value, name, entry)
+    return method, options
+
+
+def _typed(kind: type, value: str, name: str, entry: str):
+    if kind is str:
+        return value
+    try:
+        return kind(value)
+    except ValueError:
+        raise OptionError(f"{name} in '{entry}' must be {'an integer' if kind is int else 'a number'}, "
+                          f"got '{value}'") from None
 
 
 @dataclass
@@ -58,23 +118,25 @@ def option_arguments(options: dict) -> list[str]:
 
 def run_method(game_spec: str, method: str, out_dir: str, *, time_limit: float,
                memory_limit_gib: float | None, options: dict | None = None) -> tuple[MethodRun, list[dict]]:
-    """Run one method in a child process (:mod:`experiments.harness`); never raises for the
-    method's own failures."""
-    trace_path = os.path.join(out_dir, f"trace_{method}.csv")
+    """Run one method (or configuration, ``rm[local=rm+]``: :func:`method_variant`) in a child
+    process (:mod:`experiments.harness`); never raises for the method's own failures."""
+    label = method
+    method, variant = method_variant(label)
+    trace_path = os.path.join(out_dir, f"trace_{re.sub(r'[^A-Za-z0-9+-]+', '_', label)}.csv")
     command = efce_command("solve", game_spec, "--method", method, "--json",
                            "--time-limit", str(time_limit), "--trace", trace_path,
-                           *option_arguments(options or {}))
+                           *option_arguments({**variant, **(options or {})}))
     limit = None if memory_limit_gib is None else int(memory_limit_gib * 2**30)
     child = run_child(command, timeout=child_timeout(time_limit), memory_limit_bytes=limit,
                       stop_requested=stop_requested)
-    run = MethodRun(method, "error", child.wall_seconds, child.peak_memory_mib)
+    run = MethodRun(label, "error", child.wall_seconds, child.peak_memory_mib)
     payload = child.payload
     run.status, run.error = child_status(child)
     if run.error is None:
         run.result = payload
         run.final_gap = payload.get("efce_gap")
         run.feasible_iterates = payload.get("feasible_iterates")
-    rows = _read_trace(trace_path, method)
+    rows = _read_trace(trace_path, label)
     if rows:
         run.max_infeasibility = max(r["infeasibility"] for r in rows)
         if run.final_gap is None:
@@ -174,8 +236,11 @@ def check_compare_arguments(game_spec: str, methods, *, time_limit: float,
         if name == "--memory-limit" and value > MAX_MEMORY_LIMIT_GIB:
             raise GameError(f"--memory-limit must be at most {MAX_MEMORY_LIMIT_GIB:.0f} GiB "
                             f"(2^63 bytes), got {value:g}")
-    for method in methods:
-        validate_options(method, (options or {}).get(method, {}))
+    if len(set(methods)) < len(methods):
+        raise GameError("methods lists a run twice")
+    for entry in methods:
+        method, variant = method_variant(entry)
+        validate_options(method, {**variant, **(options or {}).get(entry, {})})
     unknown = sorted(set(options or {}) - set(methods))
     if unknown:
         raise GameError(f"options given for method(s) not compared: {', '.join(unknown)}")
@@ -193,7 +258,8 @@ def compare(game_spec: str, methods=DEFAULT_METHODS, *, time_limit: float = 60.0
     game_spec : str
         A spec string or ``.efg`` path (the children build the game themselves).
     methods : sequence of str
-        Keys of :data:`experiments.solve.METHODS`.
+        Keys of :data:`experiments.solve.METHODS`, or configurations of them
+        (``rm[local=rm+,averaging=linear]``, :func:`method_variant`), each drawn as its own curve.
     time_limit : float
         Seconds per method for its iterations (or solver call).
     memory_limit_gib : float, optional

@@ -133,7 +133,8 @@ def _run_rm(game, *, progress, **o):
         # the bisection itself ends at the interval width, the time limit, or when no step decides.
         with thread_count(o["threads"]):
             return solve_optimal_welfare(game, tolerance=WELFARE_INTERVAL_WIDTH, time_limit=o["time_limit"],
-                                         step_iterations=o["iterations"], rule=o["local"])
+                                         step_iterations=o["iterations"], rule=o["local"],
+                                         averaging=o["averaging"], alternating=o["updates"] == "alternating")
     return solve_efce(game, iterations=o["iterations"], time_limit=o["time_limit"],
                       target_gap=o["target_gap"], welfare_threshold=o["welfare_threshold"],
                       rule=make_rule(o["local"]), progress=progress, threads=o["threads"],

@@ -15,6 +15,8 @@ Definition 3; von Stengel and Forges 2008):
 
 This reads only the pairs and the two sequence spaces — never the chain — so it remains an
 independent check of the chain's iterates, in ``O(#pairs · log)`` time and no extra memory.
+Player 1's infosets are split into ranges of about equal pair counts, one per numba thread; the
+result is a maximum, so it is the same on any number of threads.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ class FeasibilityCheck:
         self._nact2 = s2.infoset_num_actions.astype(np.int64)
         self._parent2 = s2.infoset_parent_seq.astype(np.int64)
         self._no_map = np.zeros(0, dtype=np.int32)
+        # Pairs in the rows of each infoset of player 1, cumulated: the work split among threads.
+        indptr = np.asarray(pairs.indptr, dtype=np.int64)
+        per_infoset = indptr[self._first1 + self._nact1] - indptr[self._first1]
+        self._cum_work = np.concatenate(([0], np.cumsum(per_infoset)))
 
     def __call__(self, values: np.ndarray, index_map: np.ndarray | None = None, scale: float = 1.0) -> float:
         values = np.ascontiguousarray(values, dtype=np.float64)
@@ -50,7 +56,8 @@ class FeasibilityCheck:
             raise ValueError(f"ξ has {len(values)} entries, expected {len(self.pairs)} relevant pairs")
         violation, bad = _max_violation(self.pairs.indptr, self.pairs.sigma2, self._first1, self._nact1,
                                         self._parent1, self._seq_infoset2, self._nact2, self._parent2,
-                                        values, index_map, float(scale))
+                                        values, index_map, float(scale), self._cum_work,
+                                        numba.get_num_threads())
         if bad >= 0:
             raise AssertionError(f"row {bad} of the relevant pairs misses a parent pair of Definition 3")
         return float(violation)
@@ -96,58 +103,91 @@ def _row_violation(sigma2, lo, hi, row_vals, seq_infoset2, nact2, parent2):
     return worst
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always")
+def _infoset_violation(inf, indptr, sigma2, first1, nact1, parent1, seq_infoset2, nact2, parent2, values,
+                       index_map, scale, row_vals, col_sum):
+    """The constraints of player 1's infoset ``inf`` (its rows' player-2 constraints and the
+    column sums against the parent row): ``(worst, bad row or -1)``."""
+    worst = 0.0
+    f = first1[inf]
+    width = indptr[f + 1] - indptr[f]
+    for o in range(width):
+        col_sum[o] = 0.0
+    for a in range(nact1[inf]):
+        lo, hi = indptr[f + a], indptr[f + a + 1]
+        _read_row(values, index_map, scale, lo, hi, row_vals)
+        d = _row_violation(sigma2, lo, hi, row_vals, seq_infoset2, nact2, parent2)
+        if d < 0:
+            return worst, f + a
+        worst = max(worst, d)
+        for o in range(width):
+            col_sum[o] += row_vals[o]
+    # Player 1: Σ_a ξ[(I, a), σ2] = ξ[σ(I), σ2] over the shared pattern, merged into σ(I)'s row.
+    lo = indptr[f]
+    par = parent1[inf]
+    q, q_end = indptr[par], indptr[par + 1]
+    for o in range(width):
+        col = sigma2[lo + o]
+        while q < q_end and sigma2[q] < col:
+            q += 1
+        if q >= q_end or sigma2[q] != col:
+            return worst, par
+        d = abs(col_sum[o] - _val(values, index_map, q, scale))
+        if d > worst:
+            worst = d
+    return worst, -1
+
+
+@numba.njit(parallel=True, cache=True)
 def _max_violation(indptr, sigma2, first1, nact1, parent1, seq_infoset2, nact2, parent2, values,
-                   index_map, scale):
+                   index_map, scale, cum_work, parts):
     """One pass over the rows, infoset by infoset of player 1 (the rows of an infoset's
     sequences are adjacent): every value is read once into a row buffer, which serves player
-    2's constraints of that row and the column sums of player 1's constraints."""
+    2's constraints of that row and the column sums of player 1's constraints.  The infosets
+    are split into ``parts`` ranges of equal pair counts (``cum_work``), one thread each; the
+    first bad row in infoset order is reported, as a serial pass would."""
     num_rows = len(indptr) - 1
     max_width = 0
     for r in range(num_rows):
         if indptr[r + 1] - indptr[r] > max_width:
             max_width = indptr[r + 1] - indptr[r]
-    row_vals = np.empty(max_width)
-    col_sum = np.empty(max_width)
     worst = abs(_val(values, index_map, 0, scale) - 1.0)
-    # ξ ≥ 0: in storage order (the map is a bijection).
-    lowest = 0.0
-    for q in range(len(values)):
-        if values[q] < lowest:
-            lowest = values[q]
-    if -scale * lowest > worst:
-        worst = -scale * lowest
     # Row ∅ (the root of player 1): player 2's constraints only.
+    row_vals = np.empty(max_width)
     _read_row(values, index_map, scale, indptr[0], indptr[1], row_vals)
     d = _row_violation(sigma2, indptr[0], indptr[1], row_vals, seq_infoset2, nact2, parent2)
     if d < 0:
         return worst, 0
     worst = max(worst, d)
-    for inf in range(len(first1)):
-        f = first1[inf]
-        width = indptr[f + 1] - indptr[f]
-        for o in range(width):
-            col_sum[o] = 0.0
-        for a in range(nact1[inf]):
-            lo, hi = indptr[f + a], indptr[f + a + 1]
-            _read_row(values, index_map, scale, lo, hi, row_vals)
-            d = _row_violation(sigma2, lo, hi, row_vals, seq_infoset2, nact2, parent2)
-            if d < 0:
-                return worst, f + a
-            worst = max(worst, d)
-            for o in range(width):
-                col_sum[o] += row_vals[o]
-        # Player 1: Σ_a ξ[(I, a), σ2] = ξ[σ(I), σ2] over the shared pattern, merged into σ(I)'s row.
-        lo = indptr[f]
-        par = parent1[inf]
-        q, q_end = indptr[par], indptr[par + 1]
-        for o in range(width):
-            col = sigma2[lo + o]
-            while q < q_end and sigma2[q] < col:
-                q += 1
-            if q >= q_end or sigma2[q] != col:
-                return worst, par
-            d = abs(col_sum[o] - _val(values, index_map, q, scale))
-            if d > worst:
-                worst = d
+    part_worst = np.zeros(parts)
+    part_bad = np.full(parts, -1, np.int64)
+    n_values = len(values)
+    n_inf = len(first1)
+    total = cum_work[-1]
+    for part in numba.prange(parts):
+        # ξ ≥ 0, in storage order (the map is a bijection).
+        lowest = 0.0
+        for q in range((n_values * part) // parts, (n_values * (part + 1)) // parts):
+            if values[q] < lowest:
+                lowest = values[q]
+        local = -scale * lowest if -scale * lowest > 0.0 else 0.0
+        lo = 0 if part == 0 else np.searchsorted(cum_work, (total * part) // parts, side="right") - 1
+        hi = n_inf if part == parts - 1 else np.searchsorted(cum_work, (total * (part + 1)) // parts,
+                                                             side="right") - 1
+        buf = np.empty(max_width)
+        sums = np.empty(max_width)
+        for inf in range(lo, hi):
+            d, bad = _infoset_violation(inf, indptr, sigma2, first1, nact1, parent1, seq_infoset2, nact2,
+                                        parent2, values, index_map, scale, buf, sums)
+            if d > local:
+                local = d
+            if bad >= 0:
+                part_bad[part] = bad
+                break
+        part_worst[part] = local
+    for part in range(parts):
+        if part_bad[part] >= 0:
+            return worst, part_bad[part]
+        if part_worst[part] > worst:
+            worst = part_worst[part]
     return worst, -1

@@ -12,7 +12,9 @@ For player ``i`` and trigger sequence ``σ̂ = (Î, â)`` (von Stengel & Forges 
 and the max deviation is ``max(0, max_{i, σ̂} D(σ̂) − F(σ̂))`` in raw payoff units.  ``D`` is a
 best response computed by backward induction over the subtree, for every trigger, in a compiled
 loop that reads ``ξ[σ̂, σ_{-i}(z)]`` through the trigger tables of :mod:`solvers.evaluation.payoff_operator`;
-one evaluation costs ``O(Σ_σ̂ (|subtree(Î)| + |Z(Î)|))``, about one product with ``Aᵀ``.
+one evaluation costs ``O(Σ_σ̂ (|subtree(Î)| + |Z(Î)|))``, about one product with ``Aᵀ``.  The
+trigger infosets are split into ranges of about equal work, one per numba thread; every gain is
+computed by one thread in the serial order, so the report is the same on any thread count.
 """
 
 from __future__ import annotations
@@ -48,22 +50,24 @@ class EFCEGapEvaluator:
 
     The structures are the :class:`solvers.evaluation.payoff_operator.TriggerTables` (terminals in
     preorder and the line table that locates ``ξ[σ̂, σ_{-i}(z)]``); the EFCE solver passes the
-    ones its payoff operator already holds (in Ξ's chain-entry order; ``entry_index`` then maps
-    entries to relevant pairs), so nothing per pair is built twice."""
+    ones its payoff operator already holds (in Ξ's chain-entry order; ``entry_of_pair`` then maps
+    each relevant pair to its entry, the map the solver keeps anyway), so nothing per pair is
+    built twice."""
 
     def __init__(self, game: Game, pairs: RelevantPairs | None = None, tables: TriggerTables | None = None,
-                 entry_index: np.ndarray | None = None):
+                 entry_of_pair: np.ndarray | None = None):
         require_two_players(game, "the correlation-plan EFCE gap")
         self.game = game
         self.pairs = relevant_pairs(game) if pairs is None else pairs
         self.tables = trigger_tables(game, self.pairs) if tables is None else tables
-        if self.tables.entry_order and entry_index is None:
-            raise ValueError("trigger tables in Ξ's entry order need the chain's entry_index")
-        self._entry_index = entry_index
+        if self.tables.entry_order and entry_of_pair is None:
+            raise ValueError("trigger tables in Ξ's entry order need the pair → entry map (entry_of_pair)")
+        self._entry_of_pair = entry_of_pair
         self.terminal_pair = self.tables.terminal_pair
         self.weighted = self.tables.weighted  # p_c(z) u_i(z)
         self._own = tuple(np.ascontiguousarray(self.tables.terminal_sequences[:, i], dtype=np.int64)
                           for i in (0, 1))
+        self._cum_work = tuple(_cumulative_work(t) for t in self.tables.players)
 
     def utilities(self, xi: np.ndarray) -> np.ndarray:
         """Expected utility of each player under ξ: ``Σ_z p_c(z) u_i(z) ξ[σ(z)]``."""
@@ -73,7 +77,11 @@ class EFCEGapEvaluator:
         xi = np.ascontiguousarray(xi, dtype=np.float64)
         if xi.shape != (len(self.pairs),):
             raise ValueError(f"ξ has shape {xi.shape}, expected ({len(self.pairs)},) relevant pairs")
-        return self.evaluate(xi if self._entry_index is None else xi[self._entry_index])
+        if self._entry_of_pair is None:
+            return self.evaluate(xi)
+        values = np.empty(len(xi))
+        values[self._entry_of_pair] = xi
+        return self.evaluate(values)
 
     def evaluate(self, values: np.ndarray, scale: float = 1.0) -> GapReport:
         """The report of ``ξ = scale · values``, with ``values`` in the tables' order (Ξ's chain
@@ -90,7 +98,7 @@ class EFCEGapEvaluator:
             follow = _subtree_sums(per_seq, t.first, t.num_actions, t.infoset_parent)
             g = _trigger_gains(t.first, t.num_actions, t.child_ptr, t.child_inf, t.pos, t.pre, t.end,
                                t.cum, t.term_ptr, t.term_weight, t.line_start, t.line_term, t.row_start,
-                               t.rows, follow, values)
+                               t.rows, follow, values, self._cum_work[i], numba.get_num_threads())
             if scale != 1.0:
                 g *= scale
             gains.append(g)
@@ -123,13 +131,37 @@ def _subtree_sums(per_seq, first, num_actions, infoset_parent):
     return out
 
 
-@numba.njit(cache=True)
+def _cumulative_work(t) -> np.ndarray:
+    """Running cost of the trigger infosets ``0..I-1`` in :func:`_trigger_gains`: per action, a
+    pass over the subtree's sequences and the infoset's line of terminals."""
+    subtree_sequences = t.cum[t.end] - t.cum[t.pos]
+    width = np.diff(t.line_start)
+    per_infoset = t.num_actions.astype(np.int64) * (subtree_sequences + width + 1)
+    return np.concatenate(([0], np.cumsum(per_infoset)))
+
+
+@numba.njit(parallel=True, cache=True)
 def _trigger_gains(first, num_actions, child_ptr, child_inf, pos, pre, end, cum, term_ptr, term_w,
-                   line_start, line_term, row_start, rows, follow, values):
+                   line_start, line_term, row_start, rows, follow, values, cum_work, parts):
     n_seq = len(follow)
+    n_inf = len(first)
     gains = np.full(n_seq, np.nan)
-    value = np.zeros(len(first))
-    for trig_inf in range(len(first)):
+    total = cum_work[-1]
+    for part in numba.prange(parts):
+        lo = 0 if part == 0 else np.searchsorted(cum_work, (total * part) // parts, side="right") - 1
+        hi = n_inf if part == parts - 1 else np.searchsorted(cum_work, (total * (part + 1)) // parts,
+                                                             side="right") - 1
+        value = np.zeros(n_inf)
+        _gains_of_infosets(lo, hi, first, num_actions, child_ptr, child_inf, pos, pre, end, cum, term_ptr,
+                           term_w, line_start, line_term, row_start, rows, follow, values, value, gains)
+    return gains
+
+
+@numba.njit(inline="always")
+def _gains_of_infosets(i_lo, i_hi, first, num_actions, child_ptr, child_inf, pos, pre, end, cum, term_ptr,
+                       term_w, line_start, line_term, row_start, rows, follow, values, value, gains):
+    """The gains of the triggers at infosets ``i_lo .. i_hi-1`` (``value``: infoset scratch)."""
+    for trig_inf in range(i_lo, i_hi):
         lo, hi = pos[trig_inf], end[trig_inf]
         shift = line_start[trig_inf] - term_ptr[cum[lo]]
         width = line_start[trig_inf + 1] - line_start[trig_inf]

@@ -156,8 +156,6 @@ def build_efce_model(game: Game, welfare_threshold: float | None = None,
     return EFCEModel(game, pairs, xi_chain, triggers, operator, entry_of_pair, welfare_threshold)
 
 
-_NO_ENTRY_MAP = np.zeros(0, dtype=np.int32)
-
 #: Entries gathered per chunk by :func:`_gather`.
 GATHER_CHUNK = 1 << 20
 
@@ -229,10 +227,7 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     model = model or build_efce_model(game, welfare_threshold, memory_budget=memory_budget)
     xi_engine = ChainEngine(model.xi_chain, minimizer=make_minimizer(model.xi_chain))
     y_engine = ChainEngine(model.triggers.chain, minimizer=make_minimizer(model.triggers.chain))
-    # Only evaluate() runs here (values in entry order, the tables' order); the entry → pair map
-    # that the evaluator's __call__ would read is not kept (model docstring), so it gets an empty
-    # one, which fails loudly if ever used.
-    evaluator = EFCEGapEvaluator(game, model.pairs, tables=model.tables, entry_index=_NO_ENTRY_MAP)
+    evaluator = EFCEGapEvaluator(game, model.pairs, tables=model.tables, entry_of_pair=model.entry_of_pair)
     feasibility = FeasibilityCheck(game, model.pairs)
     release_free_memory()  # what building the engines' layouts left behind
     setup = time.perf_counter() - started

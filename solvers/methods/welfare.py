@@ -51,6 +51,7 @@ def welfare_bounds(game: Game) -> tuple[float, float]:
 def solve_optimal_welfare(game: Game, *, tolerance: float = 1e-2, gap_tolerance: float | None = None,
                           time_limit: float | None = None, iterations: int | None = None,
                           step_iterations: int = 5_000, rule: LocalRule | str | None = "rm+",
+                          averaging: str = "linear", alternating: bool = True,
                           memory_budget: int | None = None, log=None) -> SolveResult:
     """An interval ``[lower, upper]`` around the optimal EFCE social welfare, by bisection on τ.
 
@@ -63,6 +64,7 @@ def solve_optimal_welfare(game: Game, *, tolerance: float = 1e-2, gap_tolerance:
     iterations : total regret-minimization iterations over all steps (None = none).
     step_iterations : iteration cap of one bisection step.
     rule : local regret minimizer (name or instance) for both players' chains.
+    averaging, alternating : the dynamics of every step (:func:`~solvers.methods.efce.solve_efce`).
 
     Returns
     -------
@@ -104,7 +106,8 @@ def solve_optimal_welfare(game: Game, *, tolerance: float = 1e-2, gap_tolerance:
         remaining = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         set_welfare_threshold(model, tau)
         r = solve_efce(game, iterations=max(budget, 1), time_limit=remaining, target_gap=eps,
-                       welfare_threshold=tau, rule=fresh_rule(), model=model)
+                       welfare_threshold=tau, rule=fresh_rule(), model=model, averaging=averaging,
+                       alternating=alternating)
         total_iterations += r.iterations
         if r.status == "infeasible":
             outcome = "infeasible"

@@ -31,6 +31,10 @@ from . import kernels
 #: parallel passes are bit-identical to the serial ones, so the switch never changes an iterate.
 PARALLEL_MIN_ENTRIES = 50_000
 
+#: Buckets of each level's destination range from which the up pass's scatter is cut into
+#: parts of equal additions (the cut is at most one bucket off the ideal).
+SCATTER_BUCKETS = 4096
+
 #: Entries plus sources per chunk of the parallel passes (fixed, independent of the thread
 #: count): big enough to amortize the loop overhead, small enough to balance a level's chunks.
 CHUNK_WORK = 4096
@@ -42,7 +46,8 @@ class ParallelChainPasses:
     :func:`~solvers.kernels.chain_observe_parallel`), bit-identical to its serial passes.
 
     Holds the chunking of the level order (one int64 pair per chunk, ~1/1000 of the entries),
-    each level's source range and a per-thread strategy scratch.  The passes run in parallel
+    a histogram of each level's source entries (:data:`SCATTER_BUCKETS` counts per level) and a
+    per-thread strategy scratch.  The passes run in parallel
     while ``numba.get_num_threads() > 1``; on one thread they call the serial kernels, which are
     faster there (one fused bottom-up sweep)."""
 
@@ -54,9 +59,10 @@ class ParallelChainPasses:
         level_ptr = level_bounds(chain)
         chunk_ptr, chunk_state, level_chunk = kernels.chain_chunks(kind, tptr, sptr, order, level_ptr,
                                                                   CHUNK_WORK)
-        src_lo, src_hi = kernels.level_source_ranges(sptr, source, order, level_ptr)
         self._static = (kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk)
-        self._ranges = (src_lo, src_hi) + kernels.chunk_source_ranges(sptr, source, order, chunk_ptr)
+        self._histograms = kernels.level_source_histograms(sptr, source, order, level_ptr, SCATTER_BUCKETS)
+        self._bounds: dict[int, np.ndarray] = {}  # per thread count, made on first use
+        self._chunk_ranges = kernels.chunk_source_ranges(sptr, source, order, chunk_ptr)
         widest = widest_step(chain)
         self._scratch = np.empty((numba.config.NUMBA_NUM_THREADS, widest))
 
@@ -76,8 +82,11 @@ class ParallelChainPasses:
             return self.minimizer.observe(state, work, donate=True)
         k = self.kernel
         a, b, t = k.arrays(state)
-        kernels.chain_observe_parallel(*self._static, *self._ranges, k.family, k.plus, k.alpha, k.beta,
-                                       k.eta, a, b, t, work, self._scratch, parts)
+        bounds = self._bounds.get(parts)
+        if bounds is None:
+            bounds = self._bounds[parts] = kernels.scatter_bounds(*self._histograms, parts)
+        kernels.chain_observe_parallel(*self._static, bounds, *self._chunk_ranges, k.family, k.plus,
+                                       k.alpha, k.beta, k.eta, a, b, t, work, self._scratch, parts)
         return state
 
 

@@ -303,12 +303,14 @@ def chain_chunks(kind, tptr, sptr, order, level_ptr, target_work):
 
 
 @numba.njit(cache=True)
-def level_source_ranges(sptr, source, order, level_ptr):
-    """``(lo, hi)`` per level: the smallest source entry of its steps and one past the largest
-    (the destination range the up pass's scatter splits among threads)."""
+def level_source_histograms(sptr, source, order, level_ptr, buckets):
+    """Where each level's additions land: ``(lo, hi, cum)`` with ``[lo[L], hi[L])`` the range of
+    its steps' source entries (the destinations of the up pass's scatter) cut into ``buckets``
+    equal buckets, and ``cum[L, b]`` the number of source references in buckets ``< b``."""
     n_levels = len(level_ptr) - 1
     lo = np.zeros(n_levels, np.int64)
     hi = np.zeros(n_levels, np.int64)
+    cum = np.zeros((n_levels, buckets + 1), np.int64)
     for L in range(n_levels):
         a, b = np.int64(1) << 62, np.int64(0)
         for idx in range(level_ptr[L], level_ptr[L + 1]):
@@ -317,8 +319,37 @@ def level_source_ranges(sptr, source, order, level_ptr):
                 s = np.int64(source[j])
                 a = min(a, s)
                 b = max(b, s + 1)
-        lo[L], hi[L] = (a, b) if b > 0 else (0, 0)
-    return lo, hi
+        if b == 0:
+            continue
+        lo[L], hi[L] = a, b
+        width = b - a
+        for idx in range(level_ptr[L], level_ptr[L + 1]):
+            k = _step(order, idx)
+            for j in range(sptr[k], sptr[k + 1]):
+                cum[L, 1 + ((np.int64(source[j]) - a) * buckets) // width] += 1
+        for q in range(buckets):
+            cum[L, q + 1] += cum[L, q]
+    return lo, hi, cum
+
+
+@numba.njit(cache=True)
+def scatter_bounds(lo, hi, cum, parts):
+    """Destination bounds of the up pass's scatter: ``bounds[L, p] .. bounds[L, p+1]`` is part
+    ``p``'s range of level ``L``, cut at bucket edges so that each part receives about the same
+    number of additions (an even cut of the entry range can leave one part with most of them)."""
+    n_levels, buckets = cum.shape[0], cum.shape[1] - 1
+    bounds = np.empty((n_levels, parts + 1), np.int64)
+    for L in range(n_levels):
+        width = hi[L] - lo[L]
+        total = cum[L, buckets]
+        bounds[L, 0] = lo[L]
+        q = 0
+        for p in range(1, parts):
+            while q < buckets and cum[L, q] * parts < total * p:
+                q += 1
+            bounds[L, p] = lo[L] + (q * width) // buckets
+        bounds[L, parts] = hi[L]
+    return bounds
 
 
 @numba.njit(cache=True)
@@ -376,10 +407,11 @@ def chain_recommend_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_s
 
 @numba.njit(parallel=True, cache=True)
 def chain_observe_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk,
-                           src_lo, src_hi, chunk_src_lo, chunk_src_hi, family, plus, alpha, beta, eta,
+                           bounds, chunk_src_lo, chunk_src_hi, family, plus, alpha, beta, eta,
                            a, b, t, loss, scratch, parts):
     """:func:`chain_observe` level by level on numba's threads in ``parts`` parts (the thread
-    count), bit-identical to it for any (see the comment above).  ``scratch`` is
+    count), bit-identical to it for any (see the comment above).  ``bounds`` is
+    :func:`scatter_bounds` for ``parts``; ``scratch`` is
     ``(≥ parts, widest step)``.  (``parts`` is an argument: ``numba.get_num_threads()`` inside a
     kernel would keep it out of numba's on-disk cache.)"""
     t[0] += 1.0
@@ -415,7 +447,7 @@ def chain_observe_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_sta
         # (2) scatter in the serial order, each destination entry owned by one part; a part
         # skips the chunks whose sources all lie outside its range
         for p in numba.prange(parts):
-            d_lo, d_hi = _part(src_lo[L], src_hi[L], p, parts)
+            d_lo, d_hi = bounds[L, p], bounds[L, p + 1]
             for c in range(level_chunk[L + 1] - 1, level_chunk[L] - 1, -1):
                 if chunk_src_hi[c] <= d_lo or chunk_src_lo[c] >= d_hi:
                     continue

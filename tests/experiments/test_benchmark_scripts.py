@@ -21,6 +21,8 @@ def test_large_battleship_script_writes_every_checkpoint_and_its_feasibility(tmp
         rows = list(csv.DictReader(fh))
     assert summary["status"] == "time_limit" and summary["iterations"] == int(rows[-1]["iteration"])
     assert summary["feasible_iterates"] and summary["relevant_pairs"] > 0
+    from efce.experiments.solve import METHODS
+    assert summary["configuration"]["local"] == METHODS["rm"].defaults["local"]  # efce solve's rm
     assert set(summary["setup"]) >= {"game", "relevant pairs", "DECOMPOSE", "trigger chain + payoff operator"}
     # Checkpoints follow the solver's geometric schedule, and the average plan improves.
     iterations = [int(r["iteration"]) for r in rows]

@@ -79,6 +79,14 @@ def test_out_of_memory_is_recorded_and_others_go_on(tmp_path, capsys):
     ([GAME, "--memory-limit", "-1"], "--memory-limit must be a positive number"),
     ([GAME, "--methods", "rm", "--step-size", "1e-3"], "subgradient is not among the methods"),
     ([GAME, "--methods", "subgradient", "--step-size", "-1"], "--step-size must be a positive number"),
+    ([GAME, "--methods", "rm[local=rm9]"], "--local must be one of"),
+    ([GAME, "--methods", "rm[warp=9]"], "unknown option 'warp'"),
+    ([GAME, "--methods", "rm[local]"], "is not option=value"),
+    ([GAME, "--methods", "rm[iterations=many]"], "iterations in 'rm[iterations=many]' must be an integer"),
+    ([GAME, "--methods", "lp-highs[local=rm+]"], "lp-highs does not use --local"),
+    ([GAME, "--methods", "rm[local=rm+,local=prm+]"], "gives local twice"),
+    ([GAME, "--methods", "rm,rm"], "lists a run twice"),
+    ([GAME, "--methods", "rm[local=rm+"], "is not a method or METHOD[option=value,...]"),
 ])
 def test_bad_compare_arguments_are_refused_before_anything_runs(capsys, tmp_path, argv, message):
     out = tmp_path / "out"
@@ -93,3 +101,29 @@ def test_unwritable_output_folder_is_refused_before_anything_runs(capsys, tmp_pa
     blocker.write_text("")
     code = main(["compare", GAME, "--out", str(blocker / "out"), "--json"])
     assert code != 0 and "cannot write to the output folder" in json.loads(capsys.readouterr().out)["error"]
+
+
+def test_configurations_of_one_method_are_separate_runs(tmp_path, capsys):
+    # The paper's configuration of rm beside today's default: two curves, two different runs.
+    paper = "rm[local=rm+,averaging=linear,updates=alternating]"
+    code = main(["compare", GAME, "--methods", f"rm,{paper}", "--time-limit", "10",
+                 "--out", str(tmp_path), "--json"])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert list(summary["methods"]) == ["rm", paper]
+    with open(tmp_path / "traces.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    curves = {m: [(r["iteration"], r["gap"]) for r in rows if r["method"] == m] for m in ("rm", paper)}
+    assert curves["rm"] and curves[paper] and curves["rm"] != curves[paper]
+    for run in summary["methods"].values():
+        assert run["status"] == "converged" and run["final_gap"] <= 1e-3
+
+
+def test_the_paper_preset_runs_are_valid_configurations():
+    from efce.experiments.cmd_compare import PAPER_METHODS
+    from efce.experiments.compare import method_variant
+    from efce.experiments.solve import validate_options
+    configured = {entry: validate_options(*method_variant(entry)) for entry in PAPER_METHODS}
+    paper = configured["rm[local=rm+,averaging=linear,updates=alternating]"]
+    assert (paper["local"], paper["averaging"], paper["updates"]) == ("rm+", "linear", "alternating")
+    assert configured["rm"]["local"] != "rm+"  # today's default differs from the paper's

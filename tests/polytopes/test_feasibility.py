@@ -1,5 +1,6 @@
 """The matrix-free Definition-3 check agrees with the explicit constraint matrix."""
 
+import numba
 import numpy as np
 import pytest
 
@@ -7,6 +8,7 @@ from efce import games
 from efce.games.relevant import relevant_pairs
 from efce.polytopes import correlation_plan, vsf_constraints
 from efce.polytopes.feasibility import FeasibilityCheck
+from efce.solvers.regret.engine import thread_count
 
 
 @pytest.mark.parametrize("make", [games.farina_fig1, games.farina_fig2,
@@ -32,5 +34,9 @@ def test_matrix_free_check_equals_the_explicit_system(make):
         expected = explicit.max_violation(bad)
         assert expected > 1e-3
         assert check(bad) == pytest.approx(expected, abs=1e-15)
+        # The infosets are split among threads: any count sees the same violation.
+        for threads in range(1, numba.config.NUMBA_NUM_THREADS + 1):
+            with thread_count(threads):
+                assert check(bad) == pytest.approx(expected, abs=1e-15)
         x_bad = bad[chain.entry_index]
         assert check(2.0 * x_bad, entry_of_pair, 0.5) == pytest.approx(expected, abs=1e-15)

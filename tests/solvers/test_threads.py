@@ -14,6 +14,7 @@ from efce.experiments.cli import main
 from efce.games.spec import make_game
 from efce.solvers.regret import engine
 from efce.solvers.evaluation import payoff_operator
+from efce.solvers.evaluation.gaps import EFCEGapEvaluator
 from efce.solvers.methods.efce import build_efce_model, solve_efce
 from efce.solvers.regret.engine import ChainEngine, available_threads, thread_count
 from efce.solvers.regret.local import make_rule
@@ -71,6 +72,23 @@ def test_operator_products_are_bit_identical(spec, parallel_everywhere):
         with thread_count(threads):
             out[threads] = (op.matvec(y, np.empty(op.shape[0])), op.rmatvec(x, np.empty(op.shape[1]), -1.0))
     assert np.array_equal(out[1][0], out[TWO][0]) and np.array_equal(out[1][1], out[TWO][1])
+
+
+@pytest.mark.parametrize("spec", GAMES)
+def test_gap_evaluation_is_the_same_on_every_thread_count(spec):
+    game = make_game(spec)
+    model = build_efce_model(game)
+    evaluator = EFCEGapEvaluator(game, model.pairs, tables=model.tables, entry_of_pair=model.entry_of_pair)
+    x = model.xi_chain.random_point(np.random.default_rng(3))
+    reports = {}
+    for threads in range(1, available_threads() + 1):
+        with thread_count(threads):
+            reports[threads] = evaluator.evaluate(x)
+    serial = reports[1]
+    assert np.isfinite(serial.gap) and serial.gap > 0
+    for report in reports.values():
+        assert report.gap == serial.gap and report.worst == serial.worst
+        assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(report.gains, serial.gains))
 
 
 def test_solve_efce_same_result_on_every_thread_count(parallel_everywhere):
