@@ -86,6 +86,9 @@ def test_gap_evaluation_is_the_same_on_every_thread_count(spec):
             reports[threads] = evaluator.evaluate(x)
     serial = reports[1]
     assert np.isfinite(serial.gap) and serial.gap > 0
+    # Called on ξ in relevant-pair order, through the pair → entry map: the plain evaluator's gap.
+    natural = x[model.entry_of_pair]
+    assert evaluator(natural).gap == pytest.approx(EFCEGapEvaluator(game, model.pairs)(natural).gap, abs=1e-12)
     for report in reports.values():
         assert report.gap == serial.gap and report.worst == serial.worst
         assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(report.gains, serial.gains))
