@@ -240,7 +240,8 @@ def check_compare_arguments(game_spec: str, methods, *, time_limit: float,
         raise GameError("methods lists a run twice")
     for entry in methods:
         method, variant = method_variant(entry)
-        validate_options(method, {**variant, **(options or {}).get(entry, {})})
+        given = (options or {}).get(entry, {})
+        validate_options(method, {**variant, **given} if isinstance(given, dict) and variant else given)
     unknown = sorted(set(options or {}) - set(methods))
     if unknown:
         raise GameError(f"options given for method(s) not compared: {', '.join(unknown)}")
