@@ -65,8 +65,6 @@ class EFCEGapEvaluator:
         self._entry_of_pair = entry_of_pair
         self.terminal_pair = self.tables.terminal_pair
         self.weighted = self.tables.weighted  # p_c(z) u_i(z)
-        self._own = tuple(np.ascontiguousarray(self.tables.terminal_sequences[:, i], dtype=np.int64)
-                          for i in (0, 1))
         self._cum_work = tuple(_cumulative_work(t) for t in self.tables.players)
 
     def utilities(self, xi: np.ndarray) -> np.ndarray:
@@ -88,13 +86,14 @@ class EFCEGapEvaluator:
         entries when built with its entry map, else relevant pairs): the solver passes its running
         sum of iterates and ``1 / Σ weights``, so the average plan is never materialized.  Gains
         are linear in ξ, so they are computed on ``values`` and scaled."""
-        at_terminal = values[self.tables.terminal_row]
+        players = self.tables.players
+        per_seq0, per_seq1, utilities = _terminal_sums(values, self.tables.terminal_row,
+                                                       self.tables.terminal_sequences, self.weighted,
+                                                       players[0].num_sequences, players[1].num_sequences)
         gains = []
-        for i in (0, 1):
-            t = self.tables.players[i]
-            w = self.weighted[:, i]
+        for i, per_seq in enumerate((per_seq0, per_seq1)):
+            t = players[i]
             # Following values: per own sequence, then accumulated over subtrees.
-            per_seq = np.bincount(self._own[i], weights=w * at_terminal, minlength=t.num_sequences)
             follow = _subtree_sums(per_seq, t.first, t.num_actions, t.infoset_parent)
             g = _trigger_gains(t.first, t.num_actions, t.child_ptr, t.child_inf, t.pos, t.pre, t.end,
                                t.cum, t.term_ptr, t.term_weight, t.line_start, t.line_term, t.row_start,
@@ -106,7 +105,7 @@ class EFCEGapEvaluator:
         player = int(np.argmax(best))
         gap = max(0.0, best[player])
         worst_seq = int(np.nanargmax(gains[player])) if np.isfinite(best[player]) else -1
-        return GapReport(gap, gains, scale * (self.weighted.T @ at_terminal), (player, worst_seq))
+        return GapReport(gap, gains, scale * utilities, (player, worst_seq))
 
 
 def efce_gap(game: Game, xi: np.ndarray, pairs: RelevantPairs | None = None) -> float:
@@ -117,6 +116,24 @@ def efce_gap(game: Game, xi: np.ndarray, pairs: RelevantPairs | None = None) -> 
 def plan_utilities(game: Game, xi: np.ndarray, pairs: RelevantPairs | None = None) -> np.ndarray:
     """Expected utilities of both players under the correlation plan ``xi``."""
     return EFCEGapEvaluator(game, pairs).utilities(xi)
+
+
+@numba.njit(cache=True)
+def _terminal_sums(values, terminal_row, own, weighted, n_seq0, n_seq1):
+    """One pass over the terminals: ``per_seq_i[σ] = Σ_{z: σ_i(z) = σ} p_c(z) u_i(z) ξ[σ(z)]`` for
+    both players, and their utilities ``Σ_z p_c(z) u_i(z) ξ[σ(z)]`` (no temporary per terminal)."""
+    per_seq0 = np.zeros(n_seq0)
+    per_seq1 = np.zeros(n_seq1)
+    utilities = np.zeros(2)
+    for z in range(len(terminal_row)):
+        v = values[terminal_row[z]]
+        a = weighted[z, 0] * v
+        b = weighted[z, 1] * v
+        per_seq0[own[z, 0]] += a
+        per_seq1[own[z, 1]] += b
+        utilities[0] += a
+        utilities[1] += b
+    return per_seq0, per_seq1, utilities
 
 
 @numba.njit(cache=True)

@@ -255,7 +255,7 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
         weight = play.weight
         with driver.paused():
             report = evaluator.evaluate(sum_x, 1.0 / weight)
-            violations = (feasibility(x, entry_of_pair), feasibility(sum_x, entry_of_pair, 1.0 / weight))
+            violations = feasibility.violations((x, sum_x), entry_of_pair, (1.0, 1.0 / weight))
             violation = max(violations)
             max_violation = max(max_violation, violation)
             shortfall = 0.0 if welfare_threshold is None else max(0.0, welfare_threshold - report.welfare)

@@ -12,14 +12,14 @@ induces (minimizers observe losses, :mod:`solvers.protocol`):
   by ``t²`` (Brown & Sandholm 2019's DCFR uses ``t^γ``, γ = 2) — in general ``t^power``.
 
 The loop allocates nothing per iteration: each player's buffer receives its loss, is handed to
-its engine as work space (``observe(..., overwrite=True)``) and then receives the new point.
+its engine as work space (``observe(..., overwrite=True)``) and then receives the new point,
+which the engine adds into the player's running sum as it writes it.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-import numba
 import numpy as np
 
 from efce.solvers.regret.engine import ChainEngine
@@ -77,28 +77,24 @@ class SelfPlay:
         """Iteration ``t`` (1-based): both players observe and move; the averages take the new
         points with weight ``t`` (linear) or 1."""
         (e0, e1), (loss0, loss1), (z0, z1) = self.engines, self.losses, self.points
+        w = float(t) ** self.power
+        # Each new point is added into its running sum as the engine writes it (no second pass).
+        a0, a1 = ((total, w) if total is not None else None for total in self.sums)
         if self.alternating:
             loss0(z1, z0)
             e0.observe(z0, overwrite=True)
-            e0.recommend(out=z0)
+            e0.recommend(out=z0, accumulate=a0)
             loss1(z0, z1)
             e1.observe(z1, overwrite=True)
-            e1.recommend(out=z1)
+            e1.recommend(out=z1, accumulate=a1)
         else:
             b0, b1 = self._scratch
             loss0(z1, b0)
             loss1(z0, b1)
             e0.observe(b0, overwrite=True)
             e1.observe(b1, overwrite=True)
-            e0.recommend(out=z0)
-            e1.recommend(out=z1)
-        w = float(t) ** self.power
-        for total, point in zip(self.sums, self.points):
-            if total is not None:
-                if len(point) >= PARALLEL_MIN_ENTRIES:
-                    _accumulate_parallel(total, point, w)  # elementwise: same bits on any thread count
-                else:
-                    _accumulate(total, point, w)
+            e0.recommend(out=z0, accumulate=a0)
+            e1.recommend(out=z1, accumulate=a1)
         self.weight += w
 
     def average(self, player: int) -> np.ndarray:
@@ -106,20 +102,3 @@ class SelfPlay:
         return self.sums[player] / self.weight
 
 
-#: Averages at least this long are accumulated on numba's threads (below, the fork/join costs
-#: more than the ~1 ns per entry it saves).
-PARALLEL_MIN_ENTRIES = 200_000
-
-
-@numba.njit(parallel=True, cache=True)
-def _accumulate_parallel(total, x, w):
-    """:func:`_accumulate` on numba's threads."""
-    for k in numba.prange(len(x)):
-        total[k] += w * x[k]
-
-
-@numba.njit(cache=True)
-def _accumulate(total, x, w):
-    """``total += w · x`` without a temporary."""
-    for k in range(len(x)):
-        total[k] += w * x[k]

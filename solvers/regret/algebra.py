@@ -86,6 +86,20 @@ def _work_buffer(loss, dim: int, donate: bool) -> np.ndarray:
     return _as_loss(loss, dim).copy()
 
 
+_NO_TOTAL = np.zeros(0)
+
+
+def _accumulation(accumulate, n: int) -> tuple[np.ndarray, float]:
+    """``(total, w)`` of a recommend's ``accumulate`` option (an empty total: none)."""
+    if accumulate is None:
+        return _NO_TOTAL, 0.0
+    total, w = accumulate
+    if not (type(total) is np.ndarray and total.dtype == np.float64 and total.shape == (n,)
+            and total.flags.c_contiguous and total.flags.writeable):
+        raise ValueError(f"accumulate needs a writable contiguous float64 total of shape ({n},)")
+    return total, float(w)
+
+
 # ---------------------------------------------------------------------------- simplex, singleton
 @dataclass(frozen=True, eq=False)
 class Simplex:
@@ -400,21 +414,27 @@ class ChainMinimizer:
     def init(self) -> State:
         return self.rule.init(self.segments)
 
-    def recommend(self, state: State, out: np.ndarray | None = None) -> np.ndarray:
-        """The current point (a new array, or written into ``out``)."""
+    def recommend(self, state: State, out: np.ndarray | None = None,
+                  accumulate: tuple[np.ndarray, float] | None = None) -> np.ndarray:
+        """The current point (a new array, or written into ``out``); ``accumulate=(total, w)``
+        also adds ``w`` times it into ``total`` (float64, same shape), in the same pass on the
+        compiled backend."""
         if out is not None and (out.shape != (self._n,) or out.dtype != np.float64
                                 or not out.flags.c_contiguous):
             raise ValueError(f"out must be a contiguous float64 array of shape ({self._n},)")
+        total, w = _accumulation(accumulate, self._n)
         if self.backend == "compiled":
             x = np.empty(self._n) if out is None else out
             a, b, _ = self.kernel.arrays(state)
-            kernels.chain_recommend(*self._recommend_args, a, b, x)
+            kernels.chain_recommend(*self._recommend_args, a, b, x, total, w)
             return x
         x = self.chain.point(self._local_weights(state))
-        if out is None:
-            return x
-        out[:] = x
-        return out
+        if out is not None:
+            out[:] = x
+            x = out
+        if len(total):
+            total += w * x
+        return x
 
     def observe(self, state: State, loss, *, donate: bool = False) -> State:
         """The state after observing ``loss``; with ``donate=True`` the state's arrays and the

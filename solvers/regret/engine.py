@@ -21,7 +21,7 @@ import numpy as np
 
 from efce.polytopes.chain import Chain
 
-from .algebra import chain_linear_minimum, chain_minimizer, widest_step
+from .algebra import _accumulation, chain_linear_minimum, chain_minimizer, widest_step
 from .local import LocalRule, as_rule
 from .protocol import MinimizerFactory, RegretMinimizer
 from . import kernels
@@ -66,13 +66,14 @@ class ParallelChainPasses:
         widest = widest_step(chain)
         self._scratch = np.empty((numba.config.NUMBA_NUM_THREADS, widest))
 
-    def recommend(self, state, out):
+    def recommend(self, state, out, accumulate=None):
         parts = numba.get_num_threads()
         if parts == 1:
-            return self.minimizer.recommend(state, out=out)
+            return self.minimizer.recommend(state, out=out, accumulate=accumulate)
         k = self.kernel
         a, b, _ = k.arrays(state)
-        kernels.chain_recommend_parallel(*self._static, k.family, k.eta, a, b, out, parts)
+        total, w = _accumulation(accumulate, len(out))
+        kernels.chain_recommend_parallel(*self._static, k.family, k.eta, a, b, out, total, w, parts)
         return out
 
     def observe(self, state, work):
@@ -124,7 +125,9 @@ class ChainEngine:
         self._n = chain.num_entries
         self.minimizer = minimizer
         self.state = minimizer.init()
-        self._writes_into_out = "out" in inspect.signature(minimizer.recommend).parameters
+        parameters = inspect.signature(minimizer.recommend).parameters
+        self._writes_into_out = "out" in parameters
+        self._fuses_accumulation = "accumulate" in parameters
         self._work: np.ndarray | None = None  # loss work space, allocated on first use
         self._t = 0
         # The compiled chain passes of a big chain run on every thread numba is given.
@@ -138,17 +141,26 @@ class ChainEngine:
         """Number of observed losses."""
         return self._t
 
-    def recommend(self, out: np.ndarray | None = None) -> np.ndarray:
-        """The current point: a new array, or written into ``out`` (float64, entry order)."""
+    def recommend(self, out: np.ndarray | None = None,
+                  accumulate: tuple[np.ndarray, float] | None = None) -> np.ndarray:
+        """The current point: a new array, or written into ``out`` (float64, entry order).
+        ``accumulate=(total, w)`` also adds ``w`` times the point into ``total`` — in the same
+        pass when the chain runs compiled (a running average costs no second sweep)."""
         if self._parallel is not None and out is not None and _usable_work(out, self._n):
-            return self._parallel.recommend(self.state, out)
+            return self._parallel.recommend(self.state, out, accumulate)
+        if self._fuses_accumulation:
+            return self.minimizer.recommend(self.state, out=out, accumulate=accumulate)
         if self._writes_into_out:
-            return self.minimizer.recommend(self.state, out=out)
-        x = self.minimizer.recommend(self.state)
-        if out is None:
-            return x
-        out[:] = x
-        return out
+            x = self.minimizer.recommend(self.state, out=out)
+        else:
+            x = self.minimizer.recommend(self.state)
+            if out is not None:
+                out[:] = x
+                x = out
+        if accumulate is not None:
+            total, w = _accumulation(accumulate, self._n)
+            total += w * x
+        return x
 
     def observe(self, loss: np.ndarray, overwrite: bool = False) -> None:
         """Observe the loss of the last recommendation.  ``loss`` is left untouched unless

@@ -168,9 +168,14 @@ def observe_segments(family, plus, alpha, beta, eta, a, b, t, ptr, loss):
 
 # ---------------------------------------------------------------------- chain passes
 @numba.njit(cache=True)
-def chain_recommend(kind, tptr, sptr, source, order, family, eta, a, b, x):
-    """RECOMMEND: ``x[targets_k] = h_k(x) · y_k`` for the steps in ``order`` (level order)."""
+def chain_recommend(kind, tptr, sptr, source, order, family, eta, a, b, x, total, w):
+    """RECOMMEND: ``x[targets_k] = h_k(x) · y_k`` for the steps in ``order`` (level order); with a
+    non-empty ``total``, also ``total += w · x`` entry by entry as ``x`` is written (a running
+    average without a second pass over ``x``)."""
     x[0] = 1.0
+    accumulate = len(total) > 0
+    if accumulate:
+        total[0] += w * x[0]
     pos = 0
     for idx in range(len(kind)):
         k = _step(order, idx)
@@ -185,6 +190,9 @@ def chain_recommend(kind, tptr, sptr, source, order, family, eta, a, b, x):
             pos += hi - lo
             for e in range(lo, hi):
                 x[U(e)] = h * x[U(e)]
+        if accumulate:
+            for e in range(lo, hi):
+                total[U(e)] += w * x[U(e)]
 
 
 @numba.njit(cache=True)
@@ -381,10 +389,13 @@ def _part(lo, hi, p, parts):
 
 @numba.njit(parallel=True, cache=True)
 def chain_recommend_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk,
-                             family, eta, a, b, x, parts):
+                             family, eta, a, b, x, total, w, parts):
     """:func:`chain_recommend` over the chunks of each level in parallel, split into ``parts``
     (the thread count; bit-identical for any)."""
     x[0] = 1.0
+    accumulate = len(total) > 0
+    if accumulate:
+        total[0] += w * x[0]
     for L in range(len(level_chunk) - 1):
         for p in numba.prange(parts):
             c_lo, c_hi = _part(level_chunk[L], level_chunk[L + 1], p, parts)
@@ -403,6 +414,9 @@ def chain_recommend_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_s
                         pos += hi - lo
                         for e in range(lo, hi):
                             x[U(e)] = h * x[U(e)]
+                    if accumulate:
+                        for e in range(lo, hi):
+                            total[U(e)] += w * x[U(e)]
 
 
 @numba.njit(parallel=True, cache=True)

@@ -40,3 +40,7 @@ def test_matrix_free_check_equals_the_explicit_system(make):
                 assert check(bad) == pytest.approx(expected, abs=1e-15)
         x_bad = bad[chain.entry_index]
         assert check(2.0 * x_bad, entry_of_pair, 0.5) == pytest.approx(expected, abs=1e-15)
+        # Several plans in one pass: each gets its own violation.
+        good = xi[chain.entry_index]
+        both = check.violations((good, 2.0 * x_bad), entry_of_pair, (1.0, 0.5))
+        assert both == (check(good, entry_of_pair), check(2.0 * x_bad, entry_of_pair, 0.5))

@@ -141,6 +141,42 @@ def test_observe_overwrite_and_out():
         kept.observe(np.zeros(3))
 
 
+@pytest.mark.parametrize("kind", ["compiled", "compiled, parallel passes", "numpy", "composite"])
+def test_recommend_adds_the_point_into_a_running_sum_exactly(kind, monkeypatch):
+    # recommend(out, accumulate=(total, w)) must leave total exactly as total += w * point would.
+    from efce.solvers.regret import engine as engine_module
+    chain = CHAINS["sheriff Ξ"]
+    if kind == "compiled, parallel passes":
+        monkeypatch.setattr(engine_module, "PARALLEL_MIN_ENTRIES", 1)
+    if kind == "numpy":
+        make = lambda: ChainEngine(chain, minimizer=algebra.chain_minimizer(chain, "rm+", backend="numpy"))
+    elif kind == "composite":
+        make = lambda: ChainEngine(chain, minimizer=algebra.convex_hull(
+            algebra.chain_minimizer(chain, "rm+"), algebra.chain_minimizer(chain, "hedge"), rule="rm"))
+    else:
+        make = lambda: ChainEngine(chain, "prm+")
+    fused, plain = make(), make()
+    if kind == "compiled, parallel passes":
+        assert fused._parallel is not None
+    rng = np.random.default_rng(8)
+    n = chain.num_entries
+    total, expected = rng.random(n), None
+    expected = total.copy()
+    out, point = np.empty(n), np.empty(n)
+    for t in range(1, 8):
+        w = float(t) ** 2
+        assert fused.recommend(out=out, accumulate=(total, w)) is out
+        plain.recommend(out=point)
+        expected += w * point
+        np.testing.assert_array_equal(out, point)
+        np.testing.assert_array_equal(total, expected)
+        loss = rng.normal(size=n)
+        fused.observe(loss)
+        plain.observe(loss)
+    with pytest.raises(ValueError, match="accumulate"):
+        fused.recommend(out=out, accumulate=(np.zeros(3), 1.0))
+
+
 def test_engine_of_a_composite_minimizer():
     """ChainEngine drives any RegretMinimizer of the chain's dimension, e.g. the convex hull of
     two chain minimizers with different rules."""

@@ -1,0 +1,56 @@
+"""The regret-minimizer state in float32 (big chains): points stay float64 and feasible, the
+dynamics are those of float64 up to rounding, and the threads still agree bit for bit."""
+
+import numpy as np
+import pytest
+
+from efce.games.spec import make_game
+from efce.polytopes.feasibility import FeasibilityCheck
+from efce.solvers.methods.efce import build_efce_model, solve_efce
+from efce.solvers.regret import local
+from efce.solvers.regret.engine import ChainEngine, available_threads
+from efce.solvers.regret.local import make_rule
+
+GAME = "battleship:rows=2,cols=2,ship_sizes=[1],shots=2"
+
+
+@pytest.fixture
+def float32_everywhere(monkeypatch):
+    """Give even these small chains the float32 state of the big ones."""
+    monkeypatch.setattr(local, "FLOAT32_STATE_MIN_ENTRIES", 1)
+
+
+def test_state_dtype_switches_at_the_documented_size():
+    assert local.state_dtype(local.FLOAT32_STATE_MIN_ENTRIES) == np.float32
+    assert local.state_dtype(local.FLOAT32_STATE_MIN_ENTRIES - 1) == np.float64
+
+
+@pytest.mark.parametrize("rule", ["rm+", "prm+", "dcfr"])
+def test_float32_state_converges_like_float64_and_stays_feasible(rule, monkeypatch):
+    game = make_game(GAME)
+    model = build_efce_model(game)
+    wide = solve_efce(game, model=model, rule=rule, iterations=400, target_gap=None, averaging="quadratic")
+    monkeypatch.setattr(local, "FLOAT32_STATE_MIN_ENTRIES", 1)
+    engine = ChainEngine(model.xi_chain, make_rule(rule))
+    assert all(a.dtype == np.float32 for key, a in engine.state.items() if key != "t")
+    narrow = solve_efce(game, model=model, rule=rule, iterations=400, target_gap=None, averaging="quadratic")
+    # The points are float64 and feasible to float64 rounding whatever the state's dtype.
+    assert narrow.info["max_violation"] <= 1e-12
+    check = FeasibilityCheck(game, model.pairs)
+    assert check(narrow.point) <= 1e-12
+    # The regrets carry ~7 digits: the trajectories part (regret matching is not smooth), but the
+    # convergence is that of float64.
+    assert narrow.info["efce_gap"] == pytest.approx(wide.info["efce_gap"], rel=0.5)
+    assert narrow.info["efce_gap"] < 0.05 * solve_efce(game, model=model, rule=rule, iterations=2,
+                                                        target_gap=None).info["efce_gap"]
+
+
+def test_float32_state_is_the_same_on_every_thread_count(float32_everywhere, monkeypatch):
+    from efce.solvers.regret import engine as engine_module
+    from efce.solvers.evaluation import payoff_operator
+    monkeypatch.setattr(engine_module, "PARALLEL_MIN_ENTRIES", 1)
+    monkeypatch.setattr(payoff_operator, "PARALLEL_MIN_ROWS", 1)
+    game = make_game(GAME)
+    runs = [solve_efce(game, iterations=100, target_gap=None, threads=t, rule="prm+")
+            for t in range(1, min(2, available_threads()) + 1)]
+    assert all(np.array_equal(runs[0].point, r.point) for r in runs)
