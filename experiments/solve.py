@@ -203,7 +203,7 @@ WELFARE_INTERVAL_WIDTH = 1e-2
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("rm", "regret minimization on the EFCE saddle point (Farina et al. 2019, Algorithm 1)",
            {**_COMMON, "iterations": 10_000, "target_gap": 1e-3, "welfare_threshold": None,
-            "objective": "feasibility", "local": "prm+", "averaging": "quadratic", "updates": "alternating",
+            "objective": "feasibility", "local": "prm+", "averaging": "linear", "updates": "alternating",
             "threads": None}, _run_rm, check=_check_rm),
     Method("cfr", "CFR (Nash equilibrium, two players)",
            {**_COMMON, "iterations": 1000, "target_gap": None, "local": None, "threads": None},

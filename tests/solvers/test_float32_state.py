@@ -29,18 +29,20 @@ def test_state_dtype_switches_at_the_documented_size():
 def test_float32_state_converges_like_float64_and_stays_feasible(rule, monkeypatch):
     game = make_game(GAME)
     model = build_efce_model(game)
-    wide = solve_efce(game, model=model, rule=rule, iterations=400, target_gap=None, averaging="quadratic")
+    wide = solve_efce(game, model=model, rule=rule, iterations=2000, target_gap=None)
     monkeypatch.setattr(local, "FLOAT32_STATE_MIN_ENTRIES", 1)
     engine = ChainEngine(model.xi_chain, make_rule(rule))
     assert all(a.dtype == np.float32 for key, a in engine.state.items() if key != "t")
-    narrow = solve_efce(game, model=model, rule=rule, iterations=400, target_gap=None, averaging="quadratic")
+    narrow = solve_efce(game, model=model, rule=rule, iterations=2000, target_gap=None)
     # The points are float64 and feasible to float64 rounding whatever the state's dtype.
     assert narrow.info["max_violation"] <= 1e-12
     check = FeasibilityCheck(game, model.pairs)
     assert check(narrow.point) <= 1e-12
-    # The regrets carry ~7 digits: the trajectories part (regret matching is not smooth), but the
-    # convergence is that of float64.
-    assert narrow.info["efce_gap"] == pytest.approx(wide.info["efce_gap"], rel=0.5)
+    # The regrets carry ~7 digits: the trajectories part (regret matching is not smooth, and on
+    # this game the gap of either fluctuates by 4x from one checkpoint to the next before 1,000
+    # iterations), but the convergence is that of float64.
+    assert narrow.info["efce_gap"] < 1e-3 and wide.info["efce_gap"] < 1e-3
+    assert narrow.info["efce_gap"] < 3 * wide.info["efce_gap"] and wide.info["efce_gap"] < 3 * narrow.info["efce_gap"]
     assert narrow.info["efce_gap"] < 0.05 * solve_efce(game, model=model, rule=rule, iterations=2,
                                                         target_gap=None).info["efce_gap"]
 
