@@ -13,10 +13,11 @@ log() { echo "{\"step\": \"$1\", \"load\": \"$(cut -d' ' -f1-3 /proc/loadavg)\",
 run() { log "$1"; shift; "$@" >> "$OUT/measure.jsonl" 2>> "$OUT/measure.err"; }
 for step in ${STEPS:-small medium per_iteration memory large}; do
   case $step in
-    small)   for i in 1 2; do run "small base" $PY "$HERE/time_to_target.py" base "$SMALL"
-                               run "small new"  $PY "$HERE/time_to_target.py" new "$SMALL"; done ;;
-    medium)  for i in 1 2; do run "medium base" $PY "$HERE/time_to_target.py" base "$MEDIUM"
-                               run "medium new"  $PY "$HERE/time_to_target.py" new "$MEDIUM"; done ;;
+    # A = 20f5a68, B = this code, in the order ORDER gives (default A B A B)
+    small|medium)
+             spec=$SMALL; [ $step = medium ] && spec=$MEDIUM
+             for mode in ${ORDER:-base new base new}; do
+               run "$step $mode" $PY "$HERE/time_to_target.py" $mode "$spec"; done ;;
     per_iteration) run "medium per iteration" $PY "$HERE/per_iteration.py" "$MEDIUM" 4 3 prm+ ;;
     memory)  for g in "$SMALL" "$MEDIUM"; do
                run "memory $g" "$(dirname "$PY")/efce" solve "$g" --method rm --iterations 3 --target-gap 0 --json; done ;;
