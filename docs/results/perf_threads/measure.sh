@@ -11,7 +11,7 @@ MEDIUM="battleship:rows=3,cols=2,ship_sizes=[1],shots=4"
 LARGE="battleship:rows=3,cols=2,ship_sizes=[2],shots=4"
 log() { echo "{\"step\": \"$1\", \"load\": \"$(cut -d' ' -f1-3 /proc/loadavg)\", \"at\": \"$(date -u +%H:%M:%S)\"}" >> "$OUT/measure.jsonl"; }
 run() { log "$1"; shift; "$@" >> "$OUT/measure.jsonl" 2>> "$OUT/measure.err"; }
-for step in ${STEPS:-small medium per_iteration memory large}; do
+for step in ${STEPS:-small medium per_iteration memory large large_per_iteration}; do
   case $step in
     # A = 20f5a68, B = this code, in the order ORDER gives (default A B A B)
     small|medium)
