@@ -23,6 +23,19 @@ def concat_ranges(starts, lengths) -> np.ndarray:
 
 
 @numba.njit(inline="always")
+def balanced_part(cum_work, part, parts):
+    """Items ``[lo, hi)`` of part ``part`` of ``parts`` with about equal work, where
+    ``cum_work[i]`` is the work of items ``0 .. i-1`` (``len(cum_work)`` = items + 1): the
+    parts cover every item once, in order, for compiled kernels that split a loop by work."""
+    n = len(cum_work) - 1
+    total = cum_work[n]
+    lo = 0 if part == 0 else np.searchsorted(cum_work, (total * part) // parts, side="right") - 1
+    hi = n if part == parts - 1 else np.searchsorted(cum_work, (total * (part + 1)) // parts,
+                                                      side="right") - 1
+    return lo, hi
+
+
+@numba.njit(inline="always")
 def lower_bound(arr, lo, hi, value):
     """First ``k`` in ``[lo, hi)`` with ``arr[k] >= value`` (``hi`` if none): binary search in
     the sorted slice ``arr[lo:hi]``, for compiled kernels."""

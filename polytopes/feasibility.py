@@ -24,7 +24,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from efce.games.arrays import lower_bound
+from efce.games.arrays import balanced_part, lower_bound
 from efce.games.game import Game
 from efce.games.relevant import RelevantPairs
 
@@ -184,8 +184,6 @@ def _max_violation(indptr, sigma2, first1, nact1, parent1, seq_infoset2, nact2, 
     part_worst = np.zeros((parts, n))
     part_bad = np.full(parts, -1, np.int64)
     n_values = len(arrays[0])
-    n_inf = len(first1)
-    total = cum_work[-1]
     for part in numba.prange(parts):
         local = part_worst[part]
         # ξ ≥ 0, in storage order (the map is a bijection).
@@ -197,9 +195,7 @@ def _max_violation(indptr, sigma2, first1, nact1, parent1, seq_infoset2, nact2, 
                     lowest = values[q]
             if -scales[r] * lowest > local[r]:
                 local[r] = -scales[r] * lowest
-        lo = 0 if part == 0 else np.searchsorted(cum_work, (total * part) // parts, side="right") - 1
-        hi = n_inf if part == parts - 1 else np.searchsorted(cum_work, (total * (part + 1)) // parts,
-                                                             side="right") - 1
+        lo, hi = balanced_part(cum_work, part, parts)
         buf = np.empty((n, max_width))
         sums = np.empty((n, max_width))
         for inf in range(lo, hi):

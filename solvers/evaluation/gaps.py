@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from efce.games.arrays import balanced_part
 from efce.games.game import Game
 from efce.games.relevant import RelevantPairs, relevant_pairs, require_two_players
 
@@ -163,11 +164,8 @@ def _trigger_gains(first, num_actions, child_ptr, child_inf, pos, pre, end, cum,
     n_seq = len(follow)
     n_inf = len(first)
     gains = np.full(n_seq, np.nan)
-    total = cum_work[-1]
     for part in numba.prange(parts):
-        lo = 0 if part == 0 else np.searchsorted(cum_work, (total * part) // parts, side="right") - 1
-        hi = n_inf if part == parts - 1 else np.searchsorted(cum_work, (total * (part + 1)) // parts,
-                                                             side="right") - 1
+        lo, hi = balanced_part(cum_work, part, parts)
         value = np.zeros(n_inf)
         _gains_of_infosets(lo, hi, first, num_actions, child_ptr, child_inf, pos, pre, end, cum, term_ptr,
                            term_w, line_start, line_term, row_start, rows, follow, values, value, gains)

@@ -167,6 +167,28 @@ def observe_segments(family, plus, alpha, beta, eta, a, b, t, ptr, loss):
 
 
 # ---------------------------------------------------------------------- chain passes
+@numba.njit(inline="always")
+def _recommend_step(k, pos, kind, tptr, sptr, source, family, eta, a, b, x, total, w, accumulate):
+    """Step ``k`` of RECOMMEND (its local state at ``pos``): ``x[targets_k] = h_k(x) · y_k``, and
+    ``total[targets_k] += w · x[targets_k]`` when ``accumulate``.  Returns the next state
+    position.  The one step body of the serial and the parallel pass."""
+    h = 0.0
+    for j in range(sptr[U(k)], sptr[U(k + 1)]):
+        h += x[U(source[U(j)])]
+    lo, hi = tptr[U(k)], tptr[U(k + 1)]
+    if kind[U(k)] == SINGLETON:
+        x[U(lo)] = h
+    else:
+        local_strategy(family, eta, a, b, pos, hi - lo, x, lo)
+        pos += hi - lo
+        for e in range(lo, hi):
+            x[U(e)] = h * x[U(e)]
+    if accumulate:
+        for e in range(lo, hi):
+            total[U(e)] += w * x[U(e)]
+    return pos
+
+
 @numba.njit(cache=True)
 def chain_recommend(kind, tptr, sptr, source, order, family, eta, a, b, x, total, w):
     """RECOMMEND: ``x[targets_k] = h_k(x) · y_k`` for the steps in ``order`` (level order); with a
@@ -178,21 +200,8 @@ def chain_recommend(kind, tptr, sptr, source, order, family, eta, a, b, x, total
         total[0] += w * x[0]
     pos = 0
     for idx in range(len(kind)):
-        k = _step(order, idx)
-        h = 0.0
-        for j in range(sptr[U(k)], sptr[U(k + 1)]):
-            h += x[U(source[U(j)])]
-        lo, hi = tptr[U(k)], tptr[U(k + 1)]
-        if kind[U(k)] == SINGLETON:
-            x[U(lo)] = h
-        else:
-            local_strategy(family, eta, a, b, pos, hi - lo, x, lo)
-            pos += hi - lo
-            for e in range(lo, hi):
-                x[U(e)] = h * x[U(e)]
-        if accumulate:
-            for e in range(lo, hi):
-                total[U(e)] += w * x[U(e)]
+        pos = _recommend_step(_step(order, idx), pos, kind, tptr, sptr, source, family, eta, a, b, x,
+                              total, w, accumulate)
 
 
 @numba.njit(cache=True)
@@ -402,21 +411,8 @@ def chain_recommend_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_s
             for c in range(c_lo, c_hi):
                 pos = chunk_state[c]
                 for idx in range(chunk_ptr[c], chunk_ptr[c + 1]):
-                    k = _step(order, idx)
-                    h = 0.0
-                    for j in range(sptr[U(k)], sptr[U(k + 1)]):
-                        h += x[U(source[U(j)])]
-                    lo, hi = tptr[U(k)], tptr[U(k + 1)]
-                    if kind[U(k)] == SINGLETON:
-                        x[U(lo)] = h
-                    else:
-                        local_strategy(family, eta, a, b, pos, hi - lo, x, lo)
-                        pos += hi - lo
-                        for e in range(lo, hi):
-                            x[U(e)] = h * x[U(e)]
-                    if accumulate:
-                        for e in range(lo, hi):
-                            total[U(e)] += w * x[U(e)]
+                    pos = _recommend_step(_step(order, idx), pos, kind, tptr, sptr, source, family, eta,
+                                          a, b, x, total, w, accumulate)
 
 
 @numba.njit(parallel=True, cache=True)
