@@ -82,7 +82,8 @@ def solve_cfr(game: Game, *, iterations: int = 1000, variant: str = "cfr+",
             with driver.paused():
                 gap, _ = exploitability(game, [play.average(0), play.average(1)], payoffs)
             if driver.record(TraceRow(t, driver.elapsed(), gap),
-                             converged=target_gap is not None and gap <= target_gap):
+                             converged=target_gap is not None and gap <= target_gap,
+                             aim=(gap, target_gap)):
                 break
     avg = [play.average(0), play.average(1)]
     gap, u = exploitability(game, avg, payoffs)

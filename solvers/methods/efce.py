@@ -266,7 +266,7 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
                        {"welfare": report.welfare, "welfare_shortfall": shortfall,
                         "violation_iterate": violations[0], "violation_average": violations[1]})
         converged = target_gap is not None and report.gap <= target_gap and shortfall <= target_gap
-        if driver.record(row, converged=converged):
+        if driver.record(row, converged=converged, aim=(report.gap, target_gap)):
             break
         if certified:
             driver.status = "infeasible"

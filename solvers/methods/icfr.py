@@ -313,7 +313,8 @@ def solve_icfr(game: Game, iterations: int, seed: int = 0, method: str = "icfr",
             target = gaps.efce if method == "icfr" else gaps.efcce
             row = TraceRow(it, driver.elapsed(), gaps.efce,
                            extra={"efcce": gaps.efcce, "nfcce": gaps.nfcce})
-            if driver.record(row, converged=target_gap is not None and target <= target_gap):
+            if driver.record(row, converged=target_gap is not None and target <= target_gap,
+                             aim=(target, target_gap)):
                 break
     info = {"efce_gap": gaps.efce, "efcce_gap": gaps.efcce, "nfcce_gap": gaps.nfcce,
             "utilities": gaps.utilities.tolist(), "welfare": gaps.welfare,

@@ -836,7 +836,8 @@ def solve_trigger(game: Game, iterations: int, *, coarse: bool = False,
             row = TraceRow(it, driver.elapsed(), target,
                            extra={"efce": gaps["efce_gap"], "efcce": gaps["efcce_gap"],
                                   "nfcce": gaps["nfcce_gap"]})
-            if driver.record(row, converged=target_gap is not None and target <= target_gap):
+            if driver.record(row, converged=target_gap is not None and target <= target_gap,
+                             aim=(target, target_gap)):
                 break
     info = dict(gaps)
     info.update({"iteration_seconds": driver.iteration_seconds, "local": as_rule(rule).name,
