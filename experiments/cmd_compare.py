@@ -10,8 +10,8 @@ import sys
 from efce.solvers.driver import stop_on_signals, stop_requested
 
 from .cli import CommandError, ResultWithError, command
-from .compare import (DEFAULT_METHODS, check_compare_arguments, compare, failed_methods, split_method_list,
-                      summary_table)
+from .compare import (DEFAULT_METHODS, check_compare_arguments, compare, failed_methods, plot_games,
+                      split_method_list, summary_table)
 from .solve import METHODS
 
 #: The README's main job: a tiny game where the LP wins and a larger one where regret
@@ -86,11 +86,21 @@ def run_compare(args):
             texts.append(summary_table(summary) + f"\n(files in {out_dir}: traces.csv, summary.json, convergence.png)")
     if not summaries:
         raise CommandError("interrupted before the first method finished")
+    unsaved_figure = []
+    if len(games) > 1:
+        # The games' panels side by side: Figure 3 of the paper with --preset paper.
+        compared = [d for spec, d in zip(games, out_dirs) if spec in summaries and not summaries[spec].get("unsaved")]
+        figure = os.path.join(args.out, "figure.png")
+        try:
+            plot_games(compared, figure)
+            texts.append(f"(all games side by side: {figure})")
+        except OSError as exc:
+            unsaved_figure.append(f"cannot write '{figure}': {exc.strerror or exc}")
     result = summaries[games[0]] if len(games) == 1 else {"games": summaries,
                                                          "interrupted": stop_requested()}
     text = "\n\n".join(texts)
     # The exit code says whether every run succeeded; the summary is printed either way.
-    problems = [line for s in summaries.values() for line in s.get("unsaved", [])]
+    problems = [line for s in summaries.values() for line in s.get("unsaved", [])] + unsaved_figure
     failed = [f"{m} on {spec}" for spec, s in summaries.items() for m in failed_methods(s)]
     if failed:
         problems.insert(0, f"{len(failed)} run(s) failed: {', '.join(failed)}")

@@ -9,6 +9,9 @@ checked before the first child starts.  The runner writes
 * ``summary.json`` — per method: status, final gap, time to reach 1e-1/1e-2/1e-3, peak memory;
 * ``convergence.png`` — max deviation (log scale) against wall-clock seconds, as in Figure 3 of
   Farina, Ling, Fang, Sandholm 2019, and the infeasibility of the subgradient iterates.
+
+``efce compare`` on several games (``--preset``) adds ``figure.png`` in its output folder: the
+games' max-deviation panels side by side (:func:`plot_games`).
 """
 
 from __future__ import annotations
@@ -352,6 +355,25 @@ def _why_missing(status: str, error: str | None) -> str:
     return f"{status.replace('_', ' ')}, no solution"
 
 
+def _draw_gaps(ax, rows: list[dict], title: str, missing: dict | None) -> None:
+    """Max deviation (log) against seconds, a line per method; a note for the methods without
+    a point."""
+    for method in dict.fromkeys(r["method"] for r in rows):
+        pts = [r for r in rows if r["method"] == method]
+        ax.plot([r["seconds"] for r in pts], [max(r["gap"], 1e-12) for r in pts],
+                "o-" if len(pts) > 1 else "o", label=method, markersize=3)
+    ax.set_yscale("log")
+    ax.set_xlabel("runtime [s]")
+    ax.set_ylabel("max deviation")
+    ax.set_title(title)
+    if missing:
+        note = "\n".join(f"{m}: {why}" for m, why in missing.items())
+        ax.text(0.98, 0.98, note, transform=ax.transAxes, ha="right", va="top", fontsize=9,
+                bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8})
+    if ax.lines:
+        ax.legend(loc="best")
+
+
 def plot_convergence(rows: list[dict], path: str, title: str = "", missing: dict | None = None) -> None:
     """Max deviation (log) vs seconds for every method; a second panel with infeasibility.
     ``missing`` maps methods that produced no point (time limit, memory) to their status."""
@@ -359,32 +381,47 @@ def plot_convergence(rows: list[dict], path: str, title: str = "", missing: dict
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    methods = list(dict.fromkeys(r["method"] for r in rows))
     fig, (ax_gap, ax_inf) = plt.subplots(1, 2, figsize=(11, 4))
-    for method in methods:
+    _draw_gaps(ax_gap, rows, title, missing)
+    for method in dict.fromkeys(r["method"] for r in rows):
         pts = [r for r in rows if r["method"] == method]
-        xs = [r["seconds"] for r in pts]
-        ys = [max(r["gap"], 1e-12) for r in pts]
-        style = "o-" if len(pts) > 1 else "o"
-        ax_gap.plot(xs, ys, style, label=method, markersize=3)
         if any(r["infeasibility"] > 0 for r in pts) or method == "subgradient":
-            ax_inf.plot(xs, [max(r["infeasibility"], 1e-16) for r in pts], style, label=method, markersize=3)
-    ax_gap.set_yscale("log")
-    ax_gap.set_xlabel("runtime [s]")
-    ax_gap.set_ylabel("max deviation")
-    ax_gap.set_title(title)
-    if missing:
-        note = "\n".join(f"{m}: {why}" for m, why in missing.items())
-        ax_gap.text(0.98, 0.98, note, transform=ax_gap.transAxes, ha="right", va="top", fontsize=9,
-                    bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8})
-    if ax_gap.lines:
-        ax_gap.legend(loc="best")
+            ax_inf.plot([r["seconds"] for r in pts], [max(r["infeasibility"], 1e-16) for r in pts],
+                        "o-" if len(pts) > 1 else "o", label=method, markersize=3)
     ax_inf.set_yscale("log")
     ax_inf.set_xlabel("runtime [s]")
     ax_inf.set_ylabel("infeasibility (max violation of Definition 3)")
     ax_inf.set_title("iterates' infeasibility")
     if ax_inf.lines:
         ax_inf.legend()
+    fig.tight_layout()
+    atomic_savefig(fig, path, dpi=120)
+    plt.close(fig)
+
+
+def load_comparison(out_dir: str) -> tuple[list[dict], dict]:
+    """The trace rows and the summary that :func:`compare` wrote into ``out_dir``."""
+    with open(os.path.join(out_dir, "traces.csv"), newline="") as fh:
+        rows = [{"method": r["method"], "iteration": int(r["iteration"]), "seconds": float(r["seconds"]),
+                 "gap": float(r["gap"]), "infeasibility": float(r["infeasibility"])}
+                for r in csv.DictReader(fh)]
+    with open(os.path.join(out_dir, "summary.json")) as fh:
+        return rows, json.load(fh)
+
+
+def plot_games(out_dirs: list[str], path: str) -> None:
+    """One max-deviation panel per compared game, side by side (the layout of Figure 3 of
+    Farina, Ling, Fang, Sandholm 2019), from the files :func:`compare` wrote into ``out_dirs``."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(out_dirs), figsize=(5.5 * len(out_dirs), 4.2), squeeze=False)
+    for ax, out_dir in zip(axes[0], out_dirs):
+        rows, summary = load_comparison(out_dir)
+        missing = {m: _why_missing(run["status"], run["error"]) for m, run in summary["methods"].items()
+                   if not any(r["method"] == m for r in rows)}
+        _draw_gaps(ax, rows, summary["game"], missing)
     fig.tight_layout()
     atomic_savefig(fig, path, dpi=120)
     plt.close(fig)

@@ -24,7 +24,7 @@ run of ``T`` iterations spends ``O(log T)`` evaluations) or every ``check_every`
 always on the last iteration, however the run ends.  A method with a target tells
 :meth:`IterationDriver.record` its gap and target (``aim``); near the target the next checkpoint
 then comes where the gap's recent trend meets it, so a run stops within about 2% of the first
-iteration that meets the target instead of up to 15% after it.
+iteration that meets the target instead of up to 15% after it (with the default growth).
 
 Interruption: :func:`stop_on_signals` turns SIGINT and SIGTERM into a request that every running
 driver honours at its next iteration boundary (status ``"interrupted"``, after a last checkpoint),
@@ -47,9 +47,10 @@ from .result import TraceRow
 #: Checkpoints after the first come at least this factor apart (geometric schedule).
 CHECKPOINT_GROWTH = 1.15
 
-#: An aimed checkpoint (see :meth:`IterationDriver.record`) comes at least this fraction of the
-#: iteration count after the previous one: at most ~7 checkpoints where the geometric schedule has 1.
-AIM_MIN_SPACING = 0.02
+#: Aimed checkpoints (see :meth:`IterationDriver.record`) cut a step of the geometric schedule
+#: into at most this many: they come at least ``(growth − 1) / AIM_SPLIT · t`` apart (2 % of the
+#: iterations with the default growth; more for the sparser schedules of costly gaps).
+AIM_SPLIT = 8
 
 ProgressCallback = Callable[[TraceRow], None]
 
@@ -225,8 +226,9 @@ class IterationDriver:
         target (``None``: no target, nothing to aim at).  While the gap is above the target and falling, the next checkpoint moves forward
         to the iteration where the power law through this and the previous aimed checkpoint,
         ``gap(t) = gap · (t / t_now)^b``, meets the target: ``t* = t_now · (target/gap)^(1/b)``,
-        rounded up, but at least ``AIM_MIN_SPACING · t_now`` later and never later than the
-        geometric schedule (with ``check_every`` the schedule is the caller's and stays)."""
+        rounded up, but at least ``(growth − 1) / AIM_SPLIT · t_now`` later and never later
+        than the geometric schedule (with ``check_every`` the schedule is the caller's and
+        stays)."""
         row.extra.setdefault("iteration_seconds", self.iteration_seconds)
         self.trace.append(row)
         if self.progress is not None:
@@ -246,9 +248,11 @@ class IterationDriver:
         if previous is None or not (previous[1] > gap > target > 0) or previous[0] >= t:
             return  # no falling trend to follow (or nothing to aim at)
         slope = math.log(gap / previous[1]) / math.log(t / previous[0])  # < 0
-        predicted = math.ceil(t * math.exp(math.log(target / gap) / slope))
-        earliest = t + max(1, math.ceil(AIM_MIN_SPACING * t))
-        self._next_check = max(earliest, min(self._next_check, predicted))
+        log_predicted = math.log(t) + math.log(target / gap) / slope  # in logs: a flat trend overflows
+        if log_predicted >= math.log(self._next_check):
+            return
+        earliest = t + max(1, math.ceil((self.growth - 1.0) / AIM_SPLIT * t))
+        self._next_check = max(earliest, math.ceil(math.exp(log_predicted)))
 
     # ------------------------------------------------------------------ time
     def elapsed(self) -> float:

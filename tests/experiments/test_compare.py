@@ -127,3 +127,19 @@ def test_the_paper_preset_runs_are_valid_configurations():
     paper = configured["rm[local=rm+,averaging=linear,updates=alternating]"]
     assert (paper["local"], paper["averaging"], paper["updates"]) == ("rm+", "linear", "alternating")
     assert configured["rm"]["local"] != "rm+"  # today's default differs from the paper's
+
+
+def test_a_preset_of_several_games_draws_them_side_by_side(tmp_path, capsys, monkeypatch):
+    from efce.experiments import cmd_compare
+    from efce.experiments.compare import load_comparison
+    games = [GAME, "sheriff:max_bribe=2,max_items=1,rounds=2"]
+    monkeypatch.setitem(cmd_compare.PRESETS, "default", games)
+    code = main(["compare", "--preset", "default", "--methods", "rm,lp-highs", "--time-limit", "10",
+                 "--out", str(tmp_path), "--json"])
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    assert list(result["games"]) == games
+    for spec in games:
+        rows, summary = load_comparison(tmp_path / cmd_compare._slug(spec))
+        assert summary["game"] == spec and {r["method"] for r in rows} == {"rm", "lp-highs"}
+    assert (tmp_path / "figure.png").stat().st_size > 10_000

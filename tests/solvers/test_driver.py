@@ -40,13 +40,13 @@ def test_aimed_checkpoints_stop_near_the_first_iteration_that_meets_the_target()
     assert geometric[-1] == 1139  # the schedule's first checkpoint past t = 1000
     # a power law is followed exactly: the first checkpoint at or past t = 1000 allowed by the spacing
     aimed = run(IterationDriver(iterations=10**6), target=1e-3, aim=True)
-    assert 1000 <= aimed[-1] <= 1000 * (1 + drv.AIM_MIN_SPACING) and len(aimed) <= len(geometric) + 1
+    assert 1000 <= aimed[-1] <= 1000 * (1 + (drv.CHECKPOINT_GROWTH - 1) / drv.AIM_SPLIT) and len(aimed) <= len(geometric) + 1
     # a steeper curve than the last two checkpoints suggest: checkpoints every 2% at most
     steep = lambda t: 1.0 / t if t < 800 else 800.0 / t ** 2
     aimed = run(IterationDriver(iterations=10**6), gaps=steep, target=1e-3, aim=True)
     first = next(t for t in range(1, 10**6) if steep(t) <= 1e-3)
-    assert first <= aimed[-1] <= first * (1 + drv.AIM_MIN_SPACING) + 1
-    assert all(b - a >= drv.AIM_MIN_SPACING * a for a, b in zip(aimed, aimed[1:]) if a >= 50)
+    assert first <= aimed[-1] <= first * (1 + (drv.CHECKPOINT_GROWTH - 1) / drv.AIM_SPLIT) + 1
+    assert all(b - a >= (drv.CHECKPOINT_GROWTH - 1) / drv.AIM_SPLIT * a for a, b in zip(aimed, aimed[1:]) if a >= 50)
 
 
 def test_aim_without_target_or_with_a_fixed_schedule_changes_nothing():
@@ -57,6 +57,9 @@ def test_aim_without_target_or_with_a_fixed_schedule_changes_nothing():
     bumpy = lambda t: 1.0 / t * (3.0 if t % 2 else 1.0)
     aimed = run(IterationDriver(iterations=10**6), gaps=bumpy, target=1e-6, aim=True)
     assert aimed[-1] > 0 and len(aimed) < 200
+    # an almost flat trend predicts an astronomically late crossing: the schedule goes on
+    flat = lambda t: 1.0 + 1e-12 / t
+    assert run(IterationDriver(iterations=5000), gaps=flat, target=1e-3, aim=True) == plain
 
 
 def test_time_limit_stops_at_an_iteration_boundary_with_a_last_checkpoint():
