@@ -11,7 +11,7 @@ MEDIUM="battleship:rows=3,cols=2,ship_sizes=[1],shots=4"
 LARGE="battleship:rows=3,cols=2,ship_sizes=[2],shots=4"
 log() { echo "{\"step\": \"$1\", \"load\": \"$(cut -d' ' -f1-3 /proc/loadavg)\", \"at\": \"$(date -u +%H:%M:%S)\"}" >> "$OUT/measure.jsonl"; }
 run() { log "$1"; shift; "$@" >> "$OUT/measure.jsonl" 2>> "$OUT/measure.err"; }
-for step in ${STEPS:-small medium per_iteration memory large large_per_iteration}; do
+for step in ${STEPS:-small medium per_iteration memory memory_large large large_per_iteration}; do
   case $step in
     # A = 20f5a68, B = this code, in the order ORDER gives (default A B A B)
     small|medium)
@@ -21,6 +21,7 @@ for step in ${STEPS:-small medium per_iteration memory large large_per_iteration
     per_iteration) run "medium per iteration" $PY "$HERE/per_iteration.py" "$MEDIUM" 4 3 prm+ ;;
     memory)  for g in "$SMALL" "$MEDIUM"; do
                run "memory $g" "$(dirname "$PY")/efce" solve "$g" --method rm --iterations 3 --target-gap 0 --json; done ;;
+    memory_large) run "memory $LARGE" "$(dirname "$PY")/efce" solve "$LARGE" --method rm --iterations 3 --target-gap 0 --json ;;
     large)   log "large run"; mkdir -p "$OUT/large"
              $PY benchmarks/run_large_battleship.py --seconds 3600 --target-gap 1e-3 --out "$OUT/large" \
                2> "$OUT/large/log.txt" || true
