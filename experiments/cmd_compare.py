@@ -26,9 +26,11 @@ PRESETS = {
 
 #: Figure 3 of Farina, Ling, Fang, Sandholm 2019: today's default, the paper's own configuration
 #: of the regret minimizer, the LPs (HiGHS for the paper's Gurobi, and PDLP) and the subgradient
-#: method.
+#: method.  The subgradient method starts from a random plan: in these single-cell Battleship
+#: games uniform play is an exact equilibrium (docs/results.md, section 4), so from its default
+#: uniform start it would stop at once; its step is 1e-6 because the paper's 1e-3 diverges here.
 PAPER_METHODS = ("rm", "rm[local=rm+,averaging=linear,updates=alternating]", "lp-highs", "lp-pdlp",
-                 "subgradient")
+                 "subgradient[start=random,step_size=1e-6]")
 
 
 def _configure(p):
@@ -68,8 +70,9 @@ def run_compare(args):
     subgradient = {"step_size": args.step_size, "start": args.start}
     options = {"subgradient": subgradient} if "subgradient" in methods else {}
     if "subgradient" not in methods and any(v is not None for v in subgradient.values()):
-        raise CommandError("--step-size and --start are subgradient options, and subgradient is not "
-                           "among the methods")
+        raise CommandError("--step-size and --start configure a plain 'subgradient' run, and there is "
+                           "none among the methods (a configured one takes them in brackets: "
+                           "subgradient[step_size=1e-6,start=random])")
     out_dirs = [args.out if len(games) == 1 else os.path.join(args.out, _slug(spec)) for spec in games]
     for spec, out_dir in zip(games, out_dirs):  # every game checked before the first run
         check_compare_arguments(spec, methods, time_limit=time_limit,

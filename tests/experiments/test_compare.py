@@ -77,7 +77,8 @@ def test_out_of_memory_is_recorded_and_others_go_on(tmp_path, capsys):
     ([GAME, "--time-limit", "0"], "--time-limit must be a positive number"),
     ([GAME, "--time-limit", "nan"], "--time-limit must be a positive number"),
     ([GAME, "--memory-limit", "-1"], "--memory-limit must be a positive number"),
-    ([GAME, "--methods", "rm", "--step-size", "1e-3"], "subgradient is not among the methods"),
+    ([GAME, "--methods", "rm", "--step-size", "1e-3"], "configure a plain 'subgradient' run"),
+    (["--preset", "paper", "--step-size", "1e-3"], "there is none among the methods"),
     ([GAME, "--methods", "subgradient", "--step-size", "-1"], "--step-size must be a positive number"),
     ([GAME, "--methods", "rm[local=rm9]"], "--local must be one of"),
     ([GAME, "--methods", "rm[warp=9]"], "unknown option 'warp'"),
@@ -127,6 +128,8 @@ def test_the_paper_preset_runs_are_valid_configurations():
     paper = configured["rm[local=rm+,averaging=linear,updates=alternating]"]
     assert (paper["local"], paper["averaging"], paper["updates"]) == ("rm+", "linear", "alternating")
     assert configured["rm"]["local"] != "rm+"  # today's default differs from the paper's
+    subgradient = configured["subgradient[start=random,step_size=1e-6]"]
+    assert (subgradient["start"], subgradient["step_size"]) == ("random", 1e-6)
 
 
 def test_a_preset_of_several_games_draws_them_side_by_side(tmp_path, capsys, monkeypatch):
