@@ -24,7 +24,7 @@ from typing import Callable
 import numba
 import numpy as np
 
-from efce.games.arrays import concat_ranges
+from efce.games.arrays import U, concat_ranges
 from efce.errors import ChainError
 
 SIMPLEX = 0
@@ -104,11 +104,19 @@ class Chain:
             return int(np.flatnonzero(self.natural_entry == entry)[0])
         return int(entry)
 
-    def without_entry_index(self, natural_entry: np.ndarray) -> "Chain":
+    def unlabelled(self) -> "Chain":
+        """This chain's steps without natural labels (no ``entry_index``, ``natural_entry`` or
+        ``describe_entry``): all a regret minimizer reads.  A solver runs on it so that no array
+        per entry beyond the steps, and nothing a label function refers to, stays reachable
+        from its engines.  Shares every array with this chain."""
+        return dataclasses.replace(self, entry_index=None, natural_entry=None, describe_entry=str)
+
+    def labelled(self, natural_entry: np.ndarray, describe_entry: Callable[[int], str]) -> "Chain":
         """This chain keeping ``natural_entry`` (natural index → entry, the inverse of
-        ``entry_index``) instead of ``entry_index``: a solver that needs only one direction holds
-        one int per entry, not two.  Shares every other array with this chain."""
-        return dataclasses.replace(self, entry_index=None, natural_entry=natural_entry)
+        ``entry_index``) instead of ``entry_index`` — one int per entry, not two, for a solver that
+        needs one direction — and labelled by ``describe_entry``.  Shares every other array."""
+        return dataclasses.replace(self, entry_index=None, natural_entry=natural_entry,
+                                   describe_entry=describe_entry)
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -206,6 +214,62 @@ class Chain:
         labels = self.entry_index if self.entry_index is not None else self.natural_entry
         if labels is not None and len(labels) != self.num_entries:
             raise ChainError("entry_index must label every entry")
+
+    # ------------------------------------------------------------------ feasibility
+    def violations(self, arrays, scales=None) -> tuple[float, ...]:
+        """The largest violation of the chain's own constraints by each point
+        ``x_r = scales[r] · arrays[r]`` (entry order), in one pass over the steps for all of them.
+
+        Step ``k`` of a chain fills ``x[T_k] = h_k(x) · y`` with ``y`` in a simplex or the
+        singleton ``{1}`` and ``h_k(x) = Σ_{j ∈ S_k} x[j]`` (module docstring), so, as ``h_k ≥ 0``
+        by induction on the steps, the chain's polytope is
+
+        .. math::
+
+            x[0] = 1, \\quad x ≥ 0, \\quad Σ_{e ∈ T_k} x[e] = Σ_{j ∈ S_k} x[j] \\ \\text{for every step } k
+
+        (a singleton step has one target, so the same equation reads ``x[t] = h_k(x)``).  The
+        violation of ``x_r`` is ``max(|x_r[0] − 1|, max_e −x_r[e], max_k |Σ_{T_k} x_r − Σ_{S_k} x_r|)``.
+
+        For the chain ``DECOMPOSE`` builds, this polytope *is* the set of correlation plans Ξ
+        (Farina, Ling, Fang, Sandholm 2019, section 4.3 and Theorem 1: the chain's entries are
+        the relevant pairs and its points exactly the plans satisfying Definition 3), so a point
+        whose violation here is 0 satisfies Definition 3 exactly.  Nonzero violations are not
+        the same numbers as :class:`polytopes.feasibility.FeasibilityCheck`'s (a Definition-3
+        equation is a linear combination of step equations), which is why the solver still checks
+        the plan it reports with that independent check.  Unlike it it reads neither the relevant pairs nor a pair → entry map, only the
+        chain the solver already holds, so a solver can check its iterates while those arrays
+        are out of memory.
+
+        The steps are split into ranges of about equal work (targets plus sources) among numba's
+        threads; each step's sums are computed by one thread in a fixed order and the result is
+        a maximum, so it is the same on any number of threads.
+
+        Parameters
+        ----------
+        arrays : sequence of ndarray
+            Float64 points in entry order, one value per entry each.
+        scales : sequence of float, optional
+            One factor per array (default 1), e.g. ``1 / Σ_t w_t`` for a running sum.
+
+        Returns
+        -------
+        tuple of float
+            The violation of each point.
+
+        Raises
+        ------
+        ValueError
+            A point without one value per entry, or not one scale per point.
+        """
+        arrays = tuple(np.ascontiguousarray(a, dtype=np.float64) for a in arrays)
+        scales = np.ones(len(arrays)) if scales is None else np.asarray(scales, dtype=np.float64)
+        if any(a.shape != (self.num_entries,) for a in arrays) or scales.shape != (len(arrays),):
+            raise ValueError(f"points of shapes {[a.shape for a in arrays]} with {scales.size} scales; "
+                             f"expected ({self.num_entries},) each and one scale per point")
+        worst = _chain_violations(self.target_ptr, self.source_ptr, self.source, arrays, scales,
+                                  numba.get_num_threads())
+        return tuple(float(w) for w in worst)
 
     # ------------------------------------------------------------------ points
     def h_values(self, x: np.ndarray) -> np.ndarray:
@@ -327,3 +391,56 @@ def _first_invalid_step(target_ptr, source_ptr, source, kind):
             if source[j] >= target_ptr[k]:
                 return 4, k
     return 0, -1
+
+
+@numba.njit(inline="always")
+def _first_step_of_work(target_ptr, source_ptr, work):
+    """The first step ``k`` with ``target_ptr[k] + source_ptr[k] ≥ work`` (the number of steps
+    if none): the work (targets plus sources) before step ``k`` is monotone in ``k``, so the
+    steps are cut into balanced ranges by bisection, with no per-step array."""
+    lo, hi = 0, len(target_ptr) - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if np.int64(target_ptr[mid]) + np.int64(source_ptr[mid]) < work:  # int32 pointers
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(parallel=True, cache=True)
+def _chain_violations(target_ptr, source_ptr, source, arrays, scales, parts):
+    """The violations of :meth:`Chain.violations`: every step's targets and sources are read
+    once for all the points; the steps are split into ``parts`` ranges of equal work."""
+    n = len(arrays)
+    num_steps = len(target_ptr) - 1
+    total = np.int64(target_ptr[num_steps]) + np.int64(source_ptr[num_steps])
+    part_worst = np.zeros((parts, n))
+    for part in numba.prange(parts):
+        lo = 0 if part == 0 else _first_step_of_work(target_ptr, source_ptr, (total * part) // parts)
+        hi = num_steps if part == parts - 1 else _first_step_of_work(target_ptr, source_ptr,
+                                                                       (total * (part + 1)) // parts)
+        local = part_worst[part]
+        for k in range(lo, hi):
+            for r in range(n):
+                values = arrays[r]
+                filled = 0.0
+                lowest = 0.0
+                for e in range(target_ptr[k], target_ptr[k + 1]):
+                    v = values[U(e)]
+                    filled += v
+                    if v < lowest:
+                        lowest = v
+                h = 0.0
+                for j in range(source_ptr[k], source_ptr[k + 1]):
+                    h += values[U(source[U(j)])]
+                d = max(abs(filled - h), -lowest) * scales[r]
+                if d > local[r]:
+                    local[r] = d
+    worst = np.zeros(n)
+    for r in range(n):
+        worst[r] = abs(scales[r] * arrays[r][0] - 1.0)
+        for part in range(parts):
+            if part_worst[part, r] > worst[r]:
+                worst[r] = part_worst[part, r]
+    return worst
