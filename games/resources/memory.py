@@ -148,7 +148,8 @@ class ParkedArrays:
     Parameters
     ----------
     min_bytes : int, optional
-        Park on disk only from this total size on (default :data:`PARK_MIN_BYTES`).
+        Park on disk only from this total size on (default: :data:`PARK_MIN_BYTES`, read at
+        the call).
     directory : str, optional
         Where the private directory is made (default: ``tempfile.gettempdir()``).
     **arrays : ndarray
@@ -160,12 +161,13 @@ class ParkedArrays:
         Whether the arrays were written out (False: they are held in memory).
     """
 
-    def __init__(self, *, min_bytes: int = PARK_MIN_BYTES, directory: str | None = None, **arrays: np.ndarray):
+    def __init__(self, *, min_bytes: int | None = None, directory: str | None = None, **arrays: np.ndarray):
         self._held: dict[str, np.ndarray] | None = None
         self._names = list(arrays)
         self._dir: str | None = None
         nbytes = sum(int(a.nbytes) for a in arrays.values())
         directory = tempfile.gettempdir() if directory is None else directory
+        min_bytes = PARK_MIN_BYTES if min_bytes is None else min_bytes
         self.on_disk = nbytes >= min_bytes and disk_can_hold(directory, nbytes)
         if not self.on_disk:
             self._held = dict(arrays)
