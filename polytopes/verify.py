@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from efce.games.game import Game
 from efce.games.relevant import relevant_pairs
@@ -149,6 +148,8 @@ def verify(chain: Chain, game: Game, *, samples: int = 4, lp_vertices: int = 4, 
 
     # (c) LP vertices reproduced by the chain.
     if n <= max_lp and lp_vertices > 0:
+        # Imported here: scipy.optimize adds ~27 MiB to every process that imports polytopes.
+        from scipy.optimize import linprog
         worst_round_trip, solved = 0.0, 0
         for _ in range(lp_vertices):
             c = rng.normal(size=n)
