@@ -138,12 +138,13 @@ class ParkedArrays:
 
     ``ParkedArrays(name=array, ...)`` writes every array to a ``.npy`` file in a new private
     temporary directory and keeps no reference to it, so the memory is freed once the caller
-    drops its own references; :meth:`restore` reads them back (and deletes the files).  The
-    arrays stay in memory instead — same interface, nothing written — when together they are
-    smaller than ``min_bytes``, when the directory is on a RAM-backed file system, or when its
-    file system would keep less than :data:`PARK_DISK_RESERVE` free.  Used as a context
-    manager, the directory is removed on leaving the block, whatever ends it (an exception,
-    ``KeyboardInterrupt``); :meth:`close` does the same.
+    drops its own references; :meth:`restore` reads them back, all at once or a few at a time
+    (each file is deleted once read).  The arrays stay in memory instead — same interface,
+    nothing written — when together they are smaller than ``min_bytes``, when the directory is
+    on a RAM-backed file system, or when its file system would keep less than
+    :data:`PARK_DISK_RESERVE` free.  Used as a context manager, the directory is removed on
+    leaving the block, whatever ends it (an exception, ``KeyboardInterrupt``); :meth:`close`
+    does the same.
 
     Parameters
     ----------
@@ -162,8 +163,8 @@ class ParkedArrays:
     """
 
     def __init__(self, *, min_bytes: int | None = None, directory: str | None = None, **arrays: np.ndarray):
-        self._held: dict[str, np.ndarray] | None = None
-        self._names = list(arrays)
+        self._held: dict[str, np.ndarray] = {}
+        self._parked = list(arrays)  # names not restored yet
         self._dir: str | None = None
         nbytes = sum(int(a.nbytes) for a in arrays.values())
         directory = tempfile.gettempdir() if directory is None else directory
@@ -183,27 +184,35 @@ class ParkedArrays:
     def _path(self, name: str) -> str:
         return os.path.join(self._dir, name + ".npy")
 
-    def restore(self) -> dict[str, np.ndarray]:
-        """The arrays, by name: read back from disk (the files are then deleted) or the ones held.
+    def restore(self, *names: str) -> dict[str, np.ndarray]:
+        """The arrays ``names`` (default: all not restored yet), by name: read back from disk (their
+        files are deleted; the directory goes with the last one) or the ones held.
 
         Raises
         ------
         RuntimeError
-            Called a second time, or after :meth:`close`.
+            An array restored already, or after :meth:`close`.
         """
-        if self._held is not None:
-            arrays, self._held = self._held, None
-            return arrays
-        if self._dir is None:
-            raise RuntimeError("the parked arrays were already restored or discarded")
-        try:
-            return {name: np.load(self._path(name), allow_pickle=False) for name in self._names}
-        finally:
+        names = names or tuple(self._parked)
+        gone = [name for name in names if name not in self._parked] or ([] if names else ["every array"])
+        if gone:
+            raise RuntimeError(f"{', '.join(gone)}: already restored or discarded")
+        arrays = {}
+        for name in names:
+            self._parked.remove(name)
+            if self._dir is None:
+                arrays[name] = self._held.pop(name)
+            else:
+                arrays[name] = np.load(self._path(name), allow_pickle=False)
+                os.remove(self._path(name))
+        if not self._parked:
             self.close()
+        return arrays
 
     def close(self) -> None:
-        """Discard the arrays: remove the directory (or drop the ones held).  Idempotent."""
-        self._held = None
+        """Discard the arrays not restored: remove the directory (or drop the ones held).
+        Idempotent."""
+        self._held, self._parked = {}, []
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None

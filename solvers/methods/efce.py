@@ -94,13 +94,38 @@ class EFCEModel:
         return self.xi_steps.labelled(self.entry_of_pair, PairNames(self.game, self.pairs))
 
 
+class ParkedPairs:
+    """The relevant-pair arrays of a model while :func:`pair_arrays_parked` holds them out of
+    memory: each comes back into the model when first asked for, so a caller can have the
+    pair → entry map back without the pairs (e.g. to gather the plan in pair order before the
+    pairs are needed to check it)."""
+
+    def __init__(self, model: EFCEModel, parked: ParkedArrays, indptr: np.ndarray, num_sequences: tuple[int, int]):
+        self._model, self._parked = model, parked
+        self._indptr, self._num_sequences = indptr, num_sequences
+
+    def entry_of_pair(self) -> np.ndarray:
+        """``model.entry_of_pair``, restored if parked."""
+        if self._model.entry_of_pair is None:
+            self._model.entry_of_pair = self._parked.restore("entry_of_pair")["entry_of_pair"]
+        return self._model.entry_of_pair
+
+    def pairs(self) -> RelevantPairs:
+        """``model.pairs``, restored if parked."""
+        if self._model.pairs is None:
+            sigma2 = self._parked.restore("sigma2")["sigma2"]
+            self._model.pairs = RelevantPairs(self._indptr, sigma2, self._num_sequences)
+        return self._model.pairs
+
+
 @contextmanager
-def pair_arrays_parked(model: EFCEModel) -> Iterator[EFCEModel]:
+def pair_arrays_parked(model: EFCEModel) -> Iterator[ParkedPairs]:
     """Inside the block, ``model`` holds neither the relevant pairs' column array (``σ2`` per pair)
     nor ``entry_of_pair`` (8 bytes per relevant pair with int32 indices): they are written to a
     temporary directory (:class:`games.resources.memory.ParkedArrays`, which keeps small ones in
-    memory instead) and ``model.pairs`` and ``model.entry_of_pair`` are ``None``.  On leaving the
-    block, however it ends, they are read back (new arrays, equal to the old) and the files
+    memory instead) and ``model.pairs`` and ``model.entry_of_pair`` are ``None`` until the
+    :class:`ParkedPairs` yielded brings them back.  On leaving the block, however it ends, the
+    model gets back whatever is still parked (new arrays, equal to the old) and the files are
     removed.
 
     The iterations read neither: the payoff operator and the gap evaluator work in Ξ's entry
@@ -114,12 +139,12 @@ def pair_arrays_parked(model: EFCEModel) -> Iterator[EFCEModel]:
     with ParkedArrays(sigma2=pairs.sigma2, entry_of_pair=model.entry_of_pair) as parked:
         model.pairs = model.entry_of_pair = None
         del pairs
+        back = ParkedPairs(model, parked, indptr, num_sequences)
         try:
-            yield model
+            yield back
         finally:
-            arrays = parked.restore()
-            model.pairs = RelevantPairs(indptr, arrays["sigma2"], num_sequences)
-            model.entry_of_pair = arrays["entry_of_pair"]
+            back.entry_of_pair()
+            back.pairs()
 
 
 #: Bytes a saddle-point run holds per unit of each size (benchmarks/bench_memory.py breaks a run
@@ -274,11 +299,11 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     model = model or build_efce_model(game, welfare_threshold, memory_budget=memory_budget)
     driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=check_every,
                              progress=progress)
-    with pair_arrays_parked(model):
+    with pair_arrays_parked(model) as parked:
         run = _iterate(model, make_minimizer, driver, started, target_gap=target_gap,
                        welfare_threshold=welfare_threshold, alternating=alternating,
                        power=AVERAGING[averaging], check_every_iteration=check_feasibility_every_iteration)
-    return _result(model, run, driver, welfare_threshold, target_gap)
+        return _result(model.game, parked, run, driver, welfare_threshold, target_gap)
 
 
 @dataclass
@@ -346,13 +371,14 @@ def _iterate(model: EFCEModel, make_minimizer: MinimizerFactory, driver: Iterati
     return _Run(sum_x, evaluator.evaluate(sum_x), max_violation, lower_bound, setup)
 
 
-def _result(model: EFCEModel, run: _Run, driver: IterationDriver, welfare_threshold: float | None,
-            target_gap: float | None) -> SolveResult:
+def _result(game: Game, parked: ParkedPairs, run: _Run, driver: IterationDriver,
+            welfare_threshold: float | None, target_gap: float | None) -> SolveResult:
     """The average plan in relevant-pair order, checked against Definition 3 independently of
-    the chain, and the run's report."""
-    xbar = _gather(run.average, model.entry_of_pair)
+    the chain, and the run's report.  The pair arrays come back one at a time, the pairs only
+    once the plan in entry order is freed: this stage then holds less than the iterations."""
+    xbar = _gather(run.average, parked.entry_of_pair())
     run.average = None
-    max_violation = max(run.max_violation, FeasibilityCheck(model.game, model.pairs)(xbar))
+    max_violation = max(run.max_violation, FeasibilityCheck(game, parked.pairs())(xbar))
     report, status = run.report, driver.status
     info = {"efce_gap": report.gap, "efcce_gap": None, "nfcce_gap": None,
             "welfare": report.welfare, "utilities": report.utilities,

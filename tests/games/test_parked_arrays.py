@@ -30,6 +30,20 @@ def test_round_trip_through_disk_removes_the_files(tmp_path):
         parked.restore()
 
 
+@pytest.mark.parametrize("min_bytes", [0, 2**62])
+def test_arrays_come_back_one_at_a_time(tmp_path, min_bytes):
+    arrays = _arrays()
+    with ParkedArrays(min_bytes=min_bytes, directory=str(tmp_path), **arrays) as parked:
+        first = parked.restore("values")
+        assert list(first) == ["values"] and np.array_equal(first["values"], arrays["values"])
+        assert len(_parked_dirs(tmp_path)) == (1 if parked.on_disk else 0)  # "columns" still out
+        with pytest.raises(RuntimeError, match="values: already restored"):
+            parked.restore("values")
+        rest = parked.restore()
+        assert list(rest) == ["columns"] and np.array_equal(rest["columns"], arrays["columns"])
+        assert not _parked_dirs(tmp_path)
+
+
 def test_small_arrays_stay_in_memory(tmp_path):
     arrays = _arrays()
     with ParkedArrays(directory=str(tmp_path), **arrays) as parked:  # far below PARK_MIN_BYTES
