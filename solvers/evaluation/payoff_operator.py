@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-import scipy.sparse as sp
 
 from efce.games.arrays import U, find_in_row
 from efce.games.game import Game
@@ -351,6 +350,7 @@ class PayoffOperator:
 
     def to_sparse(self) -> sp.csr_matrix:
         """``A`` as a scipy CSR matrix, column by column through :meth:`matvec` (small games)."""
+        import scipy.sparse as sp  # here: the solver never needs scipy
         cols = []
         unit = np.zeros(self.shape[1])
         buf = np.empty(self.shape[0])
