@@ -30,7 +30,11 @@ class TerminalMap:
     payoffs: np.ndarray
 
     def weighted_payoffs(self) -> np.ndarray:
-        """``p_c(z) · u_i(z)``, float64[T, n]."""
+        """``p_c(z) · u_i(z)``, float64[T, n]: the (read-only) payoffs themselves when no terminal
+        is behind a chance move, since ``1.0 · u`` is ``u`` bit for bit and a copy would only
+        hold the same numbers twice."""
+        if np.all(self.chance_reach == 1.0):
+            return self.payoffs
         return self.chance_reach[:, None] * self.payoffs
 
 
