@@ -255,8 +255,10 @@ class Game:
         first[0] = 1
         first[1:] = 1 + np.cumsum(counts[:-1], dtype=np.int64)
         first[counts == 0] = -1
-        self.first_child = _frozen(first, np.int64)
-        self.original_order = original_order  # canonical position -> input position
+        # Node positions fit int32 (``parent`` is int32): half the bytes of int64 per node.
+        self.first_child = _frozen(first, np.int32)
+        # Canonical position -> input position.
+        self.original_order = None if original_order is None else _frozen(original_order, np.int32)
         self.infoset_keys = infoset_keys  # per player: the input key of each infoset
         self.comment = comment
         self.outcome_names = outcome_names
@@ -481,7 +483,8 @@ class Game:
 
     @cached_property
     def terminal_nodes(self) -> np.ndarray:
-        return np.flatnonzero(self.terminal_index >= 0)
+        """The terminal nodes in node order (int32, as every node array)."""
+        return np.flatnonzero(self.terminal_index >= 0).astype(np.int32)
 
     @cached_property
     def is_zero_sum(self) -> bool:

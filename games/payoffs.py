@@ -43,7 +43,9 @@ def terminal_map(game: Game) -> TerminalMap:
     order = np.argsort(game.terminal_index[z])
     z = z[order]
     seqs = np.stack([game.node_sequences(p)[z] for p in range(game.num_players)], axis=1)
-    return TerminalMap(seqs.astype(np.int32), game.reach_chance[z], game.payoffs)
+    # Without chance every reach is 1: no per-node reach array is computed (and kept on the game).
+    reach = game.reach_chance[z] if game.has_chance else np.ones(len(z))
+    return TerminalMap(seqs.astype(np.int32), reach, game.payoffs)
 
 
 def sequence_form_payoffs(game: Game) -> tuple[sp.csr_matrix, sp.csr_matrix]:
