@@ -319,6 +319,21 @@ class _Run:
     setup_seconds: float
 
 
+def saddle_point_play(model: EFCEModel, make_minimizer: MinimizerFactory, *, alternating: bool = True,
+                      power: float = 1.0, average_deviator: bool = False) -> SelfPlay:
+    """The correlator (an engine on Ξ's chain, observing ``A·y``) against the deviator (an
+    engine on Y's chain, observing ``−Aᵀ·x``), each built by ``make_minimizer`` from its chain,
+    with the correlator's running average (and the deviator's with ``average_deviator``) under
+    weights ``t^power``: the loop of :func:`solve_efce`."""
+    operator = model.operator
+    xi_engine = ChainEngine(model.xi_steps, minimizer=make_minimizer(model.xi_steps))
+    y_engine = ChainEngine(model.triggers.chain, minimizer=make_minimizer(model.triggers.chain))
+    return SelfPlay((xi_engine, y_engine),
+                    (lambda y, out: operator.matvec(y, out=out),
+                     lambda x, out: operator.rmatvec(x, out=out, sign=-1.0)),
+                    averaged=(True, average_deviator), alternating=bool(alternating), power=power)
+
+
 def _iterate(model: EFCEModel, make_minimizer: MinimizerFactory, driver: IterationDriver,
              started: float, *, target_gap: float | None, welfare_threshold: float | None,
              alternating: bool, power: float, check_every_iteration: bool) -> _Run:
@@ -326,17 +341,12 @@ def _iterate(model: EFCEModel, make_minimizer: MinimizerFactory, driver: Iterati
     but the chain and the operator.  The engines, iterates and losses are local: they are freed
     when this returns, before the pair arrays come back."""
     chain, operator = model.xi_steps, model.operator
-    xi_engine = ChainEngine(chain, minimizer=make_minimizer(chain))
-    y_engine = ChainEngine(model.triggers.chain, minimizer=make_minimizer(model.triggers.chain))
+    # ȳ is needed only for the certificate.
+    play = saddle_point_play(model, make_minimizer, alternating=alternating, power=power,
+                             average_deviator=welfare_threshold is not None)
     evaluator = EFCEGapEvaluator(model.game, tables=model.tables)  # entry order, no pairs
     release_free_memory()  # what building the engines' layouts left behind
     setup = time.perf_counter() - started
-    # The correlator observes A·y, the deviator −Aᵀ·x; ȳ is needed only for the certificate.
-    play = SelfPlay((xi_engine, y_engine),
-                    (lambda y, out: operator.matvec(y, out=out),
-                     lambda x, out: operator.rmatvec(x, out=out, sign=-1.0)),
-                    averaged=(True, welfare_threshold is not None), alternating=bool(alternating),
-                    power=power)
     x, sum_x, sum_y = play.points[0], play.sums[0], play.sums[1]
     max_violation = 0.0
     for t in driver:
@@ -376,6 +386,7 @@ def _result(game: Game, parked: ParkedPairs, run: _Run, driver: IterationDriver,
     """The average plan in relevant-pair order, checked against Definition 3 independently of
     the chain, and the run's report.  The pair arrays come back one at a time, the pairs only
     once the plan in entry order is freed: this stage then holds less than the iterations."""
+    release_free_memory()  # the engines' pages go back before the plan and the pairs come in
     xbar = _gather(run.average, parked.entry_of_pair())
     run.average = None
     max_violation = max(run.max_violation, FeasibilityCheck(game, parked.pairs())(xbar))
