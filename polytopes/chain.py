@@ -61,9 +61,15 @@ class Chain:
         True when the steps are numbered in level order already (then :attr:`step_order` is
         ``0..S-1`` and each level a range of it).
     level_ptr : int64[depth + 1], optional
-        For a level-sorted chain, the steps of level ``d`` (from 1) are
-        ``level_ptr[d-1] : level_ptr[d]``: the levels without an int32 per step (``DECOMPOSE``
-        gives this instead of ``known_level``; :attr:`level` is then expanded on demand only).
+        The steps of level ``d`` (from 1) are positions ``level_ptr[d-1] : level_ptr[d]`` of
+        :attr:`step_order` (of ``0..S-1`` for a level-sorted chain): the levels without an int32
+        per step (``DECOMPOSE`` gives this instead of ``known_level``, the trigger chain this and
+        ``level_order``; :attr:`level` is then expanded on demand only).
+    natural_entry : int[N], optional
+        Natural index → entry, kept instead of ``entry_index`` (:meth:`labelled`).
+    level_order : int32[S], optional
+        With ``level_ptr``, the steps in level order (stable), for a chain not numbered in
+        level order: :attr:`step_order` itself, so no per-step level is kept besides it.
 
     A chain is immutable: a frozen dataclass, every field given at construction.  The derived
     arrays (:attr:`level`, :attr:`step_order`, :attr:`levels`, :attr:`step_size`, ...) are
@@ -82,6 +88,7 @@ class Chain:
     level_sorted: bool = False
     level_ptr: np.ndarray | None = field(default=None, repr=False)
     natural_entry: np.ndarray | None = field(default=None, repr=False)
+    level_order: np.ndarray | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ natural indices
     @property
@@ -162,7 +169,12 @@ class Chain:
         if self.known_level is not None:
             return self.known_level
         if self.level_ptr is not None:
-            return np.repeat(np.arange(1, len(self.level_ptr), dtype=np.int32), np.diff(self.level_ptr))
+            in_order = np.repeat(np.arange(1, len(self.level_ptr), dtype=np.int32), np.diff(self.level_ptr))
+            if self.level_sorted:
+                return in_order
+            out = np.empty(self.num_steps, dtype=np.int32)
+            out[self.step_order] = in_order
+            return out
         self.validate()
         entry_level = np.zeros(self.num_entries, dtype=np.int32)
         step_level = np.zeros(self.num_steps, dtype=np.int32)
@@ -180,7 +192,9 @@ class Chain:
         views into it, so the passes that run the whole order hold no copy of it."""
         if self.level_sorted:
             return np.arange(self.num_steps, dtype=index_dtype(self.num_steps + 1))
-        return np.argsort(self.level, kind="stable").astype(index_dtype(self.num_steps + 1))
+        if self.level_order is not None:
+            return self.level_order
+        return level_order(self.level)[0]
 
     @cached_property
     def levels(self) -> list[np.ndarray]:
@@ -372,6 +386,16 @@ class Chain:
 
     def __str__(self) -> str:
         return self.notation()
+
+
+def level_order(level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, level_ptr)``: the steps sorted by ``level`` (stable; int32 below 2³¹ steps)
+    and the bounds of each level ``d ≥ 1`` in that order — what :attr:`Chain.step_order` and
+    ``Chain.level_ptr`` hold."""
+    order = np.argsort(level, kind="stable").astype(index_dtype(len(level) + 1))
+    depth = int(level.max(initial=0))
+    level_ptr = np.searchsorted(level[order], np.arange(1, depth + 2)).astype(np.int64)
+    return order, level_ptr
 
 
 @numba.njit(cache=True)
