@@ -149,24 +149,24 @@ def pair_arrays_parked(model: EFCEModel) -> Iterator[ParkedPairs]:
 
 #: Bytes a saddle-point run holds per unit of each size (benchmarks/bench_memory.py breaks a run
 #: down by component; docs/results/memory.md has the measurements this is fitted to):
-#: per relevant pair — its CSR column and chain entry (8: the Ξ chain keeps the pair → entry map
-#: only), Ξ's chain arrays (~9: no per-step level, order or size array), the Ξ engine's float32
-#: regrets and predictions (≤ 8), iterate and running sum (16), less the share fitted to the
-#: other sizes;
+#: per relevant pair — Ξ's chain arrays (~8-9: no per-step level, order or size array), the Ξ
+#: engine's float32 regrets and predictions (≤ 8), iterate and running sum (16), less the share
+#: fitted to the other sizes (the pair columns and the pair → entry map are parked during the
+#: iterations, and the end of a run holds less than the iterations);
 #: per entry of the trigger chain Y — float32 regrets and predictions, iterate (16) plus its
-#: chain arrays and levels;
+#: chain arrays;
 #: per nonzero of A's deviation part — one int32 row; per (trigger infoset, terminal) — one
-#: int32; per game node — the game's own arrays; plus the interpreter, numpy/scipy/numba and the
-#: compiled kernels.
-#: Measured whole-process peaks of ``efce solve … --method rm --iterations 3`` (default PRM+,
-#: quadratic averaging): 457 MiB (small), 1,969 MiB (medium), 8,448 MiB (large); these constants
-#: give 511 / 2,012 / ~8,590 MiB (2-12% above).
-BYTES_PER_RELEVANT_PAIR = 40
+#: int32; per game node — the game's own arrays (int32 node positions, labels, caches) and the
+#: per-terminal tables; plus the interpreter, numpy and numba (~100 MiB) and the compiled
+#: kernels (~75 MiB).
+#: Measured whole-process peaks of ``efce solve … --method rm --iterations 3`` (default PRM+):
+#: 390 MiB (small), 1,648 MiB (medium); these constants give 407 / 1,691 MiB (4% / 3% above).
+BYTES_PER_RELEVANT_PAIR = 32
 BYTES_PER_TRIGGER_ENTRY = 34
 BYTES_PER_NONZERO = 4
 BYTES_PER_TRIGGER_TERMINAL = 8
-BYTES_PER_GAME_NODE = 120
-FIXED_BYTES = 250 * 2**20
+BYTES_PER_GAME_NODE = 80
+FIXED_BYTES = 185 * 2**20
 
 
 def saddle_point_sizes(game: Game) -> dict:
