@@ -39,6 +39,14 @@ MAX_ABS_PAYOFF = 1e100
 
 
 
+def _constant_if_all_ones(values: np.ndarray) -> np.ndarray:
+    """``values``, or a read-only broadcast of 1.0 with the same shape when every value is 1 (a
+    game without chance moves): equal element for element, without 8 bytes per node."""
+    if values.size and np.all(values == 1.0):
+        return np.broadcast_to(np.float64(1.0), values.shape)
+    return values
+
+
 def _frozen(array: np.ndarray, dtype) -> np.ndarray:
     out = np.ascontiguousarray(array, dtype=dtype)
     if out is array:
@@ -242,7 +250,7 @@ class Game:
         self.action = _frozen(action, np.int32)
         self.player = _frozen(player, np.int8)
         self.infoset = _frozen(infoset, np.int32)
-        self.chance_prob = _frozen(chance_prob, np.float64)
+        self.chance_prob = _constant_if_all_ones(_frozen(chance_prob, np.float64))
         self.payoffs = _frozen(payoffs, np.float64)
         self.terminal_index = _frozen(terminal_index, np.int32)
         self.labels = labels or Labels()
