@@ -160,7 +160,8 @@ def pair_arrays_parked(model: EFCEModel) -> Iterator[ParkedPairs]:
 #: per-terminal tables; plus the interpreter, numpy and numba (~100 MiB) and the compiled
 #: kernels (~75 MiB).
 #: Measured whole-process peaks of ``efce solve … --method rm --iterations 3`` (default PRM+):
-#: 390 MiB (small), 1,648 MiB (medium); these constants give 407 / 1,691 MiB (4% / 3% above).
+#: 386 MiB (small), 1,648 MiB (medium, before the last ~30 MiB of cuts); these constants give
+#: 407 / 1,691 MiB (5% / 3-5% above).
 BYTES_PER_RELEVANT_PAIR = 32
 BYTES_PER_TRIGGER_ENTRY = 34
 BYTES_PER_NONZERO = 4
