@@ -16,8 +16,10 @@ recommendations drawn from ``ξ``:
 Two compiled chain engines with RM+ at every simplex, alternating updates and linear averaging
 (section 5) give feasible iterates; the exact max deviation of the average is the stopping rule.
 ``A`` is never stored as a matrix: :mod:`solvers.payoff_operator` applies it and its transpose
-from one int32 per nonzero, into buffers allocated once, and feasibility (Definition 3) is
-checked matrix-free (:mod:`polytopes.feasibility`).
+from one int32 per nonzero, into buffers allocated once.  The iterations hold no array per
+relevant pair beyond the chain, the engines and the loop buffers (:func:`pair_arrays_parked`):
+the iterates are checked against Ξ's chain at checkpoints, the reported plan against Definition 3
+itself, matrix-free (:mod:`polytopes.feasibility`).
 """
 
 from __future__ import annotations
