@@ -2,12 +2,17 @@
 
 Each instance runs in a fresh process through the stages of the default solve path
 (:func:`solvers.methods.efce.solve_efce` with the CLI's defaults: PRM+ at every simplex,
-quadratic averaging, alternating updates): the game, the model (relevant pairs, DECOMPOSE, trigger
-chain and payoff operator: :func:`~solvers.methods.efce.build_efce_model`), the engines and loop
-buffers, the gap evaluator and feasibility check, a few iterations and a checkpoint.  For every
-stage it reports the resident set size after the stage and a heap trim (``held``) and the process peak so far
-(``peak``), both in MiB and in bytes per relevant pair; ``components`` are the exact array sizes
-of what the loop holds.  Targets (whole-process peak): small ≤ 0.45 GiB, medium ≤ 1.6 GiB,
+alternating updates; the averaging does not change the memory) with the same functions: the
+game, the model (relevant pairs, DECOMPOSE, trigger chain and payoff operator:
+:func:`~solvers.methods.efce.build_efce_model`), the pair arrays parked
+(:func:`~solvers.methods.efce.pair_arrays_parked`), the engines and loop buffers
+(:func:`~solvers.methods.efce.saddle_point_play`), the gap evaluator, a few iterations, a
+checkpoint (gap and the chain check), and the end of a run (the map back, the plan gathered in
+pair order, the pairs back, Definition 3 checked).  For every stage it reports the resident set
+size after the stage and a heap trim (``held``) and the process peak so far (``peak``), both in
+MiB and in bytes per relevant pair; ``components`` are the exact sizes of the distinct buffers
+the loop holds (a buffer shared by two components counts in the first), ``parked`` what is out
+of memory during the loop.  Targets (whole-process peak): small ≤ 0.45 GiB, medium ≤ 1.6 GiB,
 large ≤ 60 B per pair (6.2 GiB).
 
     python benchmarks/bench_memory.py [--only small,medium,large] [--out FILE]
@@ -31,56 +36,62 @@ def _peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _nbytes(*arrays) -> int:
-    """Bytes of distinct buffers (views of one array count once)."""
-    seen = {}
-    for a in arrays:
-        if a is None:
-            continue
-        base = a
-        while getattr(base, "base", None) is not None:
-            base = base.base
-        seen[id(base)] = base.nbytes if hasattr(base, "nbytes") else a.nbytes
-    return int(sum(seen.values()))
+class _Buffers:
+    """Bytes of distinct buffers, each counted once over all components (views and arrays
+    shared between components — e.g. the weighted payoffs that are the game's payoffs — count
+    in the first component that holds them)."""
+
+    def __init__(self):
+        self._seen: set[int] = set()
+
+    def nbytes(self, *roots) -> int:
+        """Bytes of the buffers reachable from ``roots`` (arrays, containers, objects) not
+        counted yet."""
+        import numpy as np
+        total, stack, visited = 0, list(roots), set()
+        while stack:
+            obj = stack.pop()
+            if obj is None or id(obj) in visited:
+                continue
+            visited.add(id(obj))
+            if isinstance(obj, np.ndarray):
+                base = obj
+                while isinstance(base.base, np.ndarray):
+                    base = base.base
+                if id(base) not in self._seen:
+                    self._seen.add(id(base))
+                    total += base.nbytes
+            elif isinstance(obj, dict):
+                stack.extend(obj.values())
+            elif isinstance(obj, (list, tuple)):
+                stack.extend(obj)
+            elif type(obj).__module__.startswith("efce") and hasattr(obj, "__dict__"):
+                stack.extend(vars(obj).values())
+        return total
 
 
-def _chain_bytes(chain) -> int:
-    arrays = [chain.kind, chain.target_ptr, chain.source_ptr, chain.source, chain.entry_index,
-              chain.known_level, chain.level_ptr]  # natural_entry: "entry of pair"
-    for name in ("level", "step_order", "step_size", "num_sources", "entry_step", "source_step"):
-        if name in chain.__dict__:
-            arrays.append(chain.__dict__[name])
-    arrays.extend(chain.__dict__.get("levels", []))
-    return _nbytes(*arrays)
-
-
-def _engine_bytes(engine) -> int:
-    """The regret minimizer's state, its scratch and the parallel passes' chunk tables."""
-    held = _nbytes(*(v for v in engine.state.values()))
-    if engine._work is not None:
-        held += engine._work.nbytes
+def _engine_state(engine) -> list:
+    """The regret minimizer's state, its scratch and the parallel passes' tables (the chain is
+    counted on its own)."""
+    held = [engine.state, engine._work, engine.minimizer.__dict__.get("_step_scratch")]
+    kind = engine.minimizer.__dict__.get("_kind")
+    if kind is not None and kind is not engine.chain.kind:
+        held.append(kind)
     parallel = engine._parallel
     if parallel is not None:
-        held += _nbytes(*parallel._static[5:], *parallel._ranges, parallel._scratch)
-    minimizer = engine.minimizer
-    if "_step_scratch" in minimizer.__dict__:
-        held += minimizer.__dict__["_step_scratch"].nbytes
-    if "_kind" in minimizer.__dict__ and minimizer.__dict__["_kind"] is not minimizer.chain.kind:
-        held += minimizer.__dict__["_kind"].nbytes
+        held += [parallel._static[5:], parallel._histograms, parallel._chunk_ranges,
+                 list(parallel._bounds.values()), parallel._scratch]
     return held
 
 
 def case(kwargs, iterations: int = 3):
     def run():
-        import numpy as np
-
         from efce import games
         from efce.games.resources.memory import release_free_memory
         from efce.polytopes.feasibility import FeasibilityCheck
         from efce.solvers.evaluation.gaps import EFCEGapEvaluator
-        from efce.solvers.methods.efce import AVERAGING, build_efce_model
-        from efce.solvers.methods.selfplay import SelfPlay
-        from efce.solvers.regret.engine import ChainEngine, minimizer_factory
+        from efce.solvers.methods.efce import _gather, build_efce_model, pair_arrays_parked, saddle_point_play
+        from efce.solvers.regret.engine import minimizer_factory
         from efce.solvers.regret.local import PredictiveRMPlus
 
         stages = []
@@ -94,46 +105,48 @@ def case(kwargs, iterations: int = 3):
         game = games.battleship(rows=3, cols=2, **kwargs)
         stage("game")
         model = build_efce_model(game)
+        n = len(model.pairs)
+        parked_bytes = model.pairs.sigma2.nbytes + model.entry_of_pair.nbytes
         stage("model (pairs, DECOMPOSE, trigger chain, payoff operator)")
-        make = minimizer_factory(None, None, PredictiveRMPlus())
-        xi_engine = ChainEngine(model.xi_chain, minimizer=make(model.xi_chain))
-        y_engine = ChainEngine(model.triggers.chain, minimizer=make(model.triggers.chain))
-        operator = model.operator
-        play = SelfPlay((xi_engine, y_engine), (lambda y, out: operator.matvec(y, out=out),
-                                                lambda x, out: operator.rmatvec(x, out=out, sign=-1.0)),
-                        averaged=(True, False), power=AVERAGING["quadratic"])
-        x, y, sum_x = play.points[0], play.points[1], play.sums[0]
-        stage("engines + loop buffers")
-        evaluator = EFCEGapEvaluator(game, model.pairs, tables=model.tables,
-                                     entry_of_pair=model.entry_of_pair)  # as solve_efce
-        feasibility = FeasibilityCheck(game, model.pairs)
-        stage("gap evaluator + feasibility check")
-        for t in range(1, iterations + 1):
-            play.step(t)
-        stage(f"{iterations} iterations")
-        gap = evaluator.evaluate(sum_x, 1.0 / play.weight).gap
-        violation = max(feasibility(x, model.entry_of_pair),
-                        feasibility(sum_x, model.entry_of_pair, 1.0 / play.weight))
-        stage("checkpoint (gap + feasibility)")
+        with pair_arrays_parked(model) as parked:
+            stage("pair arrays parked")
+            play = saddle_point_play(model, minimizer_factory(None, None, PredictiveRMPlus()))
+            (xi_engine, y_engine), (x, y), sum_x = play.engines, play.points, play.sums[0]
+            stage("engines + loop buffers")
+            evaluator = EFCEGapEvaluator(game, tables=model.tables)  # as solve_efce
+            stage("gap evaluator")
+            for t in range(1, iterations + 1):
+                play.step(t)
+            stage(f"{iterations} iterations")
+            gap = evaluator.evaluate(sum_x, 1.0 / play.weight).gap
+            violation = max(model.xi_steps.violations((x, sum_x), (1.0, 1.0 / play.weight)))
+            stage("checkpoint (gap + chain check)")
 
-        pairs = model.pairs
-        n = len(pairs)
-        tables = model.tables
-        rows = sum(t.rows.nbytes for t in tables.players)
-        components = {
-            "relevant pairs (CSR)": _nbytes(pairs.indptr, pairs.sigma2),
-            "Ξ chain (DECOMPOSE)": _chain_bytes(model.xi_chain),
-            "entry of pair (the Ξ chain's natural_entry)": _nbytes(model.entry_of_pair),
-            "Y chain (triggers)": _chain_bytes(model.triggers.chain) + _nbytes(
-                model.triggers.block_start, model.triggers.block_preorder_start,
-                *model.triggers.preorder_sequences),
-            "payoff operator: rows (one per nonzero)": rows,
-            "payoff operator: rest": operator.nbytes - rows,
-            "Ξ engine (regret, prediction, tables)": _engine_bytes(xi_engine),
-            "Y engine (regret, prediction, tables)": _engine_bytes(y_engine),
-            "loop buffers (x, y, Σ t²·x)": _nbytes(x, y, sum_x),
-            "game arrays": _nbytes(*(v for v in vars(game).values() if hasattr(v, "nbytes"))),
-        }
+            buffers = _Buffers()
+            tables, operator = model.tables, model.operator
+            rows = buffers.nbytes([t.rows for t in tables.players])
+            components = {
+                "game (node arrays, sequence spaces, labels, caches)": buffers.nbytes(game),
+                "Ξ chain (DECOMPOSE)": buffers.nbytes(model.xi_steps),
+                "Y chain (triggers)": buffers.nbytes(model.triggers),
+                "payoff operator: rows (one per nonzero)": rows,
+                "payoff operator: rest": buffers.nbytes(operator),
+                "Ξ engine (regret, prediction, tables)": buffers.nbytes(_engine_state(xi_engine)),
+                "Y engine (regret, prediction, tables)": buffers.nbytes(_engine_state(y_engine)),
+                "loop buffers (x, y, Σ w·x)": buffers.nbytes(x, y, sum_x),
+                "gap evaluator": buffers.nbytes(evaluator),
+            }
+            # The end of solve_efce: the engines go, the average is gathered in pair order
+            # through the map, then the pairs come back for the Definition-3 check.
+            weight = play.weight
+            del play, xi_engine, y_engine, x, y
+            release_free_memory()
+            sum_x /= weight
+            xbar = _gather(sum_x, parked.entry_of_pair())
+            del sum_x
+            violation = max(violation, FeasibilityCheck(game, parked.pairs())(xbar))
+        stage("end (plan gathered, pairs back, Definition 3)")
+
         total = sum(components.values())
         per_pair = {k: round(v / n, 2) for k, v in components.items()}
         for s in stages:
@@ -141,6 +154,7 @@ def case(kwargs, iterations: int = 3):
             s["peak_bytes_per_pair"] = round(s["peak_mib"] * 2**20 / n, 1)
         return {"relevant_pairs": n, "stages": stages, "components_bytes_per_pair": per_pair,
                 "components_total_bytes_per_pair": round(total / n, 2),
+                "parked_bytes_per_pair (pair columns + pair → entry map)": round(parked_bytes / n, 2),
                 "gap_after_iterations": gap, "max_violation": violation,
                 "peak_memory_mib": round(_peak_mib(), 1),
                 "peak_bytes_per_pair": round(_peak_mib() * 2**20 / n, 1)}

@@ -39,6 +39,14 @@ MAX_ABS_PAYOFF = 1e100
 
 
 
+def _constant_if_all_ones(values: np.ndarray) -> np.ndarray:
+    """``values``, or a read-only broadcast of 1.0 with the same shape when every value is 1 (a
+    game without chance moves): equal element for element, without 8 bytes per node."""
+    if values.size and np.all(values == 1.0):
+        return np.broadcast_to(np.float64(1.0), values.shape)
+    return values
+
+
 def _frozen(array: np.ndarray, dtype) -> np.ndarray:
     out = np.ascontiguousarray(array, dtype=dtype)
     if out is array:
@@ -242,7 +250,7 @@ class Game:
         self.action = _frozen(action, np.int32)
         self.player = _frozen(player, np.int8)
         self.infoset = _frozen(infoset, np.int32)
-        self.chance_prob = _frozen(chance_prob, np.float64)
+        self.chance_prob = _constant_if_all_ones(_frozen(chance_prob, np.float64))
         self.payoffs = _frozen(payoffs, np.float64)
         self.terminal_index = _frozen(terminal_index, np.int32)
         self.labels = labels or Labels()
@@ -255,8 +263,10 @@ class Game:
         first[0] = 1
         first[1:] = 1 + np.cumsum(counts[:-1], dtype=np.int64)
         first[counts == 0] = -1
-        self.first_child = _frozen(first, np.int64)
-        self.original_order = original_order  # canonical position -> input position
+        # Node positions fit int32 (``parent`` is int32): half the bytes of int64 per node.
+        self.first_child = _frozen(first, np.int32)
+        # Canonical position -> input position.
+        self.original_order = None if original_order is None else _frozen(original_order, np.int32)
         self.infoset_keys = infoset_keys  # per player: the input key of each infoset
         self.comment = comment
         self.outcome_names = outcome_names
@@ -461,8 +471,26 @@ class Game:
 
     def node_sequences(self, player: int) -> np.ndarray:
         """For each node, the last sequence of ``player`` on the path from the root to it
-        (excluding the node's own action), i.e. σ_player(v)."""
-        return self._node_sequences[player]
+        (excluding the node's own action), i.e. σ_player(v).
+
+        Computed on each call (one vectorized pass per tree level), not kept: only the builders
+        of models read it, a few times each, and a game would otherwise hold an int32 per node and
+        player for as long as it lives (through every solver's iterations)."""
+        space = self.sequences(player)
+        seq = self._sequence_of_nodes(player, space.infoset_first_seq)
+        seq.setflags(write=False)
+        return seq
+
+    def _sequence_of_nodes(self, player: int, first_seq: np.ndarray) -> np.ndarray:
+        """σ_player(v) for every node, top-down, from the first sequence of each infoset."""
+        seq = np.zeros(self.num_nodes, dtype=np.int32)
+        for lo, hi in self.levels[1:]:
+            par = self.parent[lo:hi]
+            own = self.player[par] == player
+            own_infoset = np.where(own, self.infoset[par], 0)
+            seq[lo:hi] = np.where(own, first_seq[own_infoset] + self.action[lo:hi], seq[par]) \
+                if len(first_seq) else seq[par]
+        return seq
 
     @cached_property
     def reach_chance(self) -> np.ndarray:
@@ -481,7 +509,8 @@ class Game:
 
     @cached_property
     def terminal_nodes(self) -> np.ndarray:
-        return np.flatnonzero(self.terminal_index >= 0)
+        """The terminal nodes in node order (int32, as every node array)."""
+        return np.flatnonzero(self.terminal_index >= 0).astype(np.int32)
 
     @cached_property
     def is_zero_sum(self) -> bool:
@@ -537,13 +566,11 @@ class Game:
 
     # ------------------------------------------------------------------ sequence spaces
     def _build_sequence_spaces(self) -> list[SequenceSpace]:
-        """Number sequences, compute σ_p(v) for every node, and check perfect recall.
+        """Number sequences and check perfect recall (from σ_p(v) for every node, not kept).
 
         Perfect recall holds iff all nodes of an infoset share the player's parent sequence
         (induction over the player's earlier infosets gives equality of full own histories)."""
-        n = self.num_nodes
         spaces: list[SequenceSpace] = []
-        node_seqs: list[np.ndarray] = []
         for p in range(self.num_players):
             mine = self.player == p
             num_infosets = int(self.infoset[mine].max()) + 1 if mine.any() else 0
@@ -552,13 +579,7 @@ class Game:
             first_seq = np.ones(num_infosets, dtype=np.int32)
             if num_infosets:
                 first_seq[1:] += np.cumsum(num_actions[:-1], dtype=np.int64).astype(np.int32)
-            seq = np.zeros(n, dtype=np.int32)
-            for lo, hi in self.levels[1:]:
-                par = self.parent[lo:hi]
-                own = self.player[par] == p
-                own_infoset = np.where(own, self.infoset[par], 0)
-                seq[lo:hi] = np.where(own, first_seq[own_infoset] + self.action[lo:hi], seq[par]) \
-                    if num_infosets else seq[par]
+            seq = self._sequence_of_nodes(p, first_seq)
             nodes = np.flatnonzero(mine)
             parent_seq_hi = np.full(num_infosets, -1, dtype=np.int64)
             np.maximum.at(parent_seq_hi, self.infoset[nodes], seq[nodes])
@@ -580,9 +601,6 @@ class Game:
                 raise GameError(f"imperfect recall: player {p + 1}'s infoset "
                                 f"'{self._safe_label(p, j)}' lies below one of its own descendants")
             spaces.append(space)
-            seq.setflags(write=False)
-            node_seqs.append(seq)
-        self._node_sequences = node_seqs
         return spaces
 
     def _safe_label(self, player: int, infoset: int) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from .game import Game
 from .relevant import require_two_players
@@ -31,7 +30,11 @@ class TerminalMap:
     payoffs: np.ndarray
 
     def weighted_payoffs(self) -> np.ndarray:
-        """``p_c(z) · u_i(z)``, float64[T, n]."""
+        """``p_c(z) · u_i(z)``, float64[T, n]: the (read-only) payoffs themselves when no terminal
+        is behind a chance move, since ``1.0 · u`` is ``u`` bit for bit and a copy would only
+        hold the same numbers twice."""
+        if np.all(self.chance_reach == 1.0):
+            return self.payoffs
         return self.chance_reach[:, None] * self.payoffs
 
 
@@ -40,7 +43,9 @@ def terminal_map(game: Game) -> TerminalMap:
     order = np.argsort(game.terminal_index[z])
     z = z[order]
     seqs = np.stack([game.node_sequences(p)[z] for p in range(game.num_players)], axis=1)
-    return TerminalMap(seqs.astype(np.int32), game.reach_chance[z], game.payoffs)
+    # Without chance every reach is 1: no per-node reach array is computed (and kept on the game).
+    reach = game.reach_chance[z] if game.has_chance else np.ones(len(z))
+    return TerminalMap(seqs.astype(np.int32), reach, game.payoffs)
 
 
 def sequence_form_payoffs(game: Game) -> tuple[sp.csr_matrix, sp.csr_matrix]:
@@ -49,5 +54,6 @@ def sequence_form_payoffs(game: Game) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     tm = terminal_map(game)
     shape = (game.sequences(0).num_sequences, game.sequences(1).num_sequences)
     weighted = tm.weighted_payoffs()
+    import scipy.sparse as sp  # here: a solve that never builds the matrices does not load scipy
     return tuple(sp.coo_matrix((weighted[:, i], (tm.sequences[:, 0], tm.sequences[:, 1])),
                                shape=shape).tocsr() for i in range(2))

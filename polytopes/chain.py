@@ -24,7 +24,7 @@ from typing import Callable
 import numba
 import numpy as np
 
-from efce.games.arrays import concat_ranges
+from efce.games.arrays import U, concat_ranges
 from efce.errors import ChainError
 
 SIMPLEX = 0
@@ -61,9 +61,15 @@ class Chain:
         True when the steps are numbered in level order already (then :attr:`step_order` is
         ``0..S-1`` and each level a range of it).
     level_ptr : int64[depth + 1], optional
-        For a level-sorted chain, the steps of level ``d`` (from 1) are
-        ``level_ptr[d-1] : level_ptr[d]``: the levels without an int32 per step (``DECOMPOSE``
-        gives this instead of ``known_level``; :attr:`level` is then expanded on demand only).
+        The steps of level ``d`` (from 1) are positions ``level_ptr[d-1] : level_ptr[d]`` of
+        :attr:`step_order` (of ``0..S-1`` for a level-sorted chain): the levels without an int32
+        per step (``DECOMPOSE`` gives this instead of ``known_level``, the trigger chain this and
+        ``level_order``; :attr:`level` is then expanded on demand only).
+    natural_entry : int[N], optional
+        Natural index → entry, kept instead of ``entry_index`` (:meth:`labelled`).
+    level_order : int32[S], optional
+        With ``level_ptr``, the steps in level order (stable), for a chain not numbered in
+        level order: :attr:`step_order` itself, so no per-step level is kept besides it.
 
     A chain is immutable: a frozen dataclass, every field given at construction.  The derived
     arrays (:attr:`level`, :attr:`step_order`, :attr:`levels`, :attr:`step_size`, ...) are
@@ -82,6 +88,7 @@ class Chain:
     level_sorted: bool = False
     level_ptr: np.ndarray | None = field(default=None, repr=False)
     natural_entry: np.ndarray | None = field(default=None, repr=False)
+    level_order: np.ndarray | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ natural indices
     @property
@@ -104,11 +111,19 @@ class Chain:
             return int(np.flatnonzero(self.natural_entry == entry)[0])
         return int(entry)
 
-    def without_entry_index(self, natural_entry: np.ndarray) -> "Chain":
+    def unlabelled(self) -> "Chain":
+        """This chain's steps without natural labels (no ``entry_index``, ``natural_entry`` or
+        ``describe_entry``): all a regret minimizer reads.  A solver runs on it so that no array
+        per entry beyond the steps, and nothing a label function refers to, stays reachable
+        from its engines.  Shares every array with this chain."""
+        return dataclasses.replace(self, entry_index=None, natural_entry=None, describe_entry=str)
+
+    def labelled(self, natural_entry: np.ndarray, describe_entry: Callable[[int], str]) -> "Chain":
         """This chain keeping ``natural_entry`` (natural index → entry, the inverse of
-        ``entry_index``) instead of ``entry_index``: a solver that needs only one direction holds
-        one int per entry, not two.  Shares every other array with this chain."""
-        return dataclasses.replace(self, entry_index=None, natural_entry=natural_entry)
+        ``entry_index``) instead of ``entry_index`` — one int per entry, not two, for a solver that
+        needs one direction — and labelled by ``describe_entry``.  Shares every other array."""
+        return dataclasses.replace(self, entry_index=None, natural_entry=natural_entry,
+                                   describe_entry=describe_entry)
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -154,7 +169,12 @@ class Chain:
         if self.known_level is not None:
             return self.known_level
         if self.level_ptr is not None:
-            return np.repeat(np.arange(1, len(self.level_ptr), dtype=np.int32), np.diff(self.level_ptr))
+            in_order = np.repeat(np.arange(1, len(self.level_ptr), dtype=np.int32), np.diff(self.level_ptr))
+            if self.level_sorted:
+                return in_order
+            out = np.empty(self.num_steps, dtype=np.int32)
+            out[self.step_order] = in_order
+            return out
         self.validate()
         entry_level = np.zeros(self.num_entries, dtype=np.int32)
         step_level = np.zeros(self.num_steps, dtype=np.int32)
@@ -172,7 +192,9 @@ class Chain:
         views into it, so the passes that run the whole order hold no copy of it."""
         if self.level_sorted:
             return np.arange(self.num_steps, dtype=index_dtype(self.num_steps + 1))
-        return np.argsort(self.level, kind="stable").astype(index_dtype(self.num_steps + 1))
+        if self.level_order is not None:
+            return self.level_order
+        return level_order(self.level)[0]
 
     @cached_property
     def levels(self) -> list[np.ndarray]:
@@ -206,6 +228,62 @@ class Chain:
         labels = self.entry_index if self.entry_index is not None else self.natural_entry
         if labels is not None and len(labels) != self.num_entries:
             raise ChainError("entry_index must label every entry")
+
+    # ------------------------------------------------------------------ feasibility
+    def violations(self, arrays, scales=None) -> tuple[float, ...]:
+        """The largest violation of the chain's own constraints by each point
+        ``x_r = scales[r] · arrays[r]`` (entry order), in one pass over the steps for all of them.
+
+        Step ``k`` of a chain fills ``x[T_k] = h_k(x) · y`` with ``y`` in a simplex or the
+        singleton ``{1}`` and ``h_k(x) = Σ_{j ∈ S_k} x[j]`` (module docstring), so, as ``h_k ≥ 0``
+        by induction on the steps, the chain's polytope is
+
+        .. math::
+
+            x[0] = 1, \\quad x ≥ 0, \\quad Σ_{e ∈ T_k} x[e] = Σ_{j ∈ S_k} x[j] \\ \\text{for every step } k
+
+        (a singleton step has one target, so the same equation reads ``x[t] = h_k(x)``).  The
+        violation of ``x_r`` is ``max(|x_r[0] − 1|, max_e −x_r[e], max_k |Σ_{T_k} x_r − Σ_{S_k} x_r|)``.
+
+        For the chain ``DECOMPOSE`` builds, this polytope *is* the set of correlation plans Ξ
+        (Farina, Ling, Fang, Sandholm 2019, section 4.3 and Theorem 1: the chain's entries are
+        the relevant pairs and its points exactly the plans satisfying Definition 3), so a point
+        whose violation here is 0 satisfies Definition 3 exactly.  Nonzero violations are not
+        the same numbers as :class:`polytopes.feasibility.FeasibilityCheck`'s (a Definition-3
+        equation is a linear combination of step equations), which is why the solver still checks
+        the plan it reports with that independent check.  Unlike it it reads neither the relevant pairs nor a pair → entry map, only the
+        chain the solver already holds, so a solver can check its iterates while those arrays
+        are out of memory.
+
+        The steps are split into ranges of about equal work (targets plus sources) among numba's
+        threads; each step's sums are computed by one thread in a fixed order and the result is
+        a maximum, so it is the same on any number of threads.
+
+        Parameters
+        ----------
+        arrays : sequence of ndarray
+            Float64 points in entry order, one value per entry each.
+        scales : sequence of float, optional
+            One factor per array (default 1), e.g. ``1 / Σ_t w_t`` for a running sum.
+
+        Returns
+        -------
+        tuple of float
+            The violation of each point.
+
+        Raises
+        ------
+        ValueError
+            A point without one value per entry, or not one scale per point.
+        """
+        arrays = tuple(np.ascontiguousarray(a, dtype=np.float64) for a in arrays)
+        scales = np.ones(len(arrays)) if scales is None else np.asarray(scales, dtype=np.float64)
+        if any(a.shape != (self.num_entries,) for a in arrays) or scales.shape != (len(arrays),):
+            raise ValueError(f"points of shapes {[a.shape for a in arrays]} with {scales.size} scales; "
+                             f"expected ({self.num_entries},) each and one scale per point")
+        worst = _chain_violations(self.target_ptr, self.source_ptr, self.source, arrays, scales,
+                                  numba.get_num_threads())
+        return tuple(float(w) for w in worst)
 
     # ------------------------------------------------------------------ points
     def h_values(self, x: np.ndarray) -> np.ndarray:
@@ -310,6 +388,16 @@ class Chain:
         return self.notation()
 
 
+def level_order(level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, level_ptr)``: the steps sorted by ``level`` (stable; int32 below 2³¹ steps)
+    and the bounds of each level ``d ≥ 1`` in that order — what :attr:`Chain.step_order` and
+    ``Chain.level_ptr`` hold."""
+    order = np.argsort(level, kind="stable").astype(index_dtype(len(level) + 1))
+    depth = int(level.max(initial=0))
+    level_ptr = np.searchsorted(level[order], np.arange(1, depth + 2)).astype(np.int64)
+    return order, level_ptr
+
+
 @numba.njit(cache=True)
 def _first_invalid_step(target_ptr, source_ptr, source, kind):
     """``(reason, k)`` for the first step ``k`` breaking a rule of :meth:`Chain.validate`
@@ -327,3 +415,56 @@ def _first_invalid_step(target_ptr, source_ptr, source, kind):
             if source[j] >= target_ptr[k]:
                 return 4, k
     return 0, -1
+
+
+@numba.njit(inline="always")
+def _first_step_of_work(target_ptr, source_ptr, work):
+    """The first step ``k`` with ``target_ptr[k] + source_ptr[k] ≥ work`` (the number of steps
+    if none): the work (targets plus sources) before step ``k`` is monotone in ``k``, so the
+    steps are cut into balanced ranges by bisection, with no per-step array."""
+    lo, hi = 0, len(target_ptr) - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if np.int64(target_ptr[mid]) + np.int64(source_ptr[mid]) < work:  # int32 pointers
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(parallel=True, cache=True)
+def _chain_violations(target_ptr, source_ptr, source, arrays, scales, parts):
+    """The violations of :meth:`Chain.violations`: every step's targets and sources are read
+    once for all the points; the steps are split into ``parts`` ranges of equal work."""
+    n = len(arrays)
+    num_steps = len(target_ptr) - 1
+    total = np.int64(target_ptr[num_steps]) + np.int64(source_ptr[num_steps])
+    part_worst = np.zeros((parts, n))
+    for part in numba.prange(parts):
+        lo = 0 if part == 0 else _first_step_of_work(target_ptr, source_ptr, (total * part) // parts)
+        hi = num_steps if part == parts - 1 else _first_step_of_work(target_ptr, source_ptr,
+                                                                       (total * (part + 1)) // parts)
+        local = part_worst[part]
+        for k in range(lo, hi):
+            for r in range(n):
+                values = arrays[r]
+                filled = 0.0
+                lowest = 0.0
+                for e in range(target_ptr[k], target_ptr[k + 1]):
+                    v = values[U(e)]
+                    filled += v
+                    if v < lowest:
+                        lowest = v
+                h = 0.0
+                for j in range(source_ptr[k], source_ptr[k + 1]):
+                    h += values[U(source[U(j)])]
+                d = max(abs(filled - h), -lowest) * scales[r]
+                if d > local[r]:
+                    local[r] = d
+    worst = np.zeros(n)
+    for r in range(n):
+        worst[r] = abs(scales[r] * arrays[r][0] - 1.0)
+        for part in range(parts):
+            if part_worst[part, r] > worst[r]:
+                worst[r] = part_worst[part, r]
+    return worst

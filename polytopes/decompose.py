@@ -109,7 +109,7 @@ def _level_sorted_chain(game, pairs, kind, level, tptr, target, sptr, source) ->
     new_kind, new_level, new_tptr, entry_pair, new_sptr, new_source = _reorder_by_level(
         kind, level, tptr, target, sptr, source)
     del kind, level, tptr, target, sptr, source
-    names = _PairNames(game, pairs)
+    names = PairNames(game, pairs)
     # Steps are sorted by level already: each level is a range of step numbers, kept as its
     # bounds rather than an int32 per step.
     depth = int(new_level[-1]) if len(new_level) else 0
@@ -177,8 +177,9 @@ def _reorder_by_level(kind, level, tptr, target, sptr, source):
     return new_kind, new_level, new_tptr, entry_pair, new_sptr, new_source
 
 
-class _PairNames:
-    """Lazily computed ``(σ1, σ2)`` labels of relevant-pair positions."""
+class PairNames:
+    """``names(q)`` → the ``(σ1, σ2)`` label of relevant-pair position ``q`` (sequence labels
+    computed on first use): the ``describe_entry`` of Ξ's chain.  It holds the pairs."""
 
     def __init__(self, game: Game, pairs: RelevantPairs):
         self._game, self._pairs, self._names = game, pairs, None

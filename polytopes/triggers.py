@@ -26,7 +26,7 @@ import numpy as np
 from efce.games.arrays import concat_ranges
 from efce.games.game import Game
 
-from .chain import SIMPLEX, Chain, index_dtype
+from .chain import SIMPLEX, Chain, index_dtype, level_order
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,12 +174,15 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
     target_ptr[0] = 1
     np.cumsum(sizes, out=target_ptr[1:])
     target_ptr[1:] += 1
+    # The passes need the steps in level order; kept with the level bounds, it makes a level per
+    # step (one int32 each) unnecessary.
+    order, level_ptr = level_order(np.concatenate(step_levels))
     chain = Chain(kind=np.full(len(sizes), SIMPLEX, dtype=np.int8), target_ptr=target_ptr,
                   source_ptr=np.arange(len(sizes) + 1, dtype=index_dtype(len(sizes) + 1)),
                   source=np.concatenate(step_sources).astype(index),
                   entry_index=None,  # entries are their own indices: no arange kept
                   describe_entry=str, name=f"trigger deviations of {game.name}",
-                  known_level=np.concatenate(step_levels))
+                  level_ptr=level_ptr, level_order=order)
     # The welfare weight (if any) has an empty block; the last start closes the final block.
     starts = np.concatenate(block_starts + [np.array([next_entry])] * (1 + welfare))
     preorder_start = np.concatenate(preorder_starts + ([np.array([0])] if welfare else []))

@@ -19,8 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from efce.games.game import Game
 from efce.games.relevant import relevant_pairs
@@ -132,6 +130,7 @@ def verify(chain: Chain, game: Game, *, samples: int = 4, lp_vertices: int = 4, 
         report.checks.append(Check("unused_constraints", False,
                                    "a step does not correspond to a distinct constraint of Definition 3"))
     elif n <= max_dense:
+        import scipy.sparse as sp  # here: importing the package (every solve does) loads no scipy
         used_matrix = sp.vstack([constraints.matrix[[0]], constraints.matrix[rows]])
         rank_used = _rank(used_matrix)
         rank_all = rank_of_all()
@@ -149,6 +148,8 @@ def verify(chain: Chain, game: Game, *, samples: int = 4, lp_vertices: int = 4, 
 
     # (c) LP vertices reproduced by the chain.
     if n <= max_lp and lp_vertices > 0:
+        # Imported here: scipy.optimize adds ~27 MiB to every process that imports polytopes.
+        from scipy.optimize import linprog
         worst_round_trip, solved = 0.0, 0
         for _ in range(lp_vertices):
             c = rng.normal(size=n)
@@ -201,5 +202,5 @@ def _check_structure(chain: Chain, n: int) -> tuple[bool, str]:
 
 
 def _rank(matrix) -> int:
-    dense = matrix.toarray() if sp.issparse(matrix) else np.asarray(matrix)
+    dense = matrix.toarray() if hasattr(matrix, "toarray") else np.asarray(matrix)  # sparse or dense
     return int(np.linalg.matrix_rank(dense))

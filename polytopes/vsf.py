@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from efce.games.game import Game
 from efce.games.relevant import RelevantPairs, connected_infosets, relevant_pairs
@@ -129,6 +128,7 @@ def vsf_constraints(game: Game, pairs: RelevantPairs | None = None) -> VSFConstr
             r_idx.append(r)
             cols.append(pairs.index(s1, s2))
             vals.append(np.full(len(r), sign))
+    import scipy.sparse as sp  # here: importing the package (every solve does) loads no scipy
     matrix = sp.csr_matrix((np.concatenate(vals), (np.concatenate(r_idx), np.concatenate(cols))),
                            shape=(len(row_player), len(pairs)))
     rhs = np.zeros(len(row_player))

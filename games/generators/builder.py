@@ -81,7 +81,16 @@ class _HistoryForest:
     def finish(self) -> tuple[np.ndarray, np.ndarray]:
         parent = np.concatenate([np.array([-1], dtype=np.int64), *self.parent])
         token = np.concatenate([np.array([0], dtype=np.int64), *self.token])
-        return parent, token
+        return _narrowed(parent), _narrowed(token)
+
+
+def _narrowed(values: np.ndarray) -> np.ndarray:
+    """Integer ``values`` as int32 when they fit, else unchanged: the labels live as long as the
+    game, about one entry per node, and int32 halves them."""
+    info = np.iinfo(np.int32)
+    if len(values) == 0 or (values.min() >= info.min and values.max() <= info.max):
+        return values.astype(np.int32)
+    return values
 
 
 class HistoryLabels(Labels):
@@ -159,7 +168,7 @@ def build_game(*, name: str, num_players: int, root_state: dict[str, np.ndarray]
         terminal_payoffs=np.concatenate(payoffs) if payoffs else np.zeros((0, num_players)),
         chance_prob=np.concatenate(probs), name=name, player_names=player_names,
         labels=HistoryLabels([f.finish() for f in forests], token_label, action_label,
-                             np.concatenate(codes)))
+                             _narrowed(np.concatenate(codes))))
     return game
 
 

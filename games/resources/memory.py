@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
+import shutil
 import sys
+import tempfile
 
+import numpy as np
 import psutil
 
 from efce.errors import MemoryBudgetExceeded  # re-exported: its old home
@@ -115,3 +119,133 @@ def release_free_memory() -> None:
             _libc = False
     if _libc and hasattr(_libc, "malloc_trim"):
         _libc.malloc_trim(0)
+
+
+#: Arrays parked together below this many bytes stay in memory: writing and reading them back
+#: would cost more time than the memory is worth (the test games park nothing; the small
+#: Battleship instance, ~31 MB of pair arrays, does).
+PARK_MIN_BYTES = 8 * MIB
+
+#: Disk space that parking leaves free on the temporary directory's file system.
+PARK_DISK_RESERVE = 2**30
+
+#: File systems whose files live in RAM: parking there would not free any memory.
+MEMORY_FILE_SYSTEMS = frozenset({"tmpfs", "ramfs"})
+
+
+class ParkedArrays:
+    """Arrays held out of memory while a long computation does not read them.
+
+    ``ParkedArrays(name=array, ...)`` writes every array to a ``.npy`` file in a new private
+    temporary directory and keeps no reference to it, so the memory is freed once the caller
+    drops its own references; :meth:`restore` reads them back, all at once or a few at a time
+    (each file is deleted once read).  The arrays stay in memory instead — same interface,
+    nothing written — when together they are smaller than ``min_bytes``, when the directory is
+    on a RAM-backed file system, or when its file system would keep less than
+    :data:`PARK_DISK_RESERVE` free.  Used as a context manager, the directory is removed on
+    leaving the block, whatever ends it (an exception, ``KeyboardInterrupt``); :meth:`close`
+    does the same.
+
+    Parameters
+    ----------
+    min_bytes : int, optional
+        Park on disk only from this total size on (default: :data:`PARK_MIN_BYTES`, read at
+        the call).
+    directory : str, optional
+        Where the private directory is made (default: ``tempfile.gettempdir()``).
+    **arrays : ndarray
+        The arrays, by name.
+
+    Attributes
+    ----------
+    on_disk : bool
+        Whether the arrays were written out (False: they are held in memory).
+    """
+
+    def __init__(self, *, min_bytes: int | None = None, directory: str | None = None, **arrays: np.ndarray):
+        self._held: dict[str, np.ndarray] = {}
+        self._parked = list(arrays)  # names not restored yet
+        self._dir: str | None = None
+        nbytes = sum(int(a.nbytes) for a in arrays.values())
+        directory = tempfile.gettempdir() if directory is None else directory
+        min_bytes = PARK_MIN_BYTES if min_bytes is None else min_bytes
+        self.on_disk = nbytes >= min_bytes and disk_can_hold(directory, nbytes)
+        if not self.on_disk:
+            self._held = dict(arrays)
+            return
+        self._dir = tempfile.mkdtemp(prefix="efce-parked-", dir=directory)
+        try:
+            for name, array in arrays.items():
+                np.save(self._path(name), array, allow_pickle=False)
+        except BaseException:
+            self.close()
+            raise
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self._dir, name + ".npy")
+
+    def restore(self, *names: str) -> dict[str, np.ndarray]:
+        """The arrays ``names`` (default: all not restored yet), by name: read back from disk (their
+        files are deleted; the directory goes with the last one) or the ones held.
+
+        Raises
+        ------
+        RuntimeError
+            An array restored already, or after :meth:`close`.
+        """
+        names = names or tuple(self._parked)
+        gone = [name for name in names if name not in self._parked] or ([] if names else ["every array"])
+        if gone:
+            raise RuntimeError(f"{', '.join(gone)}: already restored or discarded")
+        arrays = {}
+        for name in names:
+            self._parked.remove(name)
+            if self._dir is None:
+                arrays[name] = self._held.pop(name)
+            else:
+                arrays[name] = np.load(self._path(name), allow_pickle=False)
+                os.remove(self._path(name))
+        if not self._parked:
+            self.close()
+        return arrays
+
+    def close(self) -> None:
+        """Discard the arrays not restored: remove the directory (or drop the ones held).
+        Idempotent."""
+        self._held, self._parked = {}, []
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __enter__(self) -> "ParkedArrays":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def disk_can_hold(directory: str, nbytes: int) -> bool:
+    """Whether ``nbytes`` written under ``directory`` would leave :data:`PARK_DISK_RESERVE` free
+    on a file system that is not RAM-backed (there a file would take memory, not free it)."""
+    try:
+        free = shutil.disk_usage(directory).free
+    except OSError:
+        return False
+    return free - nbytes >= PARK_DISK_RESERVE and file_system_type(directory) not in MEMORY_FILE_SYSTEMS
+
+
+def file_system_type(path: str) -> str:
+    """The type of the file system holding ``path`` (e.g. ``"ext4"``, ``"tmpfs"``), from the
+    mount with the longest prefix of its real path; ``""`` if unknown."""
+    real = os.path.realpath(path)
+    best, kind = "", ""
+    try:
+        partitions = psutil.disk_partitions(all=True)
+    except (OSError, RuntimeError):
+        return ""
+    for part in partitions:
+        mount = part.mountpoint
+        inside = real == mount or real.startswith(mount.rstrip(os.sep) + os.sep)
+        if inside and len(mount) > len(best):
+            best, kind = mount, part.fstype
+    return kind

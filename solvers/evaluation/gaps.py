@@ -51,18 +51,22 @@ class EFCEGapEvaluator:
 
     The structures are the :class:`solvers.evaluation.payoff_operator.TriggerTables` (terminals in
     preorder and the line table that locates ``ξ[σ̂, σ_{-i}(z)]``); the EFCE solver passes the
-    ones its payoff operator already holds (in Ξ's chain-entry order; ``entry_of_pair`` then maps
-    each relevant pair to its entry, the map the solver keeps anyway), so nothing per pair is
-    built twice."""
+    ones its payoff operator already holds (in Ξ's chain-entry order), so nothing per pair is
+    built twice.  Calling the evaluator on ξ in relevant-pair order needs ``pairs`` and, for
+    tables in entry order, ``entry_of_pair`` (each relevant pair's entry); :meth:`evaluate`, which
+    reads values in the tables' own order, needs neither — the solver's loop builds its evaluator
+    from the tables alone, so it holds no array per relevant pair.
+    """
 
     def __init__(self, game: Game, pairs: RelevantPairs | None = None, tables: TriggerTables | None = None,
                  entry_of_pair: np.ndarray | None = None):
         require_two_players(game, "the correlation-plan EFCE gap")
         self.game = game
-        self.pairs = relevant_pairs(game) if pairs is None else pairs
-        self.tables = trigger_tables(game, self.pairs) if tables is None else tables
-        if self.tables.entry_order and entry_of_pair is None:
-            raise ValueError("trigger tables in Ξ's entry order need the pair → entry map (entry_of_pair)")
+        if tables is None:
+            pairs = relevant_pairs(game) if pairs is None else pairs
+            tables = trigger_tables(game, pairs)
+        self.pairs = pairs
+        self.tables = tables
         self._entry_of_pair = entry_of_pair
         self.terminal_pair = self.tables.terminal_pair
         self.weighted = self.tables.weighted  # p_c(z) u_i(z)
@@ -73,6 +77,17 @@ class EFCEGapEvaluator:
         return self.weighted.T @ xi[self.terminal_pair]
 
     def __call__(self, xi: np.ndarray) -> GapReport:
+        """The report of ``ξ`` given in relevant-pair order.
+
+        Raises
+        ------
+        ValueError
+            ``ξ`` is not one value per relevant pair, or the evaluator was built without the
+            pairs (or, over entry-order tables, without ``entry_of_pair``): use :meth:`evaluate`.
+        """
+        if self.pairs is None or (self.tables.entry_order and self._entry_of_pair is None):
+            raise ValueError("this evaluator reads ξ in Ξ's chain-entry order only (evaluate); ξ in "
+                             "relevant-pair order needs the pairs and the pair → entry map")
         xi = np.ascontiguousarray(xi, dtype=np.float64)
         if xi.shape != (len(self.pairs),):
             raise ValueError(f"ξ has shape {xi.shape}, expected ({len(self.pairs)},) relevant pairs")

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-import scipy.sparse as sp
 
 from efce.games.arrays import U, find_in_row
 from efce.games.game import Game
@@ -92,8 +91,9 @@ class PlayerTriggerTable:
 @dataclass(frozen=True, eq=False)
 class TriggerTables:
     """Both players' :class:`PlayerTriggerTable` plus per-terminal data in terminal order:
-    ``terminal_pair[z]`` (natural relevant-pair position of ``σ(z)``), ``terminal_sequences``
-    (int32[T, 2]) and ``weighted`` (``p_c(z) u_i(z)``, float64[T, 2])."""
+    ``terminal_pair[z]`` (natural relevant-pair position of ``σ(z)``, int32 below 2³¹ pairs),
+    ``terminal_sequences`` (int32[T, 2], column-major) and ``weighted`` (``p_c(z) u_i(z)``,
+    float64[T, 2]; the game's own payoff array when there is no chance move)."""
 
     players: tuple
     terminal_pair: np.ndarray
@@ -117,12 +117,14 @@ def trigger_tables(game: Game, pairs: RelevantPairs, entry_of_pair: np.ndarray |
     of every trigger infoset (then the operator reproduces the explicit-matrix sums bit for bit)."""
     tm = terminal_map(game)
     weighted = tm.weighted_payoffs()
-    seqs = tm.sequences
-    terminal_pair = pair_positions(pairs, seqs[:, 0], seqs[:, 1])
+    # Column-major: each player's column is contiguous, so the operator reads it without a copy.
+    seqs = np.asfortranarray(tm.sequences)
+    del tm
+    terminal_pair = pair_positions(pairs, seqs[:, 0], seqs[:, 1]).astype(index_dtype(len(pairs)))
     eop = np.zeros(0, dtype=np.int32) if entry_of_pair is None else entry_of_pair
     built = [_player_table(game, pairs, i, seqs, weighted[:, i], eop) for i in (0, 1)]
     consistent = entry_of_pair is not None and all(ok for _, ok in built)
-    terminal_row = terminal_pair if entry_of_pair is None else entry_of_pair[terminal_pair].astype(np.int64)
+    terminal_row = terminal_pair if entry_of_pair is None else entry_of_pair[terminal_pair]
     return TriggerTables(tuple(t for t, _ in built), terminal_pair, terminal_row, seqs, weighted,
                          entry_of_pair is not None, consistent)
 
@@ -256,7 +258,10 @@ class PayoffOperator:
         self._trigger_base = (0, tables.players[0].num_sequences - 1)
         # The welfare weight is the last trigger: entry 1 + (K - 1).
         self._lambda_tau = triggers.num_triggers if self.tau is not None else -1
-        self._welfare_weight = np.ascontiguousarray(tables.weighted.sum(axis=1))
+        # Read by the kernels only with a threshold (λ_τ ≥ 0), which a model keeps for good.
+        self._welfare_weight = (np.ascontiguousarray(tables.weighted.sum(axis=1)) if self.tau is not None
+                                else np.zeros(0))
+        # Views: the tables keep the terminals' sequences column-major.
         self._own = tuple(np.ascontiguousarray(tables.terminal_sequences[:, i]) for i in (0, 1))
         self._seq_parent = tuple(np.ascontiguousarray(p) for p in seq_parents)
         # Terminals in ascending Ξ entry of σ(z): the order of the rows of the explicit matrix.
@@ -351,6 +356,7 @@ class PayoffOperator:
 
     def to_sparse(self) -> sp.csr_matrix:
         """``A`` as a scipy CSR matrix, column by column through :meth:`matvec` (small games)."""
+        import scipy.sparse as sp  # here: the solver never needs scipy
         cols = []
         unit = np.zeros(self.shape[1])
         buf = np.empty(self.shape[0])

@@ -16,22 +16,26 @@ recommendations drawn from ``ξ``:
 Two compiled chain engines with RM+ at every simplex, alternating updates and linear averaging
 (section 5) give feasible iterates; the exact max deviation of the average is the stopping rule.
 ``A`` is never stored as a matrix: :mod:`solvers.payoff_operator` applies it and its transpose
-from one int32 per nonzero, into buffers allocated once, and feasibility (Definition 3) is
-checked matrix-free (:mod:`polytopes.feasibility`).
+from one int32 per nonzero, into buffers allocated once.  The iterations hold no array per
+relevant pair beyond the chain, the engines and the loop buffers (:func:`pair_arrays_parked`):
+the iterates are checked against Ξ's chain at checkpoints, the reported plan against Definition 3
+itself, matrix-free (:mod:`polytopes.feasibility`).
 """
 
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 
 from efce.games.game import Game
-from efce.games.resources.memory import check_budget, release_free_memory
+from efce.games.resources.memory import ParkedArrays, check_budget, release_free_memory
 from efce.games.relevant import RelevantPairs, count_relevant_pairs, relevant_pairs
 from efce.polytopes.chain import Chain, index_dtype
-from efce.polytopes.decompose import check_decomposable, correlation_plan
+from efce.polytopes.decompose import PairNames, check_decomposable, correlation_plan
 from efce.polytopes.feasibility import FeasibilityCheck
 from efce.polytopes.triggers import TriggerSpace, trigger_deviations
 from efce.polytopes.triggers import triggers_above as count_triggers_above
@@ -39,7 +43,7 @@ from efce.polytopes.triggers import triggers_above as count_triggers_above
 from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.regret.engine import ChainEngine, chain_minimum, minimizer_factory, on_threads
 from efce.solvers.methods.selfplay import SelfPlay
-from efce.solvers.evaluation.gaps import EFCEGapEvaluator
+from efce.solvers.evaluation.gaps import EFCEGapEvaluator, GapReport
 from efce.solvers.evaluation.payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
 from efce.solvers.regret.local import LocalRule, RegretMatching
 from efce.solvers.regret.protocol import MinimizerFactory
@@ -58,44 +62,114 @@ class EFCEModel:
     """Everything the saddle point needs, built once per game.
 
     ``operator`` is ``A`` (rows: Ξ's chain entries; columns: Y's entries) as a
-    :class:`solvers.payoff_operator.PayoffOperator`; ``entry_of_pair[q]`` is the chain entry of
-    relevant pair ``q``.  ``xi_chain`` keeps that map (``natural_entry``) instead of its
-    ``entry_index`` (the inverse, which the loop never reads: one int32 per pair less;
-    ``xi_chain.natural_index`` recomputes it)."""
+    :class:`solvers.payoff_operator.PayoffOperator`.  ``xi_steps`` is Ξ's chain as the engines run
+    it, without natural labels (:meth:`polytopes.chain.Chain.unlabelled`), and ``entry_of_pair[q]``
+    is the chain entry of relevant pair ``q``; :attr:`xi_chain` is the chain labelled by the pairs.
+    ``pairs`` and ``entry_of_pair`` are the only arrays per relevant pair that the iterations never
+    read: they are ``None`` while :func:`pair_arrays_parked` holds them out of memory."""
 
     game: Game
-    pairs: RelevantPairs
-    xi_chain: Chain
+    pairs: RelevantPairs | None
+    xi_steps: Chain
     triggers: TriggerSpace
     operator: PayoffOperator
-    entry_of_pair: np.ndarray
+    entry_of_pair: np.ndarray | None
     welfare_threshold: float | None
 
     @property
     def tables(self) -> TriggerTables:
         return self.operator.tables
 
+    @property
+    def xi_chain(self) -> Chain:
+        """Ξ's chain labelled by the relevant pairs (``natural_entry`` = ``entry_of_pair``, so
+        ``to_natural``/``from_natural`` convert between entry and pair order), made on each access
+        (it shares every array with ``xi_steps``).
+
+        Raises
+        ------
+        RuntimeError
+            While the pair arrays are parked (:func:`pair_arrays_parked`).
+        """
+        if self.pairs is None or self.entry_of_pair is None:
+            raise RuntimeError("the relevant pairs of the model are parked while it iterates")
+        return self.xi_steps.labelled(self.entry_of_pair, PairNames(self.game, self.pairs))
+
+
+class ParkedPairs:
+    """The relevant-pair arrays of a model while :func:`pair_arrays_parked` holds them out of
+    memory: each comes back into the model when first asked for, so a caller can have the
+    pair → entry map back without the pairs (e.g. to gather the plan in pair order before the
+    pairs are needed to check it)."""
+
+    def __init__(self, model: EFCEModel, parked: ParkedArrays, indptr: np.ndarray, num_sequences: tuple[int, int]):
+        self._model, self._parked = model, parked
+        self._indptr, self._num_sequences = indptr, num_sequences
+
+    def entry_of_pair(self) -> np.ndarray:
+        """``model.entry_of_pair``, restored if parked."""
+        if self._model.entry_of_pair is None:
+            self._model.entry_of_pair = self._parked.restore("entry_of_pair")["entry_of_pair"]
+        return self._model.entry_of_pair
+
+    def pairs(self) -> RelevantPairs:
+        """``model.pairs``, restored if parked."""
+        if self._model.pairs is None:
+            sigma2 = self._parked.restore("sigma2")["sigma2"]
+            self._model.pairs = RelevantPairs(self._indptr, sigma2, self._num_sequences)
+        return self._model.pairs
+
+
+@contextmanager
+def pair_arrays_parked(model: EFCEModel) -> Iterator[ParkedPairs]:
+    """Inside the block, ``model`` holds neither the relevant pairs' column array (``σ2`` per pair)
+    nor ``entry_of_pair`` (8 bytes per relevant pair with int32 indices): they are written to a
+    temporary directory (:class:`games.resources.memory.ParkedArrays`, which keeps small ones in
+    memory instead) and ``model.pairs`` and ``model.entry_of_pair`` are ``None`` until the
+    :class:`ParkedPairs` yielded brings them back.  On leaving the block, however it ends, the
+    model gets back whatever is still parked (new arrays, equal to the old) and the files are
+    removed.
+
+    The iterations read neither: the payoff operator and the gap evaluator work in Ξ's entry
+    order and the iterates are checked against the chain's own constraints
+    (:meth:`polytopes.chain.Chain.violations`).  The memory is only freed if nothing else holds
+    those arrays — the model's chain keeps no labels for that reason; a caller that built the
+    pairs itself must drop its references before the block.
+    """
+    pairs = model.pairs
+    indptr, num_sequences = pairs.indptr, pairs.num_sequences
+    with ParkedArrays(sigma2=pairs.sigma2, entry_of_pair=model.entry_of_pair) as parked:
+        model.pairs = model.entry_of_pair = None
+        del pairs
+        back = ParkedPairs(model, parked, indptr, num_sequences)
+        try:
+            yield back
+        finally:
+            back.entry_of_pair()
+            back.pairs()
+
 
 #: Bytes a saddle-point run holds per unit of each size (benchmarks/bench_memory.py breaks a run
 #: down by component; docs/results/memory.md has the measurements this is fitted to):
-#: per relevant pair — its CSR column and chain entry (8: the Ξ chain keeps the pair → entry map
-#: only), Ξ's chain arrays (~9: no per-step level, order or size array), the Ξ engine's float32
-#: regrets and predictions (≤ 8), iterate and running sum (16), less the share fitted to the
-#: other sizes;
+#: per relevant pair — Ξ's chain arrays (~8-9: no per-step level, order or size array), the Ξ
+#: engine's float32 regrets and predictions (≤ 8), iterate and running sum (16), less the share
+#: fitted to the other sizes (the pair columns and the pair → entry map are parked during the
+#: iterations, and the end of a run holds less than the iterations);
 #: per entry of the trigger chain Y — float32 regrets and predictions, iterate (16) plus its
-#: chain arrays and levels;
+#: chain arrays;
 #: per nonzero of A's deviation part — one int32 row; per (trigger infoset, terminal) — one
-#: int32; per game node — the game's own arrays; plus the interpreter, numpy/scipy/numba and the
-#: compiled kernels.
-#: Measured whole-process peaks of ``efce solve … --method rm --iterations 3`` (default PRM+,
-#: quadratic averaging): 457 MiB (small), 1,969 MiB (medium), 8,448 MiB (large); these constants
-#: give 511 / 2,012 / ~8,590 MiB (2-12% above).
-BYTES_PER_RELEVANT_PAIR = 40
+#: int32; per game node — the game's own arrays (int32 node positions, labels, caches) and the
+#: per-terminal tables; plus the interpreter, numpy and numba (~100 MiB) and the compiled
+#: kernels (~75 MiB).
+#: Measured whole-process peaks of ``efce solve … --method rm --iterations 3`` (default PRM+):
+#: 386 MiB (small), 1,648 MiB (medium, before the last ~30 MiB of cuts); these constants give
+#: 407 / 1,691 MiB (5% / 3-5% above).
+BYTES_PER_RELEVANT_PAIR = 32
 BYTES_PER_TRIGGER_ENTRY = 34
 BYTES_PER_NONZERO = 4
 BYTES_PER_TRIGGER_TERMINAL = 8
-BYTES_PER_GAME_NODE = 120
-FIXED_BYTES = 250 * 2**20
+BYTES_PER_GAME_NODE = 80
+FIXED_BYTES = 185 * 2**20
 
 
 def saddle_point_sizes(game: Game) -> dict:
@@ -150,10 +224,11 @@ def build_efce_model(game: Game, welfare_threshold: float | None = None,
     index = index_dtype(len(pairs))
     entry_of_pair = np.empty(len(pairs), dtype=index)
     entry_of_pair[xi_chain.entry_index] = np.arange(len(pairs), dtype=index)
-    xi_chain = xi_chain.without_entry_index(entry_of_pair)
+    xi_steps = xi_chain.unlabelled()  # the pair → entry map is kept once, as entry_of_pair
+    del xi_chain
     operator = build_payoff_operator(game, pairs, triggers, entry_of_pair, welfare_threshold)
     release_free_memory()
-    return EFCEModel(game, pairs, xi_chain, triggers, operator, entry_of_pair, welfare_threshold)
+    return EFCEModel(game, pairs, xi_steps, triggers, operator, entry_of_pair, welfare_threshold)
 
 
 #: Entries gathered per chunk by :func:`_gather`.
@@ -225,44 +300,75 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
         raise ValueError(f"averaging must be one of {', '.join(AVERAGING)}, got {averaging!r}")
     make_minimizer = minimizer_factory(rule, minimizer, RegretMatching(plus=True))
     model = model or build_efce_model(game, welfare_threshold, memory_budget=memory_budget)
-    xi_engine = ChainEngine(model.xi_chain, minimizer=make_minimizer(model.xi_chain))
-    y_engine = ChainEngine(model.triggers.chain, minimizer=make_minimizer(model.triggers.chain))
-    evaluator = EFCEGapEvaluator(game, model.pairs, tables=model.tables, entry_of_pair=model.entry_of_pair)
-    feasibility = FeasibilityCheck(game, model.pairs)
-    release_free_memory()  # what building the engines' layouts left behind
-    setup = time.perf_counter() - started
-
-    chain = model.xi_chain
-    operator = model.operator
-    entry_of_pair = model.entry_of_pair
-    # The correlator observes A·y, the deviator −Aᵀ·x; ȳ is needed only for the certificate.
-    play = SelfPlay((xi_engine, y_engine),
-                    (lambda y, out: operator.matvec(y, out=out),
-                     lambda x, out: operator.rmatvec(x, out=out, sign=-1.0)),
-                    averaged=(True, welfare_threshold is not None), alternating=bool(alternating),
-                    power=AVERAGING[averaging])
-    x, sum_x, sum_y = play.points[0], play.sums[0], play.sums[1]
-    max_violation = 0.0
     driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=check_every,
                              progress=progress)
+    with pair_arrays_parked(model) as parked:
+        run = _iterate(model, make_minimizer, driver, started, target_gap=target_gap,
+                       welfare_threshold=welfare_threshold, alternating=alternating,
+                       power=AVERAGING[averaging], check_every_iteration=check_feasibility_every_iteration)
+        return _result(model.game, parked, run, driver, welfare_threshold, target_gap)
+
+
+@dataclass
+class _Run:
+    """What :func:`_iterate` leaves: the average plan in Ξ's entry order (the running sum,
+    divided in place), its gap report, the largest chain violation seen, the certificate's
+    lower bound (with a welfare threshold) and the setup time."""
+
+    average: np.ndarray | None
+    report: GapReport
+    max_violation: float
+    lower_bound: float | None
+    setup_seconds: float
+
+
+def saddle_point_play(model: EFCEModel, make_minimizer: MinimizerFactory, *, alternating: bool = True,
+                      power: float = 1.0, average_deviator: bool = False) -> SelfPlay:
+    """The correlator (an engine on Ξ's chain, observing ``A·y``) against the deviator (an
+    engine on Y's chain, observing ``−Aᵀ·x``), each built by ``make_minimizer`` from its chain,
+    with the correlator's running average (and the deviator's with ``average_deviator``) under
+    weights ``t^power``: the loop of :func:`solve_efce`."""
+    operator = model.operator
+    xi_engine = ChainEngine(model.xi_steps, minimizer=make_minimizer(model.xi_steps))
+    y_engine = ChainEngine(model.triggers.chain, minimizer=make_minimizer(model.triggers.chain))
+    return SelfPlay((xi_engine, y_engine),
+                    (lambda y, out: operator.matvec(y, out=out),
+                     lambda x, out: operator.rmatvec(x, out=out, sign=-1.0)),
+                    averaged=(True, average_deviator), alternating=bool(alternating), power=power)
+
+
+def _iterate(model: EFCEModel, make_minimizer: MinimizerFactory, driver: IterationDriver,
+             started: float, *, target_gap: float | None, welfare_threshold: float | None,
+             alternating: bool, power: float, check_every_iteration: bool) -> _Run:
+    """The iterations of :func:`solve_efce` under ``driver``, reading nothing per relevant pair
+    but the chain and the operator.  The engines, iterates and losses are local: they are freed
+    when this returns, before the pair arrays come back."""
+    chain, operator = model.xi_steps, model.operator
+    # ȳ is needed only for the certificate.
+    play = saddle_point_play(model, make_minimizer, alternating=alternating, power=power,
+                             average_deviator=welfare_threshold is not None)
+    evaluator = EFCEGapEvaluator(model.game, tables=model.tables)  # entry order, no pairs
+    release_free_memory()  # what building the engines' layouts left behind
+    setup = time.perf_counter() - started
+    x, sum_x, sum_y = play.points[0], play.sums[0], play.sums[1]
+    max_violation = 0.0
     for t in driver:
         play.step(t)
-        if check_feasibility_every_iteration:
+        if check_every_iteration:
             with driver.paused():
-                max_violation = max(max_violation, feasibility(x, entry_of_pair))
+                max_violation = max(max_violation, chain.violations((x,))[0])
         if not driver.checkpoint_due():
             continue
         weight = play.weight
         with driver.paused():
             report = evaluator.evaluate(sum_x, 1.0 / weight)
-            violations = feasibility.violations((x, sum_x), entry_of_pair, (1.0, 1.0 / weight))
-            violation = max(violations)
-            max_violation = max(max_violation, violation)
+            violations = chain.violations((x, sum_x), (1.0, 1.0 / weight))
+            max_violation = max(max_violation, *violations)
             shortfall = 0.0 if welfare_threshold is None else max(0.0, welfare_threshold - report.welfare)
             # min_ξ ξᵀ A ȳ > 0 proves that no EFCE reaches the threshold: stop early.
             certified = (welfare_threshold is not None and shortfall > 0
                          and chain_minimum(chain, operator @ (sum_y / weight)) > CERTIFICATE_TOLERANCE)
-        row = TraceRow(t, driver.elapsed(), report.gap, violation,
+        row = TraceRow(t, driver.elapsed(), report.gap, max(violations),
                        {"welfare": report.welfare, "welfare_shortfall": shortfall,
                         "violation_iterate": violations[0], "violation_average": violations[1]})
         converged = target_gap is not None and report.gap <= target_gap and shortfall <= target_gap
@@ -272,20 +378,28 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
             driver.status = "infeasible"
             break
     weight = play.weight
-    status, t, seconds = driver.status, driver.iteration, driver.elapsed()
     lower_bound = (chain_minimum(chain, operator @ (sum_y / weight))
                    if welfare_threshold is not None else None)
-    del x, sum_y, play, xi_engine, y_engine
-    # The average plan, in place of the running sum, then in relevant-pair order.
-    np.divide(sum_x, weight, out=sum_x)
-    report = evaluator.evaluate(sum_x)
-    xbar = _gather(sum_x, entry_of_pair)
-    del sum_x
+    np.divide(sum_x, weight, out=sum_x)  # the average plan, in place of the running sum
+    return _Run(sum_x, evaluator.evaluate(sum_x), max_violation, lower_bound, setup)
+
+
+def _result(game: Game, parked: ParkedPairs, run: _Run, driver: IterationDriver,
+            welfare_threshold: float | None, target_gap: float | None) -> SolveResult:
+    """The average plan in relevant-pair order, checked against Definition 3 independently of
+    the chain, and the run's report.  The pair arrays come back one at a time, the pairs only
+    once the plan in entry order is freed: this stage then holds less than the iterations."""
+    release_free_memory()  # the engines' pages go back before the plan and the pairs come in
+    xbar = _gather(run.average, parked.entry_of_pair())
+    run.average = None
+    max_violation = max(run.max_violation, FeasibilityCheck(game, parked.pairs())(xbar))
+    report, status = run.report, driver.status
     info = {"efce_gap": report.gap, "efcce_gap": None, "nfcce_gap": None,
             "welfare": report.welfare, "utilities": report.utilities,
             "max_violation": max_violation, "feasible_iterates": max_violation <= 1e-9,
             "iteration_seconds": driver.iteration_seconds}
     if welfare_threshold is not None:
+        lower_bound = run.lower_bound
         info.update({"welfare_threshold": welfare_threshold,
                      "threshold_met": report.welfare >= welfare_threshold - (target_gap or 0.0),
                      "saddle_value_lower_bound": lower_bound})
@@ -295,5 +409,6 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
                                f"certifies a saddle-point value ≥ {lower_bound:.6g} > 0")
         elif status != "converged":
             info["message"] = f"no EFCE with welfare ≥ {welfare_threshold} found within the budget"
-    return SolveResult(method="rm", point=xbar, status=status, iterations=t, setup_seconds=setup,
-                       seconds=seconds, trace=driver.trace, info=info)
+    return SolveResult(method="rm", point=xbar, status=status, iterations=driver.iteration,
+                       setup_seconds=run.setup_seconds, seconds=driver.elapsed(), trace=driver.trace,
+                       info=info)

@@ -1,12 +1,19 @@
-"""polytopes/chain.py on its own: validation, levels, points, natural order, immutability."""
+"""polytopes/chain.py on its own: validation, levels, points, natural order, immutability, and
+the check of a point against the chain's own constraints."""
 
 import dataclasses
 
+import numba
 import numpy as np
 import pytest
 
+from efce import games
 from efce.errors import ChainError, EFCEError
+from efce.games.relevant import relevant_pairs
+from efce.polytopes import correlation_plan
 from efce.polytopes.chain import SIMPLEX, SINGLETON, Chain
+from efce.polytopes.feasibility import FeasibilityCheck
+from efce.solvers.regret.engine import thread_count
 
 
 def _chain(**changes):
@@ -64,3 +71,61 @@ def test_a_chain_is_immutable():
         chain.name = "other"
     with pytest.raises(AttributeError):
         chain.level = np.zeros(3)
+
+
+def _reference_violation(chain, x):
+    """The chain's constraints written out step by step: x[0] = 1, x ≥ 0, Σ targets = Σ sources."""
+    worst = max(abs(x[0] - 1.0), -x.min())
+    for k in range(chain.num_steps):
+        filled = x[chain.target_ptr[k]:chain.target_ptr[k + 1]].sum()
+        h = x[chain.source[chain.source_ptr[k]:chain.source_ptr[k + 1]]].sum()
+        worst = max(worst, abs(filled - h))
+    return worst
+
+
+def test_violations_of_the_chains_own_constraints():
+    chain = _chain()
+    rng = np.random.default_rng(2)
+    x = chain.random_point(rng)
+    assert chain.violations((x,))[0] <= 1e-15
+    # Each rule is seen with the size of its violation: the simplex sum, the singleton, x ≥ 0, root.
+    for entry, delta in [(3, 0.25), (5, -0.125), (1, -0.5), (0, 0.0625)]:
+        bad = x.copy()
+        bad[entry] += delta
+        assert chain.violations((bad,))[0] == pytest.approx(_reference_violation(chain, bad), abs=1e-15)
+        assert chain.violations((bad,))[0] >= abs(delta) - 1e-15
+    negative = x.copy()
+    negative[3], negative[4] = x[3] + x[4] + 0.1, -0.1  # the sum holds, the sign does not
+    assert chain.violations((negative,))[0] == pytest.approx(0.1)
+
+
+def test_violations_reject_points_of_the_wrong_size():
+    with pytest.raises(ValueError, match="one scale per point"):
+        _chain().violations((np.ones(5),))
+    with pytest.raises(ValueError, match="one scale per point"):
+        _chain().violations((np.ones(6),), (1.0, 2.0))
+
+
+@pytest.mark.parametrize("make", [games.farina_fig2,
+                                  lambda: games.sheriff(max_bribe=1, max_items=2, rounds=2),
+                                  lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2)])
+def test_decompose_chain_check_agrees_with_definition_3(make):
+    """On Ξ's chain the check is ~0 exactly where Definition 3 holds; one perturbed entry is seen
+    by both, with the size the step equations give, on every thread count, for several plans."""
+    game = make()
+    pairs = relevant_pairs(game)
+    chain = correlation_plan(game, pairs)
+    definition3 = FeasibilityCheck(game, pairs)
+    rng = np.random.default_rng(5)
+    for trial in range(4):
+        x = chain.random_point(rng, vertex=trial % 2 == 1)
+        assert chain.violations((x,))[0] <= 1e-12
+        assert definition3(chain.to_natural(x, len(pairs))) <= 1e-12
+        bad = x.copy()
+        bad[int(rng.integers(1, chain.num_entries))] += 0.01 * (1 + trial) * (-1) ** trial
+        expected = _reference_violation(chain, bad)
+        assert expected >= 0.01 - 1e-15 and definition3(chain.to_natural(bad, len(pairs))) > 1e-3
+        for threads in range(1, numba.config.NUMBA_NUM_THREADS + 1):
+            with thread_count(threads):
+                both = chain.violations((x, 4.0 * bad), (1.0, 0.25))
+                assert both[0] <= 1e-12 and both[1] == pytest.approx(expected, abs=1e-15)

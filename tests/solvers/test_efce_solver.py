@@ -1,6 +1,7 @@
 """The EFCE saddle-point solver, CFR/CFR+, and the solve command (issue 4's "done when")."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -112,3 +113,69 @@ def test_a_model_over_the_memory_budget_is_refused_up_front():
     with pytest.raises(MemoryBudgetExceeded, match="too large: about .* GiB, over the memory budget"):
         solve_efce(game, memory_budget=estimate_efce_bytes(game) - 1)
     assert solve_efce(game, iterations=10, memory_budget=estimate_efce_bytes(game)).iterations == 10
+
+
+def _untimed(values: dict) -> dict:
+    """The values to compare between runs: no timings, arrays as lists."""
+    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in values.items() if "seconds" not in k}
+
+
+def _rows(result):
+    return [(r.iteration, r.gap, r.infeasibility, _untimed(r.extra)) for r in result.trace]
+
+
+@pytest.mark.parametrize("welfare_threshold", [None, 3.0])
+def test_parking_the_pairs_changes_nothing(welfare_threshold, monkeypatch, tmp_path):
+    """The pair arrays on disk during the loop (forced here: the game is tiny) or in memory give
+    the same plan, trace and report; the model gets them back and no file is left."""
+    import tempfile
+    from efce.games.resources import memory
+    game = games.sheriff(max_bribe=1, max_items=2, rounds=2)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    results = {}
+    for min_bytes in (0, 2**62):
+        monkeypatch.setattr(memory, "PARK_MIN_BYTES", min_bytes)
+        model = build_efce_model(game, welfare_threshold=welfare_threshold)
+        columns, entry_of_pair = model.pairs.sigma2.copy(), model.entry_of_pair.copy()
+        seen = []
+
+        def progress(row):
+            seen.append((model.pairs, model.entry_of_pair, len(os.listdir(tmp_path))))
+
+        results[min_bytes] = solve_efce(game, model=model, iterations=300, target_gap=None, check_every=9,
+                                        welfare_threshold=welfare_threshold, progress=progress)
+        assert all(pairs is None and eop is None for pairs, eop, _ in seen)
+        assert all(files == (1 if min_bytes == 0 else 0) for _, _, files in seen)
+        assert np.array_equal(model.pairs.sigma2, columns) and np.array_equal(model.entry_of_pair, entry_of_pair)
+        assert not os.listdir(tmp_path)
+    parked, held = results[0], results[2**62]
+    assert np.array_equal(parked.point, held.point) and _rows(parked) == _rows(held)
+    assert _untimed(parked.info) == _untimed(held.info) and parked.status == held.status
+
+
+def test_an_interrupted_solve_gives_the_pairs_back(monkeypatch, tmp_path):
+    import tempfile
+    from efce.games.resources import memory
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(memory, "PARK_MIN_BYTES", 0)
+    game = games.sheriff(max_bribe=1, max_items=2, rounds=2)
+    model = build_efce_model(game)
+
+    def interrupt(row):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        solve_efce(game, model=model, iterations=100, progress=interrupt)
+    assert model.pairs is not None and len(model.entry_of_pair) == len(model.pairs)
+    assert not os.listdir(tmp_path)
+    assert solve_efce(game, model=model, iterations=50, target_gap=None).info["max_violation"] <= 1e-9
+
+
+def test_the_reported_plan_is_checked_against_definition_3(monkeypatch):
+    """The checkpoints read the chain's constraints; the plan returned is also checked by the
+    independent Definition-3 check, which counts in ``max_violation``."""
+    from efce.solvers.methods import efce as method
+    monkeypatch.setattr(method.FeasibilityCheck, "__call__", lambda self, xi, *args: 0.5)
+    result = solve_efce(games.farina_fig2(), iterations=20, target_gap=None)
+    assert max(row.infeasibility for row in result.trace) <= 1e-12
+    assert result.info["max_violation"] == 0.5 and not result.info["feasible_iterates"]
