@@ -371,7 +371,8 @@ def _draw_gaps(ax, rows: list[dict], title: str, missing: dict | None) -> None:
         ax.text(0.98, 0.98, note, transform=ax.transAxes, ha="right", va="top", fontsize=9,
                 bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8})
     if ax.lines:
-        ax.legend(loc="best")
+        # the curves fall from the top left: the lower left is free, the note takes the top right
+        ax.legend(loc="lower left", fontsize=8)
 
 
 def plot_convergence(rows: list[dict], path: str, title: str = "", missing: dict | None = None) -> None:
