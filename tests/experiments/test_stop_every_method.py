@@ -75,7 +75,10 @@ def test_rm_stops_on_sigterm(tmp_path):
 def test_rm_welfare_bisection_stops_as_interrupted(tmp_path):
     # Before the fix the interrupted step counted as "undecided" and bisection went on.
     # Full Sheriff: its bisection runs for minutes (Sheriff 3/3/3's whole bisection takes ~4 s, so
-    # the signal could arrive as the process exits, after the handlers are gone).
+    # the signal could arrive as the process exits, after the handlers are gone).  Its kernels are
+    # compiled (and cached on disk) first: a signal waits for numba's compiler.
+    import efce
+    efce.solve("sheriff:max_bribe=3,max_items=3,rounds=4", "rm", objective="welfare", iterations=2)
     result = _stop(tmp_path, "sheriff:max_bribe=3,max_items=3,rounds=4", "rm", "--objective", "welfare",
                    *ENDLESS, running=4.0)
     assert result["method"] == "rm-welfare"
