@@ -172,14 +172,17 @@ def child_status(child) -> tuple[str, str | None]:
     return payload.get("status", "error"), None
 
 
+def _trace_row(row: dict, method: str) -> dict:
+    """One row of a trace file, typed, under ``method``."""
+    return {"method": method, "iteration": int(row["iteration"]), "seconds": float(row["seconds"]),
+            "gap": float(row["gap"]), "infeasibility": float(row["infeasibility"])}
+
+
 def _read_trace(path: str, method: str) -> list[dict]:
     if not os.path.exists(path):
         return []
     with open(path) as fh:
-        rows = []
-        for row in csv.DictReader(fh):
-            rows.append({"method": method, "iteration": int(row["iteration"]), "seconds": float(row["seconds"]),
-                         "gap": float(row["gap"]), "infeasibility": float(row["infeasibility"])})
+        rows = [_trace_row(row, method) for row in csv.DictReader(fh)]
     os.remove(path)
     return rows
 
@@ -403,9 +406,7 @@ def plot_convergence(rows: list[dict], path: str, title: str = "", missing: dict
 def load_comparison(out_dir: str) -> tuple[list[dict], dict]:
     """The trace rows and the summary that :func:`compare` wrote into ``out_dir``."""
     with open(os.path.join(out_dir, "traces.csv"), newline="") as fh:
-        rows = [{"method": r["method"], "iteration": int(r["iteration"]), "seconds": float(r["seconds"]),
-                 "gap": float(r["gap"]), "infeasibility": float(r["infeasibility"])}
-                for r in csv.DictReader(fh)]
+        rows = [_trace_row(r, r["method"]) for r in csv.DictReader(fh)]
     with open(os.path.join(out_dir, "summary.json")) as fh:
         return rows, json.load(fh)
 

@@ -106,3 +106,16 @@ def test_rejects_wrong_shape():
     game = games.farina_fig2()
     with pytest.raises(ValueError, match="relevant pairs"):
         EFCEGapEvaluator(game)(np.zeros(3))
+
+
+def test_an_evaluator_built_from_entry_order_tables_alone_reads_only_entry_order():
+    from efce.solvers.methods.efce import build_efce_model
+    game = games.farina_fig2()
+    model = build_efce_model(game)
+    evaluator = EFCEGapEvaluator(game, tables=model.tables)  # the solver loop's evaluator
+    chain = model.xi_chain
+    point = chain.random_point(np.random.default_rng(5))
+    xi = chain.to_natural(point, len(model.pairs))
+    assert evaluator.evaluate(point).gap == pytest.approx(EFCEGapEvaluator(game)(xi).gap, abs=1e-12)
+    with pytest.raises(ValueError, match="reads ξ in Ξ's chain-entry order only"):
+        evaluator(xi)
