@@ -179,3 +179,16 @@ def test_the_reported_plan_is_checked_against_definition_3(monkeypatch):
     result = solve_efce(games.farina_fig2(), iterations=20, target_gap=None)
     assert max(row.infeasibility for row in result.trace) <= 1e-12
     assert result.info["max_violation"] == 0.5 and not result.info["feasible_iterates"]
+
+
+def test_the_labelled_chain_is_refused_while_the_pairs_are_parked(monkeypatch):
+    from efce.games.resources import memory
+    from efce.solvers.methods.efce import pair_arrays_parked
+    model = build_efce_model(games.farina_fig2())
+    labelled = model.xi_chain.natural_entry.copy()
+    monkeypatch.setattr(memory, "PARK_MIN_BYTES", 0)  # park even these few bytes (on disk unless RAM-backed)
+    with pair_arrays_parked(model):
+        assert model.pairs is None and model.entry_of_pair is None
+        with pytest.raises(RuntimeError, match="relevant pairs of the model are parked"):
+            model.xi_chain
+    np.testing.assert_array_equal(model.xi_chain.natural_entry, labelled)  # back after the block
