@@ -86,11 +86,13 @@ def _engine_state(engine) -> list:
 
 def case(kwargs, iterations: int = 3):
     def run():
+        import numpy as np
+
         from efce import games
         from efce.games.resources.memory import release_free_memory
         from efce.polytopes.feasibility import FeasibilityCheck
         from efce.solvers.evaluation.gaps import EFCEGapEvaluator
-        from efce.solvers.methods.efce import _gather, build_efce_model, pair_arrays_parked, saddle_point_play
+        from efce.solvers.methods.efce import build_efce_model, pair_arrays_parked, saddle_point_play
         from efce.solvers.regret.engine import minimizer_factory
         from efce.solvers.regret.local import PredictiveRMPlus
 
@@ -133,17 +135,24 @@ def case(kwargs, iterations: int = 3):
                 "payoff operator: rest": buffers.nbytes(operator),
                 "Ξ engine (regret, prediction, tables)": buffers.nbytes(_engine_state(xi_engine)),
                 "Y engine (regret, prediction, tables)": buffers.nbytes(_engine_state(y_engine)),
-                "loop buffers (x, y, Σ w·x)": buffers.nbytes(x, y, sum_x),
+                "loop buffers (x, y, Σ w·x; float32 on big chains)": buffers.nbytes(x, y, sum_x),
                 "gap evaluator": buffers.nbytes(evaluator),
             }
-            # The end of solve_efce: the engines go, the average is gathered in pair order
-            # through the map, then the pairs come back for the Definition-3 check.
+            # The end of solve_efce: the engines go, the average (a float32 running sum's
+            # rescaled chain point) is gathered in pair order through the map, then the pairs
+            # come back for the Definition-3 check.
             weight = play.weight
             del play, xi_engine, y_engine, x, y
-            release_free_memory()
-            sum_x /= weight
-            xbar = _gather(sum_x, parked.entry_of_pair())
+            stage("end: engines dropped")
+            if sum_x.dtype == np.float64:
+                average = np.divide(sum_x, weight, out=sum_x)
+            else:
+                average = model.xi_steps.rescaled_point(sum_x)
             del sum_x
+            stage("end: average rescaled")
+            xbar = parked.gather(average)  # the map read piece by piece
+            del average
+            stage("end: plan gathered")
             violation = max(violation, FeasibilityCheck(game, parked.pairs())(xbar))
         stage("end (plan gathered, pairs back, Definition 3)")
 

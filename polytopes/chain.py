@@ -262,7 +262,8 @@ class Chain:
         Parameters
         ----------
         arrays : sequence of ndarray
-            Float64 points in entry order, one value per entry each.
+            Points in entry order, one value per entry each (float32 ones are read without a
+            copy when all are float32; sums are taken in float64).
         scales : sequence of float, optional
             One factor per array (default 1), e.g. ``1 / Σ_t w_t`` for a running sum.
 
@@ -276,7 +277,10 @@ class Chain:
         ValueError
             A point without one value per entry, or not one scale per point.
         """
-        arrays = tuple(np.ascontiguousarray(a, dtype=np.float64) for a in arrays)
+        arrays = tuple(np.asarray(a) for a in arrays)
+        # float32 points are read as they are (no float64 copy of a 10⁸-entry running sum)
+        dtype = np.float32 if arrays and all(a.dtype == np.float32 for a in arrays) else np.float64
+        arrays = tuple(np.ascontiguousarray(a, dtype=dtype) for a in arrays)
         scales = np.ones(len(arrays)) if scales is None else np.asarray(scales, dtype=np.float64)
         if any(a.shape != (self.num_entries,) for a in arrays) or scales.shape != (len(arrays),):
             raise ValueError(f"points of shapes {[a.shape for a in arrays]} with {scales.size} scales; "
@@ -286,6 +290,44 @@ class Chain:
         return tuple(float(w) for w in worst)
 
     # ------------------------------------------------------------------ points
+    def rescaled_point(self, values: np.ndarray) -> np.ndarray:
+        """The chain point whose local strategies are the normalized target blocks of
+        ``values``: top-down, ``x[0] = 1`` and for every step ``k``
+
+        .. math::
+
+            x[T_k] = h_k(x) \\, \\frac{v[T_k]}{Σ_{e ∈ T_k} v[e]}
+
+        (uniform on the block when its sum is not positive; ``x[t] = h_k(x)`` for a singleton
+        step).  A point of the chain is returned as it is, up to float64 rounding; a point that
+        is feasible only to float32's precision (the running average of float32 iterates) comes
+        back feasible to float64's, each entry moved by its relative rounding error.  Only ratios
+        within a block are read, so a running sum gives the same point as the average.
+
+        Parameters
+        ----------
+        values : ndarray
+            Nonnegative values in entry order (float32 or float64).
+
+        Returns
+        -------
+        ndarray
+            float64 point of the chain (entry order), a new array.
+
+        Raises
+        ------
+        ValueError
+            ``values`` without one value per entry.
+        """
+        values = np.asarray(values)
+        if values.shape != (self.num_entries,):
+            raise ValueError(f"values of shape {values.shape}; expected ({self.num_entries},)")
+        dtype = values.dtype if values.dtype in (np.float32, np.float64) else np.float64
+        x = np.empty(self.num_entries)
+        _rescaled_point(self.target_ptr, self.source_ptr, self.source, self.kind,
+                        np.ascontiguousarray(values, dtype=dtype), x)
+        return x
+
     def h_values(self, x: np.ndarray) -> np.ndarray:
         """``h_k(x)`` for every step, from a full point ``x`` in entry order."""
         return np.add.reduceat(x[self.source], self.source_ptr[:-1]) if len(self.source) else np.zeros(0)
@@ -468,3 +510,25 @@ def _chain_violations(target_ptr, source_ptr, source, arrays, scales, parts):
             if part_worst[part, r] > worst[r]:
                 worst[r] = part_worst[part, r]
     return worst
+
+
+@numba.njit(cache=True)
+def _rescaled_point(target_ptr, source_ptr, source, kind, values, x):
+    """:meth:`Chain.rescaled_point` into ``x`` (steps in their own order: every step's sources
+    are filled by earlier steps)."""
+    x[0] = 1.0
+    for k in range(len(target_ptr) - 1):
+        h = 0.0
+        for j in range(source_ptr[k], source_ptr[k + 1]):
+            h += x[U(source[U(j)])]
+        lo, hi = target_ptr[k], target_ptr[k + 1]
+        if kind[k] == SINGLETON:
+            x[U(lo)] = h
+            continue
+        total = 0.0
+        for e in range(lo, hi):
+            v = np.float64(values[U(e)])
+            total += v if v > 0.0 else 0.0
+        for e in range(lo, hi):
+            v = np.float64(values[U(e)])
+            x[U(e)] = h * (v if v > 0.0 else 0.0) / total if total > 0.0 else h / (hi - lo)

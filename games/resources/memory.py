@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 
 import numpy as np
 import psutil
@@ -208,6 +209,34 @@ class ParkedArrays:
         if not self._parked:
             self.close()
         return arrays
+
+    def chunks(self, name: str, size: int) -> Iterator[np.ndarray]:
+        """The parked 1-d array ``name`` as consecutive pieces of ``size`` elements, read from
+        its file one piece at a time (the held array's slices when in memory): a caller can use
+        it while only a piece is in memory.  It stays parked.
+
+        Raises
+        ------
+        RuntimeError
+            ``name`` restored already, or after :meth:`close`.
+        """
+        if name not in self._parked:
+            raise RuntimeError(f"{name}: already restored or discarded")
+        return self._pieces(name, size)
+
+    def _pieces(self, name: str, size: int) -> Iterator[np.ndarray]:
+        if self._dir is None:
+            array = self._held[name]
+            for lo in range(0, len(array), size):
+                yield array[lo:lo + size]
+            return
+        with open(self._path(name), "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0)
+            shape, _, dtype = read_header(f)
+            for lo in range(0, shape[0] if shape else 0, size):
+                yield np.fromfile(f, dtype=dtype, count=min(size, shape[0] - lo))
 
     def close(self) -> None:
         """Discard the arrays not restored: remove the directory (or drop the ones held).

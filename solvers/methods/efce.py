@@ -24,6 +24,7 @@ itself, matrix-free (:mod:`polytopes.feasibility`).
 
 from __future__ import annotations
 
+import gc
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -111,6 +112,19 @@ class ParkedPairs:
         if self._model.entry_of_pair is None:
             self._model.entry_of_pair = self._parked.restore("entry_of_pair")["entry_of_pair"]
         return self._model.entry_of_pair
+
+    def gather(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (one per Ξ entry) in relevant-pair order, a new float64 array: through the
+        pair → entry map in memory if it is back, else read from its file piece by piece, so
+        that the whole map and the two plans are never in memory together."""
+        if self._model.entry_of_pair is not None:
+            return _gather(values, self._model.entry_of_pair)
+        out = np.empty(int(self._indptr[-1]))  # one value per relevant pair
+        lo = 0
+        for piece in self._parked.chunks("entry_of_pair", GATHER_CHUNK):
+            np.take(values, piece, out=out[lo:lo + len(piece)], mode="clip")  # indices are valid
+            lo += len(piece)
+        return out
 
     def pairs(self) -> RelevantPairs:
         """``model.pairs``, restored if parked."""
@@ -287,10 +301,13 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     both from the previous points (simultaneous).  ``averaging`` weights iteration ``t`` of the
     average plan by ``t`` (``"linear"``, default), ``t²`` (``"quadratic"``) or 1 (``"uniform"``).
 
-    The built-in rules keep their per-entry state in float32 on chains whose simplex steps hold
-    2²⁰ entries or more (:func:`solvers.regret.local.state_dtype`; the Battleship instances),
-    float64 below; points are computed in float64 either way, so iterates and the average stay
-    feasible to float64 rounding.
+    On chains of 2²⁰ entries or more (:func:`solvers.regret.local.state_dtype`; the Battleship
+    instances) the built-in rules keep their per-entry state in float32, and so does the loop
+    its iterates, losses and running sum (the engines' ``point_dtype``): the kernels compute in
+    float64 and round what they store, so the iterates are feasible to float32 precision (~1e-8,
+    reported in the trace's violations) and the reported plan is the chain point rescaled from
+    the running sum (:meth:`~polytopes.chain.Chain.rescaled_point`), feasible to float64
+    rounding (``info["plan_violation"]``, Definition 3).  Smaller chains are float64 throughout.
 
     ``threads`` (keyword, default ``None``: numba's setting, all cores unless changed) is the
     number of threads of the chain passes and of the payoff operator
@@ -311,8 +328,8 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
 
 @dataclass
 class _Run:
-    """What :func:`_iterate` leaves: the average plan in Ξ's entry order (the running sum,
-    divided in place), its gap report, the largest chain violation seen, the certificate's
+    """What :func:`_iterate` leaves: the average plan in Ξ's entry order (a float64 running sum
+    divided in place, or a float32 one's :meth:`~polytopes.chain.Chain.rescaled_point`), its gap report, the largest chain violation seen, the certificate's
     lower bound (with a welfare threshold) and the setup time."""
 
     average: np.ndarray | None
@@ -334,7 +351,8 @@ def saddle_point_play(model: EFCEModel, make_minimizer: MinimizerFactory, *, alt
     return SelfPlay((xi_engine, y_engine),
                     (lambda y, out: operator.matvec(y, out=out),
                      lambda x, out: operator.rmatvec(x, out=out, sign=-1.0)),
-                    averaged=(True, average_deviator), alternating=bool(alternating), power=power)
+                    averaged=(True, average_deviator), alternating=bool(alternating), power=power,
+                    narrow=True)
 
 
 def _iterate(model: EFCEModel, make_minimizer: MinimizerFactory, driver: IterationDriver,
@@ -380,23 +398,34 @@ def _iterate(model: EFCEModel, make_minimizer: MinimizerFactory, driver: Iterati
     weight = play.weight
     lower_bound = (chain_minimum(chain, operator @ (sum_y / weight))
                    if welfare_threshold is not None else None)
-    np.divide(sum_x, weight, out=sum_x)  # the average plan, in place of the running sum
-    return _Run(sum_x, evaluator.evaluate(sum_x), max_violation, lower_bound, setup)
+    # The engines, the iterates and ȳ go before the plan is made (the engines' minimizers sit
+    # in reference cycles: only the collector frees them).
+    play = x = sum_y = None
+    gc.collect()
+    if sum_x.dtype == np.float64:
+        average = np.divide(sum_x, weight, out=sum_x)  # in place of the running sum
+    else:  # a float32 running sum: the float64 chain point of its local strategies
+        average = chain.rescaled_point(sum_x)
+    sum_x = None
+    return _Run(average, evaluator.evaluate(average), max_violation, lower_bound, setup)
 
 
 def _result(game: Game, parked: ParkedPairs, run: _Run, driver: IterationDriver,
             welfare_threshold: float | None, target_gap: float | None) -> SolveResult:
     """The average plan in relevant-pair order, checked against Definition 3 independently of
-    the chain, and the run's report.  The pair arrays come back one at a time, the pairs only
-    once the plan in entry order is freed: this stage then holds less than the iterations."""
+    the chain, and the run's report.  The plan is gathered through the parked pair → entry map
+    read piece by piece, the pairs come back once the plan in entry order is freed, and the map
+    when the parking block ends: this stage then holds less than the iterations."""
     release_free_memory()  # the engines' pages go back before the plan and the pairs come in
-    xbar = _gather(run.average, parked.entry_of_pair())
+    xbar = parked.gather(run.average)
     run.average = None
-    max_violation = max(run.max_violation, FeasibilityCheck(game, parked.pairs())(xbar))
+    plan_violation = FeasibilityCheck(game, parked.pairs())(xbar)
+    max_violation = max(run.max_violation, plan_violation)
     report, status = run.report, driver.status
     info = {"efce_gap": report.gap, "efcce_gap": None, "nfcce_gap": None,
             "welfare": report.welfare, "utilities": report.utilities,
             "max_violation": max_violation, "feasible_iterates": max_violation <= 1e-9,
+            "plan_violation": plan_violation,
             "iteration_seconds": driver.iteration_seconds}
     if welfare_threshold is not None:
         lower_bound = run.lower_bound

@@ -45,6 +45,11 @@ class SelfPlay:
         ``linear_averaging``.
     averaged : pair of bool
         Which players keep a running sum (a player whose average is never read needs none).
+    narrow : bool, optional
+        Keep each player's point, loss and running sum in its engine's ``point_dtype``
+        (float32 on big chains run by the compiled passes) instead of float64.  The points are
+        then feasible only to float32 precision; :meth:`Chain.rescaled_point` of the running
+        sum gives a float64 point of the chain.
 
     Attributes
     ----------
@@ -58,17 +63,19 @@ class SelfPlay:
 
     def __init__(self, engines: tuple[ChainEngine, ChainEngine], losses: tuple[LossOperator, LossOperator],
                  *, alternating: bool = True, linear_averaging: bool = True,
-                 averaged: tuple[bool, bool] = (True, True), power: float | None = None):
+                 averaged: tuple[bool, bool] = (True, True), power: float | None = None,
+                 narrow: bool = False):
         self.engines = engines
         self.losses = losses
         self.alternating = alternating
         self.linear_averaging = linear_averaging
         self.power = (1.0 if linear_averaging else 0.0) if power is None else float(power)
         dims = [e.chain.num_entries for e in engines]
-        self.points = [np.empty(d) for d in dims]
-        self.sums = [np.zeros(d) if keep else None for d, keep in zip(dims, averaged)]
+        dtypes = [e.point_dtype if narrow else np.float64 for e in engines]
+        self.points = [np.empty(d, dtype) for d, dtype in zip(dims, dtypes)]
+        self.sums = [np.zeros(d, dtype) if keep else None for d, dtype, keep in zip(dims, dtypes, averaged)]
         # Simultaneous updates need both losses before either point changes.
-        self._scratch = None if alternating else [np.empty(d) for d in dims]
+        self._scratch = None if alternating else [np.empty(d, dtype) for d, dtype in zip(dims, dtypes)]
         self.weight = 0.0
         for engine, point in zip(engines, self.points):
             engine.recommend(out=point)

@@ -129,3 +129,39 @@ def test_decompose_chain_check_agrees_with_definition_3(make):
             with thread_count(threads):
                 both = chain.violations((x, 4.0 * bad), (1.0, 0.25))
                 assert both[0] <= 1e-12 and both[1] == pytest.approx(expected, abs=1e-15)
+
+
+def test_rescaled_point_keeps_a_chain_point_and_renormalizes_each_block():
+    chain = _chain()
+    x = chain.random_point(np.random.default_rng(4))
+    assert np.allclose(chain.rescaled_point(x), x, rtol=1e-15, atol=0)
+    assert np.allclose(chain.rescaled_point(7.0 * x), x, rtol=1e-15, atol=0)  # a running sum
+    # Entries 1, 2 sum to 1, then 3, 4 to x[1], and entry 5 is x[2]: by hand.
+    values = np.array([1.0, 0.3, 0.1, 2.0, 6.0, 99.0])
+    expected = [1.0, 0.75, 0.25, 0.1875, 0.5625, 0.25]
+    assert chain.rescaled_point(values).tolist() == pytest.approx(expected, abs=1e-15)
+    # A block with nothing positive becomes uniform on its share; negatives count as 0.
+    values[3], values[4] = -1.0, 0.0
+    assert chain.rescaled_point(values)[3:5].tolist() == pytest.approx([0.375, 0.375], abs=1e-15)
+    with pytest.raises(ValueError, match="expected \\(6,\\)"):
+        chain.rescaled_point(np.ones(5))
+
+
+@pytest.mark.parametrize("make", [games.farina_fig2,
+                                  lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2)])
+def test_rescaled_point_of_a_float32_plan_satisfies_definition_3(make):
+    """A correlation plan rounded to float32 violates Definition 3 by float32's rounding; its
+    rescaled point satisfies it to float64's and moves no entry by more than a few roundings."""
+    game = make()
+    pairs = relevant_pairs(game)
+    chain = correlation_plan(game, pairs)
+    definition3 = FeasibilityCheck(game, pairs)
+    x = chain.random_point(np.random.default_rng(8))
+    rounded = (1e4 * x).astype(np.float32)  # a running sum: any positive scale
+    assert definition3(chain.to_natural(rounded / 1e4, len(pairs))) > 1e-9
+    fixed = chain.rescaled_point(rounded)
+    assert fixed.dtype == np.float64
+    assert chain.violations((fixed,))[0] <= 1e-15
+    assert definition3(chain.to_natural(fixed, len(pairs))) <= 1e-15
+    assert np.allclose(fixed, x, rtol=1e-6, atol=1e-12)
+    assert chain.violations((rounded,), (1e-4,))[0] > 1e-9  # float32 points are read as such

@@ -1,5 +1,7 @@
-"""The regret-minimizer state in float32 (big chains): points stay float64 and feasible, the
-dynamics are those of float64 up to rounding, and the threads still agree bit for bit."""
+"""The regret-minimizer state in float32 (big chains): the dynamics are those of float64 up to
+rounding and the threads still agree bit for bit.  With the compiled passes the EFCE loop also
+keeps its iterates, losses and running sum in float32; the reported plan is then the chain point
+rescaled from the running sum and satisfies Definition 3 to float64 rounding."""
 
 import numpy as np
 import pytest
@@ -56,3 +58,27 @@ def test_float32_state_is_the_same_on_every_thread_count(float32_everywhere, mon
     runs = [solve_efce(game, iterations=100, target_gap=None, threads=t, rule="prm+")
             for t in range(1, min(2, available_threads()) + 1)]
     assert all(np.array_equal(runs[0].point, r.point) for r in runs)
+
+
+def test_float32_loop_buffers_report_a_plan_feasible_to_float64(float32_everywhere, monkeypatch):
+    from efce.solvers.regret import engine as engine_module
+    from efce.solvers.evaluation import payoff_operator
+    game = make_game(GAME)
+    model = build_efce_model(game)
+    wide = solve_efce(game, model=model, iterations=2000, target_gap=None, check_every=500)
+    monkeypatch.setattr(engine_module, "PARALLEL_MIN_ENTRIES", 1)
+    monkeypatch.setattr(payoff_operator, "PARALLEL_MIN_ROWS", 1)
+    assert ChainEngine(model.xi_steps, make_rule("prm+")).point_dtype == np.float32
+    narrow = solve_efce(game, model=model, iterations=2000, target_gap=None, check_every=500)
+    assert narrow.point.dtype == np.float64
+    # The plan: Definition 3 to float64 rounding, checked independently of the solver.
+    assert narrow.info["plan_violation"] <= 1e-12
+    assert FeasibilityCheck(game, model.pairs)(narrow.point) <= 1e-12
+    # The iterates and running averages: float32's precision, reported as it is.
+    iterate = max(row.extra["violation_iterate"] for row in narrow.trace)
+    assert 1e-12 < iterate <= 1e-6
+    assert narrow.info["max_violation"] >= iterate and not narrow.info["feasible_iterates"]
+    assert wide.info["plan_violation"] <= 1e-12 and wide.info["feasible_iterates"]
+    # The same convergence as float64 (the trajectories part through rounding, see above).
+    assert narrow.info["efce_gap"] < 1e-3
+    assert narrow.info["efce_gap"] < 3 * wide.info["efce_gap"] and wide.info["efce_gap"] < 3 * narrow.info["efce_gap"]
