@@ -278,15 +278,19 @@ class Chain:
             A point without one value per entry, or not one scale per point.
         """
         arrays = tuple(np.asarray(a) for a in arrays)
-        # float32 points are read as they are (no float64 copy of a 10⁸-entry running sum)
-        dtype = np.float32 if arrays and all(a.dtype == np.float32 for a in arrays) else np.float64
-        arrays = tuple(np.ascontiguousarray(a, dtype=dtype) for a in arrays)
         scales = np.ones(len(arrays)) if scales is None else np.asarray(scales, dtype=np.float64)
         if any(a.shape != (self.num_entries,) for a in arrays) or scales.shape != (len(arrays),):
             raise ValueError(f"points of shapes {[a.shape for a in arrays]} with {scales.size} scales; "
                              f"expected ({self.num_entries},) each and one scale per point")
-        worst = _chain_violations(self.target_ptr, self.source_ptr, self.source, arrays, scales,
-                                  numba.get_num_threads())
+        # float32 points are read as they are (no float64 copy of a 10⁸-entry running sum):
+        # one pass per dtype present
+        worst = np.zeros(len(arrays))
+        for dtype in (np.float64, np.float32):
+            mine = [r for r, a in enumerate(arrays) if (a.dtype == np.float32) == (dtype == np.float32)]
+            if mine:
+                group = tuple(np.ascontiguousarray(arrays[r], dtype=dtype) for r in mine)
+                worst[mine] = _chain_violations(self.target_ptr, self.source_ptr, self.source, group,
+                                                np.ascontiguousarray(scales[mine]), numba.get_num_threads())
         return tuple(float(w) for w in worst)
 
     # ------------------------------------------------------------------ points

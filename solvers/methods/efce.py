@@ -302,12 +302,13 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     average plan by ``t`` (``"linear"``, default), ``t²`` (``"quadratic"``) or 1 (``"uniform"``).
 
     On chains of 2²⁰ entries or more (:func:`solvers.regret.local.state_dtype`; the Battleship
-    instances) the built-in rules keep their per-entry state in float32, and so does the loop
-    its iterates, losses and running sum (the engines' ``point_dtype``): the kernels compute in
-    float64 and round what they store, so the iterates are feasible to float32 precision (~1e-8,
-    reported in the trace's violations) and the reported plan is the chain point rescaled from
-    the running sum (:meth:`~polytopes.chain.Chain.rescaled_point`), feasible to float64
-    rounding (``info["plan_violation"]``, Definition 3).  Smaller chains are float64 throughout.
+    instances) the built-in rules keep their per-entry state in float32, and the loop its
+    running sum Σ w·x (the engines' ``sum_dtype``); iterates and losses stay float64 (float32
+    ones stall the dynamics near max deviation 1e-4 on small Battleship).  The running average
+    is then feasible to float32 precision (~1e-8, reported in the trace's violations) and the
+    reported plan is the chain point rescaled from the running sum
+    (:meth:`~polytopes.chain.Chain.rescaled_point`), feasible to float64 rounding
+    (``info["plan_violation"]``, Definition 3).  Smaller chains are float64 throughout.
 
     ``threads`` (keyword, default ``None``: numba's setting, all cores unless changed) is the
     number of threads of the chain passes and of the payoff operator

@@ -46,10 +46,10 @@ class SelfPlay:
     averaged : pair of bool
         Which players keep a running sum (a player whose average is never read needs none).
     narrow : bool, optional
-        Keep each player's point, loss and running sum in its engine's ``point_dtype``
-        (float32 on big chains run by the compiled passes) instead of float64.  The points are
-        then feasible only to float32 precision; :meth:`Chain.rescaled_point` of the running
-        sum gives a float64 point of the chain.
+        Keep each running sum in its engine's ``sum_dtype`` (float32 on big chains run by the
+        compiled passes) instead of float64.  The average is then feasible only to float32
+        precision; :meth:`Chain.rescaled_point` of the running sum gives a float64 point of
+        the chain.  Points and losses stay float64.
 
     Attributes
     ----------
@@ -71,11 +71,11 @@ class SelfPlay:
         self.linear_averaging = linear_averaging
         self.power = (1.0 if linear_averaging else 0.0) if power is None else float(power)
         dims = [e.chain.num_entries for e in engines]
-        dtypes = [e.point_dtype if narrow else np.float64 for e in engines]
-        self.points = [np.empty(d, dtype) for d, dtype in zip(dims, dtypes)]
-        self.sums = [np.zeros(d, dtype) if keep else None for d, dtype, keep in zip(dims, dtypes, averaged)]
+        sum_dtypes = [e.sum_dtype if narrow else np.float64 for e in engines]
+        self.points = [np.empty(d) for d in dims]
+        self.sums = [np.zeros(d, dtype) if keep else None for d, dtype, keep in zip(dims, sum_dtypes, averaged)]
         # Simultaneous updates need both losses before either point changes.
-        self._scratch = None if alternating else [np.empty(d, dtype) for d, dtype in zip(dims, dtypes)]
+        self._scratch = None if alternating else [np.empty(d) for d in dims]
         self.weight = 0.0
         for engine, point in zip(engines, self.points):
             engine.recommend(out=point)

@@ -77,16 +77,9 @@ def _as_loss(loss, dim: int) -> np.ndarray:
     return loss
 
 
-#: Dtypes of the point, loss and running-sum buffers the compiled chain passes take: the EFCE
-#: saddle point keeps its per-entry loop buffers in float32 on big chains (the engines'
-#: ``point_dtype``), everything else float64.
-POINT_DTYPES = (np.float64, np.float32)
-
-
-def _work_buffer(loss, dim: int, donate: bool, dtypes: tuple = (np.float64,)) -> np.ndarray:
-    """``loss`` itself when donated and usable as a work array of one of ``dtypes``, else a
-    float64 copy."""
-    if donate and type(loss) is np.ndarray and loss.dtype in dtypes and loss.shape == (dim,):
+def _work_buffer(loss, dim: int, donate: bool) -> np.ndarray:
+    """``loss`` itself when donated and usable as a float64 work array, else a copy."""
+    if donate and type(loss) is np.ndarray and loss.dtype == np.float64 and loss.shape == (dim,):
         flags = loss.flags
         if flags.c_contiguous and flags.writeable:
             return loss
@@ -94,6 +87,11 @@ def _work_buffer(loss, dim: int, donate: bool, dtypes: tuple = (np.float64,)) ->
 
 
 _NO_TOTAL = np.zeros(0)
+
+
+#: Dtypes of the running sums the compiled RECOMMEND pass adds into: the EFCE saddle point keeps
+#: its correlator's running sum in float32 on big chains (the engines' ``sum_dtype``).
+SUM_DTYPES = (np.float64, np.float32)
 
 
 def _accumulation(accumulate, n: int, dtypes: tuple = (np.float64,)) -> tuple[np.ndarray, float]:
@@ -426,15 +424,13 @@ class ChainMinimizer:
                   accumulate: tuple[np.ndarray, float] | None = None) -> np.ndarray:
         """The current point (a new array, or written into ``out``); ``accumulate=(total, w)``
         also adds ``w`` times it into ``total`` (same shape), in the same pass on the compiled
-        backend.  The compiled backend also writes float32 ``out`` and ``total``
-        (:data:`POINT_DTYPES`: it computes in float64 and rounds what it stores); the numpy
-        backend float64 only."""
-        dtypes = self._buffer_dtypes
-        if out is not None and (out.shape != (self._n,) or out.dtype not in dtypes
+        backend, which also takes a float32 ``total`` (:data:`SUM_DTYPES`; the numpy backend
+        float64 only)."""
+        if out is not None and (out.shape != (self._n,) or out.dtype != np.float64
                                 or not out.flags.c_contiguous):
-            kinds = " or ".join(np.dtype(d).name for d in dtypes)
-            raise ValueError(f"out must be a contiguous {kinds} array of shape ({self._n},)")
-        total, w = _accumulation(accumulate, self._n, dtypes)
+            raise ValueError(f"out must be a contiguous float64 array of shape ({self._n},)")
+        total, w = _accumulation(accumulate, self._n,
+                                 SUM_DTYPES if self.backend == "compiled" else (np.float64,))
         if self.backend == "compiled":
             x = np.empty(self._n) if out is None else out
             a, b, _ = self.kernel.arrays(state)
@@ -451,7 +447,7 @@ class ChainMinimizer:
     def observe(self, state: State, loss, *, donate: bool = False) -> State:
         """The state after observing ``loss``; with ``donate=True`` the state's arrays and the
         loss buffer are updated in place (see :mod:`solvers.regret.protocol`)."""
-        work = _work_buffer(loss, self._n, donate, self._buffer_dtypes)
+        work = _work_buffer(loss, self._n, donate)
         new = state if donate else copy_state(state)
         if self.backend == "compiled":
             a, b, t = self.kernel.arrays(new)
@@ -471,10 +467,6 @@ class ChainMinimizer:
         return chain_linear_minimum(self.chain, loss)
 
     # -------------------------------------------------------------- layouts of the backends
-    @property
-    def _buffer_dtypes(self) -> tuple:
-        return POINT_DTYPES if self.backend == "compiled" else (np.float64,)
-
     @cached_property
     def _order(self) -> np.ndarray:
         """Steps in level order (the compiled passes run it forwards and backwards); the chain's

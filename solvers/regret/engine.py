@@ -21,7 +21,7 @@ import numpy as np
 
 from efce.polytopes.chain import Chain
 
-from .algebra import POINT_DTYPES, _accumulation, chain_linear_minimum, chain_minimizer, widest_step
+from .algebra import SUM_DTYPES, _accumulation, chain_linear_minimum, chain_minimizer, widest_step
 from . import local
 from .local import LocalRule, as_rule
 from .protocol import MinimizerFactory, RegretMinimizer
@@ -73,12 +73,12 @@ class ParallelChainPasses:
             return self.minimizer.recommend(state, out=out, accumulate=accumulate)
         k = self.kernel
         a, b, _ = k.arrays(state)
-        total, w = _accumulation(accumulate, len(out), POINT_DTYPES)
+        total, w = _accumulation(accumulate, len(out), SUM_DTYPES)
         kernels.chain_recommend_parallel(*self._static, k.family, k.eta, a, b, out, total, w, parts)
         return out
 
     def observe(self, state, work):
-        """``work``: contiguous float64 or float32 loss, overwritten (the donated work space)."""
+        """``work``: contiguous float64 loss, overwritten (the donated work space)."""
         parts = numba.get_num_threads()
         if parts == 1:
             return self.minimizer.observe(state, work, donate=True)
@@ -136,11 +136,10 @@ class ChainEngine:
                           if getattr(minimizer, "backend", None) == "compiled"
                           and hasattr(minimizer, "_recommend_args") and self._n >= PARALLEL_MIN_ENTRIES
                           else None)
-        #: dtype of the point, loss and running-sum buffers a solver loop hands this engine
-        #: (:meth:`recommend`'s ``out`` and ``accumulate``, :meth:`observe`'s donated loss):
+        #: dtype of the running sum a solver loop may hand :meth:`recommend` (``accumulate``):
         #: float32 on the chains whose rule state is float32 when the compiled passes run them
-        #: (the passes compute in float64 and round what they store), float64 otherwise.
-        self.point_dtype = (local.state_dtype(self._n) if self._parallel is not None else np.float64)
+        #: (the pass adds ``w · x`` computed in float64 and rounds the sum), float64 otherwise.
+        self.sum_dtype = local.state_dtype(self._n) if self._parallel is not None else np.float64
 
     @property
     def iterations(self) -> int:
@@ -152,7 +151,7 @@ class ChainEngine:
         """The current point: a new array, or written into ``out`` (float64, entry order).
         ``accumulate=(total, w)`` also adds ``w`` times the point into ``total`` — in the same
         pass when the chain runs compiled (a running average costs no second sweep)."""
-        if self._parallel is not None and out is not None and _usable_work(out, self._n, POINT_DTYPES):
+        if self._parallel is not None and out is not None and _usable_work(out, self._n):
             return self._parallel.recommend(self.state, out, accumulate)
         if self._fuses_accumulation:
             return self.minimizer.recommend(self.state, out=out, accumulate=accumulate)
@@ -170,8 +169,8 @@ class ChainEngine:
 
     def observe(self, loss: np.ndarray, overwrite: bool = False) -> None:
         """Observe the loss of the last recommendation.  ``loss`` is left untouched unless
-        ``overwrite=True``: then a contiguous ``loss`` of float64 (or of :attr:`point_dtype`) is
-        used as the work space of the bottom-up pass (no copy) and holds garbage afterwards."""
+        ``overwrite=True``: then a contiguous float64 ``loss`` is used as the work space of the
+        bottom-up pass (no copy) and holds garbage afterwards."""
         if overwrite:
             work = loss  # the minimizer copies it if it cannot serve as work space
         else:
@@ -182,7 +181,7 @@ class ChainEngine:
                 self._work = np.empty(self._n)
             work = self._work
             np.copyto(work, loss)
-        if self._parallel is not None and _usable_work(work, self._n, POINT_DTYPES):
+        if self._parallel is not None and _usable_work(work, self._n):
             self.state = self._parallel.observe(self.state, work)
         else:
             self.state = self.minimizer.observe(self.state, work, donate=True)
@@ -241,8 +240,8 @@ def on_threads(solver):
     return run
 
 
-def _usable_work(work, n: int, dtypes: tuple = (np.float64,)) -> bool:
-    return (type(work) is np.ndarray and work.dtype in dtypes and work.shape == (n,)
+def _usable_work(work, n: int) -> bool:
+    return (type(work) is np.ndarray and work.dtype == np.float64 and work.shape == (n,)
             and work.flags.c_contiguous and work.flags.writeable)
 
 

@@ -232,10 +232,6 @@ def chain_observe(kind, tptr, sptr, source, order, family, plus, alpha, beta, et
             else:
                 for i in range(n):
                     a[U(s + i)] = rm_regret(a[U(s + i)], v - loss[U(lo + i)], plus, pos, neg)
-            # v rounded to loss's dtype, as the parallel pass stores it in ℓ̃[lo] (a no-op in
-            # float64): the passes stay bit-identical on float32 buffers too
-            loss[U(lo)] = v
-            v = loss[U(lo)]
         for j in range(sptr[U(k)], sptr[U(k + 1)]):
             loss[U(source[U(j)])] += v
 

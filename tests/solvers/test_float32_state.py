@@ -1,7 +1,7 @@
 """The regret-minimizer state in float32 (big chains): the dynamics are those of float64 up to
 rounding and the threads still agree bit for bit.  With the compiled passes the EFCE loop also
-keeps its iterates, losses and running sum in float32; the reported plan is then the chain point
-rescaled from the running sum and satisfies Definition 3 to float64 rounding."""
+keeps its running sum in float32; the reported plan is then the chain point rescaled from the
+running sum and satisfies Definition 3 to float64 rounding."""
 
 import numpy as np
 import pytest
@@ -60,7 +60,7 @@ def test_float32_state_is_the_same_on_every_thread_count(float32_everywhere, mon
     assert all(np.array_equal(runs[0].point, r.point) for r in runs)
 
 
-def test_float32_loop_buffers_report_a_plan_feasible_to_float64(float32_everywhere, monkeypatch):
+def test_float32_running_sum_reports_a_plan_feasible_to_float64(float32_everywhere, monkeypatch):
     from efce.solvers.regret import engine as engine_module
     from efce.solvers.evaluation import payoff_operator
     game = make_game(GAME)
@@ -68,17 +68,17 @@ def test_float32_loop_buffers_report_a_plan_feasible_to_float64(float32_everywhe
     wide = solve_efce(game, model=model, iterations=2000, target_gap=None, check_every=500)
     monkeypatch.setattr(engine_module, "PARALLEL_MIN_ENTRIES", 1)
     monkeypatch.setattr(payoff_operator, "PARALLEL_MIN_ROWS", 1)
-    assert ChainEngine(model.xi_steps, make_rule("prm+")).point_dtype == np.float32
+    assert ChainEngine(model.xi_steps, make_rule("prm+")).sum_dtype == np.float32
     narrow = solve_efce(game, model=model, iterations=2000, target_gap=None, check_every=500)
     assert narrow.point.dtype == np.float64
     # The plan: Definition 3 to float64 rounding, checked independently of the solver.
     assert narrow.info["plan_violation"] <= 1e-12
     assert FeasibilityCheck(game, model.pairs)(narrow.point) <= 1e-12
-    # The iterates and running averages: float32's precision, reported as it is.
-    iterate = max(row.extra["violation_iterate"] for row in narrow.trace)
-    assert 1e-12 < iterate <= 1e-6
-    assert narrow.info["max_violation"] >= iterate and not narrow.info["feasible_iterates"]
+    # The iterates stay float64; the running average has float32's precision, reported as it is.
+    assert max(row.extra["violation_iterate"] for row in narrow.trace) <= 1e-12
+    average = max(row.extra["violation_average"] for row in narrow.trace)
+    assert 1e-12 < average <= 1e-6
+    assert narrow.info["max_violation"] >= average and not narrow.info["feasible_iterates"]
     assert wide.info["plan_violation"] <= 1e-12 and wide.info["feasible_iterates"]
-    # The same convergence as float64 (the trajectories part through rounding, see above).
-    assert narrow.info["efce_gap"] < 1e-3
-    assert narrow.info["efce_gap"] < 3 * wide.info["efce_gap"] and wide.info["efce_gap"] < 3 * narrow.info["efce_gap"]
+    # The same dynamics (float64 iterates): the gaps differ by the average's float32 rounding.
+    assert narrow.info["efce_gap"] == pytest.approx(wide.info["efce_gap"], abs=1e-6)
