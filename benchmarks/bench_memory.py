@@ -86,13 +86,12 @@ def _engine_state(engine) -> list:
 
 def case(kwargs, iterations: int = 3):
     def run():
-        import numpy as np
-
         from efce import games
         from efce.games.resources.memory import release_free_memory
         from efce.polytopes.feasibility import FeasibilityCheck
         from efce.solvers.evaluation.gaps import EFCEGapEvaluator
-        from efce.solvers.methods.efce import build_efce_model, pair_arrays_parked, saddle_point_play
+        from efce.solvers.methods.efce import (average_point, build_efce_model, pair_arrays_parked,
+                                               saddle_point_play)
         from efce.solvers.regret.engine import minimizer_factory
         from efce.solvers.regret.local import PredictiveRMPlus
 
@@ -144,10 +143,7 @@ def case(kwargs, iterations: int = 3):
             weight = play.weight
             del play, xi_engine, y_engine, x, y
             stage("end: engines dropped")
-            if sum_x.dtype == np.float64:
-                average = np.divide(sum_x, weight, out=sum_x)
-            else:
-                average = model.xi_steps.rescaled_point(sum_x)
+            average = average_point(model.xi_steps, sum_x, weight, in_place=True)
             del sum_x
             stage("end: average rescaled")
             xbar = parked.gather(average)  # the map read piece by piece

@@ -262,8 +262,8 @@ class Chain:
         Parameters
         ----------
         arrays : sequence of ndarray
-            Points in entry order, one value per entry each (float32 ones are read without a
-            copy when all are float32; sums are taken in float64).
+            Points in entry order, one value per entry each; float32 ones are read without a
+            float64 copy (one pass for them, one for the others; sums are taken in float64).
         scales : sequence of float, optional
             One factor per array (default 1), e.g. ``1 / Σ_t w_t`` for a running sum.
 
@@ -285,8 +285,9 @@ class Chain:
         # float32 points are read as they are (no float64 copy of a 10⁸-entry running sum):
         # one pass per dtype present
         worst = np.zeros(len(arrays))
-        for dtype in (np.float64, np.float32):
-            mine = [r for r, a in enumerate(arrays) if (a.dtype == np.float32) == (dtype == np.float32)]
+        narrow = [a.dtype == np.float32 for a in arrays]
+        for dtype, is_narrow in ((np.float64, False), (np.float32, True)):
+            mine = [r for r, flag in enumerate(narrow) if flag == is_narrow]
             if mine:
                 group = tuple(np.ascontiguousarray(arrays[r], dtype=dtype) for r in mine)
                 worst[mine] = _chain_violations(self.target_ptr, self.source_ptr, self.source, group,
@@ -304,9 +305,10 @@ class Chain:
 
         (uniform on the block when its sum is not positive; ``x[t] = h_k(x)`` for a singleton
         step).  A point of the chain is returned as it is, up to float64 rounding; a point that
-        is feasible only to float32's precision (the running average of float32 iterates) comes
-        back feasible to float64's, each entry moved by its relative rounding error.  Only ratios
-        within a block are read, so a running sum gives the same point as the average.
+        is feasible only to float32's precision (a running sum kept in float32) comes back
+        feasible to float64's, each entry moved by a few float32 roundings relative to its
+        value (one per step above it).  Only ratios within a block are read, so a running sum
+        gives the same point as the average.
 
         Parameters
         ----------

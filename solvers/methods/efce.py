@@ -24,11 +24,10 @@ itself, matrix-free (:mod:`polytopes.feasibility`).
 
 from __future__ import annotations
 
-import gc
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -117,14 +116,10 @@ class ParkedPairs:
         """``values`` (one per Ξ entry) in relevant-pair order, a new float64 array: through the
         pair → entry map in memory if it is back, else read from its file piece by piece, so
         that the whole map and the two plans are never in memory together."""
-        if self._model.entry_of_pair is not None:
-            return _gather(values, self._model.entry_of_pair)
-        out = np.empty(int(self._indptr[-1]))  # one value per relevant pair
-        lo = 0
-        for piece in self._parked.chunks("entry_of_pair", GATHER_CHUNK):
-            np.take(values, piece, out=out[lo:lo + len(piece)], mode="clip")  # indices are valid
-            lo += len(piece)
-        return out
+        index = self._model.entry_of_pair
+        pieces = (self._parked.chunks("entry_of_pair", GATHER_CHUNK) if index is None
+                  else (index[lo:lo + GATHER_CHUNK] for lo in range(0, len(index), GATHER_CHUNK)))
+        return _gather(values, pieces, int(self._indptr[-1]))
 
     def pairs(self) -> RelevantPairs:
         """``model.pairs``, restored if parked."""
@@ -249,16 +244,36 @@ def build_efce_model(game: Game, welfare_threshold: float | None = None,
 GATHER_CHUNK = 1 << 20
 
 
-def _gather(values: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """``values[index]`` into a new float64 array, by chunks: one ``np.take`` of the whole
-    int32 index would hold an int64 copy of it and (``mode="raise"`` buffers ``out``) a second
-    output array — 16 bytes per relevant pair above the result, the run's peak on the
-    Battleship instances."""
-    out = np.empty(len(index))
-    for lo in range(0, len(index), GATHER_CHUNK):
-        hi = min(lo + GATHER_CHUNK, len(index))
-        np.take(values, index[lo:hi], out=out[lo:hi], mode="clip")  # indices are valid
+def _gather(values: np.ndarray, pieces: Iterable[np.ndarray], n: int) -> np.ndarray:
+    """``values[index]`` into a new float64 array of ``n`` values, ``index`` given as
+    consecutive pieces: one ``np.take`` of the whole int32 index would hold an int64 copy of it
+    and (``mode="raise"`` buffers ``out``) a second output array — 16 bytes per relevant pair
+    above the result, the run's peak on the Battleship instances."""
+    out = np.empty(n)
+    lo = 0
+    for piece in pieces:
+        np.take(values, piece, out=out[lo:lo + len(piece)], mode="clip")  # indices are valid
+        lo += len(piece)
     return out
+
+
+def average_point(chain: Chain, running_sum: np.ndarray, weight: float, *, in_place: bool = False) -> np.ndarray:
+    """The float64 average ``Σ_t w_t z_t / Σ_t w_t`` of a running sum over ``chain``.
+
+    A float64 sum is divided by ``weight`` (in place with ``in_place``).  A float32 sum (the
+    big chains' :attr:`~solvers.regret.engine.ChainEngine.sum_dtype`) is feasible only to float32
+    precision, so its :meth:`~polytopes.chain.Chain.rescaled_point` is returned instead: a
+    point of the chain to float64 rounding, as the reported plan and the welfare certificate's
+    ȳ must be.
+
+    Returns
+    -------
+    ndarray
+        float64 point in entry order (``running_sum`` itself when divided in place).
+    """
+    if running_sum.dtype != np.float64:
+        return chain.rescaled_point(running_sum)
+    return np.divide(running_sum, weight, out=running_sum if in_place else None)
 
 
 def set_welfare_threshold(model: EFCEModel, welfare_threshold: float) -> None:
@@ -329,8 +344,8 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
 
 @dataclass
 class _Run:
-    """What :func:`_iterate` leaves: the average plan in Ξ's entry order (a float64 running sum
-    divided in place, or a float32 one's :meth:`~polytopes.chain.Chain.rescaled_point`), its gap report, the largest chain violation seen, the certificate's
+    """What :func:`_iterate` leaves: the average plan in Ξ's entry order (:func:`average_point`
+    of the running sum), its gap report, the largest chain violation seen, the certificate's
     lower bound (with a welfare threshold) and the setup time."""
 
     average: np.ndarray | None
@@ -370,6 +385,11 @@ def _iterate(model: EFCEModel, make_minimizer: MinimizerFactory, driver: Iterati
     release_free_memory()  # what building the engines' layouts left behind
     setup = time.perf_counter() - started
     x, sum_x, sum_y = play.points[0], play.sums[0], play.sums[1]
+
+    def deviation_bound() -> float:
+        """``min_ξ ξᵀ A ȳ``: above 0 it proves that no EFCE reaches the welfare threshold."""
+        return chain_minimum(chain, operator @ average_point(model.triggers.chain, sum_y, play.weight))
+
     max_violation = 0.0
     for t in driver:
         play.step(t)
@@ -384,9 +404,8 @@ def _iterate(model: EFCEModel, make_minimizer: MinimizerFactory, driver: Iterati
             violations = chain.violations((x, sum_x), (1.0, 1.0 / weight))
             max_violation = max(max_violation, *violations)
             shortfall = 0.0 if welfare_threshold is None else max(0.0, welfare_threshold - report.welfare)
-            # min_ξ ξᵀ A ȳ > 0 proves that no EFCE reaches the threshold: stop early.
             certified = (welfare_threshold is not None and shortfall > 0
-                         and chain_minimum(chain, operator @ (sum_y / weight)) > CERTIFICATE_TOLERANCE)
+                         and deviation_bound() > CERTIFICATE_TOLERANCE)  # stop early
         row = TraceRow(t, driver.elapsed(), report.gap, max(violations),
                        {"welfare": report.welfare, "welfare_shortfall": shortfall,
                         "violation_iterate": violations[0], "violation_average": violations[1]})
@@ -397,16 +416,11 @@ def _iterate(model: EFCEModel, make_minimizer: MinimizerFactory, driver: Iterati
             driver.status = "infeasible"
             break
     weight = play.weight
-    lower_bound = (chain_minimum(chain, operator @ (sum_y / weight))
-                   if welfare_threshold is not None else None)
-    # The engines, the iterates and ȳ go before the plan is made (the engines' minimizers sit
-    # in reference cycles: only the collector frees them).
+    lower_bound = deviation_bound() if welfare_threshold is not None else None
+    # The engines, the iterates and ȳ go, and their heap pages back, before the plan is made.
     play = x = sum_y = None
-    gc.collect()
-    if sum_x.dtype == np.float64:
-        average = np.divide(sum_x, weight, out=sum_x)  # in place of the running sum
-    else:  # a float32 running sum: the float64 chain point of its local strategies
-        average = chain.rescaled_point(sum_x)
+    release_free_memory()
+    average = average_point(chain, sum_x, weight, in_place=True)
     sum_x = None
     return _Run(average, evaluator.evaluate(average), max_violation, lower_bound, setup)
 
@@ -417,7 +431,6 @@ def _result(game: Game, parked: ParkedPairs, run: _Run, driver: IterationDriver,
     the chain, and the run's report.  The plan is gathered through the parked pair → entry map
     read piece by piece, the pairs come back once the plan in entry order is freed, and the map
     when the parking block ends: this stage then holds less than the iterations."""
-    release_free_memory()  # the engines' pages go back before the plan and the pairs come in
     xbar = parked.gather(run.average)
     run.average = None
     plan_violation = FeasibilityCheck(game, parked.pairs())(xbar)

@@ -22,8 +22,7 @@ import numpy as np
 from efce.polytopes.chain import Chain
 
 from .algebra import SUM_DTYPES, _accumulation, chain_linear_minimum, chain_minimizer, widest_step
-from . import local
-from .local import LocalRule, as_rule
+from .local import LocalRule, as_rule, state_dtype
 from .protocol import MinimizerFactory, RegretMinimizer
 from . import kernels
 
@@ -139,7 +138,7 @@ class ChainEngine:
         #: dtype of the running sum a solver loop may hand :meth:`recommend` (``accumulate``):
         #: float32 on the chains whose rule state is float32 when the compiled passes run them
         #: (the pass adds ``w · x`` computed in float64 and rounds the sum), float64 otherwise.
-        self.sum_dtype = local.state_dtype(self._n) if self._parallel is not None else np.float64
+        self.sum_dtype = state_dtype(self._n) if self._parallel is not None else np.float64
 
     @property
     def iterations(self) -> int:

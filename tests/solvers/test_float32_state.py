@@ -82,3 +82,18 @@ def test_float32_running_sum_reports_a_plan_feasible_to_float64(float32_everywhe
     assert wide.info["plan_violation"] <= 1e-12 and wide.info["feasible_iterates"]
     # The same dynamics (float64 iterates): the gaps differ by the average's float32 rounding.
     assert narrow.info["efce_gap"] == pytest.approx(wide.info["efce_gap"], abs=1e-6)
+
+
+def test_average_point_divides_float64_sums_and_rescales_float32_ones():
+    from efce.solvers.methods.efce import average_point
+    game = make_game(GAME)
+    chain = build_efce_model(game).xi_steps
+    rng = np.random.default_rng(3)
+    running = 7.0 * chain.random_point(rng) + 3.0 * chain.random_point(rng)  # weights 7 and 3
+    wide = running.copy()
+    assert average_point(chain, wide, 10.0, in_place=True) is wide
+    assert np.allclose(wide, running / 10.0, rtol=1e-15, atol=0)
+    narrow = average_point(chain, running.astype(np.float32), 10.0)
+    assert narrow.dtype == np.float64 and chain.violations((narrow,))[0] <= 1e-15
+    assert chain.violations((running.astype(np.float32),), (0.1,))[0] > 1e-12  # what it mends
+    assert np.allclose(narrow, running / 10.0, rtol=1e-5, atol=1e-9)
