@@ -161,20 +161,21 @@ def pair_arrays_parked(model: EFCEModel) -> Iterator[ParkedPairs]:
 #: Bytes a saddle-point run holds per unit of each size (benchmarks/bench_memory.py breaks a run
 #: down by component; docs/results/memory.md has the measurements this is fitted to):
 #: per relevant pair — Ξ's chain arrays (~8-9: no per-step level, order or size array), the Ξ
-#: engine's float32 regrets and predictions (≤ 8), iterate and running sum (16), less the share
-#: fitted to the other sizes (the pair columns and the pair → entry map are parked during the
-#: iterations, and the end of a run holds less than the iterations);
-#: per entry of the trigger chain Y — float32 regrets and predictions, iterate (16) plus its
-#: chain arrays;
+#: engine's float32 regrets and bfloat16 predictions (~5), the float64 iterate and the float32
+#: running sum (12), plus the checkpoints' transient and heap slack (the pair columns and the
+#: pair → entry map are parked during the iterations, and the end of a run holds less than the
+#: iterations);
+#: per entry of the trigger chain Y — float32 regrets and bfloat16 predictions, float64 iterate
+#: (14) plus its chain arrays;
 #: per nonzero of A's deviation part — one int32 row; per (trigger infoset, terminal) — one
 #: int32; per game node — the game's own arrays (int32 node positions, labels, caches) and the
 #: per-terminal tables; plus the interpreter, numpy and numba (~100 MiB) and the compiled
 #: kernels (~75 MiB).
 #: Measured whole-process peaks of ``efce solve … --method rm --iterations 3`` (default PRM+):
-#: 386 MiB (small), 1,648 MiB (medium, before the last ~30 MiB of cuts); these constants give
-#: 407 / 1,691 MiB (5% / 3-5% above).
-BYTES_PER_RELEVANT_PAIR = 32
-BYTES_PER_TRIGGER_ENTRY = 34
+#: 358.5 MiB (small), 1,448.6 MiB (medium), 6,240.7 MiB (large); these constants give
+#: 382 / 1,503 / 6,324 MiB (7 / 4 / 1% above).
+BYTES_PER_RELEVANT_PAIR = 29
+BYTES_PER_TRIGGER_ENTRY = 23
 BYTES_PER_NONZERO = 4
 BYTES_PER_TRIGGER_TERMINAL = 8
 BYTES_PER_GAME_NODE = 80
@@ -317,7 +318,8 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
     average plan by ``t`` (``"linear"``, default), ``t²`` (``"quadratic"``) or 1 (``"uniform"``).
 
     On chains of 2²⁰ entries or more (:func:`solvers.regret.local.state_dtype`; the Battleship
-    instances) the built-in rules keep their per-entry state in float32, and the loop its
+    instances) the built-in rules keep their per-entry state in float32 (PRM+'s prediction in
+    bfloat16: :func:`solvers.regret.local.prediction_dtype`), and the loop its
     running sum Σ w·x (the engines' ``sum_dtype``); iterates and losses stay float64 (float32
     ones stall the dynamics near max deviation 1e-4 on small Battleship).  The running average
     is then feasible to float32 precision (~1e-8, reported in the trace's violations) and the

@@ -18,8 +18,9 @@ invalidated per source file, so a kernel inlined into a function of another file
 
 Local state arrays are indexed by *state position*: the simplex steps' entries, steps in the
 passes' level order (``order``), so each pass finds a step's state with a running counter.  They
-are float64 or float32 (:func:`solvers.regret.local.state_dtype`): every kernel reads the state,
-computes in float64 and rounds only what it stores.
+are float64 or float32 (:func:`solvers.regret.local.state_dtype`), PRM+'s prediction bfloat16 bits
+where the state is float32 (:func:`solvers.regret.local.prediction_dtype`): every kernel reads the
+state, computes in float64 and rounds only what it stores.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic, overload
 
 from efce.games.arrays import U
 from efce.polytopes.chain import SINGLETON
@@ -43,6 +47,76 @@ from efce.polytopes.chain import SINGLETON
 RM, HEDGE, PRM_PLUS = 0, 1, 2
 
 # The hot kernels index through games.arrays.U (unsigned); every index here is non-negative.
+
+
+# ---------------------------------------------------------------------- bfloat16 predictions
+# On big chains PRM+ keeps its prediction as bfloat16 (the upper half of a float32, stored as
+# uint16; see solvers.regret.local.prediction_dtype): the kernels read it through widened()
+# and write it through narrowed().  numba has no 16-bit float, so the two
+# conversions are written on the float32's bits.
+
+
+@intrinsic
+def _float32_bits(typingctx, value):
+    """The bits of a float32 as a uint32 (a bit cast, no conversion)."""
+    if value != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+    return types.uint32(types.float32), codegen
+
+
+@intrinsic
+def _bits_float32(typingctx, bits):
+    """The float32 whose bits are the low 32 bits of the unsigned integer ``bits`` (numba
+    widens unsigned shifts to 64 bits)."""
+    if not isinstance(bits, types.Integer) or bits.signed or bits.bitwidth < 32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        low = args[0] if bits.bitwidth == 32 else builder.trunc(args[0], ir.IntType(32))
+        return builder.bitcast(low, ir.FloatType())
+    return types.float32(bits), codegen
+
+
+@numba.njit(inline="always")
+def bfloat16_bits(value):
+    """``value`` rounded to bfloat16 (8 significant bits, float32's range), to nearest with
+    ties to even, as the uint16 of its bits."""
+    bits = _float32_bits(np.float32(value))
+    bits += np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
+    return np.uint16(bits >> np.uint32(16))
+
+
+@numba.njit(inline="always")
+def bfloat16_value(bits):
+    """The float64 value of the bfloat16 with uint16 ``bits``."""
+    return np.float64(_bits_float32(np.uint32(bits) << np.uint32(16)))
+
+
+def widened(value):
+    """A stored state value as float64: float32/float64 as it is, uint16 as bfloat16 bits."""
+
+
+def narrowed(value, like):
+    """``value`` rounded to the type of the stored value ``like`` (uint16: bfloat16 bits)."""
+
+
+# Scalars only: an array handed to a compiled helper costs a reference-count update per call,
+# atomic and shared by the threads (a 10x slower pass when tried).
+@overload(widened, inline="always")
+def _widened(value):
+    if value == types.uint16:
+        return lambda value: bfloat16_value(value)
+    return lambda value: np.float64(value)
+
+
+@overload(narrowed, inline="always")
+def _narrowed(value, like):
+    if like == types.uint16:
+        return lambda value, like: bfloat16_bits(value)
+    return lambda value, like: value
 
 
 @numba.njit(cache=True)
@@ -75,7 +149,7 @@ def local_strategy(family, eta, a, b, lo, n, out, out_lo):
     else:
         for e in range(lo, lo + n):
             # float64 arithmetic whatever the state's dtype (float32 on big chains)
-            w = np.float64(a[U(e)]) + b[U(e)] if family == PRM_PLUS else np.float64(a[U(e)])
+            w = np.float64(a[U(e)]) + widened(b[U(e)]) if family == PRM_PLUS else np.float64(a[U(e)])
             w = w if w > 0.0 else 0.0
             out[U(out_lo + e - lo)] = w
             total += w
@@ -121,7 +195,7 @@ def local_update(family, plus, pos, neg, a, b, lo, n, loss, loss_lo, v):
         for i in range(n):
             inst = v - loss[loss_lo + i]
             a[lo + i] = prm_plus_regret(a[lo + i], inst)
-            b[lo + i] = inst
+            b[lo + i] = narrowed(inst, b[lo + i])
     else:
         for i in range(n):
             a[lo + i] = rm_regret(a[lo + i], v - loss[loss_lo + i], plus, pos, neg)
@@ -228,7 +302,7 @@ def chain_observe(kind, tptr, sptr, source, order, family, plus, alpha, beta, et
                 for i in range(n):
                     inst = v - loss[U(lo + i)]
                     a[U(s + i)] = prm_plus_regret(a[U(s + i)], inst)
-                    b[U(s + i)] = inst
+                    b[U(s + i)] = narrowed(inst, b[U(s + i)])
             else:
                 for i in range(n):
                     a[U(s + i)] = rm_regret(a[U(s + i)], v - loss[U(lo + i)], plus, pos, neg)
@@ -448,7 +522,7 @@ def chain_observe_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_sta
                         for i in range(n):
                             inst = v - loss[U(lo + i)]
                             a[U(s + i)] = prm_plus_regret(a[U(s + i)], inst)
-                            b[U(s + i)] = inst
+                            b[U(s + i)] = narrowed(inst, b[U(s + i)])
                     else:
                         for i in range(n):
                             a[U(s + i)] = rm_regret(a[U(s + i)], v - loss[U(lo + i)], plus, pos, neg)
