@@ -259,34 +259,41 @@ def solve_subgradient(game: Game, *, step_size: float = 1e-3, step_rule: str = "
     gap, infeasibility = max(0.0, f), vsf.max_violation(xi)
     best_gap = gap
     start_row = TraceRow(0, 0.0, gap, infeasibility)
-    if not driver.record(start_row, converged=gap <= tolerance and infeasibility <= tolerance):
-        for t in driver:
-            # Subgradient step (f ≤ 0 means no trigger gains: only the projections move ξ).
-            if f > 0:
-                g = f_eval.subgradient(player, trig, rowval)
-                xi -= _step(step_rule, step_size, t - 1, f, g) * g
-            # Incremental projection onto sampled hyperplanes (disjoint supports), then ξ ≥ 0.
-            sample = rng.choice(n_rows, size=projections, replace=False)
-            _project_rows(xi, C, b, row_norm2, sample)
-            np.maximum(xi, 0.0, out=xi)
-            f, player, trig, rowval = f_eval(xi)
-            if driver.checkpoint_due():
-                gap = max(0.0, f)
-                with driver.paused():
-                    infeasibility = vsf.max_violation(xi)
-                best_gap = min(best_gap, gap)
-                if driver.record(TraceRow(t, driver.elapsed(), gap, infeasibility),
-                                 converged=gap <= tolerance and infeasibility <= tolerance):
-                    break
-    trace = driver.trace
-    info = dict(step_size=step_size, step_rule=step_rule, projections=projections,
-                efce_gap=trace[-1].gap, max_violation=vsf.max_violation(xi),
-                best_traced_gap=float(best_gap), peak_memory_bytes=peak_rss_bytes(),
-                iteration_seconds=driver.iteration_seconds)
-    tm = terminal_map(game)
-    pz = pairs.index(tm.sequences[:, 0], tm.sequences[:, 1])
-    utilities = tm.weighted_payoffs().T @ xi[pz]
-    info.update(utilities=[float(x) for x in utilities], welfare=float(utilities.sum()))
+    # A step size too large overflows the iterates: the loop stops at the first non-finite max
+    # deviation and the run is reported as an error (experiments.solve.finite_or_error) — not
+    # as numpy warnings followed by the rest of the budget spent on NaN.
+    with np.errstate(over="ignore", invalid="ignore"):
+        if not driver.record(start_row, converged=gap <= tolerance and infeasibility <= tolerance):
+            for t in driver:
+                # Subgradient step (f ≤ 0 means no trigger gains: only the projections move ξ).
+                if f > 0:
+                    g = f_eval.subgradient(player, trig, rowval)
+                    xi -= _step(step_rule, step_size, t - 1, f, g) * g
+                # Incremental projection onto sampled hyperplanes (disjoint supports), then ξ ≥ 0.
+                sample = rng.choice(n_rows, size=projections, replace=False)
+                _project_rows(xi, C, b, row_norm2, sample)
+                np.maximum(xi, 0.0, out=xi)
+                f, player, trig, rowval = f_eval(xi)
+                if not np.isfinite(f):
+                    break  # diverged: reported as an error with the non-finite point
+                if driver.checkpoint_due():
+                    gap = max(0.0, f)
+                    with driver.paused():
+                        infeasibility = vsf.max_violation(xi)
+                    best_gap = min(best_gap, gap)
+                    if driver.record(TraceRow(t, driver.elapsed(), gap, infeasibility),
+                                     converged=gap <= tolerance and infeasibility <= tolerance):
+                        break
+        trace = driver.trace
+        info = dict(step_size=step_size, step_rule=step_rule, projections=projections,
+                    efce_gap=trace[-1].gap if np.isfinite(f) else float(f),
+                    max_violation=vsf.max_violation(xi),
+                    best_traced_gap=float(best_gap), peak_memory_bytes=peak_rss_bytes(),
+                    iteration_seconds=driver.iteration_seconds)
+        tm = terminal_map(game)
+        pz = pairs.index(tm.sequences[:, 0], tm.sequences[:, 1])
+        utilities = tm.weighted_payoffs().T @ xi[pz]
+        info.update(utilities=[float(x) for x in utilities], welfare=float(utilities.sum()))
     return SolveResult("subgradient", xi, driver.status, driver.iteration, setup_seconds,
                        driver.elapsed(), trace, info)
 
