@@ -107,7 +107,8 @@ def state_dtype(entries: int) -> type:
 def prediction_dtype(entries: int) -> type:
     """The dtype of PRM+'s per-entry prediction over ``entries`` entries: ``uint16`` holding
     bfloat16 bits (8 significant bits, float32's range; read and written by the kernels'
-    :func:`~solvers.regret.kernels.widened` / :func:`~solvers.regret.kernels.narrowed`) where :func:`state_dtype` is float32, float64 below.
+    :func:`~solvers.regret.kernels.widened` / :func:`~solvers.regret.kernels.narrowed`) where
+    :func:`state_dtype` is float32, float64 below.
 
     PRM+'s regret bound (Farina, Kroer, Sandholm 2021) holds for *any* sequence of
     predictions — it degrades only with ``Σ_t ‖r_t − m_t‖²`` — so rounding the last
