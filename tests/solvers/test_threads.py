@@ -30,12 +30,32 @@ def parallel_everywhere(monkeypatch):
     monkeypatch.setattr(payoff_operator, "PARALLEL_MIN_ROWS", 1)
 
 
-def _self_play(model, rule, threads, iterations):
+def _kernels(monkeypatch, parallel: bool) -> None:
+    """From here on, build chain engines and operators with the parallel kernels (on every
+    thread count) or with the serial ones, whatever their size."""
+    threshold = 1 if parallel else 2**62
+    monkeypatch.setattr(engine, "PARALLEL_MIN_ENTRIES", threshold)
+    monkeypatch.setattr(payoff_operator, "PARALLEL_MIN_ROWS", threshold)
+
+
+def _serial_and_parallel_models(spec, monkeypatch, **options):
+    """The same model built twice: with the serial kernels' operator and with the parallel one."""
+    game = make_game(spec)
+    models = []
+    for parallel in (False, True):
+        _kernels(monkeypatch, parallel)
+        models.append(build_efce_model(game, **options))
+    return models
+
+
+def _self_play(model, rule, threads, iterations, *, parallel, monkeypatch):
     """Alternating self-play of the saddle point on ``threads`` threads; the final points."""
+    _kernels(monkeypatch, parallel)
     with thread_count(threads):
         ex = ChainEngine(model.xi_chain, make_rule(rule))
         ey = ChainEngine(model.triggers.chain, make_rule(rule))
-        assert ex._parallel is not None and ey._parallel is not None
+        assert (ex._parallel is not None) == parallel and (ey._parallel is not None) == parallel
+        assert model.operator._parallel == parallel
         x, y = np.empty(model.xi_chain.num_entries), np.empty(model.triggers.chain.num_entries)
         ex.recommend(out=x)
         ey.recommend(out=y)
@@ -51,27 +71,33 @@ def _self_play(model, rule, threads, iterations):
 
 @pytest.mark.parametrize("spec", GAMES)
 @pytest.mark.parametrize("rule", ["rm+", "prm+", "dcfr", "hedge"])
-def test_iterates_are_bit_identical_on_one_and_two_threads(spec, rule, parallel_everywhere):
-    # One thread runs the serial kernels, two the parallel ones: equal bit for bit.
-    model = build_efce_model(make_game(spec))
-    x1, y1 = _self_play(model, rule, 1, 25)
-    x2, y2 = _self_play(model, rule, TWO, 25)
-    assert np.array_equal(x1, x2) and np.array_equal(y1, y2)
+def test_parallel_iterates_equal_the_serial_ones_bit_for_bit(spec, rule, monkeypatch):
+    # The parallel kernels run on one thread too (faster than the serial ones there): on one
+    # thread and on two they reproduce the serial kernels' iterates exactly.
+    serial_model, parallel_model = _serial_and_parallel_models(spec, monkeypatch)
+    x0, y0 = _self_play(serial_model, rule, 1, 25, parallel=False, monkeypatch=monkeypatch)
+    for threads in sorted({1, TWO}):
+        x, y = _self_play(parallel_model, rule, threads, 25, parallel=True, monkeypatch=monkeypatch)
+        assert np.array_equal(x, x0) and np.array_equal(y, y0), threads
 
 
 @pytest.mark.parametrize("spec", GAMES)
-def test_operator_products_are_bit_identical(spec, parallel_everywhere):
-    model = build_efce_model(make_game(spec), welfare_threshold=0.5)
-    op = model.operator
+def test_operator_products_are_bit_identical(spec, monkeypatch):
+    serial_model, parallel_model = _serial_and_parallel_models(spec, monkeypatch, welfare_threshold=0.5)
     rng = np.random.default_rng(0)
-    y = rng.random(op.shape[1])
-    y[rng.random(op.shape[1]) < 0.3] = 0.0  # the matvec skips zero columns
-    x = rng.random(op.shape[0])
-    out = {}
-    for threads in (1, TWO):
-        with thread_count(threads):
-            out[threads] = (op.matvec(y, np.empty(op.shape[0])), op.rmatvec(x, np.empty(op.shape[1]), -1.0))
-    assert np.array_equal(out[1][0], out[TWO][0]) and np.array_equal(out[1][1], out[TWO][1])
+    shape = serial_model.operator.shape
+    y = rng.random(shape[1])
+    y[rng.random(shape[1]) < 0.3] = 0.0  # the matvec skips zero columns
+    x = rng.random(shape[0])
+    products = []
+    for model, counts in ((serial_model, (1,)), (parallel_model, sorted({1, TWO}))):
+        assert model.operator._parallel == (model is parallel_model)
+        for threads in counts:
+            with thread_count(threads):
+                products.append((model.operator.matvec(y, np.empty(shape[0])),
+                                 model.operator.rmatvec(x, np.empty(shape[1]), -1.0)))
+    reference = products[0]
+    assert all(np.array_equal(p[0], reference[0]) and np.array_equal(p[1], reference[1]) for p in products[1:])
 
 
 @pytest.mark.parametrize("spec", GAMES)
