@@ -56,7 +56,6 @@ class ParallelChainPasses:
 
     def __init__(self, minimizer):
         chain = minimizer.chain
-        self.minimizer = minimizer
         self.kernel = minimizer.kernel
         kind, tptr, sptr, source, order = minimizer._recommend_args[:5]
         level_ptr = level_bounds(chain)

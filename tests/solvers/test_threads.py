@@ -23,19 +23,18 @@ GAMES = ["sheriff:max_bribe=2,max_items=2,rounds=2", "battleship:rows=2,cols=2,s
 TWO = min(2, available_threads())
 
 
-@pytest.fixture
-def parallel_everywhere(monkeypatch):
-    """Run the parallel kernels even on these small games (they switch on by size)."""
-    monkeypatch.setattr(engine, "PARALLEL_MIN_ENTRIES", 1)
-    monkeypatch.setattr(payoff_operator, "PARALLEL_MIN_ROWS", 1)
-
-
 def _kernels(monkeypatch, parallel: bool) -> None:
     """From here on, build chain engines and operators with the parallel kernels (on every
     thread count) or with the serial ones, whatever their size."""
     threshold = 1 if parallel else 2**62
     monkeypatch.setattr(engine, "PARALLEL_MIN_ENTRIES", threshold)
     monkeypatch.setattr(payoff_operator, "PARALLEL_MIN_ROWS", threshold)
+
+
+@pytest.fixture
+def parallel_everywhere(monkeypatch):
+    """Run the parallel kernels even on these small games (they switch on by size)."""
+    _kernels(monkeypatch, parallel=True)
 
 
 def _serial_and_parallel_models(spec, monkeypatch, **options):
