@@ -54,3 +54,31 @@ def find_in_row(indptr, indices, row, value):
     hi = indptr[row + 1]
     k = lower_bound(indices, indptr[row], hi, value)
     return k if k < hi and indices[k] == value else -1
+
+
+#: Bytes kept free after each row of :func:`thread_rows`: two cache lines, so no line that one
+#: thread writes (nor the line the adjacent-line prefetcher pairs with it) holds another
+#: thread's row.
+THREAD_ROW_GAP = 128
+
+
+def thread_rows(width: int, dtype=np.float64) -> np.ndarray:
+    """Per-thread scratch for compiled parallel kernels: one row per thread of numba's pool
+    (``NUMBA_NUM_THREADS``), each row's first ``width`` slots usable.
+
+    Rows of a plain ``(threads, width)`` array share cache lines when ``width`` is small (Ξ's
+    widest simplex on Battleship has 6 entries: 48-byte rows), and every write to one thread's
+    row then evicts the line from the other core — false sharing, which made the two-thread
+    OBSERVELOSS pass on medium Battleship slower than the one-thread one (151 against 166 ms;
+    with rows apart, 103).  Here each row is followed by :data:`THREAD_ROW_GAP` unused bytes.
+
+    Returns
+    -------
+    ndarray
+        Uninitialized, shape ``(NUMBA_NUM_THREADS, stride)`` with ``stride ≥ width``; kernels
+        use ``rows[p, :width]``.
+    """
+    itemsize = np.dtype(dtype).itemsize
+    gap = -(-THREAD_ROW_GAP // itemsize)
+    stride = -(-max(int(width), 1) // gap) * gap + gap
+    return np.empty((int(numba.config.NUMBA_NUM_THREADS), stride), dtype=dtype)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from efce.games.arrays import U, find_in_row
+from efce.games.arrays import U, find_in_row, thread_rows
 from efce.games.game import Game
 from efce.games.payoffs import terminal_map
 from efce.games.relevant import RelevantPairs, pair_positions
@@ -270,12 +270,12 @@ class PayoffOperator:
         self._stack = np.empty(max_depth + 2, dtype=np.int64)
         # Parallel kernels (bit-identical to the serial ones) for big operators on > 1 thread:
         # per player the infoset of each trigger sequence and the running work, and one stack
-        # per thread.
+        # per thread (rows a cache line apart: the following pass writes them per terminal).
         self._parallel = num_rows >= PARALLEL_MIN_ROWS
         if self._parallel:
             self._trigger_work = tuple(_trigger_work(t.first, t.num_actions, t.line_start, t.num_sequences)
                                        for t in tables.players)
-            self._stacks = np.empty((numba.config.NUMBA_NUM_THREADS, max_depth + 2), dtype=np.int64)
+            self._stacks = thread_rows(max_depth + 2, np.int64)
 
     @property
     def nbytes(self) -> int:

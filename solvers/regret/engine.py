@@ -19,6 +19,7 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
+from efce.games.arrays import thread_rows
 from efce.polytopes.chain import Chain
 
 from .algebra import SUM_DTYPES, _accumulation, chain_linear_minimum, chain_minimizer, widest_step
@@ -47,12 +48,13 @@ class ParallelChainPasses:
 
     Holds the chunking of the level order (one int64 pair per chunk, ~1/1000 of the entries),
     a histogram of each level's source entries (:data:`SCATTER_BUCKETS` counts per level) and a
-    per-thread strategy scratch.  They run on ``numba.get_num_threads()`` parts, one thread
-    included: numba compiles a ``prange`` body into a function of its own, which LLVM optimizes
-    better than the serial kernels' single loop (one thread, medium Battleship: Ξ RECOMMEND 176
-    against 320 ms, OBSERVELOSS 171 against 204–223, Y's 44 against 90 and 73 against 90), so the
-    serial kernels serve only chains under :data:`PARALLEL_MIN_ENTRIES` and as the tests'
-    reference."""
+    per-thread strategy scratch whose rows share no cache line
+    (:func:`games.arrays.thread_rows`).  They run on ``numba.get_num_threads()`` parts, one
+    thread included: numba compiles a ``prange`` body into a function of its own, which LLVM
+    optimizes better than the serial kernels' single loop (one thread, medium Battleship: Ξ
+    RECOMMEND 176 against 320 ms, OBSERVELOSS 171 against 204–223, Y's 44 against 90 and 73
+    against 90), so the serial kernels serve only chains under :data:`PARALLEL_MIN_ENTRIES` and
+    as the tests' reference."""
 
     def __init__(self, minimizer):
         chain = minimizer.chain
@@ -66,7 +68,7 @@ class ParallelChainPasses:
         self._bounds: dict[int, np.ndarray] = {}  # per thread count, made on first use
         self._chunk_ranges = kernels.chunk_source_ranges(sptr, source, order, chunk_ptr)
         widest = widest_step(chain)
-        self._scratch = np.empty((numba.config.NUMBA_NUM_THREADS, widest))
+        self._scratch = thread_rows(widest)
 
     def recommend(self, state, out, accumulate=None):
         parts = numba.get_num_threads()

@@ -143,3 +143,17 @@ def test_bad_thread_counts_are_refused(value, capsys):
         efce.solve("farina-fig2", "rm", threads=value)
     with pytest.raises(ValueError, match="threads"):
         solve_efce(make_game("farina-fig2"), threads=value)
+
+
+@pytest.mark.parametrize("width, dtype", [(1, np.float64), (6, np.float64), (16, np.float64), (17, np.int64),
+                                          (3, np.float32)])
+def test_thread_rows_share_no_cache_line(width, dtype):
+    """Per-thread scratch: one row per thread of numba's pool, ``width`` usable slots each, and
+    at least two cache lines between the used part of a row and the next row (a plain
+    ``(threads, width)`` array of 6 float64 puts two threads' rows in one 64-byte line)."""
+    from efce.games.arrays import THREAD_ROW_GAP, thread_rows
+    rows = thread_rows(width, dtype)
+    assert rows.dtype == dtype and rows.shape[0] == numba.config.NUMBA_NUM_THREADS
+    assert rows.shape[1] >= width and rows.flags.c_contiguous
+    gap_bytes = rows.strides[0] - width * rows.itemsize
+    assert gap_bytes >= THREAD_ROW_GAP
