@@ -270,7 +270,7 @@ class PayoffOperator:
         self._stack = np.empty(max_depth + 2, dtype=np.int64)
         # Parallel kernels (bit-identical to the serial ones) for big operators on > 1 thread:
         # per player the infoset of each trigger sequence and the running work, and one stack
-        # per thread (rows a cache line apart: the following pass writes them per terminal).
+        # per thread (rows two cache lines apart: the following pass writes them per terminal).
         self._parallel = num_rows >= PARALLEL_MIN_ROWS
         if self._parallel:
             self._trigger_work = tuple(_trigger_work(t.first, t.num_actions, t.line_start, t.num_sequences)

@@ -11,6 +11,7 @@ import pytest
 
 import efce
 from efce.experiments.cli import main
+from efce.games.arrays import THREAD_ROW_GAP, thread_rows
 from efce.games.spec import make_game
 from efce.solvers.regret import engine
 from efce.solvers.evaluation import payoff_operator
@@ -151,7 +152,6 @@ def test_thread_rows_share_no_cache_line(width, dtype):
     """Per-thread scratch: one row per thread of numba's pool, ``width`` usable slots each, and
     at least two cache lines between the used part of a row and the next row (a plain
     ``(threads, width)`` array of 6 float64 puts two threads' rows in one 64-byte line)."""
-    from efce.games.arrays import THREAD_ROW_GAP, thread_rows
     rows = thread_rows(width, dtype)
     assert rows.dtype == dtype and rows.shape[0] == numba.config.NUMBA_NUM_THREADS
     assert rows.shape[1] >= width and rows.flags.c_contiguous
