@@ -282,16 +282,18 @@ class Chain:
         if any(a.shape != (self.num_entries,) for a in arrays) or scales.shape != (len(arrays),):
             raise ValueError(f"points of shapes {[a.shape for a in arrays]} with {scales.size} scales; "
                              f"expected ({self.num_entries},) each and one scale per point")
-        # float32 points are read as they are (no float64 copy of a 10⁸-entry running sum):
-        # one pass per dtype present
+        # float32 points are read as they are (no float64 copy of a 10⁸-entry running sum),
+        # in the same pass as the others
+        is_narrow = [a.dtype == np.float32 for a in arrays]
+        wide = [r for r, flag in enumerate(is_narrow) if not flag]
+        narrow = [r for r, flag in enumerate(is_narrow) if flag]
+        group = {dtype: tuple(np.ascontiguousarray(arrays[r], dtype=dtype) for r in mine) or (np.empty(0, dtype),)
+                 for dtype, mine in ((np.float64, wide), (np.float32, narrow))}
         worst = np.zeros(len(arrays))
-        narrow = [a.dtype == np.float32 for a in arrays]
-        for dtype, is_narrow in ((np.float64, False), (np.float32, True)):
-            mine = [r for r, flag in enumerate(narrow) if flag == is_narrow]
-            if mine:
-                group = tuple(np.ascontiguousarray(arrays[r], dtype=dtype) for r in mine)
-                worst[mine] = _chain_violations(self.target_ptr, self.source_ptr, self.source, group,
-                                                np.ascontiguousarray(scales[mine]), numba.get_num_threads())
+        worst[wide + narrow] = _chain_violations(self.target_ptr, self.source_ptr, self.source,
+                                                 group[np.float64], len(wide), group[np.float32], len(narrow),
+                                                 np.ascontiguousarray(scales[wide + narrow]),
+                                                 numba.get_num_threads())
         return tuple(float(w) for w in worst)
 
     # ------------------------------------------------------------------ points
@@ -480,11 +482,30 @@ def _first_step_of_work(target_ptr, source_ptr, work):
     return lo
 
 
+@numba.njit(inline="always")
+def _step_violation(values, k, target_ptr, source_ptr, source):
+    """``max(|Σ_{T_k} x − Σ_{S_k} x|, −min_{T_k} x)`` for step ``k`` of the point ``values``."""
+    filled = 0.0
+    lowest = 0.0
+    for e in range(target_ptr[k], target_ptr[k + 1]):
+        v = values[U(e)]
+        filled += v
+        if v < lowest:
+            lowest = v
+    h = 0.0
+    for j in range(source_ptr[k], source_ptr[k + 1]):
+        h += values[U(source[U(j)])]
+    return max(abs(filled - h), -lowest)
+
+
 @numba.njit(parallel=True, cache=True)
-def _chain_violations(target_ptr, source_ptr, source, arrays, scales, parts):
-    """The violations of :meth:`Chain.violations`: every step's targets and sources are read
-    once for all the points; the steps are split into ``parts`` ranges of equal work."""
-    n = len(arrays)
+def _chain_violations(target_ptr, source_ptr, source, wide, n_wide, narrow, n_narrow, scales, parts):
+    """The violations of :meth:`Chain.violations` for the first ``n_wide`` float64 points of
+    ``wide`` and the first ``n_narrow`` float32 points of ``narrow`` (a group without points
+    holds one unused empty array), with ``scales`` for wide then narrow: one pass over the
+    steps reads each step's targets and sources for all the points; the steps are split into
+    ``parts`` ranges of equal work."""
+    n = n_wide + n_narrow
     num_steps = len(target_ptr) - 1
     total = np.int64(target_ptr[num_steps]) + np.int64(source_ptr[num_steps])
     part_worst = np.zeros((parts, n))
@@ -494,24 +515,18 @@ def _chain_violations(target_ptr, source_ptr, source, arrays, scales, parts):
                                                                        (total * (part + 1)) // parts)
         local = part_worst[part]
         for k in range(lo, hi):
-            for r in range(n):
-                values = arrays[r]
-                filled = 0.0
-                lowest = 0.0
-                for e in range(target_ptr[k], target_ptr[k + 1]):
-                    v = values[U(e)]
-                    filled += v
-                    if v < lowest:
-                        lowest = v
-                h = 0.0
-                for j in range(source_ptr[k], source_ptr[k + 1]):
-                    h += values[U(source[U(j)])]
-                d = max(abs(filled - h), -lowest) * scales[r]
+            for r in range(n_wide):
+                d = _step_violation(wide[r], k, target_ptr, source_ptr, source) * scales[r]
                 if d > local[r]:
                     local[r] = d
+            for r in range(n_narrow):
+                d = _step_violation(narrow[r], k, target_ptr, source_ptr, source) * scales[n_wide + r]
+                if d > local[n_wide + r]:
+                    local[n_wide + r] = d
     worst = np.zeros(n)
     for r in range(n):
-        worst[r] = abs(scales[r] * arrays[r][0] - 1.0)
+        first = wide[r][0] if r < n_wide else np.float64(narrow[r - n_wide][0])
+        worst[r] = abs(scales[r] * first - 1.0)
         for part in range(parts):
             if part_worst[part, r] > worst[r]:
                 worst[r] = part_worst[part, r]

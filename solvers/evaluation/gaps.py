@@ -124,6 +124,12 @@ class EFCEGapEvaluator:
         return GapReport(gap, gains, scale * utilities, (player, worst_seq))
 
 
+    def welfare(self, values: np.ndarray, scale: float = 1.0) -> float:
+        """``Σ_z p_c(z) (u_1 + u_2)(z) ξ[σ(z)]`` for ``ξ = scale · values`` in the tables' order
+        (as :meth:`evaluate`; one pass over the terminals, no temporary)."""
+        return scale * _welfare(values, self.tables.terminal_row, self.weighted)
+
+
 def efce_gap(game: Game, xi: np.ndarray, pairs: RelevantPairs | None = None) -> float:
     """Max deviation of the correlation plan ``xi`` (relevant-pair order), raw payoff units."""
     return EFCEGapEvaluator(game, pairs)(xi).gap
@@ -132,6 +138,14 @@ def efce_gap(game: Game, xi: np.ndarray, pairs: RelevantPairs | None = None) -> 
 def plan_utilities(game: Game, xi: np.ndarray, pairs: RelevantPairs | None = None) -> np.ndarray:
     """Expected utilities of both players under the correlation plan ``xi``."""
     return EFCEGapEvaluator(game, pairs).utilities(xi)
+
+
+@numba.njit(cache=True)
+def _welfare(values, terminal_row, weighted):
+    total = 0.0
+    for z in range(len(terminal_row)):
+        total += (weighted[z, 0] + weighted[z, 1]) * values[terminal_row[z]]
+    return total
 
 
 @numba.njit(cache=True)

@@ -373,6 +373,51 @@ def saddle_point_play(model: EFCEModel, make_minimizer: MinimizerFactory, *, alt
                     narrow=True)
 
 
+def saddle_point_gap(model: EFCEModel, values: np.ndarray, scale: float, work: np.ndarray) -> float:
+    """The max deviation of ``ξ = scale · values`` (Ξ's entry order) read from the saddle point:
+
+    .. math::
+
+        \\max\\Big(0, \\max_{y ∈ Y} ξ^⊤ A y\\Big) = \\max\\Big(0, -\\min_{y ∈ Y} \\langle -A^⊤ ξ, y \\rangle\\Big),
+
+    since ``ξᵀ A y`` at the vertex of ``Y`` that triggers ``σ̂`` and plays a deviation is that
+    deviation's gain (Farina, Ling, Fang, Sandholm 2019, section 2.3; module docstring), so the
+    maximum over ``Y`` is the largest trigger gain — the same number as
+    :class:`~solvers.evaluation.gaps.EFCEGapEvaluator`'s, at one product with ``Aᵀ`` and one
+    bottom-up pass over ``Y``'s chain (:func:`~solvers.regret.engine.chain_minimum`).
+
+    Parameters
+    ----------
+    model : EFCEModel
+        Built without a welfare threshold (``Y`` holds no welfare weight).
+    values : ndarray
+        float64 or float32, one per Ξ entry (e.g. the running sum of the iterates).
+    scale : float
+        Positive factor (``1 / Σ_t w_t`` for a running sum).
+    work : ndarray
+        float64 work array of one entry per ``Y`` entry, overwritten.
+
+    Returns
+    -------
+    float
+        The max deviation, raw payoff units.
+
+    Raises
+    ------
+    ValueError
+        The model has a welfare threshold, or ``values`` / ``work`` have the wrong shape or dtype.
+    """
+    rows, columns = model.operator.shape
+    if model.operator.tau is not None:
+        raise ValueError("with a welfare threshold ξᵀ A y is not a deviation gain; use EFCEGapEvaluator")
+    if values.shape != (rows,) or values.dtype not in (np.float32, np.float64):
+        raise ValueError(f"values: {values.dtype} {values.shape}, expected float32/64 ({rows},)")
+    if work.shape != (columns,) or work.dtype != np.float64 or not work.flags.c_contiguous:
+        raise ValueError(f"work: {work.dtype} {work.shape}, expected contiguous float64 ({columns},)")
+    model.operator.rmatvec(values, out=work, sign=-1.0)
+    return max(0.0, -scale * chain_minimum(model.triggers.chain, work, donate=True))
+
+
 def _iterate(model: EFCEModel, make_minimizer: MinimizerFactory, driver: IterationDriver,
              started: float, *, target_gap: float | None, welfare_threshold: float | None,
              alternating: bool, power: float, check_every_iteration: bool) -> _Run:
@@ -392,6 +437,18 @@ def _iterate(model: EFCEModel, make_minimizer: MinimizerFactory, driver: Iterati
         """``min_ξ ξᵀ A ȳ``: above 0 it proves that no EFCE reaches the welfare threshold."""
         return chain_minimum(chain, operator @ average_point(model.triggers.chain, sum_y, play.weight))
 
+    # The checkpoints read the gap from the saddle point (saddle_point_gap: about half the
+    # evaluator's cost) into a buffer the loop leaves idle between steps; the final report
+    # still comes from the evaluator.
+    work = play.idle_buffer(model.triggers.chain.num_entries) if operator.tau is None else None
+
+    def average_gap(weight: float) -> tuple[float, float]:
+        """Max deviation and welfare of the average plan ``sum_x / weight`` (overwrites ``work``)."""
+        if work is None:
+            report = evaluator.evaluate(sum_x, 1.0 / weight)
+            return report.gap, report.welfare
+        return saddle_point_gap(model, sum_x, 1.0 / weight, work), evaluator.welfare(sum_x, 1.0 / weight)
+
     max_violation = 0.0
     for t in driver:
         play.step(t)
@@ -402,17 +459,17 @@ def _iterate(model: EFCEModel, make_minimizer: MinimizerFactory, driver: Iterati
             continue
         weight = play.weight
         with driver.paused():
-            report = evaluator.evaluate(sum_x, 1.0 / weight)
-            violations = chain.violations((x, sum_x), (1.0, 1.0 / weight))
+            violations = chain.violations((x, sum_x), (1.0, 1.0 / weight))  # before work overwrites x
+            gap, welfare = average_gap(weight)
             max_violation = max(max_violation, *violations)
-            shortfall = 0.0 if welfare_threshold is None else max(0.0, welfare_threshold - report.welfare)
+            shortfall = 0.0 if welfare_threshold is None else max(0.0, welfare_threshold - welfare)
             certified = (welfare_threshold is not None and shortfall > 0
                          and deviation_bound() > CERTIFICATE_TOLERANCE)  # stop early
-        row = TraceRow(t, driver.elapsed(), report.gap, max(violations),
-                       {"welfare": report.welfare, "welfare_shortfall": shortfall,
+        row = TraceRow(t, driver.elapsed(), gap, max(violations),
+                       {"welfare": welfare, "welfare_shortfall": shortfall,
                         "violation_iterate": violations[0], "violation_average": violations[1]})
-        converged = target_gap is not None and report.gap <= target_gap and shortfall <= target_gap
-        if driver.record(row, converged=converged, aim=(report.gap, target_gap)):
+        converged = target_gap is not None and gap <= target_gap and shortfall <= target_gap
+        if driver.record(row, converged=converged, aim=(gap, target_gap)):
             break
         if certified:
             driver.status = "infeasible"

@@ -104,6 +104,17 @@ class SelfPlay:
             e1.recommend(out=z1, accumulate=a1)
         self.weight += w
 
+    def idle_buffer(self, size: int) -> np.ndarray | None:
+        """``size`` float64 entries that the next :meth:`step` overwrites before it reads them,
+        or None if no such buffer is that long: scratch space between steps without a new
+        allocation.  With alternating updates it is player 0's point (the next step writes its
+        loss there first), so read that point before writing here; with simultaneous updates,
+        a loss buffer."""
+        for buffer in (self._scratch if self._scratch is not None else [self.points[0]]):
+            if buffer.size >= size:
+                return buffer[:size]
+        return None
+
     def average(self, player: int) -> np.ndarray:
         """A new array: the player's average point so far."""
         return self.sums[player] / self.weight

@@ -549,13 +549,15 @@ def chain_minimizer(chain: Chain, rule: LocalRule | str, *, backend: str = "auto
     return ChainMinimizer(chain, rule, backend)
 
 
-def chain_linear_minimum(chain: Chain, loss, *, vertex: bool = True) -> tuple[float, np.ndarray | None]:
+def chain_linear_minimum(chain: Chain, loss, *, vertex: bool = True,
+                         donate: bool = False) -> tuple[float, np.ndarray | None]:
     """``min_{x ∈ chain} ⟨loss, x⟩`` (entry order) and, with ``vertex``, a vertex attaining it:
     the exact linear minimization oracle of the chain, by the split of section 3.2 applied
-    bottom-up (compiled; ties go to the first entry of a step)."""
-    work = np.array(_as_loss(loss, chain.num_entries), copy=True)
+    bottom-up (compiled; ties go to the first entry of a step).  With ``donate``, a float64
+    ``loss`` is the work array itself (overwritten) instead of a copy."""
+    work = _work_buffer(loss, chain.num_entries, donate)
     order = kernel_order(chain)
-    choice = np.empty(chain.num_steps, dtype=np.int64)
+    choice = np.empty(chain.num_steps if vertex else 0, dtype=np.int64)
     value = float(kernels.chain_best_vertex(chain.target_ptr, chain.source_ptr, chain.source,
                                             order, work, choice))
     if not vertex:

@@ -270,7 +270,8 @@ def minimizer_factory(rule: LocalRule | str | None, minimizer: MinimizerFactory 
     return lambda chain: chain_minimizer(chain, local)
 
 
-def chain_minimum(chain: Chain, loss: np.ndarray) -> float:
+def chain_minimum(chain: Chain, loss: np.ndarray, *, donate: bool = False) -> float:
     """``min_{x ∈ chain} ⟨loss, x⟩`` (entry order), by the split of section 3.2 applied
-    bottom-up: a simplex step contributes its smallest accumulated loss to its sources."""
-    return chain_linear_minimum(chain, loss, vertex=False)[0]
+    bottom-up: a simplex step contributes its smallest accumulated loss to its sources.  With
+    ``donate``, a float64 ``loss`` is overwritten instead of copied."""
+    return chain_linear_minimum(chain, loss, vertex=False, donate=donate)[0]

@@ -315,7 +315,8 @@ def chain_observe(kind, tptr, sptr, source, order, family, plus, alpha, beta, et
 def chain_best_vertex(tptr, sptr, source, order, loss, choice):
     """``min_{x ∈ chain} ⟨loss, x⟩`` by the split of section 3.2 applied bottom-up: a simplex
     step adds its smallest accumulated loss to its sources and records that entry (the first
-    smallest) in ``choice[k]``.  ``loss`` is overwritten; returns the minimum."""
+    smallest) in ``choice[k]`` (nothing is recorded when ``choice`` is empty: the value alone
+    needs no array per step).  ``loss`` is overwritten; returns the minimum."""
     for idx in range(len(tptr) - 2, -1, -1):
         k = _step(order, idx)
         lo, hi = tptr[k], tptr[k + 1]
@@ -323,7 +324,8 @@ def chain_best_vertex(tptr, sptr, source, order, loss, choice):
         for e in range(lo + 1, hi):
             if loss[e] < loss[best]:
                 best = e
-        choice[k] = best
+        if len(choice) > 0:
+            choice[k] = best
         v = loss[best]
         for j in range(sptr[k], sptr[k + 1]):
             loss[source[j]] += v

@@ -10,7 +10,7 @@ from efce import games
 from efce.polytopes import vsf_constraints
 from efce.polytopes.triggers import trigger_deviations
 from efce.solvers.methods.cfr import exploitability, solve_cfr
-from efce.solvers.methods.efce import build_efce_model, solve_efce
+from efce.solvers.methods.efce import build_efce_model, saddle_point_gap, solve_efce
 from efce.solvers.evaluation.gaps import EFCEGapEvaluator
 
 
@@ -42,6 +42,54 @@ def test_saddle_point_value_is_the_max_deviation():
     # max over Y of ξᵀAy = −min over Y of (−Aᵀξ)·y
     best = -chain_minimum(model.triggers.chain, -model.operator.transpose_matmul(xi_entry))
     assert best == pytest.approx(max(np.nanmax(g) for g in gains.gains), abs=1e-12)
+
+
+@pytest.mark.parametrize("make", [games.farina_fig1, lambda: games.goofspiel(2, 2, prizes="sorted"),
+                                  lambda: games.sheriff(max_bribe=1, max_items=2, rounds=2),
+                                  lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2)])
+def test_saddle_point_gap_is_the_evaluators_gap(make):
+    """The checkpoints' gap (saddle point) against the evaluator's (backward induction per
+    trigger), on scaled points in float64 and float32 like the solver's running sum."""
+    game = make()
+    model = build_efce_model(game)
+    evaluator = EFCEGapEvaluator(game, tables=model.tables)
+    work = np.empty(model.triggers.chain.num_entries)
+    rng = np.random.default_rng(11)
+    for vertex, dtype, scale in ((False, np.float64, 1.0), (True, np.float64, 0.25), (False, np.float32, 1 / 7)):
+        values = (model.xi_chain.random_point(rng, vertex=vertex) / scale).astype(dtype)
+        report = evaluator.evaluate(values, scale)
+        assert saddle_point_gap(model, values, scale, work) == pytest.approx(report.gap, abs=1e-12)
+        assert evaluator.welfare(values, scale) == pytest.approx(report.welfare, abs=1e-12)
+    with pytest.raises(ValueError, match="work"):
+        saddle_point_gap(model, values, 1.0, np.empty(work.size + 1))
+
+
+@pytest.mark.parametrize("alternating", [True, False])
+def test_the_idle_buffer_is_not_read_by_the_next_step(alternating):
+    """Scratch written between steps (NaN here) must not reach the iterates."""
+    from efce.solvers.methods.efce import saddle_point_play
+    from efce.solvers.regret.engine import minimizer_factory
+    model = build_efce_model(games.sheriff(max_bribe=1, max_items=2, rounds=2))
+    plays = [saddle_point_play(model, minimizer_factory("prm+", None, None), alternating=alternating)
+             for _ in range(2)]
+    size = model.triggers.chain.num_entries
+    assert plays[1].idle_buffer(10 ** 9) is None
+    for t in range(1, 6):
+        plays[1].idle_buffer(size)[:] = np.nan
+        for play in plays:
+            play.step(t)
+        for mine, theirs in zip(plays[1].points + plays[1].sums, plays[0].points + plays[0].sums):
+            if mine is not None:
+                np.testing.assert_array_equal(mine, theirs)
+
+
+def test_the_last_checkpoints_gap_is_the_reported_gap():
+    """The loop stops on the saddle point's gap; the report is the evaluator's on the plan."""
+    game = games.sheriff(max_bribe=2, max_items=2, rounds=2)
+    result = solve_efce(game, iterations=300, target_gap=None)
+    assert result.trace[-1].iteration == result.iterations
+    assert result.trace[-1].gap == pytest.approx(result.info["efce_gap"], abs=1e-12)
+    assert result.trace[-1].extra["welfare"] == pytest.approx(result.info["welfare"], abs=1e-12)
 
 
 def test_trigger_chain_covers_every_trigger_subtree():
