@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Issue 19's measurements in one go, one at a time (a 2-core machine: nothing else may run).
 # Needs: the project's venv as $PY, a worktree of 20f5a68 at /tmp/base (git worktree add /tmp/base 20f5a68).
+# Steps small_prev / medium_prev time this code against another commit of the efce package
+# instead: $PREV_PY is a venv with that commit installed editable (e.g. a copy of $PY's venv,
+# then pip install --no-deps -e WORKTREE), in the order ORDER gives with "prev" for it.
 # Writes JSON lines to $OUT/measure.jsonl and the large run to $OUT/large/.
 set -u
 PY=${PY:-python}
@@ -18,6 +21,13 @@ for step in ${STEPS:-small medium per_iteration memory memory_large large large_
              spec=$SMALL; [ $step = medium ] && spec=$MEDIUM
              for mode in ${ORDER:-base new base new}; do
                run "$step $mode" $PY "$HERE/time_to_target.py" $mode "$spec"; done ;;
+    small_prev|medium_prev)
+             spec=$SMALL; [ $step = medium_prev ] && spec=$MEDIUM
+             for mode in ${ORDER:-prev new prev new}; do
+               py=$PY; [ $mode = prev ] && py=$PREV_PY
+               log "$step $mode"
+               $py "$HERE/time_to_target.py" new "$spec" | sed "s/\"mode\": \"new\"/\"mode\": \"$mode\"/" \
+                 >> "$OUT/measure.jsonl" 2>> "$OUT/measure.err"; done ;;
     per_iteration) run "medium per iteration" $PY "$HERE/per_iteration.py" "$MEDIUM" 4 3 prm+ ;;
     memory)  for g in "$SMALL" "$MEDIUM"; do
                run "memory $g" "$(dirname "$PY")/efce" solve "$g" --method rm --iterations 3 --target-gap 0 --json; done ;;
