@@ -473,6 +473,22 @@ def _part(lo, hi, p, parts):
     return lo + (n * p) // parts, lo + (n * (p + 1)) // parts
 
 
+@numba.njit(inline="always")
+def _chunks_of_part(lo, hi, p, parts, dealt):
+    """``(start, stop, step)`` of part ``p``'s chunks among a level's chunks ``lo .. hi-1``.
+
+    A chain numbered in level order (``order`` empty: Ξ's) gives each part a contiguous share,
+    which keeps its passes' reads and writes in one stretch of memory per thread.  A chain that
+    reads its steps through ``order`` (Y's) deals its chunks in turn: there the chunks' costs
+    vary with where their steps lie, and contiguous shares left one thread waiting (large
+    Battleship, 2 threads: Y OBSERVELOSS 274 → 257–262 ms, RECOMMEND 181 → 175 ms; dealt, Ξ's
+    passes lose their locality: RECOMMEND 276 → 316–320 ms)."""
+    if dealt:
+        return lo + p, hi, parts
+    first, stop = _part(lo, hi, p, parts)
+    return first, stop, 1
+
+
 @numba.njit(parallel=True, cache=True)
 def chain_recommend_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk,
                              family, eta, a, b, x, total, w, parts):
@@ -482,10 +498,11 @@ def chain_recommend_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_s
     accumulate = len(total) > 0
     if accumulate:
         total[0] += w * x[0]
+    dealt = len(order) > 0
     for L in range(len(level_chunk) - 1):
         for p in numba.prange(parts):
-            c_lo, c_hi = _part(level_chunk[L], level_chunk[L + 1], p, parts)
-            for c in range(c_lo, c_hi):
+            c_lo, c_hi, c_step = _chunks_of_part(level_chunk[L], level_chunk[L + 1], p, parts, dealt)
+            for c in range(c_lo, c_hi, c_step):
                 pos = chunk_state[c]
                 for idx in range(chunk_ptr[c], chunk_ptr[c + 1]):
                     pos = _recommend_step(_step(order, idx), pos, kind, tptr, sptr, source, family, eta,
@@ -503,12 +520,13 @@ def chain_observe_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_sta
     kernel would keep it out of numba's on-disk cache.)"""
     t[0] += 1.0
     pos, neg = discounts(alpha, beta, t[0])
+    dealt = len(order) > 0
     for L in range(len(level_chunk) - 2, -1, -1):
         # (1) local updates; v_k into ℓ̃[tptr[k]]
         for p in numba.prange(parts):
             y = scratch[p]
-            c_lo, c_hi = _part(level_chunk[L], level_chunk[L + 1], p, parts)
-            for c in range(c_lo, c_hi):
+            c_lo, c_hi, c_step = _chunks_of_part(level_chunk[L], level_chunk[L + 1], p, parts, dealt)
+            for c in range(c_lo, c_hi, c_step):
                 s = chunk_state[c]
                 for idx in range(chunk_ptr[c], chunk_ptr[c + 1]):
                     k = _step(order, idx)

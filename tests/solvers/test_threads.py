@@ -82,6 +82,24 @@ def test_parallel_iterates_equal_the_serial_ones_bit_for_bit(spec, rule, monkeyp
 
 
 @pytest.mark.parametrize("spec", GAMES)
+def test_many_chunks_per_level_keep_the_iterates_bit_identical(spec, monkeypatch):
+    # With the default chunk size these games have one chunk per level, so how a level's chunks
+    # are shared among the threads (contiguous shares for Ξ, dealt in turn for Y, which has a
+    # level order) would go untested: tiny chunks give every deep level several per thread.
+    serial_model, parallel_model = _serial_and_parallel_models(spec, monkeypatch)
+    x0, y0 = _self_play(serial_model, "prm+", 1, 15, parallel=False, monkeypatch=monkeypatch)
+    monkeypatch.setattr(engine, "CHUNK_WORK", 8)
+    _kernels(monkeypatch, parallel=True)
+    for chain in (parallel_model.xi_chain, parallel_model.triggers.chain):
+        level_chunk = ChainEngine(chain, make_rule("prm+"))._parallel._static[7]
+        assert np.diff(level_chunk).max() >= 6
+    assert len(ChainEngine(parallel_model.triggers.chain, make_rule("prm+"))._parallel._static[4]) > 0  # Y: dealt
+    for threads in sorted({1, TWO}):
+        x, y = _self_play(parallel_model, "prm+", threads, 15, parallel=True, monkeypatch=monkeypatch)
+        assert np.array_equal(x, x0) and np.array_equal(y, y0), threads
+
+
+@pytest.mark.parametrize("spec", GAMES)
 def test_operator_products_are_bit_identical(spec, monkeypatch):
     serial_model, parallel_model = _serial_and_parallel_models(spec, monkeypatch, welfare_threshold=0.5)
     rng = np.random.default_rng(0)
