@@ -11,7 +11,9 @@ import tomllib
 project = tomllib.load(open(sys.argv[1] if len(sys.argv) > 1 else "pyproject.toml", "rb"))["project"]
 requirements = list(project["dependencies"]) + list(project["optional-dependencies"]["test"])
 for requirement in requirements:
-    match = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?\s*>=\s*([0-9][0-9A-Za-z.]*)\s*(?:,.*)?", requirement)
+    match = re.fullmatch(
+        r"\s*([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?\s*>=\s*([0-9][0-9A-Za-z.]*)\s*(?:,.*)?", requirement
+    )
     if not match:
         sys.exit(f"no lower bound in the requirement {requirement!r}")
     print(f"{match[1]}=={match[2]}")

@@ -25,6 +25,15 @@ from .lp_highs import solve_lp_highs
 from .lp_pdlp import estimate_pdlp_bytes, solve_lp_pdlp
 from .subgradient import solve_subgradient
 
-__all__ = ["EFCELP", "ModelSize", "ModelTooLarge", "build_efce_lp", "estimate_efce_lp",
-           "estimate_pdlp_bytes",
-           "solve_lp_cvxpy", "solve_lp_highs", "solve_lp_pdlp", "solve_subgradient"]
+__all__ = [
+    "EFCELP",
+    "ModelSize",
+    "ModelTooLarge",
+    "build_efce_lp",
+    "estimate_efce_lp",
+    "estimate_pdlp_bytes",
+    "solve_lp_cvxpy",
+    "solve_lp_highs",
+    "solve_lp_pdlp",
+    "solve_subgradient",
+]

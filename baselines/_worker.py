@@ -6,16 +6,19 @@ def serve() -> None:
     import os
     import pickle
     import sys
+
     stdin = sys.stdin.buffer
     # The replies go through a private copy of the pipe; file descriptor 1 itself, where C
     # libraries print (HiGHS's banner), and Python's sys.stdout are sent to stderr.
     import signal
+
     # The caller decides when a call ends (it kills this process on a stop request): Ctrl-C,
     # which the terminal sends to the whole process group, must not end it with a traceback,
     # and on Linux the worker dies with its caller instead of computing for nobody.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         import ctypes
+
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):  # not Linux
         pass

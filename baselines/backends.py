@@ -29,17 +29,18 @@ from efce.errors import BackendError, GameError
 MAX_ABS_PAYOFF = 1e12
 
 
-
-
 def check_lp_inputs(game: Game, welfare_threshold: float | None = None) -> None:
     """Raise :class:`games.GameError` (one line) for payoffs or a threshold the LP cannot take."""
     import numpy as np
+
     payoffs = np.asarray(game.payoffs)
     if payoffs.size:
         worst = float(np.abs(payoffs).max())
         if not math.isfinite(worst) or worst > MAX_ABS_PAYOFF:
-            raise GameError(f"payoffs of {game.name} reach {worst:g} in magnitude; the EFCE LP needs "
-                            f"finite payoffs of at most {MAX_ABS_PAYOFF:g} (rescale the game)")
+            raise GameError(
+                f"payoffs of {game.name} reach {worst:g} in magnitude; the EFCE LP needs "
+                f"finite payoffs of at most {MAX_ABS_PAYOFF:g} (rescale the game)"
+            )
     if welfare_threshold is not None:
         try:
             tau = float(welfare_threshold)
@@ -50,17 +51,22 @@ def check_lp_inputs(game: Game, welfare_threshold: float | None = None) -> None:
 
 
 #: For each package that contains HiGHS, the modules whose import loads its copy of HiGHS.
-HIGHS_MODULES = {"highspy": ("highspy",),
-                 "ortools": ("ortools.linear_solver.pywraplp", "ortools.pdlp.python.pdlp")}
+HIGHS_MODULES = {
+    "highspy": ("highspy",),
+    "ortools": ("ortools.linear_solver.pywraplp", "ortools.pdlp.python.pdlp"),
+}
 
 
 def extension_loaded(package: str) -> bool:
     """True when a compiled extension module of ``package`` is imported in this process."""
     import importlib.machinery
     import sys
+
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
-    return any(name.partition(".")[0] == package and str(getattr(module, "__file__", "")).endswith(suffixes)
-               for name, module in list(sys.modules.items()))
+    return any(
+        name.partition(".")[0] == package and str(getattr(module, "__file__", "")).endswith(suffixes)
+        for name, module in list(sys.modules.items())
+    )
 
 
 @functools.cache
@@ -73,12 +79,18 @@ def highs_copies_coexist() -> bool:
     """
     import subprocess
     import sys
+
     probe = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)"
     highspy, ortools = HIGHS_MODULES["highspy"], HIGHS_MODULES["ortools"]
     for order in (highspy + ortools, ortools + highspy):
         try:
-            child = subprocess.run([sys.executable, "-P", "-c", probe, *order], stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+            child = subprocess.run(
+                [sys.executable, "-P", "-c", probe, *order],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=60,
+            )
         except (OSError, subprocess.TimeoutExpired):
             return False
         if child.returncode != 0:
@@ -106,6 +118,7 @@ def stoppable() -> bool:
     :func:`solvers.driver.stop_on_signals` (the ``efce`` command); a library caller without
     signal handling keeps the in-process call."""
     from efce.solvers.driver import signals_handled
+
     return signals_handled()
 
 
@@ -123,8 +136,12 @@ class IsolatedWorker:
     def __init__(self):
         import subprocess
         import sys
-        self.proc = subprocess.Popen([sys.executable, "-P", "-m", "efce.baselines._worker"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-P", "-m", "efce.baselines._worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
 
     def call(self, fn, *args):
         """``fn(*args)`` in the worker.
@@ -149,6 +166,7 @@ class IsolatedWorker:
         import pickle
         import select
         from efce.solvers.driver import stop_requested
+
         try:
             pickle.dump((fn, args), self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             self.proc.stdin.flush()
@@ -205,6 +223,7 @@ def call_solver(fn, *args, isolate: bool, what: str):
         A stop request came before or during the call (``what`` names the solver).
     """
     from efce.solvers.driver import stop_requested
+
     if stop_requested():
         raise Interrupted(f"stop requested before {what} started")
     if isolate or stoppable():

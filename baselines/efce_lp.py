@@ -56,7 +56,6 @@ BYTES_PER_ROW_OR_COLUMN = 160
 CVXPY_FACTOR = 2.5
 
 
-
 class ModelTooLarge(MemoryBudgetExceeded):
     """The LP's estimated size exceeds the memory budget; ``estimate`` and ``budget`` say by how much."""
 
@@ -90,15 +89,23 @@ class ModelSize:
         return self.nonzeros * BYTES_PER_NONZERO + (self.variables + self.rows) * BYTES_PER_ROW_OR_COLUMN
 
     def describe(self) -> str:
-        return (f"{self.variables:,} variables ({self.xi_variables:,} relevant pairs ξ + "
-                f"{self.value_variables:,} value variables), {self.rows:,} rows, "
-                f"{self.nonzeros:,} nonzeros, about {gib(self.bytes)}")
+        return (
+            f"{self.variables:,} variables ({self.xi_variables:,} relevant pairs ξ + "
+            f"{self.value_variables:,} value variables), {self.rows:,} rows, "
+            f"{self.nonzeros:,} nonzeros, about {gib(self.bytes)}"
+        )
 
     def as_dict(self) -> dict:
-        return dict(variables=self.variables, xi_variables=self.xi_variables,
-                    value_variables=self.value_variables, rows=self.rows,
-                    equality_rows=self.equality_rows, inequality_rows=self.inequality_rows,
-                    nonzeros=self.nonzeros, estimated_bytes=self.bytes)
+        return dict(
+            variables=self.variables,
+            xi_variables=self.xi_variables,
+            value_variables=self.value_variables,
+            rows=self.rows,
+            equality_rows=self.equality_rows,
+            inequality_rows=self.inequality_rows,
+            nonzeros=self.nonzeros,
+            estimated_bytes=self.bytes,
+        )
 
 
 # --------------------------------------------------------------------------- per-player tables
@@ -117,6 +124,7 @@ class _PlayerTables:
 
 def _player_tables(game: Game, i: int) -> _PlayerTables:
     from efce.polytopes.triggers import triggers_above
+
     space = game.sequences(i)
     parent_inf = space.seq_infoset[space.infoset_parent_seq].astype(np.int64)
     return _PlayerTables(parent_inf, triggers_above(space), space.infoset_depth.astype(np.int64))
@@ -155,15 +163,16 @@ def estimate_efce_lp(game: Game, *, extra_rows: int = 0) -> ModelSize:
         own = tm_seq[:, i].astype(np.int64)
         own = own[own > 0]
         own_inf = space.seq_infoset[own]
-        nnz += n_dev + (n_val - triggers)                 # v[σ̂, I] and child values
-        nnz += int(t.cum_actions[own_inf].sum())           # ξ[σ̂, σ_{-i}(z)] terms
+        nnz += n_dev + (n_val - triggers)  # v[σ̂, I] and child values
+        nnz += int(t.cum_actions[own_inf].sum())  # ξ[σ̂, σ_{-i}(z)] terms
         nnz += int((t.depth[own_inf] + 1).sum()) + triggers  # following values and −v[σ̂, Î]
     n_pairs = count_relevant_pairs(game)
     return ModelSize(n_pairs, values, eq_rows, ineq + extra_rows, nnz + extra_rows * len(tm_seq))
 
 
-def check_memory(size: ModelSize, game: Game, budget: int | None, *, factor: float = 1.0,
-                 what: str = "the EFCE LP") -> int:
+def check_memory(
+    size: ModelSize, game: Game, budget: int | None, *, factor: float = 1.0, what: str = "the EFCE LP"
+) -> int:
     """Refuse a model of ``factor × size.bytes`` over the memory budget before building it
     (:func:`games.resources.memory.check_budget`, the one budget rule).
 
@@ -182,8 +191,9 @@ def check_memory(size: ModelSize, game: Game, budget: int | None, *, factor: flo
     try:
         return check_budget(int(size.bytes * factor), f"{what} of {game.name} ({detail})", budget)
     except MemoryBudgetExceeded as exc:
-        raise ModelTooLarge(f"{exc} Use the scaled-extension regret minimizer instead, or raise "
-                            f"memory_budget.", size, budget) from None
+        raise ModelTooLarge(
+            f"{exc} Use the scaled-extension regret minimizer instead, or raise memory_budget.", size, budget
+        ) from None
 
 
 # --------------------------------------------------------------------------- the model
@@ -229,25 +239,30 @@ class EFCELP:
 
     @property
     def A_eq(self) -> sp.csr_matrix:
-        return self.A[:self.num_eq].tocsr()
+        return self.A[: self.num_eq].tocsr()
 
     @property
     def b_eq(self) -> np.ndarray:
-        return self.row_lower[:self.num_eq]
+        return self.row_lower[: self.num_eq]
 
     @property
     def A_ge(self) -> sp.csr_matrix:
         """Rows with ``A_ge x ≥ b_ge`` (incentives and optional welfare)."""
-        return self.A[self.num_eq:].tocsr()
+        return self.A[self.num_eq :].tocsr()
 
     @property
     def b_ge(self) -> np.ndarray:
-        return self.row_lower[self.num_eq:]
+        return self.row_lower[self.num_eq :]
 
     def stats(self) -> dict:
-        return dict(variables=self.num_variables, xi_variables=self.num_xi, rows=self.num_rows,
-                    nonzeros=self.nonzeros, build_seconds=self.build_seconds,
-                    estimated_bytes=self.size.bytes)
+        return dict(
+            variables=self.num_variables,
+            xi_variables=self.num_xi,
+            rows=self.num_rows,
+            nonzeros=self.nonzeros,
+            build_seconds=self.build_seconds,
+            estimated_bytes=self.size.bytes,
+        )
 
 
 def _objective_name(objective) -> str:
@@ -255,8 +270,9 @@ def _objective_name(objective) -> str:
         return objective
     if objective in (0, 1, "player1", "player2"):
         return "player1" if objective in (0, "player1") else "player2"
-    raise ValueError(f"objective must be 'welfare', 'feasibility', 0/'player1' or 1/'player2', "
-                     f"not {objective!r}")
+    raise ValueError(
+        f"objective must be 'welfare', 'feasibility', 0/'player1' or 1/'player2', not {objective!r}"
+    )
 
 
 def _expand(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -281,17 +297,18 @@ class _IncentiveBlock:
     num_rows: int
     num_values: int
     # Structure reused by the subgradient method (player-local numbering):
-    var_seq: np.ndarray      # trigger sequence σ̂ of each value variable
-    var_inf: np.ndarray      # infoset I of each value variable
-    row_start: np.ndarray    # first deviation row of each value variable (rows of (σ̂, I, a))
-    parent_var: np.ndarray   # value variable of (σ̂, parent infoset of I), -1 at Î
-    parent_row: np.ndarray   # the deviation row in which the variable appears as a child
-    root_var: np.ndarray     # per trigger sequence (index = σ̂; -1 for ∅): variable (σ̂, Î)
-    num_dev_rows: int        # rows 0..num_dev_rows-1 are deviation rows, then one F row per σ̂
+    var_seq: np.ndarray  # trigger sequence σ̂ of each value variable
+    var_inf: np.ndarray  # infoset I of each value variable
+    row_start: np.ndarray  # first deviation row of each value variable (rows of (σ̂, I, a))
+    parent_var: np.ndarray  # value variable of (σ̂, parent infoset of I), -1 at Î
+    parent_row: np.ndarray  # the deviation row in which the variable appears as a child
+    root_var: np.ndarray  # per trigger sequence (index = σ̂; -1 for ∅): variable (σ̂, Î)
+    num_dev_rows: int  # rows 0..num_dev_rows-1 are deviation rows, then one F row per σ̂
 
 
-def _incentive_block(game: Game, pairs: RelevantPairs, i: int, tm_seq: np.ndarray,
-                     weight: np.ndarray) -> _IncentiveBlock:
+def _incentive_block(
+    game: Game, pairs: RelevantPairs, i: int, tm_seq: np.ndarray, weight: np.ndarray
+) -> _IncentiveBlock:
     space = game.sequences(i)
     n_inf = space.num_infosets
     n_seq = space.num_sequences
@@ -333,8 +350,9 @@ def _incentive_block(game: Game, pairs: RelevantPairs, i: int, tm_seq: np.ndarra
     is_child = var_inf != space.seq_infoset[var_seq]
     child = np.flatnonzero(is_child)
     pseq = space.infoset_parent_seq[var_inf[child]].astype(np.int64)
-    parent_var_of_child = np.searchsorted(var_key, space.seq_infoset[pseq].astype(np.int64) * n_seq
-                                          + var_seq[child])
+    parent_var_of_child = np.searchsorted(
+        var_key, space.seq_infoset[pseq].astype(np.int64) * n_seq + var_seq[child]
+    )
     parent_row_of_child = row_start[parent_var_of_child] + space.seq_action[pseq]
     rows_v.append(parent_row_of_child)
     cols_v.append(child)
@@ -376,15 +394,35 @@ def _incentive_block(game: Game, pairs: RelevantPairs, i: int, tm_seq: np.ndarra
         vals_x.append(weight[zs[live]])
         anc_seq[live] = space.seq_parent[anc_seq[live]]
         live = live[anc_seq[live] > 0]
-    return _IncentiveBlock(np.concatenate(rows_x), np.concatenate(cols_x), np.concatenate(vals_x),
-                           np.concatenate(rows_v), np.concatenate(cols_v), np.concatenate(vals_v),
-                           n_dev + n_seq - 1, n_val, var_seq, var_inf, row_start, parent_var,
-                           parent_row, root_var, n_dev)
+    return _IncentiveBlock(
+        np.concatenate(rows_x),
+        np.concatenate(cols_x),
+        np.concatenate(vals_x),
+        np.concatenate(rows_v),
+        np.concatenate(cols_v),
+        np.concatenate(vals_v),
+        n_dev + n_seq - 1,
+        n_val,
+        var_seq,
+        var_inf,
+        row_start,
+        parent_var,
+        parent_row,
+        root_var,
+        n_dev,
+    )
 
 
-def build_efce_lp(game: Game, *, objective="welfare", welfare_threshold: float | None = None,
-                  memory_budget: int | None = None, budget_factor: float = 1.0,
-                  pairs: RelevantPairs | None = None, keep_blocks: bool = False) -> EFCELP:
+def build_efce_lp(
+    game: Game,
+    *,
+    objective="welfare",
+    welfare_threshold: float | None = None,
+    memory_budget: int | None = None,
+    budget_factor: float = 1.0,
+    pairs: RelevantPairs | None = None,
+    keep_blocks: bool = False,
+) -> EFCELP:
     """The EFCE LP of von Stengel and Forges (2008) for a two-player game without chance.
 
     Parameters
@@ -410,7 +448,8 @@ def build_efce_lp(game: Game, *, objective="welfare", welfare_threshold: float |
     n_xi = len(pairs)
     pair_z = pairs.index(tm.sequences[:, 0], tm.sequences[:, 1])
     utility = sp.csr_matrix(
-        (weights.T.ravel(), (np.repeat([0, 1], len(pair_z)), np.tile(pair_z, 2))), shape=(2, n_xi))
+        (weights.T.ravel(), (np.repeat([0, 1], len(pair_z)), np.tile(pair_z, 2))), shape=(2, n_xi)
+    )
 
     eq = vsf.matrix.tocoo()
     rows, cols, vals = [eq.row.astype(np.int64)], [eq.col.astype(np.int64)], [eq.data]
@@ -432,17 +471,21 @@ def build_efce_lp(game: Game, *, objective="welfare", welfare_threshold: float |
         cols.append(nz)
         vals.append(w[nz])
     index_dtype = np.int32 if max(n_rows, val_off) < 2**31 - 1 else np.int64
-    A = sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows).astype(index_dtype),
-                                              np.concatenate(cols).astype(index_dtype))),
-                      shape=(n_rows, val_off)).tocsc()
+    A = sp.coo_matrix(
+        (
+            np.concatenate(vals),
+            (np.concatenate(rows).astype(index_dtype), np.concatenate(cols).astype(index_dtype)),
+        ),
+        shape=(n_rows, val_off),
+    ).tocsc()
     A.sum_duplicates()
     A.eliminate_zeros()
     del rows, cols, vals
 
     row_lower = np.zeros(n_rows)
     row_upper = np.full(n_rows, np.inf)
-    row_lower[:vsf.num_rows] = vsf.rhs
-    row_upper[:vsf.num_rows] = vsf.rhs
+    row_lower[: vsf.num_rows] = vsf.rhs
+    row_upper[: vsf.num_rows] = vsf.rhs
     if welfare_threshold is not None:
         row_lower[-1] = float(welfare_threshold)
     col_lower = np.full(val_off, -np.inf)
@@ -454,5 +497,22 @@ def build_efce_lp(game: Game, *, objective="welfare", welfare_threshold: float |
     elif name.startswith("player"):
         c[:n_xi] = utility[int(name[-1]) - 1].toarray().ravel()
     info = {"blocks": blocks} if keep_blocks else {}
-    return EFCELP(game, pairs, vsf, A, row_lower, row_upper, col_lower, col_upper, c, n_xi,
-                  vsf.num_rows, name, utility, size, time.perf_counter() - t0, welfare_threshold, info)
+    return EFCELP(
+        game,
+        pairs,
+        vsf,
+        A,
+        row_lower,
+        row_upper,
+        col_lower,
+        col_upper,
+        c,
+        n_xi,
+        vsf.num_rows,
+        name,
+        utility,
+        size,
+        time.perf_counter() - t0,
+        welfare_threshold,
+        info,
+    )

@@ -38,11 +38,13 @@ _HIGHS_COPY = {"HIGHS": "highspy", "PDLP": "ortools", "GLOP": "ortools"}
 def installed_lp_solvers() -> list[str]:
     """cvxpy solvers installed here that take linear programs."""
     import cvxpy as cp
+
     return [name for name in cp.installed_solvers() if name not in ("ECOS_BB",)]
 
 
 def _pdlp_accuracy():
     from ortools.pdlp import solvers_pb2
+
     proto = solvers_pb2.PrimalDualHybridGradientParams()
     proto.termination_criteria.simple_optimality_criteria.eps_optimal_relative = 1e-9
     proto.termination_criteria.simple_optimality_criteria.eps_optimal_absolute = 1e-9
@@ -58,8 +60,10 @@ def _solve_arrays(A_eq, b_eq, A_ge, b_ge, c, num_xi, solver, verbose, options):
         import logging
         import ortools.linear_solver.pywraplp  # noqa: F401
         import ortools.pdlp.python.pdlp  # noqa: F401
+
         logging.getLogger("__cvxpy__").setLevel(logging.CRITICAL)
     import cvxpy as cp
+
     x = cp.Variable(A_eq.shape[1], name="x")
     constraints = [A_eq @ x == b_eq, x[:num_xi] >= 0]
     if A_ge.shape[0]:
@@ -73,17 +77,29 @@ def _solve_arrays(A_eq, b_eq, A_ge, b_ge, c, num_xi, solver, verbose, options):
     except cp.error.SolverError as exc:
         return {"error": str(exc).strip().splitlines()[0][:200] if str(exc).strip() else "solver error"}
     stats = problem.solver_stats
-    return {"status": problem.status, "x": None if x.value is None else np.asarray(x.value),
-            "value": problem.value, "compile_seconds": float(problem.compilation_time or 0.0),
-            "solver_seconds": None if stats is None or stats.solve_time is None else float(stats.solve_time),
-            "iterations": int(stats.num_iters) if stats is not None and stats.num_iters is not None else 0}
+    return {
+        "status": problem.status,
+        "x": None if x.value is None else np.asarray(x.value),
+        "value": problem.value,
+        "compile_seconds": float(problem.compilation_time or 0.0),
+        "solver_seconds": None if stats is None or stats.solve_time is None else float(stats.solve_time),
+        "iterations": int(stats.num_iters) if stats is not None and stats.num_iters is not None else 0,
+    }
 
 
-def solve_lp_cvxpy(game: Game, *, objective="welfare", welfare_threshold: float | None = None,
-                   solver: str = "HIGHS", time_limit: float | None = None,
-                   memory_budget: int | None = None, verbose: bool = False,
-                   model: EFCELP | None = None, isolate: bool | None = None,
-                   **solver_options) -> SolveResult:
+def solve_lp_cvxpy(
+    game: Game,
+    *,
+    objective="welfare",
+    welfare_threshold: float | None = None,
+    solver: str = "HIGHS",
+    time_limit: float | None = None,
+    memory_budget: int | None = None,
+    verbose: bool = False,
+    model: EFCELP | None = None,
+    isolate: bool | None = None,
+    **solver_options,
+) -> SolveResult:
     """EFCE by the von Stengel–Forges LP through cvxpy.
 
     Parameters
@@ -117,21 +133,29 @@ def solve_lp_cvxpy(game: Game, *, objective="welfare", welfare_threshold: float 
         raise ValueError(f"cvxpy solver {solver!r} is not installed; installed: {', '.join(installed)}")
     check_lp_inputs(game, welfare_threshold)
     if model is None:
-        model = build_efce_lp(game, objective=objective, welfare_threshold=welfare_threshold,
-                              memory_budget=memory_budget, budget_factor=CVXPY_FACTOR)
+        model = build_efce_lp(
+            game,
+            objective=objective,
+            welfare_threshold=welfare_threshold,
+            memory_budget=memory_budget,
+            budget_factor=CVXPY_FACTOR,
+        )
     options = dict(ACCURATE_OPTIONS.get(name, {}))
     options.update(solver_options)
     if time_limit is not None:
-        key = {"HIGHS": "time_limit", "CLARABEL": "time_limit", "SCS": "time_limit_secs",
-               "PDLP": "time_limit_sec"}.get(name)
+        key = {
+            "HIGHS": "time_limit",
+            "CLARABEL": "time_limit",
+            "SCS": "time_limit_secs",
+            "PDLP": "time_limit_sec",
+        }.get(name)
         if key:
             options.setdefault(key, float(time_limit))
         elif name == "SCIPY":
             options.setdefault("scipy_options", {}).setdefault("time_limit", float(time_limit))
     if isolate is None:
         isolate = name in _HIGHS_COPY and must_isolate(_HIGHS_COPY[name])
-    args = (model.A_eq, model.b_eq, model.A_ge, model.b_ge, model.c, model.num_xi, name,
-            verbose, options)
+    args = (model.A_eq, model.b_eq, model.A_ge, model.b_ge, model.c, model.num_xi, name, verbose, options)
     setup = model.build_seconds
     t1 = time.perf_counter()
     method = f"lp-cvxpy-{name.lower()}"
@@ -143,22 +167,37 @@ def solve_lp_cvxpy(game: Game, *, objective="welfare", welfare_threshold: float 
     if "error" in out:
         raise BackendError(f"cvxpy solver {name}", out["error"])
     import cvxpy as cp
+
     st = out["status"]
-    status = {cp.OPTIMAL: "converged", cp.OPTIMAL_INACCURATE: "converged",
-              cp.INFEASIBLE: "infeasible", cp.INFEASIBLE_INACCURATE: "infeasible",
-              cp.USER_LIMIT: "time_limit"}.get(st)
+    status = {
+        cp.OPTIMAL: "converged",
+        cp.OPTIMAL_INACCURATE: "converged",
+        cp.INFEASIBLE: "infeasible",
+        cp.INFEASIBLE_INACCURATE: "infeasible",
+        cp.USER_LIMIT: "time_limit",
+    }.get(st)
     if status is None:
         raise BackendError(f"cvxpy solver {name}", f"status {st}")
-    info = dict(model.stats(), solver=name, cvxpy_status=st, objective=model.objective,
-                compile_seconds=out["compile_seconds"], isolated=bool(isolate))
+    info = dict(
+        model.stats(),
+        solver=name,
+        cvxpy_status=st,
+        objective=model.objective,
+        compile_seconds=out["compile_seconds"],
+        isolated=bool(isolate),
+    )
     if out["solver_seconds"] is not None:
         info["solver_seconds"] = out["solver_seconds"]
     xi = None
     if out["x"] is not None and status != "infeasible":
-        xi = out["x"][:model.num_xi].copy()
+        xi = out["x"][: model.num_xi].copy()
         info.update(evaluate_plan(game, model, xi))
         if out["value"] is not None and np.isfinite(out["value"]):
             info["objective_value"] = float(out["value"])
     info["peak_memory_bytes"] = peak_rss_bytes()
-    trace = [TraceRow(out["iterations"], seconds, info["efce_gap"], info["max_violation"])] if xi is not None else []
+    trace = (
+        [TraceRow(out["iterations"], seconds, info["efce_gap"], info["max_violation"])]
+        if xi is not None
+        else []
+    )
     return SolveResult(method, xi, status, out["iterations"], setup, seconds, trace, info)

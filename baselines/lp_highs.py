@@ -38,6 +38,7 @@ def default_options(nonzeros: int) -> dict:
     """The HiGHS options ``lp-highs`` uses on a model with this many nonzeros (see above)."""
     return dict(FIRST_ORDER_OPTIONS if nonzeros >= FIRST_ORDER_NONZEROS else EXACT_OPTIONS)
 
+
 #: A point HiGHS returns with model status "Unknown" is accepted when its max deviation and
 #: Definition-3 violation are at most this.
 UNVERIFIED_TOLERANCE = 1e-6
@@ -46,15 +47,20 @@ UNVERIFIED_TOLERANCE = 1e-6
 def evaluate_plan(game: Game, model: EFCELP, xi: np.ndarray) -> dict:
     """Welfare, utilities, EFCE gap (project evaluator) and Definition-3 violation of ξ."""
     from efce.solvers.evaluation.gaps import EFCEGapEvaluator
+
     report = EFCEGapEvaluator(game, model.pairs)(xi)
     utilities = model.utility_matrix @ xi
-    return dict(efce_gap=float(report.gap), welfare=float(utilities.sum()),
-                utilities=[float(u) for u in utilities],
-                max_violation=model.vsf.max_violation(xi))
+    return dict(
+        efce_gap=float(report.gap),
+        welfare=float(utilities.sum()),
+        utilities=[float(u) for u in utilities],
+        max_violation=model.vsf.max_violation(xi),
+    )
 
 
 def _to_highs_lp(A, c, col_lower, col_upper, row_lower, row_upper):
     import highspy
+
     lp = highspy.HighsLp()
     lp.num_col_ = A.shape[1]
     lp.num_row_ = A.shape[0]
@@ -74,15 +80,23 @@ def _to_highs_lp(A, c, col_lower, col_upper, row_lower, row_upper):
     return lp
 
 
-_MODEL_STATUS = {"kOptimal": "converged", "kTimeLimit": "time_limit", "kInfeasible": "infeasible",
-                 "kIterationLimit": "iteration_limit", "kMemoryLimit": "out_of_memory", "kUnknown": "unknown"}
+_MODEL_STATUS = {
+    "kOptimal": "converged",
+    "kTimeLimit": "time_limit",
+    "kInfeasible": "infeasible",
+    "kIterationLimit": "iteration_limit",
+    "kMemoryLimit": "out_of_memory",
+    "kUnknown": "unknown",
+}
 
 
-def _run_highs(lp_arrays: tuple, settings: dict, threads: int, time_limit: float | None,
-               verbose: bool, num_xi: int) -> dict:
+def _run_highs(
+    lp_arrays: tuple, settings: dict, threads: int, time_limit: float | None, verbose: bool, num_xi: int
+) -> dict:
     """Pass the LP to HiGHS and run it (module level and plain data in and out, so that it can
     run in an :class:`IsolatedWorker`).  Returns the status, HiGHS's counters and ξ (or None)."""
     import highspy
+
     h = highspy.Highs()
     h.setOptionValue("output_flag", bool(verbose))
     for key, value in settings.items():
@@ -103,34 +117,54 @@ def _run_highs(lp_arrays: tuple, settings: dict, threads: int, time_limit: float
     ms = h.getModelStatus()
     status = _MODEL_STATUS.get(ms.name, "error")
     if run_status == highspy.HighsStatus.kError and status in ("error", "unknown"):
-        raise BackendError("HiGHS", f"run returned {run_status.name}, model status "
-                           f"{h.modelStatusToString(ms)!r}")
+        raise BackendError(
+            "HiGHS", f"run returned {run_status.name}, model status {h.modelStatusToString(ms)!r}"
+        )
     info = h.getInfo()
     sol = h.getSolution()
     xi = None
     if status in ("converged", "time_limit", "iteration_limit", "unknown") and sol.value_valid:
         xi = np.asarray(sol.col_value)[:num_xi].copy()
-    return dict(status=status, highs_status=h.modelStatusToString(ms), pass_seconds=pass_seconds,
-                seconds=seconds, xi=xi, objective_value=float(info.objective_function_value),
-                simplex_iterations=int(info.simplex_iteration_count),
-                ipm_iterations=int(info.ipm_iteration_count),
-                pdlp_iterations=int(info.pdlp_iteration_count),
-                crossover_iterations=int(info.crossover_iteration_count))
+    return dict(
+        status=status,
+        highs_status=h.modelStatusToString(ms),
+        pass_seconds=pass_seconds,
+        seconds=seconds,
+        xi=xi,
+        objective_value=float(info.objective_function_value),
+        simplex_iterations=int(info.simplex_iteration_count),
+        ipm_iterations=int(info.ipm_iteration_count),
+        pdlp_iterations=int(info.pdlp_iteration_count),
+        crossover_iterations=int(info.crossover_iteration_count),
+    )
 
 
 def interrupted_result(method: str, model: EFCELP, backend: str, info: dict | None = None) -> SolveResult:
     """The result of an LP run that a stop request ended before its solver returned: status
     ``interrupted``, no point (the solver's iterate died with its worker)."""
-    info = dict(model.stats(), objective=model.objective, **(info or {}),
-                message=f"interrupted by a stop request before {backend} returned a point",
-                peak_memory_bytes=peak_rss_bytes())
+    info = dict(
+        model.stats(),
+        objective=model.objective,
+        **(info or {}),
+        message=f"interrupted by a stop request before {backend} returned a point",
+        peak_memory_bytes=peak_rss_bytes(),
+    )
     return SolveResult(method, None, "interrupted", 0, model.build_seconds, 0.0, [], info)
 
 
-def solve_lp_highs(game: Game, *, objective="welfare", welfare_threshold: float | None = None,
-                   solver: str | None = None, threads: int = 0, time_limit: float | None = None,
-                   memory_budget: int | None = None, verbose: bool = False,
-                   model: EFCELP | None = None, options: dict | None = None) -> SolveResult:
+def solve_lp_highs(
+    game: Game,
+    *,
+    objective="welfare",
+    welfare_threshold: float | None = None,
+    solver: str | None = None,
+    threads: int = 0,
+    time_limit: float | None = None,
+    memory_budget: int | None = None,
+    verbose: bool = False,
+    model: EFCELP | None = None,
+    options: dict | None = None,
+) -> SolveResult:
     """EFCE by the von Stengel–Forges LP, solved by HiGHS.
 
     Parameters
@@ -163,8 +197,9 @@ def solve_lp_highs(game: Game, *, objective="welfare", welfare_threshold: float 
         raise ValueError(f"solver must be one of {SOLVERS}, not {solver!r}")
     check_lp_inputs(game, welfare_threshold)
     if model is None:
-        model = build_efce_lp(game, objective=objective, welfare_threshold=welfare_threshold,
-                              memory_budget=memory_budget)
+        model = build_efce_lp(
+            game, objective=objective, welfare_threshold=welfare_threshold, memory_budget=memory_budget
+        )
     settings = default_options(model.nonzeros) if solver is None else {"solver": solver}
     settings.update(options or {})
     lp_arrays = (model.A, model.c, model.col_lower, model.col_upper, model.row_lower, model.row_upper)
@@ -180,9 +215,16 @@ def solve_lp_highs(game: Game, *, objective="welfare", welfare_threshold: float 
         raise BackendError("HiGHS", f"passModel returned {run['pass_error']} for the EFCE LP of {game.name}")
     status, xi, seconds, pass_seconds = run["status"], run["xi"], run["seconds"], run["pass_seconds"]
     counters = ("simplex_iterations", "ipm_iterations", "pdlp_iterations", "crossover_iterations")
-    info = dict(model.stats(), solver=settings["solver"], highs_options=settings,
-                highs_status=run["highs_status"], pass_seconds=pass_seconds, objective=model.objective,
-                isolated=isolated, **{key: run[key] for key in counters})
+    info = dict(
+        model.stats(),
+        solver=settings["solver"],
+        highs_options=settings,
+        highs_status=run["highs_status"],
+        pass_seconds=pass_seconds,
+        objective=model.objective,
+        isolated=isolated,
+        **{key: run[key] for key in counters},
+    )
     if xi is not None:
         info.update(evaluate_plan(game, model, xi))
         info["objective_value"] = run["objective_value"]
@@ -196,5 +238,6 @@ def solve_lp_highs(game: Game, *, objective="welfare", welfare_threshold: float 
     trace = []
     if xi is not None:
         trace.append(TraceRow(iterations, seconds, info["efce_gap"], info["max_violation"]))
-    return SolveResult("lp-highs", xi, status, iterations, model.build_seconds + pass_seconds,
-                       seconds, trace, info)
+    return SolveResult(
+        "lp-highs", xi, status, iterations, model.build_seconds + pass_seconds, seconds, trace, info
+    )

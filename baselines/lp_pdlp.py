@@ -51,8 +51,11 @@ def estimate_pdlp_bytes(game: Game, *, welfare_threshold: float | None = None) -
     """Estimated peak memory (bytes) of :func:`solve_lp_pdlp` on ``game``, from the exact model
     counts of :func:`baselines.efce_lp.estimate_efce_lp` (nothing large is allocated)."""
     size = estimate_efce_lp(game, extra_rows=int(welfare_threshold is not None))
-    return (PDLP_FIXED_BYTES + size.nonzeros * PDLP_BYTES_PER_NONZERO
-            + (size.variables + size.rows) * PDLP_BYTES_PER_ROW_OR_COLUMN)
+    return (
+        PDLP_FIXED_BYTES
+        + size.nonzeros * PDLP_BYTES_PER_NONZERO
+        + (size.variables + size.rows) * PDLP_BYTES_PER_ROW_OR_COLUMN
+    )
 
 
 # --------------------------------------------------------------------------- the backend session
@@ -63,6 +66,7 @@ def _load_program(A, c, row_lower, row_upper, col_lower, col_upper) -> None:
     """Build PDLP's QuadraticProgram (minimize −cᵀx) and keep it for the stages."""
     global _SESSION
     from ortools.pdlp.python import pdlp
+
     qp = pdlp.QuadraticProgram()
     qp.objective_vector = -np.asarray(c, dtype=np.float64)
     qp.constraint_matrix = A
@@ -82,6 +86,7 @@ def _run_stage(params_bytes: bytes, primal, dual):
     """One PDLP call on the loaded program: ``(primal, dual, solve_log bytes)``."""
     from ortools.pdlp import solvers_pb2
     from ortools.pdlp.python import pdlp
+
     params = solvers_pb2.PrimalDualHybridGradientParams()
     params.ParseFromString(params_bytes)
     start = None
@@ -90,8 +95,11 @@ def _run_stage(params_bytes: bytes, primal, dual):
         start.primal_solution = primal
         start.dual_solution = dual
     result = pdlp.primal_dual_hybrid_gradient(_SESSION, params, initial_solution=start)
-    return (np.asarray(result.primal_solution), np.asarray(result.dual_solution),
-            result.solve_log.SerializeToString())
+    return (
+        np.asarray(result.primal_solution),
+        np.asarray(result.dual_solution),
+        result.solve_log.SerializeToString(),
+    )
 
 
 class _Backend:
@@ -110,8 +118,9 @@ class _Backend:
             try:
                 _load_program(*args)
             except ImportError as exc:
-                raise BackendError("OR-Tools PDLP", f"cannot load ({str(exc).splitlines()[0][:120]}); "
-                                   "pass isolate=True") from None
+                raise BackendError(
+                    "OR-Tools PDLP", f"cannot load ({str(exc).splitlines()[0][:120]}); pass isolate=True"
+                ) from None
 
     def run(self, params_bytes, primal, dual):
         if self.worker is not None:
@@ -125,9 +134,11 @@ class _Backend:
             _unload_program()
 
 
-def _stage_params(tolerance: float, seconds: float, threads: int, primal_weight: float | None,
-                  verbose: bool, options: dict) -> bytes:
+def _stage_params(
+    tolerance: float, seconds: float, threads: int, primal_weight: float | None, verbose: bool, options: dict
+) -> bytes:
     from ortools.pdlp import solvers_pb2
+
     params = solvers_pb2.PrimalDualHybridGradientParams()
     params.num_threads = int(threads)
     params.verbosity_level = 2 if verbose else 0
@@ -144,21 +155,32 @@ def _stage_params(tolerance: float, seconds: float, threads: int, primal_weight:
     return params.SerializeToString()
 
 
-_REASONS = {"TERMINATION_REASON_OPTIMAL": "converged",
-            "TERMINATION_REASON_TIME_LIMIT": "time_limit",
-            "TERMINATION_REASON_ITERATION_LIMIT": "iteration_limit",
-            "TERMINATION_REASON_KKT_MATRIX_PASS_LIMIT": "iteration_limit",
-            "TERMINATION_REASON_PRIMAL_INFEASIBLE": "infeasible",
-            "TERMINATION_REASON_PRIMAL_OR_DUAL_INFEASIBLE": "infeasible"}
+_REASONS = {
+    "TERMINATION_REASON_OPTIMAL": "converged",
+    "TERMINATION_REASON_TIME_LIMIT": "time_limit",
+    "TERMINATION_REASON_ITERATION_LIMIT": "iteration_limit",
+    "TERMINATION_REASON_KKT_MATRIX_PASS_LIMIT": "iteration_limit",
+    "TERMINATION_REASON_PRIMAL_INFEASIBLE": "infeasible",
+    "TERMINATION_REASON_PRIMAL_OR_DUAL_INFEASIBLE": "infeasible",
+}
 
 
-def solve_lp_pdlp(game: Game, *, objective="welfare", welfare_threshold: float | None = None,
-                  tolerance: float = 1e-6, time_limit: float | None = None, threads: int = 2,
-                  first_stage_tolerance: float | None = None,
-                  memory_budget: int | None = None, isolate: bool | None = None,
-                  verbose: bool = False, model: EFCELP | None = None,
-                  progress: Callable[[TraceRow], None] | None = None,
-                  **pdlp_options) -> SolveResult:
+def solve_lp_pdlp(
+    game: Game,
+    *,
+    objective="welfare",
+    welfare_threshold: float | None = None,
+    tolerance: float = 1e-6,
+    time_limit: float | None = None,
+    threads: int = 2,
+    first_stage_tolerance: float | None = None,
+    memory_budget: int | None = None,
+    isolate: bool | None = None,
+    verbose: bool = False,
+    model: EFCELP | None = None,
+    progress: Callable[[TraceRow], None] | None = None,
+    **pdlp_options,
+) -> SolveResult:
     """EFCE by the von Stengel–Forges LP, solved by OR-Tools PDLP in stages of tightening
     tolerance.
 
@@ -208,16 +230,29 @@ def solve_lp_pdlp(game: Game, *, objective="welfare", welfare_threshold: float |
     if welfare_threshold is not None and welfare_threshold > best_terminal:
         # PDLP's infeasibility detection is slow (no certificate in 30 s on small Sheriff even
         # for this case); every plan's welfare is at most the best terminal's.
-        return SolveResult("lp-pdlp", None, "infeasible", 0, 0.0, 0.0, [], {
-            "message": f"no EFCE has welfare ≥ {welfare_threshold}: no terminal has welfare above "
-                       f"{best_terminal:g}", "peak_memory_bytes": peak_rss_bytes()})
+        return SolveResult(
+            "lp-pdlp",
+            None,
+            "infeasible",
+            0,
+            0.0,
+            0.0,
+            [],
+            {
+                "message": f"no EFCE has welfare ≥ {welfare_threshold}: no terminal has welfare above "
+                f"{best_terminal:g}",
+                "peak_memory_bytes": peak_rss_bytes(),
+            },
+        )
     if model is None:
         need = estimate_pdlp_bytes(game, welfare_threshold=welfare_threshold)
         check_budget(need, f"the EFCE LP of {game.name} for PDLP", memory_budget)
         # The PDLP estimate above replaces the generic (factorizing-solver) one of the builder.
-        model = build_efce_lp(game, objective=objective, welfare_threshold=welfare_threshold,
-                              memory_budget=2**62)
+        model = build_efce_lp(
+            game, objective=objective, welfare_threshold=welfare_threshold, memory_budget=2**62
+        )
     from efce.solvers.evaluation.gaps import EFCEGapEvaluator
+
     t_setup = time.perf_counter()
     evaluator = EFCEGapEvaluator(game, model.pairs)
     try:
@@ -226,10 +261,12 @@ def solve_lp_pdlp(game: Game, *, objective="welfare", welfare_threshold: float |
         backend = _Backend(model, isolate)
     except Interrupted:
         from .lp_highs import interrupted_result
+
         return interrupted_result("lp-pdlp", model, "OR-Tools PDLP")
     setup_seconds = model.build_seconds + time.perf_counter() - t_setup
 
     from ortools.pdlp import solve_log_pb2  # protobuf only: no HiGHS library involved
+
     trace: list[TraceRow] = []
     primal = dual = None
     primal_weight = None
@@ -250,8 +287,9 @@ def solve_lp_pdlp(game: Game, *, objective="welfare", welfare_threshold: float |
             if stop_requested():
                 status = "interrupted"
                 break
-            params = _stage_params(stage_tol, min(remaining, 1e9), threads, primal_weight, verbose,
-                                   pdlp_options)
+            params = _stage_params(
+                stage_tol, min(remaining, 1e9), threads, primal_weight, verbose, pdlp_options
+            )
             try:
                 stage = backend.run(params, primal, dual)
             except Interrupted:  # the stage in progress is lost; the previous ones are kept
@@ -272,12 +310,19 @@ def solve_lp_pdlp(game: Game, *, objective="welfare", welfare_threshold: float |
             if stage_status == "infeasible":
                 status = "infeasible"
                 break
-            xi = primal[:model.num_xi]
+            xi = primal[: model.num_xi]
             report = evaluator(xi)
             violation = model.vsf.max_violation(xi)
             elapsed = time.perf_counter() - t0
-            trace.append(TraceRow(iterations, elapsed, float(report.gap), float(violation),
-                                  {"welfare": float(report.welfare), "stage_tolerance": stage_tol}))
+            trace.append(
+                TraceRow(
+                    iterations,
+                    elapsed,
+                    float(report.gap),
+                    float(violation),
+                    {"welfare": float(report.welfare), "stage_tolerance": stage_tol},
+                )
+            )
             if progress is not None:
                 progress(trace[-1])
             if stage_status == "converged" and report.gap <= tolerance and violation <= tolerance:
@@ -293,21 +338,30 @@ def solve_lp_pdlp(game: Game, *, objective="welfare", welfare_threshold: float |
     finally:
         backend.close()
     seconds = time.perf_counter() - t0
-    info = dict(model.stats(), objective=model.objective, pdlp_termination=reason_text,
-                stages=len(trace), iteration_seconds=solver_seconds, threads=threads,
-                tolerance=tolerance, isolated=backend.isolate,
-                estimated_bytes=estimate_pdlp_bytes(game, welfare_threshold=model.welfare_threshold))
+    info = dict(
+        model.stats(),
+        objective=model.objective,
+        pdlp_termination=reason_text,
+        stages=len(trace),
+        iteration_seconds=solver_seconds,
+        threads=threads,
+        tolerance=tolerance,
+        isolated=backend.isolate,
+        estimated_bytes=estimate_pdlp_bytes(game, welfare_threshold=model.welfare_threshold),
+    )
     if xi is not None:
         xi = np.array(xi, dtype=np.float64)
         utilities = model.utility_matrix @ xi
-        info.update(efce_gap=float(report.gap), welfare=float(utilities.sum()),
-                    utilities=[float(u) for u in utilities],
-                    max_violation=trace[-1].infeasibility,
-                    objective_value=float(model.c @ primal))
+        info.update(
+            efce_gap=float(report.gap),
+            welfare=float(utilities.sum()),
+            utilities=[float(u) for u in utilities],
+            max_violation=trace[-1].infeasibility,
+            objective_value=float(model.c @ primal),
+        )
     info["peak_memory_bytes"] = peak_rss_bytes()
     if status == "infeasible":
-        info["message"] = (f"PDLP certifies that the EFCE LP is infeasible"
-                           + (f" (no EFCE has welfare ≥ {welfare_threshold})"
-                              if welfare_threshold is not None else ""))
+        info["message"] = f"PDLP certifies that the EFCE LP is infeasible" + (
+            f" (no EFCE has welfare ≥ {welfare_threshold})" if welfare_threshold is not None else ""
+        )
     return SolveResult("lp-pdlp", xi, status, iterations, setup_seconds, seconds, trace, info)
-

@@ -48,12 +48,12 @@ class _PlayerDeviation:
         n_dev = blk.num_dev_rows
         dev = blk.rows < n_dev
         # T ξ: per deviation row (σ̂, I, a), Σ_{z: σ_i(z)=(I,a)} p_c u_i ξ[σ̂, σ_{-i}(z)].
-        self.T = sp.csr_matrix((-blk.vals_xi[dev], (blk.rows[dev], blk.cols_xi[dev])),
-                               shape=(n_dev, n_xi))
+        self.T = sp.csr_matrix((-blk.vals_xi[dev], (blk.rows[dev], blk.cols_xi[dev])), shape=(n_dev, n_xi))
         # F ξ: per trigger sequence σ̂ (row σ̂; row 0 unused).
         fr = ~dev
-        self.F = sp.csr_matrix((blk.vals_xi[fr], (blk.rows[fr] - n_dev + 1, blk.cols_xi[fr])),
-                               shape=(space.num_sequences, n_xi))
+        self.F = sp.csr_matrix(
+            (blk.vals_xi[fr], (blk.rows[fr] - n_dev + 1, blk.cols_xi[fr])), shape=(space.num_sequences, n_xi)
+        )
         self.TT = self.T.T.tocsr()
         self.FT = self.F.T.tocsr()
         k = space.infoset_num_actions.astype(np.int64)
@@ -96,7 +96,7 @@ class _PlayerDeviation:
 
     def subgradient(self, trigger: int, rowval: np.ndarray) -> np.ndarray:
         """∇ of ``D_σ̂ − F_σ̂`` at the best response ``y`` for σ̂ = ``trigger``."""
-        vars_s = self.vars_by_seq[self.seq_ptr[trigger]:self.seq_ptr[trigger + 1]]
+        vars_s = self.vars_by_seq[self.seq_ptr[trigger] : self.seq_ptr[trigger + 1]]
         vars_s = vars_s[np.argsort(self.var_depth[vars_s], kind="stable")]
         # Chosen action (row) of every variable, then activity top-down.
         cnt = self.num_actions_var[vars_s]
@@ -115,8 +115,10 @@ class _PlayerDeviation:
             at = np.flatnonzero(depth_s == d)
             v = vars_s[at]
             pv = self.parent_var[v]
-            act = (pv < 0) | (np.where(pv >= 0, active[np.maximum(pv, 0)], False)
-                              & (chosen_row[np.maximum(pv, 0)] == self.parent_row[v]))
+            act = (pv < 0) | (
+                np.where(pv >= 0, active[np.maximum(pv, 0)], False)
+                & (chosen_row[np.maximum(pv, 0)] == self.parent_row[v])
+            )
             active[v] = act
             chosen_row[v] = first_best[at]
         rows_y = chosen_row[vars_s[active[vars_s]]]
@@ -195,13 +197,22 @@ def _step(rule: str, alpha: float, t: int, f: float, g: np.ndarray) -> float:
     return min(f / norm2, alpha) if norm2 > 0 else 0.0
 
 
-def solve_subgradient(game: Game, *, step_size: float = 1e-3, step_rule: str = "constant",
-                      iterations: int = 1000, time_limit: float | None = None,
-                      projections: int | None = None, trace_every: int = 10,
-                      tolerance: float = 1e-6, seed: int = 0,
-                      memory_budget: int | None = None, start: str = "uniform",
-                      xi0: np.ndarray | None = None,
-                      progress: Callable[[TraceRow], None] | None = None) -> SolveResult:
+def solve_subgradient(
+    game: Game,
+    *,
+    step_size: float = 1e-3,
+    step_rule: str = "constant",
+    iterations: int = 1000,
+    time_limit: float | None = None,
+    projections: int | None = None,
+    trace_every: int = 10,
+    tolerance: float = 1e-6,
+    seed: int = 0,
+    memory_budget: int | None = None,
+    start: str = "uniform",
+    xi0: np.ndarray | None = None,
+    progress: Callable[[TraceRow], None] | None = None,
+) -> SolveResult:
     """Subgradient descent on the max deviation with incremental constraint projection
     (Farina et al. 2019c; Wang and Bertsekas 2013).
 
@@ -230,8 +241,13 @@ def solve_subgradient(game: Game, *, step_size: float = 1e-3, step_rule: str = "
         raise ValueError(f"step_size must be a positive number, not {step_size}")
     t_setup = time.perf_counter()
     check_decomposable(game)
-    check_memory(estimate_efce_lp(game), game, memory_budget, factor=SUBGRADIENT_MEMORY_FACTOR,
-                 what="the subgradient method's operators (sized from the EFCE LP)")
+    check_memory(
+        estimate_efce_lp(game),
+        game,
+        memory_budget,
+        factor=SUBGRADIENT_MEMORY_FACTOR,
+        what="the subgradient method's operators (sized from the EFCE LP)",
+    )
     pairs = relevant_pairs(game)
     vsf = vsf_constraints(game, pairs)
     C = vsf.matrix.tocsr()
@@ -253,8 +269,9 @@ def solve_subgradient(game: Game, *, step_size: float = 1e-3, step_rule: str = "
         xi = _uniform_plan(game, pairs, rng if start == "random" else None)
     setup_seconds = time.perf_counter() - t_setup
 
-    driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=trace_every,
-                             progress=progress)
+    driver = IterationDriver(
+        iterations=iterations, time_limit=time_limit, check_every=trace_every, progress=progress
+    )
     f, player, trig, rowval = f_eval(xi)
     gap, infeasibility = max(0.0, f), vsf.max_violation(xi)
     best_gap = gap
@@ -281,25 +298,34 @@ def solve_subgradient(game: Game, *, step_size: float = 1e-3, step_rule: str = "
                     with driver.paused():
                         infeasibility = vsf.max_violation(xi)
                     best_gap = min(best_gap, gap)
-                    if driver.record(TraceRow(t, driver.elapsed(), gap, infeasibility),
-                                     converged=gap <= tolerance and infeasibility <= tolerance):
+                    if driver.record(
+                        TraceRow(t, driver.elapsed(), gap, infeasibility),
+                        converged=gap <= tolerance and infeasibility <= tolerance,
+                    ):
                         break
         trace = driver.trace
-        info = dict(step_size=step_size, step_rule=step_rule, projections=projections,
-                    efce_gap=trace[-1].gap if np.isfinite(f) else float(f),
-                    max_violation=vsf.max_violation(xi),
-                    best_traced_gap=float(best_gap), peak_memory_bytes=peak_rss_bytes(),
-                    iteration_seconds=driver.iteration_seconds)
+        info = dict(
+            step_size=step_size,
+            step_rule=step_rule,
+            projections=projections,
+            efce_gap=trace[-1].gap if np.isfinite(f) else float(f),
+            max_violation=vsf.max_violation(xi),
+            best_traced_gap=float(best_gap),
+            peak_memory_bytes=peak_rss_bytes(),
+            iteration_seconds=driver.iteration_seconds,
+        )
         tm = terminal_map(game)
         pz = pairs.index(tm.sequences[:, 0], tm.sequences[:, 1])
         utilities = tm.weighted_payoffs().T @ xi[pz]
         info.update(utilities=[float(x) for x in utilities], welfare=float(utilities.sum()))
-    return SolveResult("subgradient", xi, driver.status, driver.iteration, setup_seconds,
-                       driver.elapsed(), trace, info)
+    return SolveResult(
+        "subgradient", xi, driver.status, driver.iteration, setup_seconds, driver.elapsed(), trace, info
+    )
 
 
-def _project_rows(xi: np.ndarray, C: sp.csr_matrix, b: np.ndarray, norm2: np.ndarray,
-                  rows: np.ndarray) -> None:
+def _project_rows(
+    xi: np.ndarray, C: sp.csr_matrix, b: np.ndarray, norm2: np.ndarray, rows: np.ndarray
+) -> None:
     """Project ξ onto each hyperplane ``C[r] ξ = b[r]``, r in ``rows`` (in order); rows sharing a
     column with an earlier row of the batch are skipped, so the rest are projected at once."""
     cnt = C.indptr[rows + 1] - C.indptr[rows]

@@ -15,14 +15,21 @@ def case(kwargs):
         from efce import games
         from efce.games.relevant import relevant_pairs
         from efce.polytopes import correlation_plan
+
         correlation_plan(games.farina_fig2())  # load the compiled kernels outside the timing
         game = games.battleship(rows=3, cols=2, **kwargs)
         pairs, seconds_pairs = timed(relevant_pairs, game)
         chain, seconds = timed(correlation_plan, game, pairs)
-        return {"relevant_pairs": len(pairs), "entries": chain.num_entries,
-                "simplex_steps": chain.num_simplex_steps, "singleton_steps": chain.num_singleton_steps,
-                "levels": chain.depth, "pairs_seconds": round(seconds_pairs, 2),
-                "decompose_seconds": round(seconds, 2)}
+        return {
+            "relevant_pairs": len(pairs),
+            "entries": chain.num_entries,
+            "simplex_steps": chain.num_simplex_steps,
+            "singleton_steps": chain.num_singleton_steps,
+            "levels": chain.depth,
+            "pairs_seconds": round(seconds_pairs, 2),
+            "decompose_seconds": round(seconds, 2),
+        }
+
     return run
 
 

@@ -21,16 +21,22 @@ GAMES = {
 def bench(spec: str, method: str, iterations: int) -> dict:
     from efce.games.spec import make_game
     from efce.solvers.methods.icfr import solve_icfr
+
     game = make_game(spec)
     solve_icfr(game, 5, method=method)  # warm-up: numba compilation / caches
     started = time.perf_counter()
     res = solve_icfr(game, iterations, seed=0, method=method)
     total = time.perf_counter() - started
-    return {"game": spec, "method": method, "iterations": iterations,
-            "seconds_per_iteration": total / iterations,
-            "solver_seconds_per_iteration": res.info["iteration_seconds"] / iterations,
-            "gap_evaluations": len(res.trace), "efce_gap": res.info["efce_gap"],
-            "support": res.info["support"]}
+    return {
+        "game": spec,
+        "method": method,
+        "iterations": iterations,
+        "seconds_per_iteration": total / iterations,
+        "solver_seconds_per_iteration": res.info["iteration_seconds"] / iterations,
+        "gap_evaluations": len(res.trace),
+        "efce_gap": res.info["efce_gap"],
+        "support": res.info["support"],
+    }
 
 
 def main(argv=None):
@@ -40,15 +46,18 @@ def main(argv=None):
     ap.add_argument("--methods", default="icfr,cfr-s")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    rows = [bench(GAMES[g], m, args.iterations) for g in args.games.split(",")
-            for m in args.methods.split(",")]
+    rows = [
+        bench(GAMES[g], m, args.iterations) for g in args.games.split(",") for m in args.methods.split(",")
+    ]
     if args.json:
         print(json.dumps(rows))
     else:
         for r in rows:
-            print(f"{r['game']:<32} {r['method']:<6} {r['iterations']:>6} it  "
-                  f"{1e3 * r['seconds_per_iteration']:8.3f} ms/it (solver only "
-                  f"{1e3 * r['solver_seconds_per_iteration']:.3f})  EFCE gap {r['efce_gap']:.3g}")
+            print(
+                f"{r['game']:<32} {r['method']:<6} {r['iterations']:>6} it  "
+                f"{1e3 * r['seconds_per_iteration']:8.3f} ms/it (solver only "
+                f"{1e3 * r['solver_seconds_per_iteration']:.3f})  EFCE gap {r['efce_gap']:.3g}"
+            )
 
 
 if __name__ == "__main__":

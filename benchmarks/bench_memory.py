@@ -29,6 +29,7 @@ from harness import main
 
 def _rss_mib() -> float:
     import psutil
+
     return psutil.Process().memory_info().rss / 2**20
 
 
@@ -48,6 +49,7 @@ class _Buffers:
         """Bytes of the buffers reachable from ``roots`` (arrays, containers, objects) not
         counted yet."""
         import numpy as np
+
         total, stack, visited = 0, list(roots), set()
         while stack:
             obj = stack.pop()
@@ -79,8 +81,13 @@ def _engine_state(engine) -> list:
         held.append(kind)
     parallel = engine._parallel
     if parallel is not None:
-        held += [parallel._static[5:], parallel._histograms, parallel._chunk_ranges,
-                 list(parallel._bounds.values()), parallel._scratch]
+        held += [
+            parallel._static[5:],
+            parallel._histograms,
+            parallel._chunk_ranges,
+            list(parallel._bounds.values()),
+            parallel._scratch,
+        ]
     return held
 
 
@@ -90,8 +97,12 @@ def case(kwargs, iterations: int = 3):
         from efce.games.resources.memory import release_free_memory
         from efce.polytopes.feasibility import FeasibilityCheck
         from efce.solvers.evaluation.gaps import EFCEGapEvaluator
-        from efce.solvers.methods.efce import (average_point, build_efce_model, pair_arrays_parked,
-                                               saddle_point_play)
+        from efce.solvers.methods.efce import (
+            average_point,
+            build_efce_model,
+            pair_arrays_parked,
+            saddle_point_play,
+        )
         from efce.solvers.regret.engine import minimizer_factory
         from efce.solvers.regret.local import PredictiveRMPlus
 
@@ -100,7 +111,9 @@ def case(kwargs, iterations: int = 3):
         def stage(name):
             gc.collect()
             release_free_memory()  # as solve_efce does between its stages
-            stages.append({"stage": name, "held_mib": round(_rss_mib(), 1), "peak_mib": round(_peak_mib(), 1)})
+            stages.append(
+                {"stage": name, "held_mib": round(_rss_mib(), 1), "peak_mib": round(_peak_mib(), 1)}
+            )
 
         stage("imports")
         game = games.battleship(rows=3, cols=2, **kwargs)
@@ -157,12 +170,18 @@ def case(kwargs, iterations: int = 3):
         for s in stages:
             s["held_bytes_per_pair"] = round(s["held_mib"] * 2**20 / n, 1)
             s["peak_bytes_per_pair"] = round(s["peak_mib"] * 2**20 / n, 1)
-        return {"relevant_pairs": n, "stages": stages, "components_bytes_per_pair": per_pair,
-                "components_total_bytes_per_pair": round(total / n, 2),
-                "parked_bytes_per_pair (pair columns + pair → entry map)": round(parked_bytes / n, 2),
-                "gap_after_iterations": gap, "max_violation": violation,
-                "peak_memory_mib": round(_peak_mib(), 1),
-                "peak_bytes_per_pair": round(_peak_mib() * 2**20 / n, 1)}
+        return {
+            "relevant_pairs": n,
+            "stages": stages,
+            "components_bytes_per_pair": per_pair,
+            "components_total_bytes_per_pair": round(total / n, 2),
+            "parked_bytes_per_pair (pair columns + pair → entry map)": round(parked_bytes / n, 2),
+            "gap_after_iterations": gap,
+            "max_violation": violation,
+            "peak_memory_mib": round(_peak_mib(), 1),
+            "peak_bytes_per_pair": round(_peak_mib() * 2**20 / n, 1),
+        }
+
     return run
 
 

@@ -34,6 +34,7 @@ def efce_case(kwargs, iterations):
         from efce import games
         from efce.solvers.methods.efce import build_efce_model, solve_efce
         from efce.solvers.evaluation.gaps import EFCEGapEvaluator
+
         game = games.battleship(rows=3, cols=2, **kwargs)
         model, setup = timed(build_efce_model, game)
         solve_efce(games.farina_fig2(), iterations=2)  # compile outside the timing
@@ -47,30 +48,45 @@ def efce_case(kwargs, iterations):
         matvec_bytes = 2 * model.operator.nbytes  # A·y and Aᵀ·x each read the operator's tables once
         total = 2 * chain_bytes + matvec_bytes
         bandwidth = copy_bandwidth()
-        return {"relevant_pairs": len(model.pairs), "y_entries": y.num_entries, "operator_bytes": int(model.operator.nbytes),
-                "setup_seconds": round(setup, 2), "iterations": result.iterations,
-                "seconds_per_iteration": round(per_iteration, 4), "gap_evaluation_seconds": round(gap_seconds, 3),
-                "gap_after": result.info["efce_gap"], "bytes_per_iteration": int(total),
-                "copy_bandwidth_gb_s": round(bandwidth / 1e9, 2),
-                "bandwidth_fraction": round(total / per_iteration / bandwidth, 3) if per_iteration else None}
+        return {
+            "relevant_pairs": len(model.pairs),
+            "y_entries": y.num_entries,
+            "operator_bytes": int(model.operator.nbytes),
+            "setup_seconds": round(setup, 2),
+            "iterations": result.iterations,
+            "seconds_per_iteration": round(per_iteration, 4),
+            "gap_evaluation_seconds": round(gap_seconds, 3),
+            "gap_after": result.info["efce_gap"],
+            "bytes_per_iteration": int(total),
+            "copy_bandwidth_gb_s": round(bandwidth / 1e9, 2),
+            "bandwidth_fraction": round(total / per_iteration / bandwidth, 3) if per_iteration else None,
+        }
+
     return run
 
 
 def cfr_leduc():
     from efce import games
     from efce.solvers.methods.cfr import solve_cfr
+
     game = games.leduc(2)
     solve_cfr(game, iterations=5)
     result = solve_cfr(game, iterations=2000, check_every=2000)
-    return {"infosets": [game.sequences(p).num_infosets for p in (0, 1)], "iterations": result.iterations,
-            "ms_per_iteration": round(1e3 * result.seconds / result.iterations, 4),
-            "exploitability": result.info["exploitability"], "value": result.info["value"]}
+    return {
+        "infosets": [game.sequences(p).num_infosets for p in (0, 1)],
+        "iterations": result.iterations,
+        "ms_per_iteration": round(1e3 * result.seconds / result.iterations, 4),
+        "exploitability": result.info["exploitability"],
+        "value": result.info["value"],
+    }
 
 
-CASES = {"efce-small": efce_case(INSTANCES["small"], 50),
-         "efce-medium": efce_case(INSTANCES["medium"], 10),
-         "efce-large": efce_case(INSTANCES["large"], 3),
-         "cfr+-leduc": cfr_leduc}
+CASES = {
+    "efce-small": efce_case(INSTANCES["small"], 50),
+    "efce-medium": efce_case(INSTANCES["medium"], 10),
+    "efce-large": efce_case(INSTANCES["large"], 3),
+    "cfr+-leduc": cfr_leduc,
+}
 
 if __name__ == "__main__":
     main(CASES, __doc__)

@@ -40,8 +40,11 @@ def main(cases: dict, description: str) -> None:
     for name in names:
         print(f"… {name}", file=sys.stderr, flush=True)
         child = run_child([sys.executable, sys.argv[0], "--case", name], timeout=args.timeout)
-        result = child.payload if child.payload and not child.timed_out else {
-            "case": name, "error": child.error or "failed"}
+        result = (
+            child.payload
+            if child.payload and not child.timed_out
+            else {"case": name, "error": child.error or "failed"}
+        )
         results.append(result)
         print(json.dumps(result), flush=True)
     if args.out:

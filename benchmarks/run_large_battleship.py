@@ -34,12 +34,22 @@ import time
 
 
 LARGE = "battleship:rows=3,cols=2,ship_sizes=[2],shots=4"
-FIELDS = ["iteration", "seconds", "iteration_seconds", "max_deviation", "max_violation_iterate",
-          "max_violation_average", "welfare", "rss_mib", "peak_mib"]
+FIELDS = [
+    "iteration",
+    "seconds",
+    "iteration_seconds",
+    "max_deviation",
+    "max_violation_iterate",
+    "max_violation_average",
+    "welfare",
+    "rss_mib",
+    "peak_mib",
+]
 
 
 def _rss_mib() -> float:
     import psutil
+
     return psutil.Process().memory_info().rss / 2**20
 
 
@@ -49,8 +59,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3600.0, help="wall-clock budget of the iterations")
     parser.add_argument("--out", default="docs/results/large_battleship")
     parser.add_argument("--plot", action="store_true", help="only draw convergence.png from the trace")
-    parser.add_argument("--target-gap", type=float, default=None,
-                        help="stop at this max deviation (default: run the whole budget)")
+    parser.add_argument(
+        "--target-gap",
+        type=float,
+        default=None,
+        help="stop at this max deviation (default: run the whole budget)",
+    )
     for name in ("local", "averaging", "updates", "threads"):
         parser.add_argument("--" + name, default=None, help="as in efce solve --method rm")
     args = parser.parse_args()
@@ -67,16 +81,27 @@ def main() -> None:
     from efce.solvers.methods.efce import build_efce_model, estimate_efce_bytes, solve_efce
     from efce.solvers.regret.registry import make_rule
 
-    rm = validate_options("rm", {"local": args.local, "averaging": args.averaging, "updates": args.updates,
-                                 "threads": None if args.threads is None else int(args.threads)})
+    rm = validate_options(
+        "rm",
+        {
+            "local": args.local,
+            "averaging": args.averaging,
+            "updates": args.updates,
+            "threads": None if args.threads is None else int(args.threads),
+        },
+    )
 
     os.makedirs(args.out, exist_ok=True)
     summary_path = os.path.join(args.out, "summary.json")
     trace_path = os.path.join(args.out, "trace.csv")
-    summary = {"game": args.game, "budget_seconds": args.seconds, "command":
-               " ".join(sys.argv),
-               "configuration": {k: rm[k] for k in ("local", "averaging", "updates", "threads")},
-               "setup": {}, "status": "building"}
+    summary = {
+        "game": args.game,
+        "budget_seconds": args.seconds,
+        "command": " ".join(sys.argv),
+        "configuration": {k: rm[k] for k in ("local", "averaging", "updates", "threads")},
+        "setup": {},
+        "status": "building",
+    }
 
     def save_summary():
         summary["peak_memory_mib"] = round(peak_memory_mib(), 1)
@@ -85,25 +110,47 @@ def main() -> None:
         os.replace(summary_path + ".tmp", summary_path)
 
     def stage(name, started):
-        summary["setup"][name] = {"seconds": round(time.perf_counter() - started, 2),
-                                  "rss_mib": round(_rss_mib(), 1), "peak_mib": round(peak_memory_mib(), 1)}
+        summary["setup"][name] = {
+            "seconds": round(time.perf_counter() - started, 2),
+            "rss_mib": round(_rss_mib(), 1),
+            "peak_mib": round(peak_memory_mib(), 1),
+        }
         print(f"{name}: {summary['setup'][name]}", file=sys.stderr, flush=True)
         save_summary()
 
     def checkpoint(row):
         extra = row.extra
-        line = [row.iteration, round(row.seconds, 2), round(extra["iteration_seconds"], 2), row.gap,
-                extra["violation_iterate"], extra["violation_average"], extra["welfare"],
-                round(_rss_mib(), 1), round(peak_memory_mib(), 1)]
+        line = [
+            row.iteration,
+            round(row.seconds, 2),
+            round(extra["iteration_seconds"], 2),
+            row.gap,
+            extra["violation_iterate"],
+            extra["violation_average"],
+            extra["welfare"],
+            round(_rss_mib(), 1),
+            round(peak_memory_mib(), 1),
+        ]
         with open(trace_path, "a", newline="") as fh:
             csv.writer(fh).writerow(line)
         summary["max_violation"] = max(summary.get("max_violation", 0.0), row.infeasibility)
-        summary.update({"iterations": row.iteration, "seconds": line[1], "iteration_seconds": line[2],
-                        "seconds_per_iteration": round(extra["iteration_seconds"] / row.iteration, 3),
-                        "max_deviation": row.gap, "feasible_iterates": summary["max_violation"] <= 1e-9})
+        summary.update(
+            {
+                "iterations": row.iteration,
+                "seconds": line[1],
+                "iteration_seconds": line[2],
+                "seconds_per_iteration": round(extra["iteration_seconds"] / row.iteration, 3),
+                "max_deviation": row.gap,
+                "feasible_iterates": summary["max_violation"] <= 1e-9,
+            }
+        )
         save_summary()
-        print(f"iteration {row.iteration}: max deviation {row.gap:.6g}, violation {row.infeasibility:.3g}, "
-              f"{line[1]:.0f} s, peak {line[-1]:.0f} MiB", file=sys.stderr, flush=True)
+        print(
+            f"iteration {row.iteration}: max deviation {row.gap:.6g}, violation {row.infeasibility:.3g}, "
+            f"{line[1]:.0f} s, peak {line[-1]:.0f} MiB",
+            file=sys.stderr,
+            flush=True,
+        )
 
     t = time.perf_counter()
     game = make_game(args.game)
@@ -118,8 +165,9 @@ def main() -> None:
     t = time.perf_counter()
     summary["estimated_bytes"] = estimate_efce_bytes(game)
     # A dedicated run may use most of what is free (the default budget keeps 40% for others).
-    model = build_efce_model(game, pairs=pairs, xi_chain=chain,
-                             memory_budget=int(0.85 * available_memory_bytes()))
+    model = build_efce_model(
+        game, pairs=pairs, xi_chain=chain, memory_budget=int(0.85 * available_memory_bytes())
+    )
     # The model holds what the run needs; these would keep the pair arrays (and the chain's
     # entry_index) in memory while the solver parks them.
     del pairs, chain
@@ -129,10 +177,18 @@ def main() -> None:
         csv.writer(fh).writerow(FIELDS)
     summary.update({"status": "running", "trace": trace_path})
     with stop_on_signals():
-        result = solve_efce(game, model=model, iterations=10**12, time_limit=args.seconds,
-                            target_gap=args.target_gap, progress=checkpoint, rule=make_rule(rm["local"]),
-                            averaging=rm["averaging"], alternating=rm["updates"] == "alternating",
-                            threads=rm["threads"])
+        result = solve_efce(
+            game,
+            model=model,
+            iterations=10**12,
+            time_limit=args.seconds,
+            target_gap=args.target_gap,
+            progress=checkpoint,
+            rule=make_rule(rm["local"]),
+            averaging=rm["averaging"],
+            alternating=rm["updates"] == "alternating",
+            threads=rm["threads"],
+        )
     summary["setup"]["engines, evaluator, feasibility check"] = {"seconds": round(result.setup_seconds, 2)}
     summary["status"] = result.status
     summary["max_violation"] = result.info["max_violation"]  # with Definition 3 on the final plan
@@ -144,8 +200,10 @@ def main() -> None:
 def plot(out: str) -> None:
     """Max deviation of the average plan against wall-clock time (log-log), as in Figure 3."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     with open(os.path.join(out, "trace.csv")) as fh:
         rows = list(csv.DictReader(fh))
     seconds = [float(r["seconds"]) for r in rows]

@@ -18,11 +18,17 @@ The entries are imported on first use, so that ``import efce.games`` does not lo
 experiment runner and its dependencies.
 """
 
-_ENTRIES = {"solve": "efce.experiments.solve", "METHODS": "efce.experiments.solve",
-            "OPTIONS": "efce.experiments.solve", "OptionError": "efce.experiments.solve",
-            "compare": "efce.experiments.compare",
-            "sweep": "efce.experiments.sweep", "SweepError": "efce.experiments.sweep",
-            "EFCEError": "efce.errors", "GameError": "efce.errors"}
+_ENTRIES = {
+    "solve": "efce.experiments.solve",
+    "METHODS": "efce.experiments.solve",
+    "OPTIONS": "efce.experiments.solve",
+    "OptionError": "efce.experiments.solve",
+    "compare": "efce.experiments.compare",
+    "sweep": "efce.experiments.sweep",
+    "SweepError": "efce.experiments.sweep",
+    "EFCEError": "efce.errors",
+    "GameError": "efce.errors",
+}
 
 __all__ = list(_ENTRIES)
 
@@ -31,6 +37,7 @@ def __getattr__(name: str):
     if name not in _ENTRIES:
         raise AttributeError(f"module 'efce' has no attribute {name!r}")
     import importlib
+
     value = getattr(importlib.import_module(_ENTRIES[name]), name)
     globals()[name] = value
     return value

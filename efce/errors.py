@@ -29,8 +29,15 @@ True
 
 from __future__ import annotations
 
-__all__ = ["EFCEError", "GameError", "OptionError", "SweepError", "BackendError",
-           "MemoryBudgetExceeded", "ChainError"]
+__all__ = [
+    "EFCEError",
+    "GameError",
+    "OptionError",
+    "SweepError",
+    "BackendError",
+    "MemoryBudgetExceeded",
+    "ChainError",
+]
 
 
 class EFCEError(Exception):

@@ -43,14 +43,17 @@ _COMMANDS: dict[str, tuple[Callable, Callable]] = {}
 
 def command(name: str, configure: Callable[[argparse.ArgumentParser], None]):
     """Register ``run(args) -> (json_dict, text)`` as subcommand ``name``."""
+
     def register(run):
         _COMMANDS[name] = (configure, run)
         return run
+
     return register
 
 
 def _load(spec: str):
     from efce.games.spec import make_game
+
     started = time.perf_counter()
     game = make_game(spec)
     return game, time.perf_counter() - started
@@ -60,13 +63,17 @@ def _load(spec: str):
 def _configure_info(p: argparse.ArgumentParser) -> None:
     p.add_argument("game", help="a .efg path or a spec such as kuhn:players=3,ranks=3")
     p.add_argument("--infosets", action="store_true", help="list every infoset with its actions")
-    p.add_argument("--estimate", action="store_true",
-                   help="only estimate the size from the spec's parameters, without building")
+    p.add_argument(
+        "--estimate",
+        action="store_true",
+        help="only estimate the size from the spec's parameters, without building",
+    )
 
 
 @command("info", _configure_info)
 def run_info(args):
     from efce.games.relevant import count_relevant_pairs
+
     if args.estimate:
         return _estimate_info(args.game)
     game, seconds = _load(args.game)
@@ -87,27 +94,42 @@ def run_info(args):
         "relevant_pairs": pairs,
         "seconds": round(seconds, 6),
     }
-    lines = [f"game            {game.name}",
-             f"players         {game.num_players}{' + chance' if game.has_chance else ''}",
-             f"nodes           {game.num_nodes:,}",
-             f"terminals       {game.num_terminals:,}"]
+    lines = [
+        f"game            {game.name}",
+        f"players         {game.num_players}{' + chance' if game.has_chance else ''}",
+        f"nodes           {game.num_nodes:,}",
+        f"terminals       {game.num_terminals:,}",
+    ]
     for p, s in enumerate(spaces):
-        lines.append(f"{game.player_names[p]:<15} {s.num_infosets:,} infosets, {s.num_sequences:,} "
-                     f"sequences (empty one included)")
+        lines.append(
+            f"{game.player_names[p]:<15} {s.num_infosets:,} infosets, {s.num_sequences:,} "
+            f"sequences (empty one included)"
+        )
     if pairs is not None:
         lines.append(f"relevant pairs  {pairs:,}")
     lines.append(f"built in        {seconds:.3f} s")
     if args.infosets:
         from efce.solvers.evaluation.device import infoset_names
+
         listing = []
         for p, rows in enumerate(infoset_names(game)):
-            listing.append([{"infoset": r["label"], "actions": r["action_labels"],
-                             "name": r["name"], "position": r["position"],
-                             "action_names": r["actions"]} for r in rows])
-            lines.append(f"\n{game.player_names[p]} infosets (name to use in device files, "
-                         f"then actions):")
-            lines.extend(f"  {_listed_name(r)}: {', '.join(_listed_action(r, a) for a in range(len(r['actions'])))}"
-                         for r in rows)
+            listing.append(
+                [
+                    {
+                        "infoset": r["label"],
+                        "actions": r["action_labels"],
+                        "name": r["name"],
+                        "position": r["position"],
+                        "action_names": r["actions"],
+                    }
+                    for r in rows
+                ]
+            )
+            lines.append(f"\n{game.player_names[p]} infosets (name to use in device files, then actions):")
+            lines.extend(
+                f"  {_listed_name(r)}: {', '.join(_listed_action(r, a) for a in range(len(r['actions'])))}"
+                for r in rows
+            )
         result["infoset_labels"] = listing
     return result, "\n".join(lines)
 
@@ -129,13 +151,21 @@ def _listed_action(row: dict, a: int) -> str:
 
 def _estimate_info(spec: str):
     from efce.games.spec import estimate_spec
+
     estimate = estimate_spec(spec)
     if estimate is None:
-        return ({"game": spec, "estimated_nodes": None, "estimated_bytes": None},
-                f"{spec}: no estimate for .efg files (read it without --estimate)")
+        return (
+            {"game": spec, "estimated_nodes": None, "estimated_bytes": None},
+            f"{spec}: no estimate for .efg files (read it without --estimate)",
+        )
     from efce.games.resources.memory import gib
-    result = {"game": spec, "estimated_nodes": estimate.nodes, "estimated_bytes": estimate.bytes,
-              "estimate_exact": estimate.exact}
+
+    result = {
+        "game": spec,
+        "estimated_nodes": estimate.nodes,
+        "estimated_bytes": estimate.bytes,
+        "estimate_exact": estimate.exact,
+    }
     return result, f"{spec}: {estimate.describe()}, {gib(estimate.bytes)} to build"
 
 
@@ -168,12 +198,13 @@ def build_parser() -> argparse.ArgumentParser:
 def _version() -> str:
     """The installed ``efce-toolkit`` version, else the one in the source tree's pyproject."""
     from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("efce-toolkit")
     except PackageNotFoundError:
         import re
-        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                            "pyproject.toml")
+
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyproject.toml")
         try:
             with open(path, encoding="utf-8") as fh:
                 found = re.search(r'^version\s*=\s*"([^"]+)"', fh.read(), re.MULTILINE)
@@ -191,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         # argparse exits with its own text on bad usage; in JSON mode report it as JSON instead.
         def error(message, _parser=parser):
             raise CommandError(message)
+
         parser.error = error
         for action in parser._subparsers._group_actions:
             for sp_ in action.choices.values():
@@ -205,8 +237,11 @@ def main(argv: list[str] | None = None) -> int:
             failure = ("interrupted before any result was computed", 130)
         except ResultWithError as exc:  # the computed result is printed all the same
             failure = (str(exc), 2)
-            output = (json.dumps(_finite({**exc.result, "error": str(exc)}), default=_to_json,
-                                 allow_nan=False) if want_json else exc.text)
+            output = (
+                json.dumps(_finite({**exc.result, "error": str(exc)}), default=_to_json, allow_nan=False)
+                if want_json
+                else exc.text
+            )
         except (EFCEError, MemoryError, OSError) as exc:
             # User errors: the library's own refusals (every one derives from EFCEError), and
             # what the machine says (out of memory, a file that cannot be read or written).
@@ -215,8 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # a bug (KeyError, TypeError...): one line, and EFCE_DEBUG=1
             if os.environ.get("EFCE_DEBUG"):
                 raise
-            failure = (f"internal error {type(exc).__name__}: {exc} (set EFCE_DEBUG=1 for the "
-                       f"traceback)", 2)
+            failure = (f"internal error {type(exc).__name__}: {exc} (set EFCE_DEBUG=1 for the traceback)", 2)
     if failure is not None and output is None:
         return _fail(failure[0], want_json, code=failure[1])
     try:
@@ -268,6 +302,7 @@ def _flush_c_stdio() -> None:
     """``fflush(NULL)``: C libraries' buffered output goes out now, to where fd 1 points."""
     try:
         import ctypes
+
         ctypes.CDLL(None).fflush(None)
     except (OSError, AttributeError):  # no C library to reach (not a POSIX libc)
         pass
@@ -276,6 +311,7 @@ def _flush_c_stdio() -> None:
 def _to_json(value):
     """numpy scalars and arrays in results become plain JSON values."""
     import numpy as np
+
     if isinstance(value, np.ndarray):
         return _finite(value.tolist())
     if isinstance(value, np.generic):
@@ -297,6 +333,7 @@ def _finite(value):
 def _fail(message: str, want_json: bool, code: int = 2) -> int:
     if want_json:
         from efce.games.resources.memory import peak_memory_mib
+
         print(json.dumps({"error": message, "peak_memory_mib": peak_memory_mib()}))
     else:
         print(f"efce: error: {message}", file=sys.stderr)
@@ -306,11 +343,16 @@ def _fail(message: str, want_json: bool, code: int = 2) -> int:
 def _import_commands() -> None:
     """Subcommands defined in other modules register themselves on import."""
     import importlib
-    for module in ("efce.experiments.cmd_decompose", "efce.experiments.cmd_solve", "efce.experiments.cmd_compare",
-                   "efce.experiments.cmd_gap", "efce.experiments.cmd_sweep"):
+
+    for module in (
+        "efce.experiments.cmd_decompose",
+        "efce.experiments.cmd_solve",
+        "efce.experiments.cmd_compare",
+        "efce.experiments.cmd_gap",
+        "efce.experiments.cmd_sweep",
+    ):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:
             if exc.name != module:
                 raise
-

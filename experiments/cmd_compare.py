@@ -10,18 +10,29 @@ import sys
 from efce.solvers.driver import stop_on_signals, stop_requested
 
 from .cli import CommandError, ResultWithError, command
-from .compare import (DEFAULT_METHODS, check_compare_arguments, compare, failed_methods, plot_games,
-                      split_method_list, summary_table)
+from .compare import (
+    DEFAULT_METHODS,
+    check_compare_arguments,
+    compare,
+    failed_methods,
+    plot_games,
+    split_method_list,
+    summary_table,
+)
 from .solve import METHODS
 
 #: The README's main job: a tiny game where the LP wins and a larger one where regret
 #: minimization pulls ahead (about a minute in all).
 PRESETS = {
-    "default": ["sheriff:max_bribe=2,max_items=2,rounds=2",   # 1,045 relevant pairs
-                "sheriff:max_bribe=3,max_items=3,rounds=4"],  # 375,165 relevant pairs
-    "paper": ["battleship:rows=3,cols=2,ship_sizes=[1],shots=3",
-              "battleship:rows=3,cols=2,ship_sizes=[1],shots=4",
-              "battleship:rows=3,cols=2,ship_sizes=[2],shots=4"],
+    "default": [
+        "sheriff:max_bribe=2,max_items=2,rounds=2",  # 1,045 relevant pairs
+        "sheriff:max_bribe=3,max_items=3,rounds=4",
+    ],  # 375,165 relevant pairs
+    "paper": [
+        "battleship:rows=3,cols=2,ship_sizes=[1],shots=3",
+        "battleship:rows=3,cols=2,ship_sizes=[1],shots=4",
+        "battleship:rows=3,cols=2,ship_sizes=[2],shots=4",
+    ],
 }
 
 #: Figure 3 of Farina, Ling, Fang, Sandholm 2019: today's default, the paper's own configuration
@@ -29,22 +40,38 @@ PRESETS = {
 #: method.  The subgradient method starts from a random plan: in these single-cell Battleship
 #: games uniform play is an exact equilibrium (docs/results.md, section 4), so from its default
 #: uniform start it would stop at once; its step is 1e-6 because the paper's 1e-3 diverges here.
-PAPER_METHODS = ("rm", "rm[local=rm+,averaging=linear,updates=alternating]", "lp-highs", "lp-pdlp",
-                 "subgradient[start=random,step_size=1e-6]")
+PAPER_METHODS = (
+    "rm",
+    "rm[local=rm+,averaging=linear,updates=alternating]",
+    "lp-highs",
+    "lp-pdlp",
+    "subgradient[start=random,step_size=1e-6]",
+)
 
 
 def _configure(p):
     p.add_argument("game", nargs="?", default=None, help="a .efg path or spec (default: the preset's games)")
-    p.add_argument("--methods", default=None,
-                   help=f"comma-separated, from: {', '.join(METHODS)}; a configuration of one as "
-                        f"METHOD[option=value,...], e.g. rm[local=rm+,averaging=linear] (default: "
-                        f"{','.join(DEFAULT_METHODS)}; with --preset paper also the paper's rm)")
-    p.add_argument("--time-limit", type=float, default=None,
-                   help="seconds per method (default 30; 600 with --preset paper)")
+    p.add_argument(
+        "--methods",
+        default=None,
+        help=f"comma-separated, from: {', '.join(METHODS)}; a configuration of one as "
+        f"METHOD[option=value,...], e.g. rm[local=rm+,averaging=linear] (default: "
+        f"{','.join(DEFAULT_METHODS)}; with --preset paper also the paper's rm)",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help="seconds per method (default 30; 600 with --preset paper)",
+    )
     p.add_argument("--memory-limit", type=float, default=None, help="GiB per method (default: none)")
     p.add_argument("--out", default="results", help="output folder")
-    p.add_argument("--preset", choices=sorted(PRESETS), default=None,
-                   help="the games to compare when no GAME is given (default: default)")
+    p.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default=None,
+        help="the games to compare when no GAME is given (default: default)",
+    )
     p.add_argument("--step-size", type=float, default=None, help="subgradient step size")
     p.add_argument("--start", default=None, choices=("uniform", "random"), help="subgradient initial plan")
 
@@ -59,48 +86,69 @@ def run_compare(args):
     if args.game is not None and args.preset is not None:
         # A preset is a list of games (and, for paper, their time limit): with a game it would
         # be half ignored, half applied.
-        raise CommandError(f"--preset {args.preset} chooses the games itself; give either a GAME "
-                           f"or --preset, not both")
+        raise CommandError(
+            f"--preset {args.preset} chooses the games itself; give either a GAME or --preset, not both"
+        )
     preset = args.preset or "default"
-    methods = (split_method_list(args.methods) if args.methods is not None
-               else list(PAPER_METHODS if preset == "paper" else DEFAULT_METHODS))
+    methods = (
+        split_method_list(args.methods)
+        if args.methods is not None
+        else list(PAPER_METHODS if preset == "paper" else DEFAULT_METHODS)
+    )
     games = [args.game] if args.game is not None else PRESETS[preset]
-    time_limit = args.time_limit if args.time_limit is not None else (
-        600.0 if preset == "paper" else 30.0)
+    time_limit = args.time_limit if args.time_limit is not None else (600.0 if preset == "paper" else 30.0)
     subgradient = {"step_size": args.step_size, "start": args.start}
     options = {"subgradient": subgradient} if "subgradient" in methods else {}
     if "subgradient" not in methods and any(v is not None for v in subgradient.values()):
-        raise CommandError("--step-size and --start configure a plain 'subgradient' run, and there is "
-                           "none among the methods (a configured one takes them in brackets: "
-                           "subgradient[step_size=1e-6,start=random])")
+        raise CommandError(
+            "--step-size and --start configure a plain 'subgradient' run, and there is "
+            "none among the methods (a configured one takes them in brackets: "
+            "subgradient[step_size=1e-6,start=random])"
+        )
     out_dirs = [args.out if len(games) == 1 else os.path.join(args.out, _slug(spec)) for spec in games]
     for spec, out_dir in zip(games, out_dirs):  # every game checked before the first run
-        check_compare_arguments(spec, methods, time_limit=time_limit,
-                                memory_limit_gib=args.memory_limit, out_dir=out_dir, options=options)
+        check_compare_arguments(
+            spec,
+            methods,
+            time_limit=time_limit,
+            memory_limit_gib=args.memory_limit,
+            out_dir=out_dir,
+            options=options,
+        )
     summaries, texts = {}, []
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
     with stop_on_signals():
         for spec, out_dir in zip(games, out_dirs):
             if stop_requested():
                 break
-            summary = compare(spec, methods, time_limit=time_limit, memory_limit_gib=args.memory_limit,
-                              out_dir=out_dir, options=options, log=log)
+            summary = compare(
+                spec,
+                methods,
+                time_limit=time_limit,
+                memory_limit_gib=args.memory_limit,
+                out_dir=out_dir,
+                options=options,
+                log=log,
+            )
             summaries[spec] = summary
-            texts.append(summary_table(summary) + f"\n(files in {out_dir}: traces.csv, summary.json, convergence.png)")
+            texts.append(
+                summary_table(summary) + f"\n(files in {out_dir}: traces.csv, summary.json, convergence.png)"
+            )
     if not summaries:
         raise CommandError("interrupted before the first method finished")
     unsaved_figure = []
     if len(games) > 1:
         # The games' panels side by side: Figure 3 of the paper with --preset paper.
-        compared = [d for spec, d in zip(games, out_dirs) if spec in summaries and not summaries[spec].get("unsaved")]
+        compared = [
+            d for spec, d in zip(games, out_dirs) if spec in summaries and not summaries[spec].get("unsaved")
+        ]
         figure = os.path.join(args.out, "figure.png")
         try:
             plot_games(compared, figure)
             texts.append(f"(all games side by side: {figure})")
         except OSError as exc:
             unsaved_figure.append(f"cannot write '{figure}': {exc.strerror or exc}")
-    result = summaries[games[0]] if len(games) == 1 else {"games": summaries,
-                                                         "interrupted": stop_requested()}
+    result = summaries[games[0]] if len(games) == 1 else {"games": summaries, "interrupted": stop_requested()}
     text = "\n\n".join(texts)
     # The exit code says whether every run succeeded; the summary is printed either way.
     problems = [line for s in summaries.values() for line in s.get("unsaved", [])] + unsaved_figure

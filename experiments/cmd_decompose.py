@@ -11,11 +11,17 @@ from .cli import command
 
 def _configure(p):
     p.add_argument("game", help="a .efg path or a spec such as farina-fig2")
-    p.add_argument("--verify", action="store_true",
-                   help="check the chain against Definition 3: random points, unused constraints, "
-                        "LP vertices, dimension")
-    p.add_argument("--show", action="store_true",
-                   help="print the chain in the paper's notation and the fill-in grid (small games)")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="check the chain against Definition 3: random points, unused constraints, "
+        "LP vertices, dimension",
+    )
+    p.add_argument(
+        "--show",
+        action="store_true",
+        help="print the chain in the paper's notation and the fill-in grid (small games)",
+    )
     p.add_argument("--seed", type=int, default=0)
 
 
@@ -35,15 +41,23 @@ def run_decompose(args):
     pairs = relevant_pairs(game)
     chain = correlation_plan(game, pairs)
     seconds = time.perf_counter() - started
-    result = {"game": game.name, "entries": chain.num_entries, "relevant_pairs": len(pairs),
-              "simplex_steps": chain.num_simplex_steps, "singleton_steps": chain.num_singleton_steps,
-              "levels": chain.depth, "seconds": round(seconds, 6),
-              "peak_memory_mib": round(peak_memory_mib(), 1)}
-    lines = [f"game             {game.name}",
-             f"entries          {chain.num_entries:,} (relevant sequence pairs: {len(pairs):,})",
-             f"steps            {chain.num_simplex_steps:,} simplex, {chain.num_singleton_steps:,} singleton",
-             f"levels           {chain.depth}",
-             f"decomposed in    {seconds:.3f} s (peak memory {result['peak_memory_mib']:.0f} MiB)"]
+    result = {
+        "game": game.name,
+        "entries": chain.num_entries,
+        "relevant_pairs": len(pairs),
+        "simplex_steps": chain.num_simplex_steps,
+        "singleton_steps": chain.num_singleton_steps,
+        "levels": chain.depth,
+        "seconds": round(seconds, 6),
+        "peak_memory_mib": round(peak_memory_mib(), 1),
+    }
+    lines = [
+        f"game             {game.name}",
+        f"entries          {chain.num_entries:,} (relevant sequence pairs: {len(pairs):,})",
+        f"steps            {chain.num_simplex_steps:,} simplex, {chain.num_singleton_steps:,} singleton",
+        f"levels           {chain.depth}",
+        f"decomposed in    {seconds:.3f} s (peak memory {result['peak_memory_mib']:.0f} MiB)",
+    ]
     if args.verify:
         report = verify(chain, game, seed=args.seed)
         result["verified"] = report.passed
@@ -51,12 +65,17 @@ def run_decompose(args):
         result["unused_constraints"] = report.unused_constraints
         lines += ["", "verification:", str(report)]
         if report.unused_constraints:
-            lines.append("constraints not used by the chain (implied): "
-                         + "; ".join(report.unused_constraints[:10])
-                         + (" …" if len(report.unused_constraints) > 10 else ""))
+            lines.append(
+                "constraints not used by the chain (implied): "
+                + "; ".join(report.unused_constraints[:10])
+                + (" …" if len(report.unused_constraints) > 10 else "")
+            )
     if args.show:
         lines += ["", chain_text(chain)]
         if len(pairs) <= 2500:
-            lines += ["", "fill-in order (phase of each ξ[σ1, σ2], · = not relevant):",
-                      fill_grid_text(chain, game)]
+            lines += [
+                "",
+                "fill-in order (phase of each ξ[σ1, σ2], · = not relevant):",
+                fill_grid_text(chain, game),
+            ]
     return result, "\n".join(lines)

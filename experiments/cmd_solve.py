@@ -16,28 +16,43 @@ from .solve import METHODS, OPTIONS, device_methods, solve
 
 def _configure(p):
     p.add_argument("game", help="a .efg path or a spec such as sheriff:max_bribe=2,max_items=2,rounds=2")
-    p.add_argument("--method", required=True, choices=list(METHODS),
-                   help="; ".join(f"{m.name}: {m.description}" for m in METHODS.values()))
+    p.add_argument(
+        "--method",
+        required=True,
+        choices=list(METHODS),
+        help="; ".join(f"{m.name}: {m.description}" for m in METHODS.values()),
+    )
     for option in OPTIONS.values():
         users = ", ".join(m.name for m in METHODS.values() if option.name in m.defaults)
-        p.add_argument("--" + option.name.replace("_", "-"), dest=option.name, default=None,
-                       type=_cli_type(option.kind), choices=option.choices,
-                       help=f"{option.help} ({users})")
+        p.add_argument(
+            "--" + option.name.replace("_", "-"),
+            dest=option.name,
+            default=None,
+            type=_cli_type(option.kind),
+            choices=option.choices,
+            help=f"{option.help} ({users})",
+        )
     p.add_argument("--trace", default=None, help="write the trace as CSV to this file")
-    p.add_argument("--device-out", default=None,
-                   help="write the correlated distribution found (icfr, cfr-s, trigger, "
-                        "coarse-trigger) as a device JSON file that efce gap --device reads; "
-                        "refused beyond solvers.evaluation.device.DEVICE_PLAN_LIMIT joint plans")
+    p.add_argument(
+        "--device-out",
+        default=None,
+        help="write the correlated distribution found (icfr, cfr-s, trigger, "
+        "coarse-trigger) as a device JSON file that efce gap --device reads; "
+        "refused beyond solvers.evaluation.device.DEVICE_PLAN_LIMIT joint plans",
+    )
 
 
 def _cli_type(kind):
     """Parse a flag's text by the option's type, with an error naming the expected type."""
+
     def parse(text):
         try:
             return kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
-                                             f"got '{text}'") from None
+            raise argparse.ArgumentTypeError(
+                f"expected {'an integer' if kind is int else 'a number'}, got '{text}'"
+            ) from None
+
     parse.__name__ = kind.__name__
     return parse if kind in (int, float) else str
 
@@ -47,6 +62,7 @@ def run_solve(args):
     """Solve a game with one method and report gaps, welfare and feasibility."""
     from efce.games.spec import make_game
     from .solve import validate_options
+
     options = {name: getattr(args, name) for name in OPTIONS}
     iterations = validate_options(args.method, options).get("iterations")
     if args.trace is not None and not args.trace.strip():
@@ -55,15 +71,18 @@ def run_solve(args):
         check_writable(args.trace, "trace file")
     if args.device_out:
         if not METHODS[args.method].writes_device:
-            raise CommandError(f"{args.method} has no correlated distribution to write; "
-                               f"--device-out is an option of {', '.join(device_methods())}")
+            raise CommandError(
+                f"{args.method} has no correlated distribution to write; "
+                f"--device-out is an option of {', '.join(device_methods())}"
+            )
         check_writable(args.device_out, "device file")
     with stop_on_signals(), graceful():
         started = time.perf_counter()
         game = make_game(args.game)
         build_seconds = time.perf_counter() - started
-        bar = Progress(f"{args.method} on {game.name}", total=iterations,
-                       enabled=None if not args.json else False)
+        bar = Progress(
+            f"{args.method} on {game.name}", total=iterations, enabled=None if not args.json else False
+        )
         try:
             result = solve(game, args.method, progress=bar, device=bool(args.device_out), **options)
         except MemoryError:
@@ -79,10 +98,11 @@ def run_solve(args):
         out.update(device_out=device_out, device_support=len(result.point.probs))
     for key in ("efce_gap", "iteration_seconds"):
         out.setdefault(key, None)
-    lines = [f"{args.method} on {game.name}: {result.status} after {result.iterations:,} iterations",
-             f"  setup {result.setup_seconds:.2f} s, solve {result.seconds:.2f} s"]
-    for key in ("efce_gap", "efcce_gap", "nfcce_gap", "exploitability", "value", "welfare",
-                "max_violation"):
+    lines = [
+        f"{args.method} on {game.name}: {result.status} after {result.iterations:,} iterations",
+        f"  setup {result.setup_seconds:.2f} s, solve {result.seconds:.2f} s",
+    ]
+    for key in ("efce_gap", "efcce_gap", "nfcce_gap", "exploitability", "value", "welfare", "max_violation"):
         value = result.info.get(key)
         if isinstance(value, (int, float)):
             lines.append(f"  {key:<15} {value:.6g}")
@@ -94,16 +114,19 @@ def run_solve(args):
         lines.append("  " + result.info["message"])
     if device_out:
         lines.append(f"  device          {out['device_support']:,} joint plans written to {device_out}")
-    writes = ((args.trace, "trace file", lambda: result.write_trace(args.trace)),
-              (device_out, "device file", lambda: _write_device(game, result.point, device_out)))
+    writes = (
+        (args.trace, "trace file", lambda: result.write_trace(args.trace)),
+        (device_out, "device file", lambda: _write_device(game, result.point, device_out)),
+    )
     for path, what, write in writes:
         if not path:
             continue
         try:
             write()
         except OSError as exc:  # checked before the run, gone since: keep the computed result
-            raise ResultWithError(f"cannot write the {what} '{path}': {exc.strerror or exc}",
-                                  out, "\n".join(lines)) from None
+            raise ResultWithError(
+                f"cannot write the {what} '{path}': {exc.strerror or exc}", out, "\n".join(lines)
+            ) from None
     return out, "\n".join(lines)
 
 
@@ -118,6 +141,7 @@ def _write_device(game, point, path: str) -> int:
     import json
     from efce.games.resources.atomic import atomic_open
     from efce.solvers.evaluation.device import check_device_size, device_to_dict
+
     check_device_size(len(point.probs))
     with atomic_open(path) as fh:
         json.dump(device_to_dict(game, point.to_device()), fh)

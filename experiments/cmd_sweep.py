@@ -12,14 +12,24 @@ from .sweep import sweep, text_table
 
 
 def _configure(p):
-    p.add_argument("sweep_file", metavar="SWEEP.toml",
-                   help="the grid: games, methods, seeds, per-method options, per-run limits")
+    p.add_argument(
+        "sweep_file",
+        metavar="SWEEP.toml",
+        help="the grid: games, methods, seeds, per-method options, per-run limits",
+    )
     p.add_argument("--out", required=True, help="output folder (runs/, table.csv, table.md, plots/)")
-    p.add_argument("--scheduler", default=None,
-                   help="address of a running Dask scheduler (tcp://HOST:PORT); default: a local "
-                        "cluster of worker processes")
-    p.add_argument("--workers", type=int, default=None,
-                   help="worker processes of the local cluster (default: one per core)")
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        help="address of a running Dask scheduler (tcp://HOST:PORT); default: a local "
+        "cluster of worker processes",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="worker processes of the local cluster (default: one per core)",
+    )
     p.add_argument("--resume", action="store_true", help="skip the runs already finished in --out")
 
 
@@ -27,18 +37,28 @@ def _configure(p):
 def run_sweep(args):
     """Run a grid of solves (games × methods × seeds × options) on Dask, resumable."""
     with stop_on_signals():
-        table = sweep(args.sweep_file, args.out, scheduler=args.scheduler, workers=args.workers,
-                      resume=args.resume, progress=None if not args.json else False)
+        table = sweep(
+            args.sweep_file,
+            args.out,
+            scheduler=args.scheduler,
+            workers=args.workers,
+            resume=args.resume,
+            progress=None if not args.json else False,
+        )
     if table.interrupted and not table.executed and not table.skipped:
         raise CommandError("interrupted before the first run finished")
     facts = table.summary()
-    lines = [text_table(table), "",
-             f"{facts['runs']} runs: {facts['executed']} run now, {facts['skipped']} already finished, "
-             f"{facts['failed']} failed{' (interrupted: rerun with --resume)' if facts['interrupted'] else ''}"
-             f" — {facts['wall_seconds']:.1f} s",
-             f"files in {args.out}: runs/, table.csv, table.md, plots/"]
+    lines = [
+        text_table(table),
+        "",
+        f"{facts['runs']} runs: {facts['executed']} run now, {facts['skipped']} already finished, "
+        f"{facts['failed']} failed{' (interrupted: rerun with --resume)' if facts['interrupted'] else ''}"
+        f" — {facts['wall_seconds']:.1f} s",
+        f"files in {args.out}: runs/, table.csv, table.md, plots/",
+    ]
     result, text = {**facts, "out_dir": os.path.abspath(args.out), "table": list(table)}, "\n".join(lines)
     if facts["failed"]:  # the table is printed either way; the exit code says runs failed
-        raise ResultWithError(f"{facts['failed']} run(s) failed (see runs/ in {args.out}; "
-                              f"--resume reruns them)", result, text)
+        raise ResultWithError(
+            f"{facts['failed']} run(s) failed (see runs/ in {args.out}; --resume reruns them)", result, text
+        )
     return result, text

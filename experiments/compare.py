@@ -31,8 +31,15 @@ from efce.solvers.driver import graceful, stop_requested
 
 from .harness import MAX_MEMORY_LIMIT_GIB, efce_command, run_child
 from .paths import check_output_folder
-from .solve import (OPTIONS, check_folder_argument, check_game_argument, check_text_list, describe_value,
-                    is_real, validate_options)
+from .solve import (
+    OPTIONS,
+    check_folder_argument,
+    check_game_argument,
+    check_text_list,
+    describe_value,
+    is_real,
+    validate_options,
+)
 
 THRESHOLDS = (1e-1, 1e-2, 1e-3)
 DEFAULT_METHODS = ("rm", "lp-highs", "lp-pdlp", "subgradient")
@@ -69,11 +76,12 @@ def method_variant(entry: str) -> tuple[str, dict[str, Any]]:
     """
     match = _ENTRY.match(entry)
     if match is None:
-        raise OptionError(f"'{entry}' is not a method or METHOD[option=value,...] "
-                          f"(e.g. rm[local=rm+,averaging=linear])")
+        raise OptionError(
+            f"'{entry}' is not a method or METHOD[option=value,...] (e.g. rm[local=rm+,averaging=linear])"
+        )
     method, inside = match.group(1), match.group(2)
     options: dict[str, Any] = {}
-    for item in ([] if inside is None else inside.split(",")):
+    for item in [] if inside is None else inside.split(","):
         name, sep, value = (part.strip() for part in item.partition("="))
         key = name.lstrip("-").replace("-", "_")
         if not sep or not name or not value:
@@ -92,8 +100,9 @@ def _typed(kind: type, value: str, name: str, entry: str):
     try:
         return kind(value)
     except ValueError:
-        raise OptionError(f"{name} in '{entry}' must be {'an integer' if kind is int else 'a number'}, "
-                          f"got '{value}'") from None
+        raise OptionError(
+            f"{name} in '{entry}' must be {'an integer' if kind is int else 'a number'}, got '{value}'"
+        ) from None
 
 
 @dataclass
@@ -119,19 +128,36 @@ def option_arguments(options: dict) -> list[str]:
     return args
 
 
-def run_method(game_spec: str, method: str, out_dir: str, *, time_limit: float,
-               memory_limit_gib: float | None, options: dict | None = None) -> tuple[MethodRun, list[dict]]:
+def run_method(
+    game_spec: str,
+    method: str,
+    out_dir: str,
+    *,
+    time_limit: float,
+    memory_limit_gib: float | None,
+    options: dict | None = None,
+) -> tuple[MethodRun, list[dict]]:
     """Run one method (or configuration, ``rm[local=rm+]``: :func:`method_variant`) in a child
     process (:mod:`experiments.harness`); never raises for the method's own failures."""
     label = method
     method, variant = method_variant(label)
     trace_path = os.path.join(out_dir, f"trace_{re.sub(r'[^A-Za-z0-9+-]+', '_', label)}.csv")
-    command = efce_command("solve", game_spec, "--method", method, "--json",
-                           "--time-limit", str(time_limit), "--trace", trace_path,
-                           *option_arguments({**variant, **(options or {})}))
+    command = efce_command(
+        "solve",
+        game_spec,
+        "--method",
+        method,
+        "--json",
+        "--time-limit",
+        str(time_limit),
+        "--trace",
+        trace_path,
+        *option_arguments({**variant, **(options or {})}),
+    )
     limit = None if memory_limit_gib is None else int(memory_limit_gib * 2**30)
-    child = run_child(command, timeout=child_timeout(time_limit), memory_limit_bytes=limit,
-                      stop_requested=stop_requested)
+    child = run_child(
+        command, timeout=child_timeout(time_limit), memory_limit_bytes=limit, stop_requested=stop_requested
+    )
     run = MethodRun(label, "error", child.wall_seconds, child.peak_memory_mib)
     payload = child.payload
     run.status, run.error = child_status(child)
@@ -174,8 +200,13 @@ def child_status(child) -> tuple[str, str | None]:
 
 def _trace_row(row: dict, method: str) -> dict:
     """One row of a trace file, typed, under ``method``."""
-    return {"method": method, "iteration": int(row["iteration"]), "seconds": float(row["seconds"]),
-            "gap": float(row["gap"]), "infeasibility": float(row["infeasibility"])}
+    return {
+        "method": method,
+        "iteration": int(row["iteration"]),
+        "seconds": float(row["seconds"]),
+        "gap": float(row["gap"]),
+        "infeasibility": float(row["infeasibility"]),
+    }
 
 
 def _read_trace(path: str, method: str) -> list[dict]:
@@ -200,6 +231,7 @@ def check_game(game_spec: str) -> None:
     check_spec(game_spec)
     if os.path.isfile(game_spec):
         from efce.games.spec import make_game
+
         try:
             make_game(game_spec)
         except GameError:
@@ -208,9 +240,15 @@ def check_game(game_spec: str) -> None:
             raise GameError(f"cannot read the game file {game_spec}: {exc}") from None
 
 
-def check_compare_arguments(game_spec: str, methods, *, time_limit: float,
-                            memory_limit_gib: float | None, out_dir: str,
-                            options: dict[str, dict] | None = None) -> None:
+def check_compare_arguments(
+    game_spec: str,
+    methods,
+    *,
+    time_limit: float,
+    memory_limit_gib: float | None,
+    out_dir: str,
+    options: dict[str, dict] | None = None,
+) -> None:
     """Every check :func:`compare` makes before it starts a single child process.
 
     Raises
@@ -227,8 +265,9 @@ def check_compare_arguments(game_spec: str, methods, *, time_limit: float,
     methods = check_text_list(methods, "methods", "['rm', 'lp-highs']")
     check_folder_argument(out_dir, "the output folder (out_dir)")
     if options is not None and not isinstance(options, dict):
-        raise OptionError(f"options must be a dict of method → {{option: value}}, got "
-                          f"{describe_value(options)}")
+        raise OptionError(
+            f"options must be a dict of method → {{option: value}}, got {describe_value(options)}"
+        )
     check_game(game_spec)
     if not methods:
         raise GameError("no method to compare: give at least one with --methods")
@@ -240,8 +279,9 @@ def check_compare_arguments(game_spec: str, methods, *, time_limit: float,
         if not (math.isfinite(float(value)) and value > 0):
             raise GameError(f"{name} must be a positive number, got {value}")
         if name == "--memory-limit" and value > MAX_MEMORY_LIMIT_GIB:
-            raise GameError(f"--memory-limit must be at most {MAX_MEMORY_LIMIT_GIB:.0f} GiB "
-                            f"(2^63 bytes), got {value:g}")
+            raise GameError(
+                f"--memory-limit must be at most {MAX_MEMORY_LIMIT_GIB:.0f} GiB (2^63 bytes), got {value:g}"
+            )
     if len(set(methods)) < len(methods):
         raise GameError("methods lists a run twice")
     for entry in methods:
@@ -254,9 +294,16 @@ def check_compare_arguments(game_spec: str, methods, *, time_limit: float,
     check_output_folder(out_dir)
 
 
-def compare(game_spec: str, methods=DEFAULT_METHODS, *, time_limit: float = 60.0,
-            memory_limit_gib: float | None = None, out_dir: str = "results",
-            options: dict[str, dict] | None = None, log=None) -> dict:
+def compare(
+    game_spec: str,
+    methods=DEFAULT_METHODS,
+    *,
+    time_limit: float = 60.0,
+    memory_limit_gib: float | None = None,
+    out_dir: str = "results",
+    options: dict[str, dict] | None = None,
+    log=None,
+) -> dict:
     """Run every method on ``game_spec``, each in its own process, and write ``traces.csv``,
     ``summary.json`` and ``convergence.png`` into ``out_dir``.
 
@@ -291,8 +338,14 @@ def compare(game_spec: str, methods=DEFAULT_METHODS, *, time_limit: float = 60.0
     GameError
         From :func:`check_compare_arguments`, before anything runs or is written.
     """
-    check_compare_arguments(game_spec, methods, time_limit=time_limit,
-                            memory_limit_gib=memory_limit_gib, out_dir=out_dir, options=options)
+    check_compare_arguments(
+        game_spec,
+        methods,
+        time_limit=time_limit,
+        memory_limit_gib=memory_limit_gib,
+        out_dir=out_dir,
+        options=options,
+    )
     game_spec, methods, out_dir = os.fspath(game_spec), list(methods), os.fspath(out_dir)
     time_limit = float(time_limit)
     memory_limit_gib = None if memory_limit_gib is None else float(memory_limit_gib)
@@ -304,16 +357,28 @@ def compare(game_spec: str, methods=DEFAULT_METHODS, *, time_limit: float = 60.0
                 break
             if log:
                 log(f"running {method} on {game_spec} (time limit {time_limit:g} s)")
-            run, rows = run_method(game_spec, method, out_dir, time_limit=time_limit,
-                                   memory_limit_gib=memory_limit_gib,
-                                   options=(options or {}).get(method))
+            run, rows = run_method(
+                game_spec,
+                method,
+                out_dir,
+                time_limit=time_limit,
+                memory_limit_gib=memory_limit_gib,
+                options=(options or {}).get(method),
+            )
             runs.append(run)
             all_rows += rows
-    summary = {"game": game_spec, "time_limit": time_limit, "memory_limit_gib": memory_limit_gib,
-               "interrupted": stop_requested(),
-               "methods": {r.method: asdict(r) for r in runs}}
-    missing = {r.method: _why_missing(r.status, r.error) for r in runs
-               if not any(row["method"] == r.method for row in all_rows)}
+    summary = {
+        "game": game_spec,
+        "time_limit": time_limit,
+        "memory_limit_gib": memory_limit_gib,
+        "interrupted": stop_requested(),
+        "methods": {r.method: asdict(r) for r in runs},
+    }
+    missing = {
+        r.method: _why_missing(r.status, r.error)
+        for r in runs
+        if not any(row["method"] == r.method for row in all_rows)
+    }
 
     def write_traces(fh):
         writer = csv.DictWriter(fh, fieldnames=["method", "iteration", "seconds", "gap", "infeasibility"])
@@ -323,9 +388,11 @@ def compare(game_spec: str, methods=DEFAULT_METHODS, *, time_limit: float = 60.0
     # A file that cannot be written (folder removed during the run, disk full) is named in
     # "unsaved"; the summary itself is still returned, so the computed runs are not lost.
     unsaved = []
-    for name, write in (("traces.csv", write_traces),
-                        ("summary.json", lambda fh: json.dump(summary, fh, indent=2)),
-                        ("convergence.png", None)):
+    for name, write in (
+        ("traces.csv", write_traces),
+        ("summary.json", lambda fh: json.dump(summary, fh, indent=2)),
+        ("convergence.png", None),
+    ):
         path = os.path.join(out_dir, name)
         try:
             if write is None:
@@ -363,16 +430,29 @@ def _draw_gaps(ax, rows: list[dict], title: str, missing: dict | None) -> None:
     a point."""
     for method in dict.fromkeys(r["method"] for r in rows):
         pts = [r for r in rows if r["method"] == method]
-        ax.plot([r["seconds"] for r in pts], [max(r["gap"], 1e-12) for r in pts],
-                "o-" if len(pts) > 1 else "o", label=method, markersize=3)
+        ax.plot(
+            [r["seconds"] for r in pts],
+            [max(r["gap"], 1e-12) for r in pts],
+            "o-" if len(pts) > 1 else "o",
+            label=method,
+            markersize=3,
+        )
     ax.set_yscale("log")
     ax.set_xlabel("runtime [s]")
     ax.set_ylabel("max deviation")
     ax.set_title(title)
     if missing:
         note = "\n".join(f"{m}: {why}" for m, why in missing.items())
-        ax.text(0.98, 0.98, note, transform=ax.transAxes, ha="right", va="top", fontsize=9,
-                bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8})
+        ax.text(
+            0.98,
+            0.98,
+            note,
+            transform=ax.transAxes,
+            ha="right",
+            va="top",
+            fontsize=9,
+            bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8},
+        )
     if ax.lines:
         # the curves fall from the top left: the lower left is free, the note takes the top right
         ax.legend(loc="lower left", fontsize=8)
@@ -382,6 +462,7 @@ def plot_convergence(rows: list[dict], path: str, title: str = "", missing: dict
     """Max deviation (log) vs seconds for every method; a second panel with infeasibility.
     ``missing`` maps methods that produced no point (time limit, memory) to their status."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -390,8 +471,13 @@ def plot_convergence(rows: list[dict], path: str, title: str = "", missing: dict
     for method in dict.fromkeys(r["method"] for r in rows):
         pts = [r for r in rows if r["method"] == method]
         if any(r["infeasibility"] > 0 for r in pts) or method == "subgradient":
-            ax_inf.plot([r["seconds"] for r in pts], [max(r["infeasibility"], 1e-16) for r in pts],
-                        "o-" if len(pts) > 1 else "o", label=method, markersize=3)
+            ax_inf.plot(
+                [r["seconds"] for r in pts],
+                [max(r["infeasibility"], 1e-16) for r in pts],
+                "o-" if len(pts) > 1 else "o",
+                label=method,
+                markersize=3,
+            )
     ax_inf.set_yscale("log")
     ax_inf.set_xlabel("runtime [s]")
     ax_inf.set_ylabel("infeasibility (max violation of Definition 3)")
@@ -415,14 +501,18 @@ def plot_games(out_dirs: list[str], path: str) -> None:
     """One max-deviation panel per compared game, side by side (the layout of Figure 3 of
     Farina, Ling, Fang, Sandholm 2019), from the files :func:`compare` wrote into ``out_dirs``."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(out_dirs), figsize=(5.5 * len(out_dirs), 4.2), squeeze=False)
     for ax, out_dir in zip(axes[0], out_dirs):
         rows, summary = load_comparison(out_dir)
-        missing = {m: _why_missing(run["status"], run["error"]) for m, run in summary["methods"].items()
-                   if not any(r["method"] == m for r in rows)}
+        missing = {
+            m: _why_missing(run["status"], run["error"])
+            for m, run in summary["methods"].items()
+            if not any(r["method"] == m for r in rows)
+        }
         _draw_gaps(ax, rows, summary["game"], missing)
     fig.tight_layout()
     atomic_savefig(fig, path, dpi=120)
@@ -444,4 +534,3 @@ def summary_table(summary: dict) -> str:
         peak_text = f"{peak:>10.0f}" if peak is not None else f"{'—':>10}"
         lines.append(f"{method:<13}{cells}{gap_text}{peak_text}  {status}")
     return "\n".join(lines)
-

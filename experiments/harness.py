@@ -25,7 +25,7 @@ INTERRUPT_GRACE_SECONDS = 30.0
 
 #: Largest address-space limit a child can be given, in GiB (2**63 bytes: the C type behind
 #: ``setrlimit``); a larger ``--memory-limit`` is refused rather than overflowing.
-MAX_MEMORY_LIMIT_GIB = 2.0 ** 33
+MAX_MEMORY_LIMIT_GIB = 2.0**33
 
 
 def efce_command(*args: str) -> list[str]:
@@ -79,6 +79,7 @@ def _load_prctl():
         return None
     try:
         import ctypes
+
         return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
         return None
@@ -105,12 +106,18 @@ def _child_setup(limit_bytes: int | None):
             resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
         if _PRCTL is not None:
             _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
     return apply
 
 
-def run_child(command: list[str], *, timeout: float | None = None,
-              memory_limit_bytes: int | None = None, env: dict[str, str] | None = None,
-              stop_requested=lambda: False) -> ChildResult:
+def run_child(
+    command: list[str],
+    *,
+    timeout: float | None = None,
+    memory_limit_bytes: int | None = None,
+    env: dict[str, str] | None = None,
+    stop_requested=lambda: False,
+) -> ChildResult:
     """Run ``command`` to completion (or to ``timeout`` seconds, then SIGKILL).
 
     Parameters
@@ -133,8 +140,14 @@ def run_child(command: list[str], *, timeout: float | None = None,
         Never raises for the child's own failures.
     """
     started = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_child_setup(memory_limit_bytes), env=env)
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_child_setup(memory_limit_bytes),
+        env=env,
+    )
     deadline = None if timeout is None else started + timeout
     timed_out = False
     interrupted_at = None

@@ -20,6 +20,7 @@ def check_writable(path: str, what: str = "output file") -> None:
     GameError
         ``cannot write the <what> '<path>': <reason>``.
     """
+
     def refuse(reason: str) -> GameError:
         return GameError(f"cannot write the {what} '{path}': {reason}")
 

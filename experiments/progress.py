@@ -25,8 +25,9 @@ class Progress:
 
     def __init__(self, label: str, total: int | None = None, enabled: bool | None = None):
         enabled = sys.stderr.isatty() if enabled is None else enabled
-        self._bar = tqdm(total=total, desc=label, unit="it", file=sys.stderr, disable=not enabled,
-                         dynamic_ncols=True)
+        self._bar = tqdm(
+            total=total, desc=label, unit="it", file=sys.stderr, disable=not enabled, dynamic_ncols=True
+        )
 
     def __call__(self, row: TraceRow) -> None:
         self._bar.update(row.iteration - self._bar.n)

@@ -22,8 +22,6 @@ from efce.solvers.regret.registry import RULE_NAMES
 from efce.solvers.result import SolveResult
 
 
-
-
 @dataclass(frozen=True)
 class Option:
     """One solver option: its type, its valid range, and its help text.
@@ -48,6 +46,7 @@ def _at_least_one(v):
 
 def _thread_count(v):
     from efce.solvers.regret.engine import available_threads
+
     most = available_threads()
     return None if 1 <= v <= most else f"an integer from 1 to {most} (the cores available)"
 
@@ -56,31 +55,66 @@ def _nonnegative(v):
     return None if v >= 0 else "a number ≥ 0"
 
 
-OPTIONS: dict[str, Option] = {o.name: o for o in [
-    Option("iterations", int, "iteration budget", _at_least_one),
-    Option("time_limit", float, "seconds for the iterations (or the solver call)", _positive),
-    Option("target_gap", float, "stop once the max deviation (or exploitability) is at most this "
-           "(0: run the whole budget unless the gap reaches exactly 0; lp-pdlp: its relative "
-           "tolerance, > 0)", _nonnegative),
-    Option("welfare_threshold", float, "look for an EFCE with social welfare at least this"),
-    Option("objective", str, "LP objective; for rm, 'welfare' bisects the welfare threshold for an "
-           "interval around the optimal EFCE welfare", choices=("welfare", "feasibility", "player1", "player2")),
-    Option("lp_solver", str, "the cvxpy solver (CLARABEL, HIGHS, PDLP, SCS, ...; installed ones)"),
-    Option("local", str, "local regret minimizer at every simplex", choices=RULE_NAMES),
-    Option("step_size", float, "subgradient step size", _positive),
-    Option("step_rule", str, "subgradient step rule: constant α, α/√t, or Polyak's f/‖g‖² capped at α",
-           choices=("constant", "sqrt", "polyak")),
-    Option("start", str, "subgradient initial plan (the uniform plan is an exact EFCE in some games)",
-           choices=("uniform", "random")),
-    Option("seed", int, "random seed", _nonnegative),
-    Option("averaging", str, "rm: weight of iteration t in the average plan: t (linear, the paper's), "
-           "t² (quadratic) or 1 (uniform)", choices=("linear", "quadratic", "uniform")),
-    Option("updates", str, "rm: the deviator answers the correlator's fresh point (alternating, the "
-           "paper's) or both move from the previous points (simultaneous)",
-           choices=("alternating", "simultaneous")),
-    Option("threads", int, "threads of the compiled chain passes and payoff operator (default: all "
-           "cores; the iterates are the same for every count)", _thread_count),
-]}
+OPTIONS: dict[str, Option] = {
+    o.name: o
+    for o in [
+        Option("iterations", int, "iteration budget", _at_least_one),
+        Option("time_limit", float, "seconds for the iterations (or the solver call)", _positive),
+        Option(
+            "target_gap",
+            float,
+            "stop once the max deviation (or exploitability) is at most this "
+            "(0: run the whole budget unless the gap reaches exactly 0; lp-pdlp: its relative "
+            "tolerance, > 0)",
+            _nonnegative,
+        ),
+        Option("welfare_threshold", float, "look for an EFCE with social welfare at least this"),
+        Option(
+            "objective",
+            str,
+            "LP objective; for rm, 'welfare' bisects the welfare threshold for an "
+            "interval around the optimal EFCE welfare",
+            choices=("welfare", "feasibility", "player1", "player2"),
+        ),
+        Option("lp_solver", str, "the cvxpy solver (CLARABEL, HIGHS, PDLP, SCS, ...; installed ones)"),
+        Option("local", str, "local regret minimizer at every simplex", choices=RULE_NAMES),
+        Option("step_size", float, "subgradient step size", _positive),
+        Option(
+            "step_rule",
+            str,
+            "subgradient step rule: constant α, α/√t, or Polyak's f/‖g‖² capped at α",
+            choices=("constant", "sqrt", "polyak"),
+        ),
+        Option(
+            "start",
+            str,
+            "subgradient initial plan (the uniform plan is an exact EFCE in some games)",
+            choices=("uniform", "random"),
+        ),
+        Option("seed", int, "random seed", _nonnegative),
+        Option(
+            "averaging",
+            str,
+            "rm: weight of iteration t in the average plan: t (linear, the paper's), "
+            "t² (quadratic) or 1 (uniform)",
+            choices=("linear", "quadratic", "uniform"),
+        ),
+        Option(
+            "updates",
+            str,
+            "rm: the deviator answers the correlator's fresh point (alternating, the "
+            "paper's) or both move from the previous points (simultaneous)",
+            choices=("alternating", "simultaneous"),
+        ),
+        Option(
+            "threads",
+            int,
+            "threads of the compiled chain passes and payoff operator (default: all "
+            "cores; the iterates are the same for every count)",
+            _thread_count,
+        ),
+    ]
+}
 
 
 @dataclass(frozen=True)
@@ -101,8 +135,10 @@ class Method:
 
 def _check_rm(o):
     if o["objective"] not in ("feasibility", "welfare"):
-        raise OptionError(f"rm takes --objective feasibility (any EFCE) or welfare (the optimal-welfare "
-                          f"interval), not {o['objective']}")
+        raise OptionError(
+            f"rm takes --objective feasibility (any EFCE) or welfare (the optimal-welfare "
+            f"interval), not {o['objective']}"
+        )
     if o["objective"] == "welfare" and o["welfare_threshold"] is not None:
         raise OptionError("rm --objective welfare searches the threshold itself; drop --welfare-threshold")
 
@@ -111,34 +147,55 @@ def _check_pdlp(o):
     # 0 means "run the whole budget" for the iterative methods; PDLP's --target-gap is instead
     # its relative tolerance, where 0 is no stopping rule at all.
     if o["target_gap"] is not None and o["target_gap"] <= 0:
-        raise OptionError(f"lp-pdlp reads --target-gap as its relative tolerance, which must be "
-                          f"a positive number, got {o['target_gap']:g}")
+        raise OptionError(
+            f"lp-pdlp reads --target-gap as its relative tolerance, which must be "
+            f"a positive number, got {o['target_gap']:g}"
+        )
 
 
 def _check_cvxpy(o):
     from efce.baselines.lp_cvxpy import installed_lp_solvers
+
     installed = installed_lp_solvers()
     if o["lp_solver"].upper() not in installed:  # names are case-insensitive, as in the backend
-        raise OptionError(f"--lp-solver: cvxpy solver '{o['lp_solver']}' is not installed; "
-                          f"installed: {', '.join(installed)}")
+        raise OptionError(
+            f"--lp-solver: cvxpy solver '{o['lp_solver']}' is not installed; "
+            f"installed: {', '.join(installed)}"
+        )
 
 
 def _run_rm(game, *, progress, **o):
     from efce.solvers.methods.efce import solve_efce
     from efce.solvers.regret.registry import make_rule
+
     if o["objective"] == "welfare":
         from efce.solvers.regret.engine import thread_count
         from efce.solvers.methods.welfare import solve_optimal_welfare
+
         # Each bisection step is one rm run, so --iterations caps a step (as it caps a plain run);
         # the bisection itself ends at the interval width, the time limit, or when no step decides.
         with thread_count(o["threads"]):
-            return solve_optimal_welfare(game, tolerance=WELFARE_INTERVAL_WIDTH, time_limit=o["time_limit"],
-                                         step_iterations=o["iterations"], rule=o["local"],
-                                         averaging=o["averaging"], alternating=o["updates"] == "alternating")
-    return solve_efce(game, iterations=o["iterations"], time_limit=o["time_limit"],
-                      target_gap=o["target_gap"], welfare_threshold=o["welfare_threshold"],
-                      rule=make_rule(o["local"]), progress=progress, threads=o["threads"],
-                      averaging=o["averaging"], alternating=o["updates"] == "alternating")
+            return solve_optimal_welfare(
+                game,
+                tolerance=WELFARE_INTERVAL_WIDTH,
+                time_limit=o["time_limit"],
+                step_iterations=o["iterations"],
+                rule=o["local"],
+                averaging=o["averaging"],
+                alternating=o["updates"] == "alternating",
+            )
+    return solve_efce(
+        game,
+        iterations=o["iterations"],
+        time_limit=o["time_limit"],
+        target_gap=o["target_gap"],
+        welfare_threshold=o["welfare_threshold"],
+        rule=make_rule(o["local"]),
+        progress=progress,
+        threads=o["threads"],
+        averaging=o["averaging"],
+        alternating=o["updates"] == "alternating",
+    )
 
 
 def _run_cfr(variant):
@@ -146,96 +203,198 @@ def _run_cfr(variant):
         from efce.solvers.methods.cfr import solve_cfr
         from efce.solvers.regret.engine import thread_count
         from efce.solvers.regret.registry import make_rule
+
         with thread_count(o["threads"]):
-            return solve_cfr(game, iterations=o["iterations"], variant=variant,
-                             rule=make_rule(o["local"]) if o["local"] else None,
-                             time_limit=o["time_limit"], target_gap=o["target_gap"], progress=progress)
+            return solve_cfr(
+                game,
+                iterations=o["iterations"],
+                variant=variant,
+                rule=make_rule(o["local"]) if o["local"] else None,
+                time_limit=o["time_limit"],
+                target_gap=o["target_gap"],
+                progress=progress,
+            )
+
     return run
 
 
 def _run_icfr(variant):
     def run(game, *, progress, device=False, **o):
         from efce.solvers.methods.icfr import solve_icfr
+
         if device:
             # The empirical frequency has at most one joint plan per iteration: refuse up front
             # what could not be written (the exact support is checked again when writing).
             from efce.solvers.evaluation.device import check_device_size
             from efce.solvers.methods.trigger import joint_plan_count
-            check_device_size(min(o["iterations"], joint_plan_count(game)),
-                              f"joint plans (bound for {o['iterations']} iterations)")
-        return solve_icfr(game, o["iterations"], seed=o["seed"], method=variant,
-                          time_limit=o["time_limit"], target_gap=o["target_gap"], progress=progress)
+
+            check_device_size(
+                min(o["iterations"], joint_plan_count(game)),
+                f"joint plans (bound for {o['iterations']} iterations)",
+            )
+        return solve_icfr(
+            game,
+            o["iterations"],
+            seed=o["seed"],
+            method=variant,
+            time_limit=o["time_limit"],
+            target_gap=o["target_gap"],
+            progress=progress,
+        )
+
     return run
 
 
 def _run_trigger(coarse):
     def run(game, *, progress, device=False, **o):
         from efce.solvers.methods.trigger import solve_trigger
-        return solve_trigger(game, o["iterations"], coarse=coarse, rule=o["local"],
-                             time_limit=o["time_limit"], target_gap=o["target_gap"],
-                             progress=progress, device=device)
+
+        return solve_trigger(
+            game,
+            o["iterations"],
+            coarse=coarse,
+            rule=o["local"],
+            time_limit=o["time_limit"],
+            target_gap=o["target_gap"],
+            progress=progress,
+            device=device,
+        )
+
     return run
 
 
 def _run_lp(backend):
     def run(game, *, progress, **o):
         from efce import baselines
-        common = dict(objective={"player1": 0, "player2": 1}.get(o["objective"], o["objective"]),
-                      time_limit=o["time_limit"], welfare_threshold=o["welfare_threshold"])
+
+        common = dict(
+            objective={"player1": 0, "player2": 1}.get(o["objective"], o["objective"]),
+            time_limit=o["time_limit"],
+            welfare_threshold=o["welfare_threshold"],
+        )
         if backend == "highs":
             return baselines.solve_lp_highs(game, **common)
         if backend == "pdlp":
             return baselines.solve_lp_pdlp(game, tolerance=o["target_gap"], progress=progress, **common)
         return baselines.solve_lp_cvxpy(game, solver=o["lp_solver"], **common)
+
     return run
 
 
 def _run_subgradient(game, *, progress, **o):
     from efce.baselines import solve_subgradient
-    return solve_subgradient(game, iterations=o["iterations"], time_limit=o["time_limit"],
-                             step_size=o["step_size"], step_rule=o["step_rule"], seed=o["seed"],
-                             start=o["start"], progress=progress)
+
+    return solve_subgradient(
+        game,
+        iterations=o["iterations"],
+        time_limit=o["time_limit"],
+        step_size=o["step_size"],
+        step_rule=o["step_rule"],
+        seed=o["seed"],
+        start=o["start"],
+        progress=progress,
+    )
 
 
 _COMMON = {"time_limit": None}
 #: Width of the welfare interval ``rm --objective welfare`` stops at.
 WELFARE_INTERVAL_WIDTH = 1e-2
-METHODS: dict[str, Method] = {m.name: m for m in [
-    Method("rm", "regret minimization on the EFCE saddle point (Farina et al. 2019, Algorithm 1)",
-           {**_COMMON, "iterations": 10_000, "target_gap": 1e-3, "welfare_threshold": None,
-            "objective": "feasibility", "local": "prm+", "averaging": "linear", "updates": "alternating",
-            "threads": None}, _run_rm, check=_check_rm),
-    Method("cfr", "CFR (Nash equilibrium, two players)",
-           {**_COMMON, "iterations": 1000, "target_gap": None, "local": None, "threads": None},
-           _run_cfr("cfr")),
-    Method("cfr+", "CFR+ (Nash equilibrium, two players)",
-           {**_COMMON, "iterations": 1000, "target_gap": None, "local": None, "threads": None},
-           _run_cfr("cfr+")),
-    Method("icfr", "ICFR (EFCE, n players, chance; Celli et al. 2020)",
-           {**_COMMON, "iterations": 10_000, "target_gap": None, "seed": 0}, _run_icfr("icfr"),
-           writes_device=True),
-    Method("cfr-s", "CFR-S (EFCCE, n players, chance; Celli et al. 2020)",
-           {**_COMMON, "iterations": 10_000, "target_gap": None, "seed": 0}, _run_icfr("cfr-s"),
-           writes_device=True),
-    Method("trigger", "deterministic trigger-regret dynamics (EFCE, n players, chance; Farina et "
-           "al. 2022)", {**_COMMON, "iterations": 10_000, "target_gap": None, "local": "prm+"},
-           _run_trigger(False), writes_device=True),
-    Method("coarse-trigger", "deterministic coarse-trigger-regret dynamics (EFCCE, n players, "
-           "chance)", {**_COMMON, "iterations": 10_000, "target_gap": None, "local": "prm+"},
-           _run_trigger(True), writes_device=True),
-    Method("lp-highs", "the von Stengel–Forges EFCE LP solved by HiGHS",
-           {**_COMMON, "welfare_threshold": None, "objective": "welfare"}, _run_lp("highs")),
-    Method("lp-pdlp", "the von Stengel–Forges EFCE LP solved by OR-Tools PDLP (first-order); "
-           "--target-gap is its relative tolerance",
-           {**_COMMON, "welfare_threshold": None, "objective": "welfare", "target_gap": 1e-6},
-           _run_lp("pdlp"), check=_check_pdlp),
-    Method("lp-cvxpy", "the von Stengel–Forges EFCE LP through cvxpy",
-           {**_COMMON, "welfare_threshold": None, "objective": "welfare", "lp_solver": "HIGHS"},
-           _run_lp("cvxpy"), check=_check_cvxpy),
-    Method("subgradient", "subgradient descent on the max deviation with incremental projection",
-           {**_COMMON, "iterations": 10_000, "step_size": 1e-3, "step_rule": "constant",
-            "start": "uniform", "seed": 0}, _run_subgradient),
-]}
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in [
+        Method(
+            "rm",
+            "regret minimization on the EFCE saddle point (Farina et al. 2019, Algorithm 1)",
+            {
+                **_COMMON,
+                "iterations": 10_000,
+                "target_gap": 1e-3,
+                "welfare_threshold": None,
+                "objective": "feasibility",
+                "local": "prm+",
+                "averaging": "linear",
+                "updates": "alternating",
+                "threads": None,
+            },
+            _run_rm,
+            check=_check_rm,
+        ),
+        Method(
+            "cfr",
+            "CFR (Nash equilibrium, two players)",
+            {**_COMMON, "iterations": 1000, "target_gap": None, "local": None, "threads": None},
+            _run_cfr("cfr"),
+        ),
+        Method(
+            "cfr+",
+            "CFR+ (Nash equilibrium, two players)",
+            {**_COMMON, "iterations": 1000, "target_gap": None, "local": None, "threads": None},
+            _run_cfr("cfr+"),
+        ),
+        Method(
+            "icfr",
+            "ICFR (EFCE, n players, chance; Celli et al. 2020)",
+            {**_COMMON, "iterations": 10_000, "target_gap": None, "seed": 0},
+            _run_icfr("icfr"),
+            writes_device=True,
+        ),
+        Method(
+            "cfr-s",
+            "CFR-S (EFCCE, n players, chance; Celli et al. 2020)",
+            {**_COMMON, "iterations": 10_000, "target_gap": None, "seed": 0},
+            _run_icfr("cfr-s"),
+            writes_device=True,
+        ),
+        Method(
+            "trigger",
+            "deterministic trigger-regret dynamics (EFCE, n players, chance; Farina et al. 2022)",
+            {**_COMMON, "iterations": 10_000, "target_gap": None, "local": "prm+"},
+            _run_trigger(False),
+            writes_device=True,
+        ),
+        Method(
+            "coarse-trigger",
+            "deterministic coarse-trigger-regret dynamics (EFCCE, n players, chance)",
+            {**_COMMON, "iterations": 10_000, "target_gap": None, "local": "prm+"},
+            _run_trigger(True),
+            writes_device=True,
+        ),
+        Method(
+            "lp-highs",
+            "the von Stengel–Forges EFCE LP solved by HiGHS",
+            {**_COMMON, "welfare_threshold": None, "objective": "welfare"},
+            _run_lp("highs"),
+        ),
+        Method(
+            "lp-pdlp",
+            "the von Stengel–Forges EFCE LP solved by OR-Tools PDLP (first-order); "
+            "--target-gap is its relative tolerance",
+            {**_COMMON, "welfare_threshold": None, "objective": "welfare", "target_gap": 1e-6},
+            _run_lp("pdlp"),
+            check=_check_pdlp,
+        ),
+        Method(
+            "lp-cvxpy",
+            "the von Stengel–Forges EFCE LP through cvxpy",
+            {**_COMMON, "welfare_threshold": None, "objective": "welfare", "lp_solver": "HIGHS"},
+            _run_lp("cvxpy"),
+            check=_check_cvxpy,
+        ),
+        Method(
+            "subgradient",
+            "subgradient descent on the max deviation with incremental projection",
+            {
+                **_COMMON,
+                "iterations": 10_000,
+                "step_size": 1e-3,
+                "step_rule": "constant",
+                "start": "uniform",
+                "seed": 0,
+            },
+            _run_subgradient,
+        ),
+    ]
+}
 
 
 def methods_using(option: str) -> list[str]:
@@ -265,13 +424,15 @@ def validate_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
         do), a value of the wrong type, not finite, out of range, or not among the choices.
     """
     if not isinstance(method, str):
-        raise OptionError(f"method must be a method name (one of {', '.join(METHODS)}), got "
-                          f"{describe_value(method)}")
+        raise OptionError(
+            f"method must be a method name (one of {', '.join(METHODS)}), got {describe_value(method)}"
+        )
     if method not in METHODS:
         raise OptionError(f"unknown method '{method}'; valid: {', '.join(METHODS)}")
     if not isinstance(options, dict):
-        raise OptionError(f"the options of {method} must be a dict of option name → value, got "
-                          f"{describe_value(options)}")
+        raise OptionError(
+            f"the options of {method} must be a dict of option name → value, got {describe_value(options)}"
+        )
     spec = METHODS[method]
     values = dict(spec.defaults)
     for name, value in options.items():
@@ -281,8 +442,10 @@ def validate_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
             raise OptionError(f"unknown option '{name}'; valid: {', '.join(OPTIONS)}")
         if name not in spec.defaults:
             users = methods_using(name)
-            raise OptionError(f"{method} does not use {_flag(name)}; it is an option of "
-                              f"{', '.join(users) if users else 'no method'}")
+            raise OptionError(
+                f"{method} does not use {_flag(name)}; it is an option of "
+                f"{', '.join(users) if users else 'no method'}"
+            )
         values[name] = _check_value(OPTIONS[name], value)
     if spec.check is not None:
         spec.check(values)
@@ -321,9 +484,12 @@ def check_game_argument(game: Any, what: str = "game", allow_game: bool = True) 
     OptionError
         For any other type (None, a number, a list, ...) or an empty string.
     """
-    expected = ("a Game, a spec string such as 'kuhn:players=3' or a .efg path" if allow_game else
-                "a spec string such as 'kuhn:players=3' or a .efg path (each method runs in its "
-                "own process, which builds the game itself)")
+    expected = (
+        "a Game, a spec string such as 'kuhn:players=3' or a .efg path"
+        if allow_game
+        else "a spec string such as 'kuhn:players=3' or a .efg path (each method runs in its "
+        "own process, which builds the game itself)"
+    )
     if isinstance(game, Game) and allow_game:
         return game
     if isinstance(game, os.PathLike):
@@ -345,11 +511,11 @@ def check_text_list(value: Any, what: str, example: str) -> list[str]:
         Naming ``what`` and showing ``example``.
     """
     if isinstance(value, str):
-        raise OptionError(f"{what} must be a list of names such as {example}, got the string "
-                          f"{value!r} (write [{value!r}])")
+        raise OptionError(
+            f"{what} must be a list of names such as {example}, got the string {value!r} (write [{value!r}])"
+        )
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-        raise OptionError(f"{what} must be a list of names such as {example}, got "
-                          f"{describe_value(value)}")
+        raise OptionError(f"{what} must be a list of names such as {example}, got {describe_value(value)}")
     return list(value)
 
 
@@ -364,8 +530,7 @@ def check_folder_argument(value: Any, what: str) -> str:
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
     if not isinstance(value, str) or not value.strip():
-        raise OptionError(f"{what} must be a folder path (a non-empty string), got "
-                          f"{describe_value(value)}")
+        raise OptionError(f"{what} must be a folder path (a non-empty string), got {describe_value(value)}")
     return value
 
 
@@ -389,8 +554,9 @@ def _check_value(option: Option, value: Any) -> Any:
         try:
             value = float(value)
         except OverflowError:  # an int beyond the float range
-            raise OptionError(f"{flag} must be a finite number, got an integer of "
-                              f"{len(str(abs(value)))} digits") from None
+            raise OptionError(
+                f"{flag} must be a finite number, got an integer of {len(str(abs(value)))} digits"
+            ) from None
         if not math.isfinite(value):
             raise OptionError(f"{flag} must be a finite number, got {value}")
     elif not isinstance(value, str):
@@ -407,8 +573,7 @@ def device_methods() -> list[str]:
     return [m.name for m in METHODS.values() if m.writes_device]
 
 
-def solve(game: Game | str, method: str, *, progress=None, device: bool = False,
-          **options) -> SolveResult:
+def solve(game: Game | str, method: str, *, progress=None, device: bool = False, **options) -> SolveResult:
     """Solve ``game`` with ``method``: the one entry point of the toolkit.
 
     Parameters
@@ -443,15 +608,19 @@ def solve(game: Game | str, method: str, *, progress=None, device: bool = False,
         a device over :data:`solvers.evaluation.device.DEVICE_PLAN_LIMIT` joint plans (before iterating).
     """
     if not isinstance(method, str):
-        raise OptionError(f"method must be a method name (one of {', '.join(METHODS)}), got "
-                          f"{describe_value(method)}")
+        raise OptionError(
+            f"method must be a method name (one of {', '.join(METHODS)}), got {describe_value(method)}"
+        )
     game = check_game_argument(game)
     values = validate_options(method, options)
     if device and not METHODS[method].writes_device:
-        raise OptionError(f"{method} has no correlated distribution to write; --device-out is an "
-                          f"option of {', '.join(device_methods())}")
+        raise OptionError(
+            f"{method} has no correlated distribution to write; --device-out is an "
+            f"option of {', '.join(device_methods())}"
+        )
     if isinstance(game, str):
         from efce.games.spec import make_game
+
         game = make_game(game)
     unreachable = welfare_out_of_reach(game, method, values.get("welfare_threshold"))
     if unreachable is not None:
@@ -477,16 +646,27 @@ def welfare_out_of_reach(game: Game, method: str, threshold: float | None) -> So
         welfare and a message.
     """
     import numpy as np
+
     if threshold is None or game.num_terminals == 0:
         return None
     best = float(np.asarray(game.payoffs, dtype=np.float64).sum(axis=1).max())
     if threshold <= best + WELFARE_SLACK * max(1.0, abs(best)):
         return None
-    message = (f"no EFCE has welfare ≥ {threshold:g}: the largest social welfare of any "
-               f"terminal is {best:g}")
-    return SolveResult(method, None, "infeasible", 0, 0.0, 0.0,
-                       info={"welfare_threshold": threshold, "max_terminal_welfare": best,
-                             "threshold_met": False, "message": message})
+    message = f"no EFCE has welfare ≥ {threshold:g}: the largest social welfare of any terminal is {best:g}"
+    return SolveResult(
+        method,
+        None,
+        "infeasible",
+        0,
+        0.0,
+        0.0,
+        info={
+            "welfare_threshold": threshold,
+            "max_terminal_welfare": best,
+            "threshold_met": False,
+            "message": message,
+        },
+    )
 
 
 def finite_or_error(result: SolveResult) -> SolveResult:
@@ -500,6 +680,7 @@ def finite_or_error(result: SolveResult) -> SolveResult:
         With ``info["message"]`` naming the non-finite quantities when the status changed.
     """
     import numpy as np
+
     bad: list[str] = []
 
     def clean(value, name):
@@ -525,8 +706,7 @@ def finite_or_error(result: SolveResult) -> SolveResult:
                 bad.append(f"trace {field_name}")
     point = result.point
     arrays = point if isinstance(point, (list, tuple)) else [point]
-    if any(isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not np.all(np.isfinite(a))
-           for a in arrays):
+    if any(isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not np.all(np.isfinite(a)) for a in arrays):
         bad.append("the final point")
         result.point = None
     if not bad:
@@ -534,7 +714,9 @@ def finite_or_error(result: SolveResult) -> SolveResult:
     names = ", ".join(dict.fromkeys(bad))
     result.status = "error"
     result.info["non_finite"] = list(dict.fromkeys(bad))
-    result.info["message"] = (f"{result.method} diverged: non-finite values (NaN or infinity) in "
-                              f"{names}; the run has no valid result (e.g. a step size too large)")
+    result.info["message"] = (
+        f"{result.method} diverged: non-finite values (NaN or infinity) in "
+        f"{names}; the run has no valid result (e.g. a step size too large)"
+    )
     result.trace = [r for r in result.trace if np.isfinite(r.gap) and np.isfinite(r.infeasibility)]
     return result

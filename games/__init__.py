@@ -21,22 +21,44 @@ from .spec import make_game
 def load(path):
     """Read a Gambit ``.efg`` file (see :mod:`games.formats.efg`)."""
     from efce.games.formats.efg import load as _load
+
     return _load(path)
 
 
 def save(game, path):
     """Write ``game`` as a Gambit ``.efg`` file (see :mod:`games.formats.efg`)."""
     from efce.games.formats.efg import save as _save
+
     return _save(game, path)
 
 
 def from_openspiel(game_or_name, **params):
     """Convert an OpenSpiel game (needs the optional ``open_spiel`` package)."""
     from efce.games.formats.openspiel import from_openspiel as _convert
+
     return _convert(game_or_name, **params)
 
 
-__all__ = ["CHANCE", "TERMINAL", "ExplicitLabels", "Game", "Labels", "GameError", "SequenceSpace", "battleship",
-           "connected_infosets", "count_relevant_pairs", "farina_fig1", "farina_fig2",
-           "from_openspiel", "goofspiel", "kuhn", "leduc", "load", "make_game", "relevant_pairs",
-           "save", "sheriff"]
+__all__ = [
+    "CHANCE",
+    "TERMINAL",
+    "ExplicitLabels",
+    "Game",
+    "Labels",
+    "GameError",
+    "SequenceSpace",
+    "battleship",
+    "connected_infosets",
+    "count_relevant_pairs",
+    "farina_fig1",
+    "farina_fig2",
+    "from_openspiel",
+    "goofspiel",
+    "kuhn",
+    "leduc",
+    "load",
+    "make_game",
+    "relevant_pairs",
+    "save",
+    "sheriff",
+]

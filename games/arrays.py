@@ -30,8 +30,9 @@ def balanced_part(cum_work, part, parts):
     n = len(cum_work) - 1
     total = cum_work[n]
     lo = 0 if part == 0 else np.searchsorted(cum_work, (total * part) // parts, side="right") - 1
-    hi = n if part == parts - 1 else np.searchsorted(cum_work, (total * (part + 1)) // parts,
-                                                      side="right") - 1
+    hi = (
+        n if part == parts - 1 else np.searchsorted(cum_work, (total * (part + 1)) // parts, side="right") - 1
+    )
     return lo, hi
 
 

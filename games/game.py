@@ -37,8 +37,6 @@ PROBABILITY_TOLERANCE = 1e-9
 MAX_ABS_PAYOFF = 1e100
 
 
-
-
 def _constant_if_all_ones(values: np.ndarray) -> np.ndarray:
     """``values``, or a read-only broadcast of 1.0 with the same shape when every value is 1 (a
     game without chance moves): equal element for element, without 8 bytes per node."""
@@ -86,8 +84,10 @@ class SequenceSpace:
     def tree(self):
         """Children, depth-first preorder and subtree ranges (:mod:`games.infoset_tree`)."""
         from .infoset_tree import infoset_tree
-        return infoset_tree(self.infoset_parent_seq, self.infoset_first_seq,
-                            self.infoset_num_actions, self.num_sequences)
+
+        return infoset_tree(
+            self.infoset_parent_seq, self.infoset_first_seq, self.infoset_num_actions, self.num_sequences
+        )
 
     @cached_property
     def seq_infoset(self) -> np.ndarray:
@@ -170,20 +170,28 @@ class ExplicitLabels(Labels):
         of its outcomes; chance nodes not listed get the default names ``"0", "1", ...``.
     """
 
-    def __init__(self, infoset_names: Sequence[Sequence[str]],
-                 action_names: Sequence[Sequence[Sequence[str]]],
-                 chance_action_names: dict[int, Sequence[str]] | None = None):
+    def __init__(
+        self,
+        infoset_names: Sequence[Sequence[str]],
+        action_names: Sequence[Sequence[Sequence[str]]],
+        chance_action_names: dict[int, Sequence[str]] | None = None,
+    ):
         if len(infoset_names) != len(action_names):
-            raise GameError(f"ExplicitLabels: {len(infoset_names)} players have infoset names "
-                            f"but {len(action_names)} have action names")
+            raise GameError(
+                f"ExplicitLabels: {len(infoset_names)} players have infoset names "
+                f"but {len(action_names)} have action names"
+            )
         for p, (names, actions) in enumerate(zip(infoset_names, action_names)):
             if len(names) != len(actions):
-                raise GameError(f"ExplicitLabels: player {p + 1} has {len(names)} infoset names "
-                                f"but {len(actions)} action lists")
+                raise GameError(
+                    f"ExplicitLabels: player {p + 1} has {len(names)} infoset names "
+                    f"but {len(actions)} action lists"
+                )
         self.infoset_names = [[str(s) for s in names] for names in infoset_names]
         self.action_names = [[[str(a) for a in acts] for acts in per] for per in action_names]
-        self.chance_action_names = {int(v): [str(a) for a in names]
-                                    for v, names in (chance_action_names or {}).items()}
+        self.chance_action_names = {
+            int(v): [str(a) for a in names] for v, names in (chance_action_names or {}).items()
+        }
 
     @classmethod
     def from_game(cls, game: Game) -> "ExplicitLabels":
@@ -193,8 +201,9 @@ class ExplicitLabels(Labels):
             count = game.sequences(p).num_infosets
             infosets.append([game.labels.infoset(game, p, i) for i in range(count)])
             actions.append([game.labels.actions(game, p, i) for i in range(count)])
-        chance = {int(v): game.labels.chance_actions(game, int(v))
-                  for v in np.flatnonzero(game.player == CHANCE)}
+        chance = {
+            int(v): game.labels.chance_actions(game, int(v)) for v in np.flatnonzero(game.player == CHANCE)
+        }
         return cls(infosets, actions, chance)
 
     def infoset(self, game: Game, player: int, infoset: int) -> str:
@@ -239,11 +248,27 @@ class Game:
     #: Attributes ``finish`` may give (see the class docstring).
     FINISHED = ("labels", "comment", "outcome_names", "openspiel_actions")
 
-    def __init__(self, *, num_players: int, parent, action, player, infoset, chance_prob,
-                 payoffs, terminal_index, labels: Labels | None = None, name: str = "game",
-                 player_names: Sequence[str] | None = None, original_order=None,
-                 infoset_keys=None, comment: str = "", outcome_names=None, openspiel_actions=None,
-                 finish: Callable[["Game"], dict] | None = None):
+    def __init__(
+        self,
+        *,
+        num_players: int,
+        parent,
+        action,
+        player,
+        infoset,
+        chance_prob,
+        payoffs,
+        terminal_index,
+        labels: Labels | None = None,
+        name: str = "game",
+        player_names: Sequence[str] | None = None,
+        original_order=None,
+        infoset_keys=None,
+        comment: str = "",
+        outcome_names=None,
+        openspiel_actions=None,
+        finish: Callable[["Game"], dict] | None = None,
+    ):
         self.num_players = int(num_players)
         self.name = name
         self.parent = _frozen(parent, np.int32)
@@ -254,8 +279,9 @@ class Game:
         self.payoffs = _frozen(payoffs, np.float64)
         self.terminal_index = _frozen(terminal_index, np.int32)
         self.labels = labels or Labels()
-        self.player_names = list(player_names) if player_names else [
-            f"Player {i + 1}" for i in range(self.num_players)]
+        self.player_names = (
+            list(player_names) if player_names else [f"Player {i + 1}" for i in range(self.num_players)]
+        )
         n = len(self.parent)
         counts = np.bincount(self.parent[1:], minlength=n).astype(np.int32)
         self.num_children = _frozen(counts, np.int32)
@@ -289,11 +315,23 @@ class Game:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_tree(cls, *, num_players: int, parent, action, player, infoset_key,
-                  terminal_payoffs, chance_prob=None, labels: Labels | None = None,
-                  name: str = "game", player_names: Sequence[str] | None = None,
-                  infoset_describer: Callable[[int, int], str] | None = None,
-                  finish: Callable[["Game"], dict] | None = None, comment: str = "") -> "Game":
+    def from_tree(
+        cls,
+        *,
+        num_players: int,
+        parent,
+        action,
+        player,
+        infoset_key,
+        terminal_payoffs,
+        chance_prob=None,
+        labels: Labels | None = None,
+        name: str = "game",
+        player_names: Sequence[str] | None = None,
+        infoset_describer: Callable[[int, int], str] | None = None,
+        finish: Callable[["Game"], dict] | None = None,
+        comment: str = "",
+    ) -> "Game":
         """Validate and canonicalize a tree given in any topological order.
 
         Parameters
@@ -363,8 +401,10 @@ class Game:
             rank = np.arange(1, n) - group_start
             if np.any(action_c[1:] != rank):
                 bad = int(np.flatnonzero(action_c[1:] != rank)[0]) + 1
-                raise GameError(f"the children of node {order[parent_c[bad]]} do not carry the "
-                                f"actions 0..k-1 exactly once")
+                raise GameError(
+                    f"the children of node {order[parent_c[bad]]} do not carry the "
+                    f"actions 0..k-1 exactly once"
+                )
         action_c[0] = -1
 
         probs = np.ones(n) if chance_prob is None else np.asarray(chance_prob, dtype=np.float64)[order]
@@ -384,13 +424,17 @@ class Game:
         terminal_payoffs = np.asarray(terminal_payoffs, dtype=np.float64)
         num_terminals = int(childless.sum())
         if terminal_payoffs.shape != (num_terminals, num_players):
-            raise GameError(f"terminal_payoffs has shape {terminal_payoffs.shape}, expected "
-                            f"({num_terminals}, {num_players})")
+            raise GameError(
+                f"terminal_payoffs has shape {terminal_payoffs.shape}, expected "
+                f"({num_terminals}, {num_players})"
+            )
         if not np.all(np.isfinite(terminal_payoffs)):
             raise GameError("terminal payoffs must be finite numbers")
         if terminal_payoffs.size and np.abs(terminal_payoffs).max() > MAX_ABS_PAYOFF:
-            raise GameError(f"terminal payoff {np.abs(terminal_payoffs).max():g} is too large "
-                            f"(payoffs must be at most {MAX_ABS_PAYOFF:g} in absolute value)")
+            raise GameError(
+                f"terminal payoff {np.abs(terminal_payoffs).max():g} is too large "
+                f"(payoffs must be at most {MAX_ABS_PAYOFF:g} in absolute value)"
+            )
         # Terminals keep the order they had in the input (their rows), re-indexed to BFS order.
         old_terminal_row = np.full(n, -1, dtype=np.int64)
         old_terminal_row[childless] = np.arange(num_terminals)
@@ -421,14 +465,28 @@ class Game:
             np.maximum.at(hi, inverse, k)
             if np.any(lo != hi):
                 j = int(np.flatnonzero(lo != hi)[0])
-                raise GameError(f"infoset {describe(p, int(keys[j]))} of player {p + 1}: its nodes "
-                                f"disagree on the number of actions ({lo[j]} vs {hi[j]})")
+                raise GameError(
+                    f"infoset {describe(p, int(keys[j]))} of player {p + 1}: its nodes "
+                    f"disagree on the number of actions ({lo[j]} vs {hi[j]})"
+                )
 
-        game = cls(num_players=num_players, parent=parent_c, action=action_c, player=player_c,
-                   infoset=infoset_c, chance_prob=probs, payoffs=payoffs,
-                   terminal_index=terminal_index, labels=labels, name=name,
-                   player_names=player_names, original_order=order, infoset_keys=infoset_keys,
-                   comment=comment, finish=finish)
+        game = cls(
+            num_players=num_players,
+            parent=parent_c,
+            action=action_c,
+            player=player_c,
+            infoset=infoset_c,
+            chance_prob=probs,
+            payoffs=payoffs,
+            terminal_index=terminal_index,
+            labels=labels,
+            name=name,
+            player_names=player_names,
+            original_order=order,
+            infoset_keys=infoset_keys,
+            comment=comment,
+            finish=finish,
+        )
         return game
 
     # ------------------------------------------------------------------ basic facts
@@ -488,8 +546,11 @@ class Game:
             par = self.parent[lo:hi]
             own = self.player[par] == player
             own_infoset = np.where(own, self.infoset[par], 0)
-            seq[lo:hi] = np.where(own, first_seq[own_infoset] + self.action[lo:hi], seq[par]) \
-                if len(first_seq) else seq[par]
+            seq[lo:hi] = (
+                np.where(own, first_seq[own_infoset] + self.action[lo:hi], seq[par])
+                if len(first_seq)
+                else seq[par]
+            )
         return seq
 
     @cached_property
@@ -505,6 +566,7 @@ class Game:
         """All connected infoset pairs ``(I1, I2)`` of a two-player game (Definition 1), sorted
         by ``I1`` then ``I2`` (see :func:`games.relevant.connected_infosets`)."""
         from .relevant import find_connected_infosets
+
         return find_connected_infosets(self)
 
     @cached_property
@@ -540,8 +602,10 @@ class Game:
         idle = self.players_without_decisions()
         if len(idle) == self.num_players:
             who = ", ".join(self.player_names[p] for p in idle)
-            raise GameError(f"{method} needs a game with at least one decision; {self.name} has "
-                            f"none (no infoset for {who}: only chance and terminal nodes)")
+            raise GameError(
+                f"{method} needs a game with at least one decision; {self.name} has "
+                f"none (no infoset for {who}: only chance and terminal nodes)"
+            )
 
     def infoset_label(self, player: int, infoset: int) -> str:
         return self.labels.infoset(self, player, infoset)
@@ -553,14 +617,16 @@ class Game:
         """Readable names of ``player``'s sequences: ``∅``, then the action label where action
         labels are unique for the player, else ``infoset/action``."""
         space = self.sequences(player)
-        names = [(self.infoset_label(player, i), a) for i in range(space.num_infosets)
-                 for a in self.action_labels(player, i)]
+        names = [
+            (self.infoset_label(player, i), a)
+            for i in range(space.num_infosets)
+            for a in self.action_labels(player, i)
+        ]
         unique = len({a for _, a in names}) == len(names)
         return ["∅"] + [a if unique else f"{i}/{a}" for i, a in names]
 
     def __repr__(self) -> str:
-        sizes = ", ".join(f"{s.num_infosets} infosets/{s.num_sequences} sequences"
-                          for s in self._spaces)
+        sizes = ", ".join(f"{s.num_infosets} infosets/{s.num_sequences} sequences" for s in self._spaces)
         chance = ", chance" if self.has_chance else ""
         return f"Game({self.name!r}: {self.num_players} players{chance}, {self.num_nodes} nodes, {sizes})"
 
@@ -591,15 +657,19 @@ class Game:
                 j = int(np.flatnonzero(broken)[0])
                 raise GameError(
                     f"imperfect recall: player {p + 1}'s infoset '{self._safe_label(p, j)}' is reached "
-                    f"through different own histories (sequences {lo_seq[j]} and {parent_seq_hi[j]})")
-            space = SequenceSpace(p, _frozen(parent_seq, np.int32), _frozen(first_seq, np.int32),
-                                  _frozen(num_actions, np.int32))
+                    f"through different own histories (sequences {lo_seq[j]} and {parent_seq_hi[j]})"
+                )
+            space = SequenceSpace(
+                p, _frozen(parent_seq, np.int32), _frozen(first_seq, np.int32), _frozen(num_actions, np.int32)
+            )
             # Top-down numbering is what makes single forward sweeps valid everywhere else.
             parent_infoset = space.seq_infoset[space.infoset_parent_seq]
             if np.any(parent_infoset >= np.arange(num_infosets)):
                 j = int(np.flatnonzero(parent_infoset >= np.arange(num_infosets))[0])
-                raise GameError(f"imperfect recall: player {p + 1}'s infoset "
-                                f"'{self._safe_label(p, j)}' lies below one of its own descendants")
+                raise GameError(
+                    f"imperfect recall: player {p + 1}'s infoset "
+                    f"'{self._safe_label(p, j)}' lies below one of its own descendants"
+                )
             spaces.append(space)
         return spaces
 
@@ -616,8 +686,10 @@ def _breadth_first_order(parent: np.ndarray, action: np.ndarray) -> np.ndarray:
     Input already sorted by (parent, action) is breadth-first as it stands (the builder and
     most readers emit it that way), so it is returned unchanged without sorting."""
     n = len(parent)
-    if n == 1 or (np.all(parent[2:] >= parent[1:-1])
-                  and np.all((parent[2:] != parent[1:-1]) | (action[2:] > action[1:-1]))):
+    if n == 1 or (
+        np.all(parent[2:] >= parent[1:-1])
+        and np.all((parent[2:] != parent[1:-1]) | (action[2:] > action[1:-1]))
+    ):
         return np.arange(n, dtype=np.int64)
     depth = np.zeros(n, dtype=np.int64)
     for v_chunk in _topological_chunks(parent):
@@ -629,7 +701,7 @@ def _breadth_first_order(parent: np.ndarray, action: np.ndarray) -> np.ndarray:
     by_depth = np.argsort(depth, kind="stable")
     bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2))
     for d in range(1, int(depth.max()) + 1):
-        nodes = by_depth[bounds[d]:bounds[d + 1]]
+        nodes = by_depth[bounds[d] : bounds[d + 1]]
         nodes = nodes[np.lexsort((action[nodes], new_pos[parent[nodes]]))]
         new_pos[nodes] = np.arange(next_pos, next_pos + len(nodes))
         next_pos += len(nodes)

@@ -41,15 +41,23 @@ class InfosetTree:
     subtree_hi: np.ndarray
 
 
-def infoset_tree(infoset_parent_seq: np.ndarray, infoset_first_seq: np.ndarray,
-                 infoset_num_actions: np.ndarray, num_sequences: int) -> InfosetTree:
+def infoset_tree(
+    infoset_parent_seq: np.ndarray,
+    infoset_first_seq: np.ndarray,
+    infoset_num_actions: np.ndarray,
+    num_sequences: int,
+) -> InfosetTree:
     """Build the :class:`InfosetTree` of a sequence space from its three infoset arrays."""
     child_infosets = np.argsort(infoset_parent_seq, kind="stable").astype(np.int64)
     child_ptr = np.zeros(num_sequences + 1, dtype=np.int64)
     np.cumsum(np.bincount(infoset_parent_seq, minlength=num_sequences), out=child_ptr[1:])
-    position, preorder, lo, hi = _preorder(child_ptr, child_infosets,
-                                           infoset_first_seq.astype(np.int64),
-                                           infoset_num_actions.astype(np.int64), num_sequences)
+    position, preorder, lo, hi = _preorder(
+        child_ptr,
+        child_infosets,
+        infoset_first_seq.astype(np.int64),
+        infoset_num_actions.astype(np.int64),
+        num_sequences,
+    )
     return InfosetTree(child_ptr, child_infosets, position, preorder, lo, hi)
 
 

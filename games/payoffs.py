@@ -55,5 +55,8 @@ def sequence_form_payoffs(game: Game) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     shape = (game.sequences(0).num_sequences, game.sequences(1).num_sequences)
     weighted = tm.weighted_payoffs()
     import scipy.sparse as sp  # here: a solve that never builds the matrices does not load scipy
-    return tuple(sp.coo_matrix((weighted[:, i], (tm.sequences[:, 0], tm.sequences[:, 1])),
-                               shape=shape).tocsr() for i in range(2))
+
+    return tuple(
+        sp.coo_matrix((weighted[:, i], (tm.sequences[:, 0], tm.sequences[:, 1])), shape=shape).tocsr()
+        for i in range(2)
+    )

@@ -28,8 +28,7 @@ from efce.errors import GameError
 
 def require_two_players(game: Game, what: str) -> None:
     if game.num_players != 2:
-        raise GameError(f"{what} is defined for two-player games; {game.name} has "
-                        f"{game.num_players} players")
+        raise GameError(f"{what} is defined for two-player games; {game.name} has {game.num_players} players")
 
 
 def _infoset_above_pairs(game: Game, actor: int) -> tuple[np.ndarray, np.ndarray]:
@@ -155,9 +154,9 @@ def relevant_pairs(game: Game, memory_budget: int | None = None) -> RelevantPair
         With the number of pairs and the bytes they need.
     """
     from efce.games.resources.memory import check_budget
+
     count = count_relevant_pairs(game)
-    check_budget(BYTES_PER_PAIR * count, f"the {count:,} relevant pairs of {game.name}",
-                 memory_budget)
+    check_budget(BYTES_PER_PAIR * count, f"the {count:,} relevant pairs of {game.name}", memory_budget)
     s1, s2 = game.sequences(0), game.sequences(1)
     conn1, conn2 = connected_infosets(game)
     # Row of any sequence (I1, a): ∅ followed by the sequences of every I2 connected to I1, in
@@ -170,9 +169,16 @@ def relevant_pairs(game: Game, memory_budget: int | None = None) -> RelevantPair
     indptr = np.zeros(s1.num_sequences + 1, dtype=np.int64)
     np.cumsum(seq_row_len, out=indptr[1:])
 
-    sigma2 = _fill_rows(indptr, s1.seq_infoset.astype(np.int64), conn1.astype(np.int64),
-                        conn2.astype(np.int64), s2.infoset_first_seq.astype(np.int64),
-                        s2.infoset_num_actions.astype(np.int64), s1.num_infosets, s2.num_sequences)
+    sigma2 = _fill_rows(
+        indptr,
+        s1.seq_infoset.astype(np.int64),
+        conn1.astype(np.int64),
+        conn2.astype(np.int64),
+        s2.infoset_first_seq.astype(np.int64),
+        s2.infoset_num_actions.astype(np.int64),
+        s1.num_infosets,
+        s2.num_sequences,
+    )
     return RelevantPairs(indptr, sigma2, (s1.num_sequences, s2.num_sequences))
 
 

@@ -61,8 +61,10 @@ PARAMETERS: dict[str, dict[str, Param]] = {
 # non-ASCII digits such as "٣" or "１", "infinity" and "0x10"-like forms through other paths).
 _INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
-_FORMS = {"int": "written with the digits 0-9, e.g. 3",
-          "number": "written as a decimal number, e.g. 2, 0.5 or 1e-3"}
+_FORMS = {
+    "int": "written with the digits 0-9, e.g. 3",
+    "number": "written as a decimal number, e.g. 2, 0.5 or 1e-3",
+}
 
 
 def _generator(name: str):
@@ -73,12 +75,13 @@ def _generator(name: str):
 def _scalar(game: str, key: str, param: Param, kind: str, text: str, whole: str | None = None):
     """``text`` parsed as ``kind`` ("int", "number", "bool", "choice") and range-checked;
     ``whole`` is the full list text when ``text`` is one of its items."""
+
     def bad(reason: str = ""):
         form = f" ({_FORMS[kind]})" if reason == "form" and kind in _FORMS else ""
         item = f" in '{whole}'" if whole is not None else ""
         shown = f"an empty item{item}" if not text else f"'{text}'{item}"
-        return GameError(f"game '{game}': parameter '{key}' must be {param.describe()}{form}, "
-                         f"got {shown}")
+        return GameError(f"game '{game}': parameter '{key}' must be {param.describe()}{form}, got {shown}")
+
     if kind == "bool":
         if text.lower() not in ("true", "false"):
             raise bad("form")
@@ -109,10 +112,15 @@ def _parse_value(game: str, key: str, text: str, param: Param):
         return None
     if "list" in param.kind:
         if text.startswith("[") or text.endswith("]"):
-            if not (text.startswith("[") and text.endswith("]")) or text.count("[") != 1 \
-                    or text.count("]") != 1:
-                raise GameError(f"game '{game}': parameter '{key}' must be {param.describe()}, "
-                                f"written [a,b,...] (one pair of brackets), got '{text}'")
+            if (
+                not (text.startswith("[") and text.endswith("]"))
+                or text.count("[") != 1
+                or text.count("]") != 1
+            ):
+                raise GameError(
+                    f"game '{game}': parameter '{key}' must be {param.describe()}, "
+                    f"written [a,b,...] (one pair of brackets), got '{text}'"
+                )
             inner = text[1:-1].strip()
             items = [t.strip() for t in inner.split(",")] if inner else []
         else:
@@ -120,15 +128,15 @@ def _parse_value(game: str, key: str, text: str, param: Param):
         kind = param.kind.split()[0]
         values = [_scalar(game, key, param, kind, t, whole=text) for t in items]
         if param.length is not None and len(values) != param.length:
-            raise GameError(f"game '{game}': parameter '{key}' must be {param.describe()}, "
-                            f"got {len(values)} value{'s' if len(values) != 1 else ''} ('{text}')")
+            raise GameError(
+                f"game '{game}': parameter '{key}' must be {param.describe()}, "
+                f"got {len(values)} value{'s' if len(values) != 1 else ''} ('{text}')"
+            )
         if not values:
-            raise GameError(f"game '{game}': parameter '{key}' must be {param.describe()}, "
-                            f"got an empty list")
+            raise GameError(f"game '{game}': parameter '{key}' must be {param.describe()}, got an empty list")
         return values
     if text.startswith("["):
-        raise GameError(f"game '{game}': parameter '{key}' must be {param.describe()}, "
-                        f"got the list '{text}'")
+        raise GameError(f"game '{game}': parameter '{key}' must be {param.describe()}, got the list '{text}'")
     return _scalar(game, key, param, param.kind, text)
 
 
@@ -161,10 +169,15 @@ def parse_spec(spec: str) -> tuple[str, dict]:
     name, _, rest = spec.partition(":")
     name = name.strip().lower()
     if name not in GENERATORS:
-        hint = (f"; '{spec}' exists, but a path must end in .efg or contain a / (e.g. ./{spec})"
-                if os.path.exists(spec) else "")
-        raise GameError(f"unknown game '{name}'; valid names: {', '.join(sorted(GENERATORS))} "
-                        f"(or a path to a .efg file){hint}")
+        hint = (
+            f"; '{spec}' exists, but a path must end in .efg or contain a / (e.g. ./{spec})"
+            if os.path.exists(spec)
+            else ""
+        )
+        raise GameError(
+            f"unknown game '{name}'; valid names: {', '.join(sorted(GENERATORS))} "
+            f"(or a path to a .efg file){hint}"
+        )
     declared = PARAMETERS[name]
     params = {}
     for item in _split_params(rest):
@@ -196,6 +209,7 @@ def estimate_spec(spec: str):
     if _is_file(spec):
         return None
     from efce.games.resources.estimate import estimate_size
+
     name, params = parse_spec(spec)
     return estimate_size(name, _with_defaults(name, params))
 
@@ -216,9 +230,11 @@ def _is_file(spec: str) -> bool:
     if is_path and not os.path.exists(spec):
         name = spec.partition(":")[0].strip().lower()
         if name in GENERATORS and ":" in spec:
-            raise GameError(f"'{spec}' is ambiguous: it reads as a path (no such file) and as "
-                            f"game '{name}' with parameters; a path must end in .efg or contain a "
-                            f"/, a built-in game's parameters must not")
+            raise GameError(
+                f"'{spec}' is ambiguous: it reads as a path (no such file) and as "
+                f"game '{name}' with parameters; a path must end in .efg or contain a "
+                f"/, a built-in game's parameters must not"
+            )
     return is_path
 
 
@@ -240,13 +256,16 @@ def make_game(spec: str, memory_budget: int | None = None) -> Game:
     """
     if _is_file(spec):
         from efce.games.formats.efg import load
+
         return load(spec)
     name, params = parse_spec(spec)
     estimate = estimate_spec(spec)
     if estimate is not None:
         from efce.games.resources.estimate import check_estimate
+
         check_estimate(estimate, spec, memory_budget)
     from efce.games.resources.estimate import size_already_checked
+
     generator = _generator(name)
     try:
         with size_already_checked():
@@ -274,4 +293,5 @@ def check_spec(spec: str, memory_budget: int | None = None) -> None:
     estimate = estimate_spec(spec)
     if estimate is not None:
         from efce.games.resources.estimate import check_estimate
+
         check_estimate(estimate, spec, memory_budget)

@@ -15,5 +15,16 @@ from .sequence_form import sequence_form
 from .verify import VerificationReport, verify
 from .vsf import VSFConstraints, vsf_constraints
 
-__all__ = ["SIMPLEX", "SINGLETON", "Chain", "ChainError", "VSFConstraints", "VerificationReport",
-           "check_decomposable", "correlation_plan", "sequence_form", "verify", "vsf_constraints"]
+__all__ = [
+    "SIMPLEX",
+    "SINGLETON",
+    "Chain",
+    "ChainError",
+    "VSFConstraints",
+    "VerificationReport",
+    "check_decomposable",
+    "correlation_plan",
+    "sequence_form",
+    "verify",
+    "vsf_constraints",
+]

@@ -122,8 +122,9 @@ class Chain:
         """This chain keeping ``natural_entry`` (natural index → entry, the inverse of
         ``entry_index``) instead of ``entry_index`` — one int per entry, not two, for a solver that
         needs one direction — and labelled by ``describe_entry``.  Shares every other array."""
-        return dataclasses.replace(self, entry_index=None, natural_entry=natural_entry,
-                                   describe_entry=describe_entry)
+        return dataclasses.replace(
+            self, entry_index=None, natural_entry=natural_entry, describe_entry=describe_entry
+        )
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -201,10 +202,10 @@ class Chain:
         """Steps grouped by level, ascending (views into :attr:`step_order`)."""
         order = self.step_order
         if self.level_ptr is not None:
-            return [order[self.level_ptr[i]:self.level_ptr[i + 1]] for i in range(len(self.level_ptr) - 1)]
+            return [order[self.level_ptr[i] : self.level_ptr[i + 1]] for i in range(len(self.level_ptr) - 1)]
         sorted_level = self.level if self.level_sorted else self.level[order]
         bounds = np.searchsorted(sorted_level, np.arange(1, int(self.level.max(initial=0)) + 2))
-        return [order[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
+        return [order[bounds[i] : bounds[i + 1]] for i in range(len(bounds) - 1)]
 
     @property
     def depth(self) -> int:
@@ -222,9 +223,14 @@ class Chain:
             raise ChainError("target_ptr[0] must be 1 (entry 0 is the constant 1)")
         reason, k = _first_invalid_step(self.target_ptr, self.source_ptr, self.source, self.kind)
         if reason:
-            raise ChainError({1: f"step {k} fills no entry", 2: f"step {k} has an empty h",
-                              3: "a singleton step must fill exactly one entry",
-                              4: f"step {k} reads an entry that is not filled before it"}[reason])
+            raise ChainError(
+                {
+                    1: f"step {k} fills no entry",
+                    2: f"step {k} has an empty h",
+                    3: "a singleton step must fill exactly one entry",
+                    4: f"step {k} reads an entry that is not filled before it",
+                }[reason]
+            )
         labels = self.entry_index if self.entry_index is not None else self.natural_entry
         if labels is not None and len(labels) != self.num_entries:
             raise ChainError("entry_index must label every entry")
@@ -280,20 +286,31 @@ class Chain:
         arrays = tuple(np.asarray(a) for a in arrays)
         scales = np.ones(len(arrays)) if scales is None else np.asarray(scales, dtype=np.float64)
         if any(a.shape != (self.num_entries,) for a in arrays) or scales.shape != (len(arrays),):
-            raise ValueError(f"points of shapes {[a.shape for a in arrays]} with {scales.size} scales; "
-                             f"expected ({self.num_entries},) each and one scale per point")
+            raise ValueError(
+                f"points of shapes {[a.shape for a in arrays]} with {scales.size} scales; "
+                f"expected ({self.num_entries},) each and one scale per point"
+            )
         # float32 points are read as they are (no float64 copy of a 10⁸-entry running sum),
         # in the same pass as the others
         is_narrow = [a.dtype == np.float32 for a in arrays]
         wide = [r for r, flag in enumerate(is_narrow) if not flag]
         narrow = [r for r, flag in enumerate(is_narrow) if flag]
-        group = {dtype: tuple(np.ascontiguousarray(arrays[r], dtype=dtype) for r in mine) or (np.empty(0, dtype),)
-                 for dtype, mine in ((np.float64, wide), (np.float32, narrow))}
+        group = {
+            dtype: tuple(np.ascontiguousarray(arrays[r], dtype=dtype) for r in mine) or (np.empty(0, dtype),)
+            for dtype, mine in ((np.float64, wide), (np.float32, narrow))
+        }
         worst = np.zeros(len(arrays))
-        worst[wide + narrow] = _chain_violations(self.target_ptr, self.source_ptr, self.source,
-                                                 group[np.float64], len(wide), group[np.float32], len(narrow),
-                                                 np.ascontiguousarray(scales[wide + narrow]),
-                                                 numba.get_num_threads())
+        worst[wide + narrow] = _chain_violations(
+            self.target_ptr,
+            self.source_ptr,
+            self.source,
+            group[np.float64],
+            len(wide),
+            group[np.float32],
+            len(narrow),
+            np.ascontiguousarray(scales[wide + narrow]),
+            numba.get_num_threads(),
+        )
         return tuple(float(w) for w in worst)
 
     # ------------------------------------------------------------------ points
@@ -332,8 +349,14 @@ class Chain:
             raise ValueError(f"values of shape {values.shape}; expected ({self.num_entries},)")
         dtype = values.dtype if values.dtype in (np.float32, np.float64) else np.float64
         x = np.empty(self.num_entries)
-        _rescaled_point(self.target_ptr, self.source_ptr, self.source, self.kind,
-                        np.ascontiguousarray(values, dtype=dtype), x)
+        _rescaled_point(
+            self.target_ptr,
+            self.source_ptr,
+            self.source,
+            self.kind,
+            np.ascontiguousarray(values, dtype=dtype),
+            x,
+        )
         return x
 
     def h_values(self, x: np.ndarray) -> np.ndarray:
@@ -393,7 +416,7 @@ class Chain:
         """Reorder a point from entry order to natural order."""
         if self.entry_index is None and self.natural_entry is not None:
             out = np.zeros(len(self.natural_entry) if size is None else size)
-            out[:len(self.natural_entry)] = np.asarray(x)[self.natural_entry]
+            out[: len(self.natural_entry)] = np.asarray(x)[self.natural_entry]
             return out
         index = self.natural_index
         out = np.zeros(int(index.max()) + 1 if size is None else size)
@@ -422,7 +445,7 @@ class Chain:
 
     def step_description(self, k: int) -> str:
         """``h_k`` and the entries step ``k`` fills, with natural labels."""
-        src = self.source[self.source_ptr[k]:self.source_ptr[k + 1]]
+        src = self.source[self.source_ptr[k] : self.source_ptr[k + 1]]
         tgt = range(int(self.target_ptr[k]), int(self.target_ptr[k + 1]))
         h = " + ".join(self._label(e) for e in src)
         filled = ", ".join(self._label(e) for e in tgt)
@@ -432,6 +455,7 @@ class Chain:
 
     def _label(self, entry: int) -> str:
         from .render import entry_label  # the teaching views own the notation
+
         return entry_label(self, entry)
 
     def __str__(self) -> str:
@@ -511,8 +535,11 @@ def _chain_violations(target_ptr, source_ptr, source, wide, n_wide, narrow, n_na
     part_worst = np.zeros((parts, n))
     for part in numba.prange(parts):
         lo = 0 if part == 0 else _first_step_of_work(target_ptr, source_ptr, (total * part) // parts)
-        hi = num_steps if part == parts - 1 else _first_step_of_work(target_ptr, source_ptr,
-                                                                       (total * (part + 1)) // parts)
+        hi = (
+            num_steps
+            if part == parts - 1
+            else _first_step_of_work(target_ptr, source_ptr, (total * (part + 1)) // parts)
+        )
         local = part_worst[part]
         for k in range(lo, hi):
             for r in range(n_wide):

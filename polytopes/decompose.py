@@ -41,12 +41,14 @@ def check_decomposable(game: Game) -> None:
     if game.num_players != 2:
         raise GameError(
             f"DECOMPOSE needs a two-player game; {game.name} has {game.num_players} players "
-            f"(the correlation-plan polytope of von Stengel and Forges, Definition 3, is two-player)")
+            f"(the correlation-plan polytope of von Stengel and Forges, Definition 3, is two-player)"
+        )
     if game.has_chance:
         raise GameError(
             f"DECOMPOSE does not apply to {game.name}: it has chance moves. Definition 3 describes "
             f"Ξ only for games without chance, and Proposition 2 (a critical player always exists) "
-            f"can fail with chance (Farina et al. 2019, section 4.2)")
+            f"can fail with chance (Farina et al. 2019, section 4.2)"
+        )
 
 
 #: Peak bytes per relevant pair of DECOMPOSE with its pairs (``efce decompose``: 772 MiB for
@@ -65,9 +67,13 @@ def check_correlation_plan_budget(game: Game, memory_budget: int | None = None) 
     """
     from efce.games.resources.memory import check_budget
     from efce.games.relevant import count_relevant_pairs
+
     count = count_relevant_pairs(game)
-    check_budget(DECOMPOSE_BYTES_PER_PAIR * count,
-                 f"the correlation plan of {game.name} ({count:,} relevant pairs)", memory_budget)
+    check_budget(
+        DECOMPOSE_BYTES_PER_PAIR * count,
+        f"the correlation plan of {game.name} ({count:,} relevant pairs)",
+        memory_budget,
+    )
 
 
 def correlation_plan(game: Game, pairs: RelevantPairs | None = None) -> Chain:
@@ -84,11 +90,28 @@ def correlation_plan(game: Game, pairs: RelevantPairs | None = None) -> Chain:
         raise GameError(f"{game.name} has {len(pairs):,} relevant pairs; DECOMPOSE indexes them with int32")
     tables = _Tables(game)
     out = _decompose_kernel(
-        tables.parent_seq, tables.first_seq, tables.num_actions, tables.seq_infoset,
-        tables.child_ptr, tables.child_inf, tables.pre_inf, tables.sub_lo, tables.sub_hi,
-        tables.conn_ptr, tables.conn_pos, tables.conn_inf,
-        tables.crit_ptr, tables.crit_s2, tables.crit_n1, tables.crit_i1, tables.crit_n2, tables.crit_j2,
-        pairs.indptr, pairs.sigma2, len(pairs))
+        tables.parent_seq,
+        tables.first_seq,
+        tables.num_actions,
+        tables.seq_infoset,
+        tables.child_ptr,
+        tables.child_inf,
+        tables.pre_inf,
+        tables.sub_lo,
+        tables.sub_hi,
+        tables.conn_ptr,
+        tables.conn_pos,
+        tables.conn_inf,
+        tables.crit_ptr,
+        tables.crit_s2,
+        tables.crit_n1,
+        tables.crit_i1,
+        tables.crit_n2,
+        tables.crit_j2,
+        pairs.indptr,
+        pairs.sigma2,
+        len(pairs),
+    )
     status, bad1, bad2, kind, level, tptr, target, sptr, source, nsteps, nsrc = out
     if status in (2, 3):
         raise AssertionError(f"DECOMPOSE internal error {status} at pair ({bad1}, {bad2}) of {game.name}")
@@ -96,18 +119,28 @@ def correlation_plan(game: Game, pairs: RelevantPairs | None = None) -> Chain:
         raise GameError(
             f"DECOMPOSE failed at relevant pair ({bad1}, {bad2}) of {game.name}: both players have "
             f"two or more critical infosets, which Proposition 2 rules out for two-player "
-            f"perfect-recall games without chance")
+            f"perfect-recall games without chance"
+        )
     if tptr[nsteps] != len(pairs):
         raise AssertionError(f"DECOMPOSE filled {tptr[nsteps]} entries, expected {len(pairs)}")
     del out
-    return _level_sorted_chain(game, pairs, kind[:nsteps], level[:nsteps], tptr[:nsteps + 1], target,
-                               sptr[:nsteps + 1], source[:nsrc])
+    return _level_sorted_chain(
+        game,
+        pairs,
+        kind[:nsteps],
+        level[:nsteps],
+        tptr[: nsteps + 1],
+        target,
+        sptr[: nsteps + 1],
+        source[:nsrc],
+    )
 
 
 def _level_sorted_chain(game, pairs, kind, level, tptr, target, sptr, source) -> Chain:
     """Renumber steps by level (stable) and entries in the new fill order."""
     new_kind, new_level, new_tptr, entry_pair, new_sptr, new_source = _reorder_by_level(
-        kind, level, tptr, target, sptr, source)
+        kind, level, tptr, target, sptr, source
+    )
     del kind, level, tptr, target, sptr, source
     names = PairNames(game, pairs)
     # Steps are sorted by level already: each level is a range of step numbers, kept as its
@@ -115,9 +148,17 @@ def _level_sorted_chain(game, pairs, kind, level, tptr, target, sptr, source) ->
     depth = int(new_level[-1]) if len(new_level) else 0
     level_ptr = np.searchsorted(new_level, np.arange(1, depth + 2)).astype(np.int64)
     del new_level
-    return Chain(kind=new_kind, target_ptr=new_tptr, source_ptr=new_sptr, source=new_source,
-                 entry_index=entry_pair, describe_entry=names, name=f"Ξ of {game.name}",
-                 level_sorted=True, level_ptr=level_ptr)
+    return Chain(
+        kind=new_kind,
+        target_ptr=new_tptr,
+        source_ptr=new_sptr,
+        source=new_source,
+        entry_index=entry_pair,
+        describe_entry=names,
+        name=f"Ξ of {game.name}",
+        level_sorted=True,
+        level_ptr=level_ptr,
+    )
 
 
 @numba.njit(cache=True)
@@ -231,7 +272,9 @@ class _Tables:
             k_sorted, i_sorted = key[order], inf[order]
             new_pair = np.r_[True, (k_sorted[1:] != k_sorted[:-1]) | (i_sorted[1:] != i_sorted[:-1])]
             uniq_keys, start = np.unique(k_sorted, return_index=True)
-            distinct = np.add.reduceat(new_pair.astype(np.int64), start) if len(start) else np.zeros(0, np.int64)
+            distinct = (
+                np.add.reduceat(new_pair.astype(np.int64), start) if len(start) else np.zeros(0, np.int64)
+            )
             counts.append((uniq_keys, distinct, i_sorted[start] if len(start) else np.zeros(0, np.int64)))
         keys = counts[0][0]
         self.crit_n1, self.crit_i1 = counts[0][1], counts[0][2]
@@ -254,7 +297,7 @@ def _grow(arr, needed):
     if needed <= len(arr):
         return arr
     new = np.empty(max(needed, len(arr) + len(arr) // 4), arr.dtype)
-    new[:len(arr)] = arr
+    new[: len(arr)] = arr
     return new
 
 
@@ -263,7 +306,7 @@ def _grow_rows(arr, needed):
     if needed <= arr.shape[0]:
         return arr
     new = np.empty((max(needed, 2 * arr.shape[0]), arr.shape[1]), arr.dtype)
-    new[:arr.shape[0]] = arr
+    new[: arr.shape[0]] = arr
     return new
 
 
@@ -276,10 +319,29 @@ def _offset(indptr, sigma2, row, col):
 
 
 @numba.njit(cache=True)
-def _decompose_kernel(parent_seq, first_seq, num_actions, seq_infoset, child_ptr, child_inf,
-                      pre_inf, sub_lo, sub_hi, conn_ptr, conn_pos, conn_inf,
-                      crit_ptr, crit_s2, crit_n1, crit_i1, crit_n2, crit_j2,
-                      indptr, sigma2, num_pairs):
+def _decompose_kernel(
+    parent_seq,
+    first_seq,
+    num_actions,
+    seq_infoset,
+    child_ptr,
+    child_inf,
+    pre_inf,
+    sub_lo,
+    sub_hi,
+    conn_ptr,
+    conn_pos,
+    conn_inf,
+    crit_ptr,
+    crit_s2,
+    crit_n1,
+    crit_i1,
+    crit_n2,
+    crit_j2,
+    indptr,
+    sigma2,
+    num_pairs,
+):
     """Run DECOMPOSE from (∅, ∅).  Returns (status, σ1, σ2, kind, level, target_ptr, target,
     source_ptr, source, num_steps, num_sources); targets and sources are relevant-pair positions.
     Status 1: Proposition 2 fails at (σ1, σ2); 2/3: internal inconsistency."""
@@ -335,7 +397,13 @@ def _decompose_kernel(parent_seq, first_seq, num_actions, seq_infoset, child_ptr
             src = find_in_row(indptr, sigma2, s1, s2)
             # Step 3 runs after every recursive call pushed below (LIFO stack).
             stack = _grow_rows(stack, top + 1)
-            stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3], stack[top, 4] = _STEP3, s1, s2, c, star
+            stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3], stack[top, 4] = (
+                _STEP3,
+                s1,
+                s2,
+                c,
+                star,
+            )
             top += 1
             jo = seq_infoset[o][so] if so != 0 else -1
             for idx in range(child_ptr[c][sc], child_ptr[c][sc + 1]):
@@ -426,7 +494,11 @@ def _decompose_kernel(parent_seq, first_seq, num_actions, seq_infoset, child_ptr
                 else:
                     # Split ξ[sc, σ(j)] among (sc, (j, b))_b.
                     parent_o = parent_seq[o][j]
-                    src = find_in_row(indptr, sigma2, sc, parent_o) if c == 0 else find_in_row(indptr, sigma2, parent_o, sc)
+                    src = (
+                        find_in_row(indptr, sigma2, sc, parent_o)
+                        if c == 0
+                        else find_in_row(indptr, sigma2, parent_o, sc)
+                    )
                     if src < 0:
                         return (3, s1, s2, kind, level, tptr, target, sptr, source, nsteps, ns)
                     source = _grow(source, ns + 1)

@@ -69,11 +69,25 @@ class FeasibilityCheck:
         index_map = self._no_map if index_map is None else index_map
         expected = len(self.pairs) if len(index_map) == 0 else len(arrays[0])
         if any(len(a) != expected for a in arrays) or len(scales) != len(arrays):
-            raise ValueError(f"ξ has {[len(a) for a in arrays]} entries, expected {expected}"
-                             + (" relevant pairs" if len(index_map) == 0 else ""))
-        worst, bad = _max_violation(self.pairs.indptr, self.pairs.sigma2, self._first1, self._nact1,
-                                    self._parent1, self._seq_infoset2, self._nact2, self._parent2,
-                                    arrays, index_map, scales, self._cum_work, numba.get_num_threads())
+            raise ValueError(
+                f"ξ has {[len(a) for a in arrays]} entries, expected {expected}"
+                + (" relevant pairs" if len(index_map) == 0 else "")
+            )
+        worst, bad = _max_violation(
+            self.pairs.indptr,
+            self.pairs.sigma2,
+            self._first1,
+            self._nact1,
+            self._parent1,
+            self._seq_infoset2,
+            self._nact2,
+            self._parent2,
+            arrays,
+            index_map,
+            scales,
+            self._cum_work,
+            numba.get_num_threads(),
+        )
         if bad >= 0:
             raise AssertionError(f"row {bad} of the relevant pairs misses a parent pair of Definition 3")
         return tuple(float(w) for w in worst)
@@ -121,8 +135,23 @@ def _row_violations(sigma2, lo, hi, row_vals, seq_infoset2, nact2, parent2, wors
 
 
 @numba.njit(inline="always")
-def _infoset_violations(inf, indptr, sigma2, first1, nact1, parent1, seq_infoset2, nact2, parent2, arrays,
-                        index_map, scales, row_vals, col_sum, worst):
+def _infoset_violations(
+    inf,
+    indptr,
+    sigma2,
+    first1,
+    nact1,
+    parent1,
+    seq_infoset2,
+    nact2,
+    parent2,
+    arrays,
+    index_map,
+    scales,
+    row_vals,
+    col_sum,
+    worst,
+):
     """The constraints of player 1's infoset ``inf`` (its rows' player-2 constraints and the
     column sums against the parent row), ``worst[r]`` raised per plan; the bad row or -1."""
     f = first1[inf]
@@ -158,8 +187,21 @@ def _infoset_violations(inf, indptr, sigma2, first1, nact1, parent1, seq_infoset
 
 
 @numba.njit(parallel=True, cache=True)
-def _max_violation(indptr, sigma2, first1, nact1, parent1, seq_infoset2, nact2, parent2, arrays,
-                   index_map, scales, cum_work, parts):
+def _max_violation(
+    indptr,
+    sigma2,
+    first1,
+    nact1,
+    parent1,
+    seq_infoset2,
+    nact2,
+    parent2,
+    arrays,
+    index_map,
+    scales,
+    cum_work,
+    parts,
+):
     """One pass over the rows, infoset by infoset of player 1 (the rows of an infoset's
     sequences are adjacent): every value of every plan is read once into a row buffer, which
     serves player 2's constraints of that row and the column sums of player 1's constraints.
@@ -199,8 +241,23 @@ def _max_violation(indptr, sigma2, first1, nact1, parent1, seq_infoset2, nact2, 
         buf = np.empty((n, max_width))
         sums = np.empty((n, max_width))
         for inf in range(lo, hi):
-            bad = _infoset_violations(inf, indptr, sigma2, first1, nact1, parent1, seq_infoset2, nact2,
-                                      parent2, arrays, index_map, scales, buf, sums, local)
+            bad = _infoset_violations(
+                inf,
+                indptr,
+                sigma2,
+                first1,
+                nact1,
+                parent1,
+                seq_infoset2,
+                nact2,
+                parent2,
+                arrays,
+                index_map,
+                scales,
+                buf,
+                sums,
+                local,
+            )
             if bad >= 0:
                 part_bad[part] = bad
                 break

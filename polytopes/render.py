@@ -85,9 +85,11 @@ def chain_text(chain: Chain, max_steps: int | None = 60, var: str | None = None)
         header.append("◁ …")
     rows = []
     for k in range(shown):
-        src = chain.source[chain.source_ptr[k]:chain.source_ptr[k + 1]]
+        src = chain.source[chain.source_ptr[k] : chain.source_ptr[k + 1]]
         h = " + ".join(entry_label(chain, int(e), var) for e in src)
-        targets = [entry_label(chain, e, var) for e in range(int(chain.target_ptr[k]), int(chain.target_ptr[k + 1]))]
+        targets = [
+            entry_label(chain, e, var) for e in range(int(chain.target_ptr[k]), int(chain.target_ptr[k + 1]))
+        ]
         filled = targets[0] if chain.kind[k] == SINGLETON else "(" + ", ".join(targets) + ")"
         rows.append((f"h{k + 1}:", h, filled))
     w_name = max((len(r[0]) for r in rows), default=0)
@@ -116,12 +118,16 @@ def fill_grid(chain: Chain, game: "Game") -> tuple[list[str], list[str], np.ndar
 
     pairs = relevant_pairs(game)
     if chain.num_entries != len(pairs) or not is_correlation_plan(chain):
-        raise ValueError(f"{chain.name!r} is not a correlation-plan chain of {game.name}: it has "
-                         f"{chain.num_entries} entries, the game has {len(pairs)} relevant pairs")
+        raise ValueError(
+            f"{chain.name!r} is not a correlation-plan chain of {game.name}: it has "
+            f"{chain.num_entries} entries, the game has {len(pairs)} relevant pairs"
+        )
     n1, n2 = pairs.num_sequences
     if n1 * n2 > MAX_GRID_CELLS:
-        raise ValueError(f"the fill grid of {game.name} would have {n1} × {n2} = {n1 * n2:,} cells "
-                         f"(limit {MAX_GRID_CELLS:,}); it is a teaching view for small games")
+        raise ValueError(
+            f"the fill grid of {game.name} would have {n1} × {n2} = {n1 * n2:,} cells "
+            f"(limit {MAX_GRID_CELLS:,}); it is a teaching view for small games"
+        )
     grid = np.zeros((n1, n2), dtype=np.int64)
     idx = np.asarray(chain.natural_index, dtype=np.int64)
     grid[pairs.sigma1[idx], pairs.sigma2[idx]] = entry_levels(chain) + 1
@@ -149,8 +155,14 @@ def fill_grid_text(chain: Chain, game: "Game") -> str:
     return "\n".join(lines)
 
 
-def fill_grid_figure(chain: Chain, game: "Game", ax: "Axes | None" = None, *,
-                     annotate: bool | None = None, cmap: str = "viridis") -> "Figure":
+def fill_grid_figure(
+    chain: Chain,
+    game: "Game",
+    ax: "Axes | None" = None,
+    *,
+    annotate: bool | None = None,
+    cmap: str = "viridis",
+) -> "Figure":
     """Draw :func:`fill_grid` (Figure 2, right): cells colored by fill-in phase with the phase
     number inside, irrelevant pairs grey and hatched, rows σ1 and columns σ2.
 
@@ -176,12 +188,18 @@ def fill_grid_figure(chain: Chain, game: "Game", ax: "Axes | None" = None, *,
     base = colormaps[cmap]
     colors = base(np.linspace(0.15, 0.9, max(phases, 1)))
     norm = BoundaryNorm(np.arange(0.5, phases + 1.5), max(phases, 1))
-    ax.imshow(np.ma.masked_equal(grid, 0), cmap=ListedColormap(colors), norm=norm,
-              interpolation="nearest", aspect="auto")
+    ax.imshow(
+        np.ma.masked_equal(grid, 0),
+        cmap=ListedColormap(colors),
+        norm=norm,
+        interpolation="nearest",
+        aspect="auto",
+    )
     relevant = grid > 0
     for i, j in zip(*np.nonzero(~relevant)):
-        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.85", edgecolor="0.6",
-                               hatch="//", linewidth=0.0))
+        ax.add_patch(
+            Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.85", edgecolor="0.6", hatch="//", linewidth=0.0)
+        )
     if annotate is None:
         annotate = int(relevant.sum()) <= MAX_ANNOTATED_CELLS
     if annotate:
@@ -219,26 +237,38 @@ def chain_dag(chain: Chain) -> "nx.DiGraph":
 
     n = chain.num_steps
     if n > MAX_DAG_STEPS:
-        raise ValueError(f"chain_dag is a teaching view: {chain.name!r} has {n:,} steps "
-                         f"(limit {MAX_DAG_STEPS:,})")
+        raise ValueError(
+            f"chain_dag is a teaching view: {chain.name!r} has {n:,} steps (limit {MAX_DAG_STEPS:,})"
+        )
     chain.validate()
-    src_step = chain.entry_step[chain.source]           # -1 = root
+    src_step = chain.entry_step[chain.source]  # -1 = root
     dst_step = chain.source_step
     key = (src_step + 1) * n + dst_step
     uniq, counts = np.unique(key, return_counts=True)
     u = uniq // n - 1
     v = uniq % n if n else uniq
     g = nx.DiGraph(name=chain.name)
-    g.add_node("root", kind="root", size=1, level=0,
-               label=f"{{1}}: {entry_label(chain, 0)} = 1")
+    g.add_node("root", kind="root", size=1, level=0, label=f"{{1}}: {entry_label(chain, 0)} = 1")
     kinds = np.where(chain.kind == SINGLETON, "singleton", "simplex")
-    g.add_nodes_from((k, {"kind": str(kinds[k]), "size": int(s), "level": int(lv),
-                          "label": chain.step_description(k)})
-                     for k, (s, lv) in enumerate(zip(chain.step_size.tolist(), np.asarray(chain.level).tolist())))
-    g.add_edges_from(("root" if a < 0 else a, b, {"entries": c})
-                     for a, b, c in zip(u.tolist(), v.tolist(), counts.tolist()))
+    g.add_nodes_from(
+        (k, {"kind": str(kinds[k]), "size": int(s), "level": int(lv), "label": chain.step_description(k)})
+        for k, (s, lv) in enumerate(zip(chain.step_size.tolist(), np.asarray(chain.level).tolist()))
+    )
+    g.add_edges_from(
+        ("root" if a < 0 else a, b, {"entries": c})
+        for a, b, c in zip(u.tolist(), v.tolist(), counts.tolist())
+    )
     return g
 
 
-__all__ = ["chain_text", "fill_grid", "fill_grid_text", "fill_grid_figure", "chain_dag",
-           "entry_label", "entry_levels", "default_variable", "is_correlation_plan"]
+__all__ = [
+    "chain_text",
+    "fill_grid",
+    "fill_grid_text",
+    "fill_grid_figure",
+    "chain_dag",
+    "entry_label",
+    "entry_levels",
+    "default_variable",
+    "is_correlation_plan",
+]

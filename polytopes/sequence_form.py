@@ -26,12 +26,17 @@ def sequence_form(space: SequenceSpace, names: Sequence[str] | Callable[[int], s
     target_ptr = np.empty(k + 1, dtype=np.int64)
     target_ptr[:k] = space.infoset_first_seq
     target_ptr[k] = space.num_sequences
-    describe = (names.__getitem__ if names is not None and not callable(names) else names) or \
-        (lambda s: "∅" if s == 0 else str(s))
-    chain = Chain(kind=np.full(k, SIMPLEX, dtype=np.int8), target_ptr=target_ptr,
-                  source_ptr=np.arange(k + 1, dtype=np.int64),
-                  source=space.infoset_parent_seq.astype(np.int64),
-                  entry_index=np.arange(space.num_sequences, dtype=np.int64),
-                  describe_entry=describe, name=f"sequence form of player {space.player + 1}",
-                  known_level=space.infoset_depth.astype(np.int32) + 1)
+    describe = (names.__getitem__ if names is not None and not callable(names) else names) or (
+        lambda s: "∅" if s == 0 else str(s)
+    )
+    chain = Chain(
+        kind=np.full(k, SIMPLEX, dtype=np.int8),
+        target_ptr=target_ptr,
+        source_ptr=np.arange(k + 1, dtype=np.int64),
+        source=space.infoset_parent_seq.astype(np.int64),
+        entry_index=np.arange(space.num_sequences, dtype=np.int64),
+        describe_entry=describe,
+        name=f"sequence form of player {space.player + 1}",
+        known_level=space.infoset_depth.astype(np.int32) + 1,
+    )
     return chain

@@ -42,11 +42,11 @@ class TriggerSpace:
     largest arrays here."""
 
     chain: Chain
-    trigger_player: np.ndarray        # int8[K]
-    trigger_sequence: np.ndarray      # int32[K]
-    block_start: np.ndarray           # int64[K + 1]
+    trigger_player: np.ndarray  # int8[K]
+    trigger_sequence: np.ndarray  # int32[K]
+    block_start: np.ndarray  # int64[K + 1]
     block_preorder_start: np.ndarray  # int64[K]
-    preorder_sequences: tuple         # per player: int32 sequences in preorder of their infosets
+    preorder_sequences: tuple  # per player: int32 sequences in preorder of their infosets
     has_welfare: bool
 
     @property
@@ -58,7 +58,7 @@ class TriggerSpace:
         """Trigger of every entry (-1 for the constant and the weights λ), int32."""
         out = np.full(self.chain.num_entries, -1, dtype=np.int32)
         lengths = np.diff(self.block_start)
-        out[self.block_start[0]:] = np.repeat(np.arange(self.num_triggers, dtype=np.int32), lengths)
+        out[self.block_start[0] :] = np.repeat(np.arange(self.num_triggers, dtype=np.int32), lengths)
         return out
 
     @cached_property
@@ -126,12 +126,22 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
         seqs = np.arange(1, space.num_sequences, dtype=np.int64)
         inf = space.seq_infoset[1:].astype(np.int64)
         last = space.infoset_first_seq.astype(np.int64)[inf] + k[inf] - 1
-        start_inf = pos[inf]                  # preorder range of infosets in Î's subtree
+        start_inf = pos[inf]  # preorder range of infosets in Î's subtree
         end_inf = sub_hi[last]
         trig_player.append(np.full(len(seqs), i))
         trig_seq.append(seqs)
-        blocks.append(dict(space=space, pre=pre, cum=cum, preseq=preseq, where=where_in_preseq,
-                           start_inf=start_inf, end_inf=end_inf, root_inf=inf))
+        blocks.append(
+            dict(
+                space=space,
+                pre=pre,
+                cum=cum,
+                preseq=preseq,
+                where=where_in_preseq,
+                start_inf=start_inf,
+                end_inf=end_inf,
+                root_inf=inf,
+            )
+        )
     trigger_player = np.concatenate(trig_player + ([np.array([-1])] if welfare else []))
     trigger_sequence = np.concatenate(trig_seq + ([np.array([-1])] if welfare else []))
     num_triggers = len(trigger_player)
@@ -177,15 +187,26 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
     # The passes need the steps in level order; kept with the level bounds, it makes a level per
     # step (one int32 each) unnecessary.
     order, level_ptr = level_order(np.concatenate(step_levels))
-    chain = Chain(kind=np.full(len(sizes), SIMPLEX, dtype=np.int8), target_ptr=target_ptr,
-                  source_ptr=np.arange(len(sizes) + 1, dtype=index_dtype(len(sizes) + 1)),
-                  source=np.concatenate(step_sources).astype(index),
-                  entry_index=None,  # entries are their own indices: no arange kept
-                  describe_entry=str, name=f"trigger deviations of {game.name}",
-                  level_ptr=level_ptr, level_order=order)
+    chain = Chain(
+        kind=np.full(len(sizes), SIMPLEX, dtype=np.int8),
+        target_ptr=target_ptr,
+        source_ptr=np.arange(len(sizes) + 1, dtype=index_dtype(len(sizes) + 1)),
+        source=np.concatenate(step_sources).astype(index),
+        entry_index=None,  # entries are their own indices: no arange kept
+        describe_entry=str,
+        name=f"trigger deviations of {game.name}",
+        level_ptr=level_ptr,
+        level_order=order,
+    )
     # The welfare weight (if any) has an empty block; the last start closes the final block.
     starts = np.concatenate(block_starts + [np.array([next_entry])] * (1 + welfare))
     preorder_start = np.concatenate(preorder_starts + ([np.array([0])] if welfare else []))
-    return TriggerSpace(chain, trigger_player.astype(np.int8), trigger_sequence.astype(np.int32),
-                        starts.astype(np.int64), preorder_start.astype(np.int64),
-                        tuple(b["preseq"].astype(np.int32) for b in blocks), welfare)
+    return TriggerSpace(
+        chain,
+        trigger_player.astype(np.int8),
+        trigger_sequence.astype(np.int32),
+        starts.astype(np.int64),
+        preorder_start.astype(np.int64),
+        tuple(b["preseq"].astype(np.int32) for b in blocks),
+        welfare,
+    )

@@ -77,17 +77,32 @@ def used_constraint_rows(chain: Chain, constraints: VSFConstraints) -> np.ndarra
     player1_split = simplex & (u2 == t2)
     player1_sum = ~simplex & (u2 == t2)
     is_player1 = player1_split | player1_sum
-    infoset = np.where(player1_split, game_spaces[0].seq_infoset[t1],
-              np.where(player1_sum, game_spaces[0].seq_infoset[u1],
-              np.where(simplex, game_spaces[1].seq_infoset[t2], game_spaces[1].seq_infoset[u2])))
+    infoset = np.where(
+        player1_split,
+        game_spaces[0].seq_infoset[t1],
+        np.where(
+            player1_sum,
+            game_spaces[0].seq_infoset[u1],
+            np.where(simplex, game_spaces[1].seq_infoset[t2], game_spaces[1].seq_infoset[u2]),
+        ),
+    )
     other = np.where(is_player1, t2, t1)
     player = np.where(is_player1, 0, 1)
     return constraints.rows_of(player, infoset, other)
 
 
-def verify(chain: Chain, game: Game, *, samples: int = 4, lp_vertices: int = 4, seed: int = 0,
-           tolerance: float = 1e-12, max_dense: int = 3000, max_lp: int = 200_000,
-           constraints: VSFConstraints | None = None) -> VerificationReport:
+def verify(
+    chain: Chain,
+    game: Game,
+    *,
+    samples: int = 4,
+    lp_vertices: int = 4,
+    seed: int = 0,
+    tolerance: float = 1e-12,
+    max_dense: int = 3000,
+    max_lp: int = 200_000,
+    constraints: VSFConstraints | None = None,
+) -> VerificationReport:
     """Run checks (a)–(d); see the module docstring.  Sizes above ``max_dense`` entries skip the
     rank computations, above ``max_lp`` the LP vertices (reported as skipped, not passed)."""
     report = VerificationReport()
@@ -114,47 +129,68 @@ def verify(chain: Chain, game: Game, *, samples: int = 4, lp_vertices: int = 4, 
         xi = chain.to_natural(x, n)
         points.append(xi)
         worst = max(worst, constraints.max_violation(xi))
-    report.checks.append(Check(
-        "random_points", worst <= tolerance,
-        f"{samples} random points (interior and vertices): max violation {worst:.3g} "
-        f"(tolerance {tolerance:g})"))
+    report.checks.append(
+        Check(
+            "random_points",
+            worst <= tolerance,
+            f"{samples} random points (interior and vertices): max violation {worst:.3g} "
+            f"(tolerance {tolerance:g})",
+        )
+    )
 
     # (b) unused constraints are implied.
     rows = used_constraint_rows(chain, constraints)
     distinct = len(np.unique(rows[rows >= 0]))
     unused = np.setdiff1d(np.arange(1, constraints.num_rows), rows)
     report.unused_constraints = [constraints.describe(int(r), game) for r in unused[:50]]
-    residual_unused = max((np.abs(constraints.residual(xi)[unused]).max(initial=0.0) for xi in points),
-                          default=0.0)
+    residual_unused = max(
+        (np.abs(constraints.residual(xi)[unused]).max(initial=0.0) for xi in points), default=0.0
+    )
     if np.any(rows < 0) or distinct != chain.num_steps:
-        report.checks.append(Check("unused_constraints", False,
-                                   "a step does not correspond to a distinct constraint of Definition 3"))
+        report.checks.append(
+            Check(
+                "unused_constraints",
+                False,
+                "a step does not correspond to a distinct constraint of Definition 3",
+            )
+        )
     elif n <= max_dense:
         import scipy.sparse as sp  # here: importing the package (every solve does) loads no scipy
+
         used_matrix = sp.vstack([constraints.matrix[[0]], constraints.matrix[rows]])
         rank_used = _rank(used_matrix)
         rank_all = rank_of_all()
         ok = rank_used == rank_all and residual_unused <= tolerance
-        report.checks.append(Check(
-            "unused_constraints", ok,
-            f"{len(unused)} of {constraints.num_rows} constraints unused; rank of used rows "
-            f"{rank_used} = rank of all rows {rank_all}: {'yes' if rank_used == rank_all else 'NO'}; "
-            f"unused rows on samples: max residual {residual_unused:.3g}"))
+        report.checks.append(
+            Check(
+                "unused_constraints",
+                ok,
+                f"{len(unused)} of {constraints.num_rows} constraints unused; rank of used rows "
+                f"{rank_used} = rank of all rows {rank_all}: {'yes' if rank_used == rank_all else 'NO'}; "
+                f"unused rows on samples: max residual {residual_unused:.3g}",
+            )
+        )
     else:
-        report.checks.append(Check(
-            "unused_constraints", residual_unused <= tolerance,
-            f"{len(unused)} of {constraints.num_rows} constraints unused; max residual on samples "
-            f"{residual_unused:.3g} (rank test skipped: {n} entries > {max_dense})"))
+        report.checks.append(
+            Check(
+                "unused_constraints",
+                residual_unused <= tolerance,
+                f"{len(unused)} of {constraints.num_rows} constraints unused; max residual on samples "
+                f"{residual_unused:.3g} (rank test skipped: {n} entries > {max_dense})",
+            )
+        )
 
     # (c) LP vertices reproduced by the chain.
     if n <= max_lp and lp_vertices > 0:
         # Imported here: scipy.optimize adds ~27 MiB to every process that imports polytopes.
         from scipy.optimize import linprog
+
         worst_round_trip, solved = 0.0, 0
         for _ in range(lp_vertices):
             c = rng.normal(size=n)
-            res = linprog(-c, A_eq=constraints.matrix, b_eq=constraints.rhs, bounds=(0, None),
-                          method="highs-ds")
+            res = linprog(
+                -c, A_eq=constraints.matrix, b_eq=constraints.rhs, bounds=(0, None), method="highs-ds"
+            )
             if res.status != 0:
                 report.checks.append(Check("lp_vertices", False, f"the LP failed: {res.message}"))
                 break
@@ -164,25 +200,37 @@ def verify(chain: Chain, game: Game, *, samples: int = 4, lp_vertices: int = 4, 
             worst_round_trip = max(worst_round_trip, float(np.abs(back - x).max()))
             solved += 1
         else:
-            report.checks.append(Check(
-                "lp_vertices", worst_round_trip <= 1e-9,
-                f"{solved} LP vertices of Ξ (random objectives) reproduced through the chain's "
-                f"simplex coordinates: max error {worst_round_trip:.3g}"))
+            report.checks.append(
+                Check(
+                    "lp_vertices",
+                    worst_round_trip <= 1e-9,
+                    f"{solved} LP vertices of Ξ (random objectives) reproduced through the chain's "
+                    f"simplex coordinates: max error {worst_round_trip:.3g}",
+                )
+            )
     else:
-        report.checks.append(Check("lp_vertices", True,
-                                   f"skipped: {n} entries > {max_lp} (LP too large for a check)"))
+        report.checks.append(
+            Check("lp_vertices", True, f"skipped: {n} entries > {max_lp} (LP too large for a check)")
+        )
 
     # (d) dimension of the affine hull.
     free = int((chain.step_size[chain.kind == SIMPLEX] - 1).sum())
     if n <= max_dense:
         rank_all = rank_of_all()
         ok = free == n - rank_all
-        report.checks.append(Check(
-            "dimension", ok,
-            f"chain free parameters {free}; N − rank(C) = {n} − {rank_all} = {n - rank_all}"))
+        report.checks.append(
+            Check(
+                "dimension",
+                ok,
+                f"chain free parameters {free}; N − rank(C) = {n} − {rank_all} = {n - rank_all}",
+            )
+        )
     else:
-        report.checks.append(Check("dimension", True,
-                                   f"chain free parameters {free}; rank skipped ({n} entries > {max_dense})"))
+        report.checks.append(
+            Check(
+                "dimension", True, f"chain free parameters {free}; rank skipped ({n} entries > {max_dense})"
+            )
+        )
     return report
 
 
@@ -197,8 +245,10 @@ def _check_structure(chain: Chain, n: int) -> tuple[bool, str]:
     seen[chain.natural_index] = True
     if not seen.all():
         return False, "some relevant pairs are never filled (entries are not a permutation)"
-    return True, (f"{chain.num_entries} entries = relevant pairs; {chain.num_simplex_steps} simplex and "
-                  f"{chain.num_singleton_steps} singleton steps, depth {chain.depth}")
+    return True, (
+        f"{chain.num_entries} entries = relevant pairs; {chain.num_simplex_steps} simplex and "
+        f"{chain.num_singleton_steps} singleton steps, depth {chain.depth}"
+    )
 
 
 def _rank(matrix) -> int:

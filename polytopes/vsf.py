@@ -55,8 +55,11 @@ class VSFConstraints:
     def _key(self, player, infoset, other):
         width = int(max(self.row_other_seq.max(initial=0), 0)) + 1
         height = int(max(self.row_infoset.max(initial=0), 0)) + 1
-        return (np.asarray(player, np.int64) + 1) * height * width + np.asarray(infoset, np.int64) * width \
+        return (
+            (np.asarray(player, np.int64) + 1) * height * width
+            + np.asarray(infoset, np.int64) * width
             + np.asarray(other, np.int64)
+        )
 
     def rows_of(self, player, infoset, other) -> np.ndarray:
         """Rows of the constraints ``(player, infoset, other sequence)`` (-1 where none)."""
@@ -75,7 +78,11 @@ class VSFConstraints:
         """The constraint in the paper's notation."""
         if row == 0:
             return "ξ[∅, ∅] = 1"
-        p, infoset, other = int(self.row_player[row]), int(self.row_infoset[row]), int(self.row_other_seq[row])
+        p, infoset, other = (
+            int(self.row_player[row]),
+            int(self.row_infoset[row]),
+            int(self.row_other_seq[row]),
+        )
         names = (game.sequence_labels(0), game.sequence_labels(1))
         space = game.sequences(p)
         first, k = int(space.infoset_first_seq[infoset]), int(space.infoset_num_actions[infoset])
@@ -84,6 +91,7 @@ class VSFConstraints:
         def cell(mine: int) -> str:
             pair = (mine, other) if p == 0 else (other, mine)
             return f"ξ[{names[0][pair[0]]}, {names[1][pair[1]]}]"
+
         return " + ".join(cell(first + a) for a in range(k)) + " = " + cell(parent)
 
 
@@ -122,16 +130,28 @@ def vsf_constraints(game: Game, pairs: RelevantPairs | None = None) -> VSFConstr
         mine_seq = s[p].infoset_first_seq[inf][rep].astype(np.int64) + offset
         other_seq = row_other[rows][rep]
         parent_seq = s[p].infoset_parent_seq[inf].astype(np.int64)
-        for mine_s, other_s, sign, r in ((mine_seq, other_seq, 1.0, rows[rep]),
-                                         (parent_seq, row_other[rows], -1.0, rows)):
+        for mine_s, other_s, sign, r in (
+            (mine_seq, other_seq, 1.0, rows[rep]),
+            (parent_seq, row_other[rows], -1.0, rows),
+        ):
             s1, s2 = (mine_s, other_s) if p == 0 else (other_s, mine_s)
             r_idx.append(r)
             cols.append(pairs.index(s1, s2))
             vals.append(np.full(len(r), sign))
     import scipy.sparse as sp  # here: importing the package (every solve does) loads no scipy
-    matrix = sp.csr_matrix((np.concatenate(vals), (np.concatenate(r_idx), np.concatenate(cols))),
-                           shape=(len(row_player), len(pairs)))
+
+    matrix = sp.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(r_idx), np.concatenate(cols))),
+        shape=(len(row_player), len(pairs)),
+    )
     rhs = np.zeros(len(row_player))
     rhs[0] = 1.0
-    return VSFConstraints(matrix, rhs, row_player.astype(np.int8), row_infoset.astype(np.int64),
-                          row_other.astype(np.int64), pairs, s)
+    return VSFConstraints(
+        matrix,
+        rhs,
+        row_player.astype(np.int8),
+        row_infoset.astype(np.int64),
+        row_other.astype(np.int64),
+        pairs,
+        s,
+    )

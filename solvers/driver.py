@@ -142,9 +142,15 @@ class IterationDriver:
         The last iteration started.
     """
 
-    def __init__(self, *, iterations: int, time_limit: float | None = None,
-                 check_every: int | None = None, growth: float = CHECKPOINT_GROWTH,
-                 progress: ProgressCallback | None = None):
+    def __init__(
+        self,
+        *,
+        iterations: int,
+        time_limit: float | None = None,
+        check_every: int | None = None,
+        growth: float = CHECKPOINT_GROWTH,
+        progress: ProgressCallback | None = None,
+    ):
         if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
             raise ValueError(f"iterations must be an integer ≥ 1, got {iterations!r}")
         if time_limit is not None and not time_limit > 0:  # also refuses NaN
@@ -205,8 +211,7 @@ class IterationDriver:
             self.status = self._ending
             return True
         if t >= self._next_check:
-            self._next_check = (t + self.check_every if self.check_every
-                                else max(t + 1, int(t * self.growth)))
+            self._next_check = t + self.check_every if self.check_every else max(t + 1, int(t * self.growth))
             return True
         return False
 
@@ -215,8 +220,9 @@ class IterationDriver:
         """True at the last iteration of the run (known once :meth:`checkpoint_due` was called)."""
         return self._ending is not None
 
-    def record(self, row: TraceRow, *, converged: bool = False,
-               aim: tuple[float, float | None] | None = None) -> bool:
+    def record(
+        self, row: TraceRow, *, converged: bool = False, aim: tuple[float, float | None] | None = None
+    ) -> bool:
         """Append ``row`` to the trace and report it; returns True when the run should stop
         here (``converged``, or this was the last iteration).  The row gains the extra
         ``iteration_seconds`` (time in iterations so far, checkpoints excluded), so per-iteration

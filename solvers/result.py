@@ -16,8 +16,15 @@ from typing import Any
 import numpy as np
 
 #: Statuses a run can end with (the ``efce solve --json`` contract of docs/guide.md).
-STATUSES = ("converged", "time_limit", "iteration_limit", "infeasible", "out_of_memory",
-            "interrupted", "error")
+STATUSES = (
+    "converged",
+    "time_limit",
+    "iteration_limit",
+    "infeasible",
+    "out_of_memory",
+    "interrupted",
+    "error",
+)
 
 
 @dataclass
@@ -64,9 +71,13 @@ class SolveResult:
 
     def to_json(self) -> dict[str, Any]:
         """The keys of the ``efce solve --json`` contract (docs/guide.md)."""
-        out = {"method": self.method, "iterations": self.iterations,
-               "setup_seconds": round(self.setup_seconds, 6), "seconds": round(self.seconds, 6),
-               "status": self.status}
+        out = {
+            "method": self.method,
+            "iterations": self.iterations,
+            "setup_seconds": round(self.setup_seconds, 6),
+            "seconds": round(self.seconds, 6),
+            "status": self.status,
+        }
         out.update({k: _jsonable(v) for k, v in self.info.items()})
         return out
 
@@ -74,12 +85,21 @@ class SolveResult:
         """CSV with columns iteration, seconds, gap, infeasibility (+ extra columns)."""
         extras = sorted({k for row in self.trace for k in row.extra})
         from efce.games.resources.atomic import atomic_open
+
         with atomic_open(path, "w", newline="") as fh:  # a failed write leaves no partial file
             writer = csv.writer(fh)
             writer.writerow(["method", "iteration", "seconds", "gap", "infeasibility", *extras])
             for row in self.trace:
-                writer.writerow([self.method, row.iteration, f"{row.seconds:.6f}", repr(row.gap),
-                                 repr(row.infeasibility), *(repr(row.extra.get(k, "")) for k in extras)])
+                writer.writerow(
+                    [
+                        self.method,
+                        row.iteration,
+                        f"{row.seconds:.6f}",
+                        repr(row.gap),
+                        repr(row.infeasibility),
+                        *(repr(row.extra.get(k, "")) for k in extras),
+                    ]
+                )
 
 
 def _jsonable(value):

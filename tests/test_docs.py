@@ -41,8 +41,9 @@ FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.S | re.M)
 
 def code_blocks(text: str) -> list[tuple[str, str, int]]:
     """``(info string, body, line number)`` of every fenced block, in order."""
-    return [(m.group(1).strip(), m.group(2), text.count("\n", 0, m.start()) + 1)
-            for m in FENCE.finditer(text)]
+    return [
+        (m.group(1).strip(), m.group(2), text.count("\n", 0, m.start()) + 1) for m in FENCE.finditer(text)
+    ]
 
 
 def _normalized(text: str) -> str:
@@ -51,6 +52,7 @@ def _normalized(text: str) -> str:
 
 def run_efce(line: str) -> int:
     from efce.experiments.cli import main
+
     with contextlib.redirect_stdout(io.StringIO()):
         return main(shlex.split(line)[1:])
 
@@ -58,6 +60,7 @@ def run_efce(line: str) -> int:
 @pytest.mark.parametrize("path", DOCS, ids=[p.name for p in DOCS])
 def test_doc_code_blocks(path: Path, tmp_path, monkeypatch):
     import matplotlib
+
     matplotlib.use("Agg")
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": f"docs_{path.stem}"}
@@ -77,7 +80,8 @@ def test_doc_code_blocks(path: Path, tmp_path, monkeypatch):
             following = blocks[index + 1] if index + 1 < len(blocks) else None
             if following and following[0] == "text":
                 assert _normalized(printed.getvalue()) == _normalized(following[1]), (
-                    f"{path.name}:{following[2]}: the shown output differs from what the code prints")
+                    f"{path.name}:{following[2]}: the shown output differs from what the code prints"
+                )
         elif lang == "bash":
             for offset, command in enumerate(body.splitlines(), start=1):
                 command = command.strip()
@@ -96,25 +100,36 @@ def _vector_extensions_off() -> dict:
         from numpy._core._multiarray_umath import __cpu_baseline__, __cpu_features__
     except ImportError:  # numpy < 2
         from numpy.core._multiarray_umath import __cpu_baseline__, __cpu_features__
-    wide = [name for name, present in __cpu_features__.items()
-            if present and name not in __cpu_baseline__ and name.startswith(("AVX", "FMA"))]
-    return {"NPY_DISABLE_CPU_FEATURES": " ".join(wide), "OPENBLAS_CORETYPE": "Prescott",
-            "NUMBA_CPU_NAME": "x86-64"}
+    wide = [
+        name
+        for name, present in __cpu_features__.items()
+        if present and name not in __cpu_baseline__ and name.startswith(("AVX", "FMA"))
+    ]
+    return {
+        "NPY_DISABLE_CPU_FEATURES": " ".join(wide),
+        "OPENBLAS_CORETYPE": "Prescott",
+        "NUMBA_CPU_NAME": "x86-64",
+    }
 
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 vector extensions")
-@pytest.mark.parametrize("path", [p for p in DOCS if p.name in ("tutorial.md", "guide.md")],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [p for p in DOCS if p.name in ("tutorial.md", "guide.md")], ids=lambda p: p.name
+)
 def test_doc_outputs_do_not_depend_on_cpu_features(path: Path):
     env = dict(os.environ, **_vector_extensions_off())
-    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); import pytest; "
-            f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '--rootdir', {str(ROOT)!r}, "
-            f"{str(Path(__file__).resolve())!r} + '::test_doc_code_blocks[{path.name}]']))")
-    child = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                           cwd=ROOT, timeout=900)
-    assert child.returncode == 0, (f"{path.name} prints something else without "
-                                   f"{env['NPY_DISABLE_CPU_FEATURES'] or 'vector extensions'}:\n"
-                                   + child.stdout[-3000:])
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r}); import pytest; "
+        f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '--rootdir', {str(ROOT)!r}, "
+        f"{str(Path(__file__).resolve())!r} + '::test_doc_code_blocks[{path.name}]']))"
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=ROOT, timeout=900
+    )
+    assert child.returncode == 0, (
+        f"{path.name} prints something else without "
+        f"{env['NPY_DISABLE_CPU_FEATURES'] or 'vector extensions'}:\n" + child.stdout[-3000:]
+    )
 
 
 def test_readme_install_commands():

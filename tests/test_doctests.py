@@ -20,8 +20,11 @@ def _modules_with_examples():
     for sub in ("games", "polytopes", "solvers", "baselines", "experiments"):
         package = importlib.import_module(f"efce.{sub}")
         names.append(package.__name__)
-        names += [info.name for info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}.")
-                  if not info.name.endswith(("__main__", "openspiel", "_worker"))]
+        names += [
+            info.name
+            for info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}.")
+            if not info.name.endswith(("__main__", "openspiel", "_worker"))
+        ]
     for name in names:
         spec = importlib.util.find_spec(name)
         if spec and spec.origin and ">>>" in Path(spec.origin).read_text(encoding="utf-8"):
@@ -40,6 +43,7 @@ def test_docstring_examples_run(name):
     if name in KNOWN_STALE:
         pytest.xfail(KNOWN_STALE[name])
     module = importlib.import_module(name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,
-                             verbose=False, report=True)
+    result = doctest.testmod(
+        module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False, report=True
+    )
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples of {name} failed"

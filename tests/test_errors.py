@@ -11,8 +11,15 @@ import pytest
 
 import efce
 from efce import errors
-from efce.errors import (BackendError, ChainError, EFCEError, GameError, MemoryBudgetExceeded,
-                         OptionError, SweepError)
+from efce.errors import (
+    BackendError,
+    ChainError,
+    EFCEError,
+    GameError,
+    MemoryBudgetExceeded,
+    OptionError,
+    SweepError,
+)
 
 
 def _package_modules():
@@ -28,13 +35,18 @@ def test_every_public_error_derives_from_the_root():
     found = set()
     for module in [errors, *_package_modules()]:
         for name, value in vars(module).items():
-            if (inspect.isclass(value) and issubclass(value, Exception) and not name.startswith("_")
-                    and value.__module__.startswith("efce")):
+            if (
+                inspect.isclass(value)
+                and issubclass(value, Exception)
+                and not name.startswith("_")
+                and value.__module__.startswith("efce")
+            ):
                 found.add(value)
     found.discard(EFCEError)
     control_flow = {"Interrupted"}  # a signal between the LP backends and their caller
-    bad = sorted(c.__qualname__ for c in found
-                 if not issubclass(c, EFCEError) and c.__name__ not in control_flow)
+    bad = sorted(
+        c.__qualname__ for c in found if not issubclass(c, EFCEError) and c.__name__ not in control_flow
+    )
     assert not bad, f"public errors outside EFCEError: {bad}"
     assert {GameError, OptionError, SweepError, BackendError, MemoryBudgetExceeded} <= found
 
@@ -57,13 +69,21 @@ def test_old_homes_still_export_the_errors():
     from efce.games.game import GameError as game_error
     from efce.games.resources.memory import MemoryBudgetExceeded as memory_error
     from efce.polytopes.chain import ChainError as chain_error
+
     assert (backends_error, solve_error, sweep_error, game_error, memory_error, chain_error) == (
-        BackendError, OptionError, SweepError, GameError, MemoryBudgetExceeded, ChainError)
+        BackendError,
+        OptionError,
+        SweepError,
+        GameError,
+        MemoryBudgetExceeded,
+        ChainError,
+    )
     assert efce.EFCEError is EFCEError and efce.OptionError is OptionError
 
 
 def test_a_user_error_is_one_line_with_exit_2(capfd):
     from efce.experiments.cli import main
+
     code = main(["info", "poker", "--json"])
     out, _ = capfd.readouterr()
     assert code == 2
@@ -71,8 +91,9 @@ def test_a_user_error_is_one_line_with_exit_2(capfd):
     assert "unknown game 'poker'" in message and "internal error" not in message
 
 
-@pytest.mark.parametrize("exception", [KeyError("players"), TypeError("bad operand"),
-                                       ValueError("a bug, not a refusal")])
+@pytest.mark.parametrize(
+    "exception", [KeyError("players"), TypeError("bad operand"), ValueError("a bug, not a refusal")]
+)
 def test_a_bug_is_an_internal_error(monkeypatch, capfd, exception):
     from efce.experiments import cli
 

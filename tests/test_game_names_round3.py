@@ -27,6 +27,7 @@ def test_a_game_without_decisions_is_refused_by_rm_naming_the_players(capsys, tm
 
 def test_methods_that_need_no_decision_still_answer():
     from efce.experiments.solve import solve
+
     game = efg.loads(LEAF)
     assert game.players_without_decisions() == [0, 1]
     result = solve(game, "cfr", iterations=3)
@@ -45,8 +46,11 @@ def test_a_folder_named_like_a_built_in_game_does_not_shadow_it(tmp_path, monkey
 def test_a_path_must_end_in_efg_or_contain_a_slash(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mygame").write_text(open(TWINS).read())
-    with pytest.raises(GameError, match=r"unknown game 'mygame'.*'mygame' exists, but a path must "
-                                        r"end in .efg or contain a / \(e.g. ./mygame\)"):
+    with pytest.raises(
+        GameError,
+        match=r"unknown game 'mygame'.*'mygame' exists, but a path must "
+        r"end in .efg or contain a / \(e.g. ./mygame\)",
+    ):
         make_game("mygame")
     assert make_game("./mygame").name == "twins"
     assert main(["info", "mygame", "--json"]) == 2

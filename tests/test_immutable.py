@@ -53,8 +53,7 @@ def test_efg_descriptive_attributes_are_given_at_construction():
 
 def test_chains_and_minimizers_refuse_writes():
     game = games.farina_fig1()
-    chains = [sequence_form(game.sequences(0)), correlation_plan(game),
-              trigger_deviations(game).chain]
+    chains = [sequence_form(game.sequences(0)), correlation_plan(game), trigger_deviations(game).chain]
     for chain in chains:
         chain.levels, chain.step_order  # lazily computed views
         _refuses_writes(chain)
@@ -82,6 +81,7 @@ def test_no_library_code_writes_through_dict_or_object_setattr():
 
 def test_known_levels_agree_with_the_computed_ones():
     from efce.polytopes.chain import Chain
+
     game = games.sheriff(max_bribe=1, max_items=1, rounds=1)
     for chain in (sequence_form(game.sequences(1)), correlation_plan(game), trigger_deviations(game).chain):
         fresh = Chain(chain.kind, chain.target_ptr, chain.source_ptr, chain.source, chain.entry_index)

@@ -24,14 +24,29 @@ def make_cluster(kind: str):
     # comes from the sweep file's [limits] memory.
     if kind == "slurm":
         from dask_jobqueue import SLURMCluster
-        return SLURMCluster(queue="normal", account="my-project", cores=32, processes=32,
-                            memory="128GB", walltime="04:00:00",
-                            worker_extra_args=["--memory-limit", "0"])
+
+        return SLURMCluster(
+            queue="normal",
+            account="my-project",
+            cores=32,
+            processes=32,
+            memory="128GB",
+            walltime="04:00:00",
+            worker_extra_args=["--memory-limit", "0"],
+        )
     if kind == "pbs":
         from dask_jobqueue import PBSCluster
-        return PBSCluster(queue="workq", account="my-project", cores=32, processes=32,
-                          memory="128GB", walltime="04:00:00", resource_spec="select=1:ncpus=32:mem=128GB",
-                          worker_extra_args=["--memory-limit", "0"])
+
+        return PBSCluster(
+            queue="workq",
+            account="my-project",
+            cores=32,
+            processes=32,
+            memory="128GB",
+            walltime="04:00:00",
+            resource_spec="select=1:ncpus=32:mem=128GB",
+            worker_extra_args=["--memory-limit", "0"],
+        )
     raise SystemExit(f"unknown cluster kind {kind!r}: slurm or pbs")
 
 
@@ -44,8 +59,10 @@ def main(kind: str, sweep_file: str, out_dir: str, resume: bool = False) -> None
         table = sweep(sweep_file, out_dir, scheduler=cluster.scheduler_address, resume=resume)
     finally:
         cluster.close()
-    print(f"{table.executed} runs executed, {table.skipped} skipped, {table.failed} failed; "
-          f"table in {out_dir}/table.csv")
+    print(
+        f"{table.executed} runs executed, {table.skipped} skipped, {table.failed} failed; "
+        f"table in {out_dir}/table.csv"
+    )
 
 
 if __name__ == "__main__":

@@ -37,22 +37,84 @@ the :func:`sweep` entry), :mod:`.aggregation` (tables) and :mod:`.plots`.
 
 from efce.errors import SweepError  # noqa: F401  (re-exported: its old home)
 
-from .grid import (LIMIT_KEYS, MAX_RUNS, Run, START_TOPIC, STOP_POLL_SECONDS, SWEEP_KEYS, Sweep,
-                   _games, _limits, _methods, _option_grid, _seeds, _slug, load_sweep,
-                   run_key)  # noqa: F401
-from .runs import (_announce_start, _stop_poller, execute_run, read_trace)  # noqa: F401
-from .storage import (finished, load_records, runs_folder, write_record)  # noqa: F401
-from .execution import (SCHEDULER_TIMEOUT, _check_reachable, _execute, _record,
-                        _workers_ignore_sigint, check_sweep_arguments, dask_client, default_workers,
-                        sweep)  # noqa: F401
-from .aggregation import (GAP_COLUMNS, SweepTable, _cell, _final, _mean_std, _options_text,
-                          _series_options, _time_to, aggregate, markdown_table, option_columns,
-                          shown_options, text_table, write_table)  # noqa: F401
-from .plots import (_draw_band, _series_label, plot_sweep, seed_band)  # noqa: F401
+from .grid import (
+    LIMIT_KEYS,
+    MAX_RUNS,
+    Run,
+    START_TOPIC,
+    STOP_POLL_SECONDS,
+    SWEEP_KEYS,
+    Sweep,
+    _games,
+    _limits,
+    _methods,
+    _option_grid,
+    _seeds,
+    _slug,
+    load_sweep,
+    run_key,
+)  # noqa: F401
+from .runs import _announce_start, _stop_poller, execute_run, read_trace  # noqa: F401
+from .storage import finished, load_records, runs_folder, write_record  # noqa: F401
+from .execution import (
+    SCHEDULER_TIMEOUT,
+    _check_reachable,
+    _execute,
+    _record,
+    _workers_ignore_sigint,
+    check_sweep_arguments,
+    dask_client,
+    default_workers,
+    sweep,
+)  # noqa: F401
+from .aggregation import (
+    GAP_COLUMNS,
+    SweepTable,
+    _cell,
+    _final,
+    _mean_std,
+    _options_text,
+    _series_options,
+    _time_to,
+    aggregate,
+    markdown_table,
+    option_columns,
+    shown_options,
+    text_table,
+    write_table,
+)  # noqa: F401
+from .plots import _draw_band, _series_label, plot_sweep, seed_band  # noqa: F401
 
-__all__ = ['GAP_COLUMNS', 'LIMIT_KEYS', 'MAX_RUNS', 'Run', 'SCHEDULER_TIMEOUT', 'START_TOPIC',
-           'STOP_POLL_SECONDS', 'SWEEP_KEYS', 'Sweep', 'SweepError', 'SweepTable', 'aggregate',
-           'check_sweep_arguments', 'dask_client', 'default_workers', 'execute_run', 'finished',
-           'load_records', 'load_sweep', 'markdown_table', 'option_columns', 'plot_sweep',
-           'read_trace', 'run_key', 'runs_folder', 'seed_band', 'shown_options', 'sweep',
-           'text_table', 'write_record', 'write_table']
+__all__ = [
+    "GAP_COLUMNS",
+    "LIMIT_KEYS",
+    "MAX_RUNS",
+    "Run",
+    "SCHEDULER_TIMEOUT",
+    "START_TOPIC",
+    "STOP_POLL_SECONDS",
+    "SWEEP_KEYS",
+    "Sweep",
+    "SweepError",
+    "SweepTable",
+    "aggregate",
+    "check_sweep_arguments",
+    "dask_client",
+    "default_workers",
+    "execute_run",
+    "finished",
+    "load_records",
+    "load_sweep",
+    "markdown_table",
+    "option_columns",
+    "plot_sweep",
+    "read_trace",
+    "run_key",
+    "runs_folder",
+    "seed_band",
+    "shown_options",
+    "sweep",
+    "text_table",
+    "write_record",
+    "write_table",
+]

@@ -51,8 +51,12 @@ def aggregate(records: list[dict]) -> list[dict]:
     option_names = list(dict.fromkeys(k for r in records for k in r["options"]))
     groups: dict[tuple, list[dict]] = {}
     for record in records:
-        group = (record["label"], record["game"], record["method"],
-                 json.dumps(record["options"], sort_keys=True))
+        group = (
+            record["label"],
+            record["game"],
+            record["method"],
+            json.dumps(record["options"], sort_keys=True),
+        )
         groups.setdefault(group, []).append(record)
     rows = []
     for (label, game, method, _), members in groups.items():
@@ -63,10 +67,13 @@ def aggregate(records: list[dict]) -> list[dict]:
         statuses: dict[str, int] = {}
         for r in members:
             statuses[r["status"]] = statuses.get(r["status"], 0) + 1
-        row.update(runs=len(members), finished=len(ok),
-                   failed=sum(r.get("outcome") == "failed" for r in members),
-                   statuses=" ".join(f"{s}×{n}" for s, n in statuses.items()),
-                   iterations_mean=_mean_std([r["result"]["iterations"] for r in ok])[0])
+        row.update(
+            runs=len(members),
+            finished=len(ok),
+            failed=sum(r.get("outcome") == "failed" for r in members),
+            statuses=" ".join(f"{s}×{n}" for s, n in statuses.items()),
+            iterations_mean=_mean_std([r["result"]["iterations"] for r in ok])[0],
+        )
         for column in GAP_COLUMNS:
             values = [_final(r, column) for r in ok]
             row[f"{column}_mean"], row[f"{column}_std"] = _mean_std([v for v in values if v is not None])
@@ -77,7 +84,8 @@ def aggregate(records: list[dict]) -> list[dict]:
             row[f"{name}_reached"] = len(hits)
         row["seconds_mean"], row["seconds_std"] = _mean_std([r["result"]["seconds"] for r in ok])
         row["iteration_seconds_mean"] = _mean_std(
-            [r["result"]["iteration_seconds"] for r in ok if r["result"].get("iteration_seconds") is not None])[0]
+            [r["result"]["iteration_seconds"] for r in ok if r["result"].get("iteration_seconds") is not None]
+        )[0]
         row["wall_seconds_mean"] = _mean_std([r["wall_seconds"] for r in ok])[0]
         peaks = [r["peak_memory_mib"] for r in ok if r.get("peak_memory_mib") is not None]
         row["peak_memory_mib_max"] = max(peaks) if peaks else None
@@ -88,15 +96,18 @@ def aggregate(records: list[dict]) -> list[dict]:
 def option_columns(row: dict) -> list[str]:
     """The option columns of an :func:`aggregate` row (between ``method`` and ``runs``)."""
     names = list(row)
-    return names[names.index("method") + 1:names.index("runs")]
+    return names[names.index("method") + 1 : names.index("runs")]
 
 
 def shown_options(rows: list[dict]) -> list[str]:
     """The option columns worth showing: every option, but the per-run limits (iterations,
     time limit) only where they differ between rows."""
     names = option_columns(rows[0]) if rows else []
-    return [n for n in names if n not in ("iterations", "time_limit")
-            or len({json.dumps(r.get(n)) for r in rows}) > 1]
+    return [
+        n
+        for n in names
+        if n not in ("iterations", "time_limit") or len({json.dumps(r.get(n)) for r in rows}) > 1
+    ]
 
 
 def _final(record: dict, column: str) -> float | None:
@@ -132,28 +143,52 @@ def markdown_table(rows: list[dict]) -> str:
     """The aggregated table in Markdown: mean ± std over seeds; columns without any value are
     left out."""
     option_names = shown_options(rows)
-    heads = {"final_gap": "final gap", "efce_gap": "EFCE gap", "efcce_gap": "EFCCE gap",
-             "nfcce_gap": "NFCCE gap"}
+    heads = {
+        "final_gap": "final gap",
+        "efce_gap": "EFCE gap",
+        "efcce_gap": "EFCCE gap",
+        "nfcce_gap": "NFCCE gap",
+    }
     columns = [("game", lambda r: r["game"])]
     if any(r["game"] != r["spec"] for r in rows):
         columns.append(("spec", lambda r: f"`{r['spec']}`"))
     columns.append(("method", lambda r: r["method"]))
-    columns += [(name, (lambda n: lambda r: "—" if r.get(n) is None else str(r[n]))(name))
-                for name in option_names]
-    columns += [("runs", lambda r: f"{r['finished']}/{r['runs']}"),
-                ("iterations", lambda r: "—" if r["iterations_mean"] is None else f"{r['iterations_mean']:.0f}")]
+    columns += [
+        (name, (lambda n: lambda r: "—" if r.get(n) is None else str(r[n]))(name)) for name in option_names
+    ]
+    columns += [
+        ("runs", lambda r: f"{r['finished']}/{r['runs']}"),
+        ("iterations", lambda r: "—" if r["iterations_mean"] is None else f"{r['iterations_mean']:.0f}"),
+    ]
     for column in GAP_COLUMNS:
         if any(r[f"{column}_mean"] is not None for r in rows):
-            columns.append((heads[column], (lambda c: lambda r: _cell(r[f"{c}_mean"], r[f"{c}_std"]))(column)))
+            columns.append(
+                (heads[column], (lambda c: lambda r: _cell(r[f"{c}_mean"], r[f"{c}_std"]))(column))
+            )
     for threshold in THRESHOLDS:
         name = f"time_to_{threshold:g}"
         if any(r[f"{name}_reached"] for r in rows):
-            columns.append((f"s to {threshold:g}", (lambda n: lambda r: "—" if not r[f"{n}_reached"] else
-                            _cell(r[f"{n}_mean"], r[f"{n}_std"]) + f" ({r[f'{n}_reached']}/{r['finished']})")(name)))
-    columns += [("iteration s", lambda r: _cell(r["iteration_seconds_mean"], None)),
-                ("solve s", lambda r: _cell(r["seconds_mean"], r["seconds_std"])),
-                ("process s", lambda r: _cell(r["wall_seconds_mean"], None)),
-                ("status", lambda r: r["statuses"])]
+            columns.append(
+                (
+                    f"s to {threshold:g}",
+                    (
+                        lambda n: (
+                            lambda r: (
+                                "—"
+                                if not r[f"{n}_reached"]
+                                else _cell(r[f"{n}_mean"], r[f"{n}_std"])
+                                + f" ({r[f'{n}_reached']}/{r['finished']})"
+                            )
+                        )
+                    )(name),
+                )
+            )
+    columns += [
+        ("iteration s", lambda r: _cell(r["iteration_seconds_mean"], None)),
+        ("solve s", lambda r: _cell(r["seconds_mean"], r["seconds_std"])),
+        ("process s", lambda r: _cell(r["wall_seconds_mean"], None)),
+        ("status", lambda r: r["statuses"]),
+    ]
     lines = ["| " + " | ".join(h for h, _ in columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(f(r) for _, f in columns) + " |" for r in rows]
     return "\n".join(lines)
@@ -162,8 +197,11 @@ def markdown_table(rows: list[dict]) -> str:
 def text_table(table: SweepTable) -> str:
     """The aggregated table for a terminal: mean ± std over seeds."""
     width = min(max([len(row["game"]) for row in table] + [4]) + 2, 50)
-    head = (f"{'game':<{width}}{'method':<13}{'options':<22}{'runs':>6}{'final gap':>22}"
-            + "".join(f"{'t(' + format(t, 'g') + ')':>12}" for t in THRESHOLDS) + f"{'solve s':>10}  status")
+    head = (
+        f"{'game':<{width}}{'method':<13}{'options':<22}{'runs':>6}{'final gap':>22}"
+        + "".join(f"{'t(' + format(t, 'g') + ')':>12}" for t in THRESHOLDS)
+        + f"{'solve s':>10}  status"
+    )
     lines = [head, "-" * len(head)]
     shown = shown_options(table)
     for row in table:
@@ -173,10 +211,12 @@ def text_table(table: SweepTable) -> str:
             name = f"time_to_{t:g}"
             times.append(f"{row[name + '_mean']:>12.2f}" if row[name + "_reached"] else f"{'—':>12}")
         solve = f"{row['seconds_mean']:>10.1f}" if row["seconds_mean"] is not None else f"{'—':>10}"
-        lines.append(f"{row['game'][:width - 1]:<{width}}{row['method']:<13}{_options_text(options)[:21]:<22}"
-                     f"{str(row['finished']) + '/' + str(row['runs']):>6}"
-                     f"{_cell(row['final_gap_mean'], row['final_gap_std']):>22}{''.join(times)}{solve}  "
-                     f"{row['statuses']}")
+        lines.append(
+            f"{row['game'][: width - 1]:<{width}}{row['method']:<13}{_options_text(options)[:21]:<22}"
+            f"{str(row['finished']) + '/' + str(row['runs']):>6}"
+            f"{_cell(row['final_gap_mean'], row['final_gap_std']):>22}{''.join(times)}{solve}  "
+            f"{row['statuses']}"
+        )
     return "\n".join(lines)
 
 
@@ -206,6 +246,12 @@ class SweepTable(list):
         self.wall_seconds = facts.get("wall_seconds", 0.0)
 
     def summary(self) -> dict:
-        return {"out_dir": self.out_dir, "runs": self.runs, "executed": self.executed,
-                "skipped": self.skipped, "failed": self.failed, "interrupted": self.interrupted,
-                "wall_seconds": round(self.wall_seconds, 3)}
+        return {
+            "out_dir": self.out_dir,
+            "runs": self.runs,
+            "executed": self.executed,
+            "skipped": self.skipped,
+            "failed": self.failed,
+            "interrupted": self.interrupted,
+            "wall_seconds": round(self.wall_seconds, 3),
+        }

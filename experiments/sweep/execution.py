@@ -45,21 +45,29 @@ def dask_client(scheduler: str | None = None, workers: int | None = None):
 
     import dask
     import distributed
+
     if scheduler:
         try:
             client = distributed.Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT:g}s")
         except Exception as exc:  # whatever the handshake with a non-Dask server raises
-            raise SweepError(f"no Dask scheduler answers at {scheduler} (within "
-                             f"{SCHEDULER_TIMEOUT:g} s): {type(exc).__name__}") from None
+            raise SweepError(
+                f"no Dask scheduler answers at {scheduler} (within "
+                f"{SCHEDULER_TIMEOUT:g} s): {type(exc).__name__}"
+            ) from None
         try:
             yield client
         finally:
             client.close()
         return
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}), _workers_ignore_sigint():
-        cluster = distributed.LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
-                                           processes=True, dashboard_address=None, memory_limit=0,
-                                           silence_logs=logging.ERROR)
+        cluster = distributed.LocalCluster(
+            n_workers=workers or default_workers(),
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            memory_limit=0,
+            silence_logs=logging.ERROR,
+        )
     client = distributed.Client(cluster)
     try:
         yield client
@@ -75,6 +83,7 @@ def _workers_ignore_sigint():
     worker printing a traceback."""
     import signal
     import threading
+
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -89,13 +98,15 @@ def check_sweep_arguments(out_dir: str, *, scheduler: str | None, workers: int |
     """The checks of :func:`sweep` on its arguments (the sweep itself: :func:`load_sweep`); the
     output folder last, since checking it creates it."""
     if scheduler is not None and workers is not None:
-        raise SweepError("--workers sizes the local cluster; with --scheduler the cluster's own "
-                         "workers run the sweep")
+        raise SweepError(
+            "--workers sizes the local cluster; with --scheduler the cluster's own workers run the sweep"
+        )
     if workers is not None and (not is_integer(workers) or workers < 1):
         raise SweepError(f"--workers must be an integer ≥ 1, got {workers!r}")
     if scheduler is not None and not isinstance(scheduler, str):
-        raise OptionError(f"--scheduler must be an address string such as tcp://HOST:PORT, got "
-                          f"{describe_value(scheduler)}")
+        raise OptionError(
+            f"--scheduler must be an address string such as tcp://HOST:PORT, got {describe_value(scheduler)}"
+        )
     if scheduler is not None and not re.match(r"^[a-z]+://\S+$", scheduler):
         raise SweepError(f"--scheduler must be an address such as tcp://HOST:PORT, got '{scheduler}'")
     if scheduler is not None:
@@ -112,6 +123,7 @@ def _check_reachable(scheduler: str) -> None:
     output folder is written (Dask's own client would try for its whole timeout)."""
     import socket
     from urllib.parse import urlsplit
+
     try:
         parts = urlsplit(scheduler)
         host, port = parts.hostname, parts.port
@@ -122,12 +134,20 @@ def _check_reachable(scheduler: str) -> None:
     try:
         socket.create_connection((host, port), timeout=SCHEDULER_TIMEOUT).close()
     except OSError as exc:
-        raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: "
-                         f"{exc.strerror or exc or 'no answer'}") from None
+        raise SweepError(
+            f"cannot reach the Dask scheduler at {scheduler}: {exc.strerror or exc or 'no answer'}"
+        ) from None
 
 
-def sweep(spec_or_path, out_dir: str, scheduler: str | None = None, workers: int | None = None,
-          resume: bool = False, *, progress: bool | None = None) -> SweepTable:
+def sweep(
+    spec_or_path,
+    out_dir: str,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    resume: bool = False,
+    *,
+    progress: bool | None = None,
+) -> SweepTable:
     """Run a sweep on Dask distributed and aggregate it.
 
     Parameters
@@ -170,39 +190,52 @@ def sweep(spec_or_path, out_dir: str, scheduler: str | None = None, workers: int
     if not isinstance(resume, bool):
         raise OptionError(f"resume must be True or False, got {describe_value(resume)}")
     if not isinstance(spec_or_path, (str, os.PathLike, dict)):
-        raise OptionError(f"the sweep must be a .toml path or a dict of its content, got "
-                          f"{describe_value(spec_or_path)}")
+        raise OptionError(
+            f"the sweep must be a .toml path or a dict of its content, got {describe_value(spec_or_path)}"
+        )
     spec = load_sweep(spec_or_path)
     check_sweep_arguments(out_dir, scheduler=scheduler, workers=workers)
     keys = [r.key for r in spec.runs]
     done = {r["key"] for r in load_records(out_dir, keys) if finished(r)}
     if done and not resume:
-        raise SweepError(f"{out_dir} already holds {len(done)} finished run(s) of this sweep; pass "
-                         f"--resume to skip them, or choose another --out")
+        raise SweepError(
+            f"{out_dir} already holds {len(done)} finished run(s) of this sweep; pass "
+            f"--resume to skip them, or choose another --out"
+        )
     todo = [r for r in spec.runs if r.key not in done]
     os.makedirs(runs_folder(out_dir), exist_ok=True)
     with atomic_open(os.path.join(out_dir, "sweep.json"), "w") as fh:
-        json.dump({"name": spec.name, "source": spec.source,
-                   "runs": [r.params() for r in spec.runs]}, fh, indent=1)
+        json.dump(
+            {"name": spec.name, "source": spec.source, "runs": [r.params() for r in spec.runs]}, fh, indent=1
+        )
     executed = failed = 0
     interrupted = False
     if todo:
         local_workers = None if scheduler else min(int(workers or default_workers()), len(todo))
         with graceful(), dask_client(scheduler, local_workers) as client:
-            executed, failed, interrupted = _execute(client, todo, out_dir, len(spec.runs),
-                                                     len(done), progress)
+            executed, failed, interrupted = _execute(
+                client, todo, out_dir, len(spec.runs), len(done), progress
+            )
     records = load_records(out_dir, keys)
     table = aggregate([r for r in records if finished(r) or r.get("outcome") == "failed"])
     write_table(table, out_dir)
     with contextlib.suppress(ValueError):  # no trace to plot (every run failed)
         plot_sweep(records, os.path.join(out_dir, "plots"))
-    return SweepTable(table, out_dir=out_dir, runs=len(spec.runs), executed=executed,
-                      skipped=len(done), failed=failed, interrupted=interrupted,
-                      wall_seconds=time.perf_counter() - started)
+    return SweepTable(
+        table,
+        out_dir=out_dir,
+        runs=len(spec.runs),
+        executed=executed,
+        skipped=len(done),
+        failed=failed,
+        interrupted=interrupted,
+        wall_seconds=time.perf_counter() - started,
+    )
 
 
-def _execute(client, todo: list[Run], out_dir: str, total: int, skipped: int,
-             progress: bool | None) -> tuple[int, int, bool]:
+def _execute(
+    client, todo: list[Run], out_dir: str, total: int, skipped: int, progress: bool | None
+) -> tuple[int, int, bool]:
     """Submit every run, write each record as it finishes; ``(executed, failed, interrupted)``."""
     import sys
 
@@ -219,12 +252,29 @@ def _execute(client, todo: list[Run], out_dir: str, total: int, skipped: int,
 
     client.subscribe_topic(START_TOPIC, count_start)
     stop_event = distributed.Event(f"efce-sweep-stop-{sweep_id}", client=client)
-    futures = {client.submit(execute_run, run, sweep_id, stop_event.name, key=f"efce-{run.key}-{sweep_id[:8]}",
-                             pure=False, retries=1): run for run in todo}
+    futures = {
+        client.submit(
+            execute_run,
+            run,
+            sweep_id,
+            stop_event.name,
+            key=f"efce-{run.key}-{sweep_id[:8]}",
+            pure=False,
+            retries=1,
+        ): run
+        for run in todo
+    }
     pending = distributed.as_completed(list(futures))
     enabled = sys.stderr.isatty() if progress is None else progress
-    bar = tqdm(total=total, initial=skipped, desc="runs", unit="run", file=sys.stderr,
-               disable=not enabled, dynamic_ncols=True)
+    bar = tqdm(
+        total=total,
+        initial=skipped,
+        desc="runs",
+        unit="run",
+        file=sys.stderr,
+        disable=not enabled,
+        dynamic_ncols=True,
+    )
     executed = failed = 0
     try:
         while not pending.is_empty():
@@ -269,8 +319,13 @@ def _record(future, run: Run, starts: dict[str, int]) -> dict | None:
     elif future.status == "cancelled":
         if stop_requested():
             return None
-        record = {**run.params(), "status": "failed", "outcome": "failed",
-                  "error": "cancelled by the scheduler (lost connection?)", "trace": []}
+        record = {
+            **run.params(),
+            "status": "failed",
+            "outcome": "failed",
+            "error": "cancelled by the scheduler (lost connection?)",
+            "trace": [],
+        }
     else:
         exc = future.exception()
         reason = f"{type(exc).__name__}: {exc}"
@@ -278,7 +333,6 @@ def _record(future, run: Run, starts: dict[str, int]) -> dict | None:
             deaths = exc.allowed_failures + 1
             last = getattr(exc.last_worker, "address", exc.last_worker)
             reason = f"its worker died while running it, {deaths} time(s) (last on {last})"
-        record = {**run.params(), "status": "failed", "outcome": "failed", "error": reason,
-                  "trace": []}
+        record = {**run.params(), "status": "failed", "outcome": "failed", "error": reason, "trace": []}
     record["attempts"] = attempts
     return record

@@ -22,9 +22,11 @@ from ..solve import METHODS, describe_value, is_integer, is_real, validate_optio
 #: Top-level keys of a sweep file.
 SWEEP_KEYS = ("name", "games", "methods", "seeds", "limits", "options")
 #: Keys of a sweep file's ``[limits]`` table: per-run limits.
-LIMIT_KEYS = {"time": "seconds for the run's iterations (its --time-limit)",
-              "memory": "GiB of address space for the run's process",
-              "iterations": "iterations of the run (methods that iterate)"}
+LIMIT_KEYS = {
+    "time": "seconds for the run's iterations (its --time-limit)",
+    "memory": "GiB of address space for the run's process",
+    "iterations": "iterations of the run (methods that iterate)",
+}
 #: Most runs a sweep may have: the grid is expanded in memory and every run is a process and a
 #: record file, so a larger grid (``seeds = 100000000``) is refused up front with its size.
 MAX_RUNS = 100_000
@@ -69,16 +71,31 @@ class Run:
 
     def params(self) -> dict[str, Any]:
         """The run's parameters as JSON (what its result file records)."""
-        return {"key": self.key, "label": self.label, "game": self.game, "method": self.method,
-                "seed": self.seed, "options": dict(self.options), "memory_gib": self.memory_gib}
+        return {
+            "key": self.key,
+            "label": self.label,
+            "game": self.game,
+            "method": self.method,
+            "seed": self.seed,
+            "options": dict(self.options),
+            "memory_gib": self.memory_gib,
+        }
 
     def command(self, trace_path: str) -> list[str]:
         """The child's command line (:func:`experiments.harness.efce_command`)."""
         options = dict(self.options)
         if self.seed is not None:
             options["seed"] = self.seed
-        return efce_command("solve", self.game_path, "--method", self.method, "--json",
-                            "--trace", trace_path, *option_arguments(options))
+        return efce_command(
+            "solve",
+            self.game_path,
+            "--method",
+            self.method,
+            "--json",
+            "--trace",
+            trace_path,
+            *option_arguments(options),
+        )
 
 
 @dataclass
@@ -101,9 +118,17 @@ def run_key(game: str, method: str, seed: int | None, options: dict, memory_gib:
     (options sorted by name, values as validated), so the same run in another sweep file, in
     another order, has the same key.
     """
-    canonical = json.dumps({"game": game, "method": method, "seed": seed,
-                            "options": {k: options[k] for k in sorted(options)},
-                            "memory_gib": memory_gib}, sort_keys=True, separators=(",", ":"))
+    canonical = json.dumps(
+        {
+            "game": game,
+            "method": method,
+            "seed": seed,
+            "options": {k: options[k] for k in sorted(options)},
+            "memory_gib": memory_gib,
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    )
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:12]
     stem = os.path.basename(game)[:-4] if game.lower().endswith(".efg") else game
     seed_part = "" if seed is None else f"-s{seed}"
@@ -132,12 +157,14 @@ def load_sweep(spec_or_path) -> Sweep:
         message names where), or a grid with the same run twice.
     """
     if not isinstance(spec_or_path, (str, os.PathLike, dict)):
-        raise OptionError(f"the sweep must be a .toml path or a dict of its content, got "
-                          f"{describe_value(spec_or_path)}")
+        raise OptionError(
+            f"the sweep must be a .toml path or a dict of its content, got {describe_value(spec_or_path)}"
+        )
     if isinstance(spec_or_path, dict):
         content, base, source, default_name = spec_or_path, os.getcwd(), None, "sweep"
     else:
         import tomllib
+
         path = os.fspath(spec_or_path)
         if not os.path.isfile(path):
             raise SweepError(f"no such sweep file: {path}")
@@ -150,8 +177,10 @@ def load_sweep(spec_or_path) -> Sweep:
         default_name = os.path.basename(path).split(".")[0]
     unknown = sorted(set(content) - set(SWEEP_KEYS))
     if unknown:
-        raise SweepError(f"unknown sweep key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
-                         f"valid: {', '.join(SWEEP_KEYS)}")
+        raise SweepError(
+            f"unknown sweep key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
+            f"valid: {', '.join(SWEEP_KEYS)}"
+        )
     name = content.get("name", default_name)
     if not isinstance(name, str) or not name:
         raise SweepError(f"name must be a non-empty string, got {name!r}")
@@ -169,18 +198,23 @@ def load_sweep(spec_or_path) -> Sweep:
     total = 0
     for method in methods:
         axes = options.get(method, {})
-        combos = math.prod(len(v) if isinstance(v, list) else 1 for v in axes.values()) \
-            if isinstance(axes, dict) else 1
+        combos = (
+            math.prod(len(v) if isinstance(v, list) else 1 for v in axes.values())
+            if isinstance(axes, dict)
+            else 1
+        )
         total += len(games) * combos * (len(seeds) if "seed" in METHODS[method].defaults else 1)
     if total > MAX_RUNS:
-        raise SweepError(f"the grid has {total:,} runs, more than the {MAX_RUNS:,} a sweep may have "
-                         f"(games × methods × option values × seeds); split it into smaller sweeps")
+        raise SweepError(
+            f"the grid has {total:,} runs, more than the {MAX_RUNS:,} a sweep may have "
+            f"(games × methods × option values × seeds); split it into smaller sweeps"
+        )
     runs, seen = [], {}
     for label, game, game_path in games:
         for method in methods:
             for explicit in _option_grid(method, options.get(method, {})):
                 uses_seed = "seed" in METHODS[method].defaults
-                for seed in (seeds if uses_seed else [None]):
+                for seed in seeds if uses_seed else [None]:
                     given = dict(explicit)
                     for option, limit in (("iterations", "iterations"), ("time_limit", "time")):
                         if option in METHODS[method].defaults and limit in limits:
@@ -194,8 +228,7 @@ def load_sweep(spec_or_path) -> Sweep:
                     if key in seen:
                         raise SweepError(f"the grid has the run {key} twice (game {game!r} listed twice?)")
                     seen[key] = True
-                    runs.append(Run(key, label, game, game_path, method, seed, given,
-                                    limits.get("memory")))
+                    runs.append(Run(key, label, game, game_path, method, seed, given, limits.get("memory")))
     return Sweep(name, runs, source)
 
 
@@ -241,11 +274,16 @@ def _seeds(value) -> list[int]:
         if value < 1:
             raise SweepError(f"seeds: a count must be at least 1, got {value}")
         if value > MAX_RUNS:
-            raise SweepError(f"seeds: a count of {int(value):,} seeds is more than the "
-                             f"{MAX_RUNS:,} runs a sweep may have")
+            raise SweepError(
+                f"seeds: a count of {int(value):,} seeds is more than the {MAX_RUNS:,} runs a sweep may have"
+            )
         return list(range(int(value)))
-    if (isinstance(value, list) and value and all(is_integer(s) and s >= 0 for s in value)
-            and len(set(map(int, value))) == len(value)):
+    if (
+        isinstance(value, list)
+        and value
+        and all(is_integer(s) and s >= 0 for s in value)
+        and len(set(map(int, value))) == len(value)
+    ):
         return [int(s) for s in value]
     raise SweepError(f"seeds must be a count ≥ 1 or a list of distinct integers ≥ 0, got {value!r}")
 
@@ -255,14 +293,18 @@ def _limits(value) -> dict[str, float]:
         raise SweepError("limits must be a table: [limits] with " + ", ".join(LIMIT_KEYS))
     unknown = sorted(set(value) - set(LIMIT_KEYS))
     if unknown:
-        raise SweepError(f"unknown limit{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; valid: "
-                         + "; ".join(f"{k} ({v})" for k, v in LIMIT_KEYS.items()))
+        raise SweepError(
+            f"unknown limit{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; valid: "
+            + "; ".join(f"{k} ({v})" for k, v in LIMIT_KEYS.items())
+        )
     for name, limit in value.items():
         if not is_real(limit) or not math.isfinite(float(limit)) or limit <= 0:
             raise SweepError(f"limits.{name} must be a positive number, got {limit!r}")
     if "memory" in value and value["memory"] > MAX_MEMORY_LIMIT_GIB:
-        raise SweepError(f"limits.memory must be at most {MAX_MEMORY_LIMIT_GIB:.0f} GiB (2^63 "
-                         f"bytes), got {value['memory']:g}")
+        raise SweepError(
+            f"limits.memory must be at most {MAX_MEMORY_LIMIT_GIB:.0f} GiB (2^63 "
+            f"bytes), got {value['memory']:g}"
+        )
     if "iterations" in value and not float(value["iterations"]).is_integer():
         raise SweepError(f"limits.iterations must be an integer, got {value['iterations']!r}")
     return {k: (int(v) if k == "iterations" else float(v)) for k, v in value.items()}

@@ -25,8 +25,11 @@ def seed_band(records: list[dict], metric: str = "gap", x: str = "iterations"):
         ``(xs, mean, std)`` — ``xs`` the iterations, or the mean over seeds of the seconds at
         those iterations when ``x="seconds"`` — or None without a common checkpoint.
     """
-    traces = [{row["iteration"]: row for row in r["trace"] if row.get(metric) is not None}
-              for r in records if r.get("trace")]
+    traces = [
+        {row["iteration"]: row for row in r["trace"] if row.get(metric) is not None}
+        for r in records
+        if r.get("trace")
+    ]
     if not traces:
         return None
     common = sorted(set.intersection(*(set(t) for t in traces)))
@@ -48,11 +51,17 @@ def _draw_band(ax, band, label):
     if not points:
         return
     xs, mean, std = zip(*points)
-    line, = ax.plot(xs, [max(m, floor) for m in mean], "o-" if len(xs) < 3 else "-",
-                    markersize=3, label=label)
+    (line,) = ax.plot(
+        xs, [max(m, floor) for m in mean], "o-" if len(xs) < 3 else "-", markersize=3, label=label
+    )
     if any(std):
-        ax.fill_between(xs, [max(m - s, floor) for m, s in zip(mean, std)],
-                        [max(m + s, floor) for m, s in zip(mean, std)], alpha=0.2, color=line.get_color())
+        ax.fill_between(
+            xs,
+            [max(m - s, floor) for m, s in zip(mean, std)],
+            [max(m + s, floor) for m, s in zip(mean, std)],
+            alpha=0.2,
+            color=line.get_color(),
+        )
 
 
 def plot_sweep(source, folder: str) -> list[str]:
@@ -80,6 +89,7 @@ def plot_sweep(source, folder: str) -> list[str]:
         No finished run with a trace.
     """
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -115,8 +125,9 @@ def plot_sweep(source, folder: str) -> list[str]:
         written.append(path)
     metrics = ["gap"] + [m for m in ("efcce", "nfcce") if any(m in r["trace"][0] for r in records)]
     titles = {"gap": "gap (max EFCE deviation)", "efcce": "EFCCE gap", "nfcce": "NFCCE gap"}
-    fig, axes = plt.subplots(len(series), len(metrics), figsize=(5 * len(metrics), 4 * len(series)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(series), len(metrics), figsize=(5 * len(metrics), 4 * len(series)), squeeze=False
+    )
     for row, name in enumerate(series):
         for col, metric in enumerate(metrics):
             ax = axes[row][col]

@@ -49,18 +49,30 @@ def execute_run(run: Run, sweep_id: str | None = None, stop_event: str | None = 
     with tempfile.TemporaryDirectory(prefix="efce-run-") as folder:
         trace_path = os.path.join(folder, "trace.csv")
         memory = None if run.memory_gib is None else int(run.memory_gib * 2**30)
-        child = run_child(run.command(trace_path), timeout=child_timeout(run.options.get("time_limit")),
-                          memory_limit_bytes=memory, stop_requested=_stop_poller(stop_event))
+        child = run_child(
+            run.command(trace_path),
+            timeout=child_timeout(run.options.get("time_limit")),
+            memory_limit_bytes=memory,
+            stop_requested=_stop_poller(stop_event),
+        )
         trace = read_trace(trace_path)
     status, error = child_status(child)
-    return {**run.params(), "status": status, "error": error,
-            "wall_seconds": round(child.wall_seconds, 6), "peak_memory_mib": child.peak_memory_mib,
-            "worker": worker, "result": child.payload if error is None else None, "trace": trace}
+    return {
+        **run.params(),
+        "status": status,
+        "error": error,
+        "wall_seconds": round(child.wall_seconds, 6),
+        "peak_memory_mib": child.peak_memory_mib,
+        "worker": worker,
+        "result": child.payload if error is None else None,
+        "trace": trace,
+    }
 
 
 def _announce_start(run: Run, sweep_id: str | None) -> str | None:
     try:
         from distributed import get_worker
+
         worker = get_worker()
     except (ImportError, ValueError):  # not on a Dask worker (a direct call)
         return None
@@ -74,6 +86,7 @@ def _stop_poller(name: str | None):
     if name is None:
         return lambda: False
     from distributed import Event
+
     event = Event(name)
     state = {"checked": 0.0, "set": False}
 
@@ -86,4 +99,5 @@ def _stop_poller(name: str | None):
             except Exception:  # scheduler unreachable for a moment: the run goes on
                 pass
         return state["set"]
+
     return poll

@@ -16,6 +16,7 @@ def runs_folder(out_dir: str) -> str:
 def write_record(out_dir: str, record: dict) -> str:
     """Write ``runs/<key>.json`` atomically (a temporary file renamed into place)."""
     from ..cli import _finite
+
     folder = runs_folder(out_dir)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, record["key"] + ".json")
@@ -31,8 +32,11 @@ def load_records(out_dir: str, keys=None) -> list[dict]:
     if keys is not None:
         paths = [os.path.join(folder, k + ".json") for k in keys]
     else:
-        paths = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".json")) \
-            if os.path.isdir(folder) else []
+        paths = (
+            sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".json"))
+            if os.path.isdir(folder)
+            else []
+        )
     records = []
     for path in paths:
         if not os.path.isfile(path):
@@ -50,8 +54,12 @@ def load_records(out_dir: str, keys=None) -> list[dict]:
             with contextlib.suppress(OSError):
                 os.replace(path, aside)
             import warnings
-            warnings.warn(f"damaged run record {path} ({str(exc).splitlines()[0][:80]}); moved to "
-                          f"{aside}, its run will be redone", stacklevel=2)
+
+            warnings.warn(
+                f"damaged run record {path} ({str(exc).splitlines()[0][:80]}); moved to "
+                f"{aside}, its run will be redone",
+                stacklevel=2,
+            )
             continue
         records.append(record)
     return records

@@ -56,7 +56,8 @@ __all__ = ["load", "loads", "save", "dumps"]
 
 # ---------------------------------------------------------------------------------- labels
 # ---------------------------------------------------------------------------------- lexer
-_LEXER = re.compile(r'''
+_LEXER = re.compile(
+    r"""
     (?P<nl>\n)
   | (?P<ws>[^\S\n]+)
   | (?P<comment>\#[^\n]*)
@@ -65,18 +66,21 @@ _LEXER = re.compile(r'''
   | (?P<open>")
   | (?P<word>[^\s{},"\#\x00-\x1f\x7f-\x9f]+)
   | (?P<bad>.)
-''', re.VERBOSE | re.DOTALL)
+""",
+    re.VERBOSE | re.DOTALL,
+)
 
-_NUMBER = re.compile(r'[+-]?(?:\d+/\d+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)', re.ASCII)
-_INTEGER = re.compile(r'\+?\d+', re.ASCII)
-_EXPONENT = re.compile(r'[eE]([+-]?\d+)$', re.ASCII)
+_NUMBER = re.compile(r"[+-]?(?:\d+/\d+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)", re.ASCII)
+_INTEGER = re.compile(r"\+?\d+", re.ASCII)
+_EXPONENT = re.compile(r"[eE]([+-]?\d+)$", re.ASCII)
 #: Longest number (characters) and largest decimal exponent read; beyond them exact arithmetic
 #: would be slow (``1e999999999`` is a billion-digit integer) long before it is meaningful.
 _MAX_NUMBER_CHARS = 400
 _MAX_EXPONENT = 400
 _NON_FINITE = ("nan", "inf", "infinity")
-_ONE_LINE = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
-             for c in [*range(0x20), 0x7f, 0x85, 0x2028, 0x2029]}
+_ONE_LINE = {
+    c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in [*range(0x20), 0x7F, 0x85, 0x2028, 0x2029]
+}
 _ONE_LINE.update({ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})
 _UNESCAPE = re.compile(r'\\(["\\])')
 
@@ -122,8 +126,9 @@ def _tokenize(text: str, source: str) -> list[_Token]:
         elif kind == "open":
             raise GameError(f"{source}:{line}: unterminated string (missing closing '\"')")
         elif kind == "bad":
-            raise GameError(f"{source}:{line}: unexpected character U+{ord(value):04X} "
-                            f"(outside a quoted string)")
+            raise GameError(
+                f"{source}:{line}: unexpected character U+{ord(value):04X} (outside a quoted string)"
+            )
         pos = m.end()
     # End of file is reported at the last line holding a token (a truncated file's last line).
     tokens.append(_Token(_EOF, "", tokens[-1].line if tokens else 1))
@@ -161,8 +166,10 @@ class _Parser:
         if tok.kind == _EOF:
             return self.error(tok.line, f"unexpected end of file: expected {what}")
         if tok.kind == _SYM and tok.text.lower().lstrip("+-") in _NON_FINITE:
-            return self.error(tok.line, f"expected {what}, found the non-finite number "
-                                        f"'{tok.text}' (numbers must be finite)")
+            return self.error(
+                tok.line,
+                f"expected {what}, found the non-finite number '{tok.text}' (numbers must be finite)",
+            )
         return self.error(tok.line, f"expected {what}, found {tok.describe()}")
 
     def number(self, tok: _Token) -> Fraction:
@@ -171,23 +178,29 @@ class _Parser:
         text = tok.text
         exponent = _EXPONENT.search(text)
         if len(text) > _MAX_NUMBER_CHARS or (exponent and abs(int(exponent.group(1))) > _MAX_EXPONENT):
-            raise self.error(tok.line, f"number '{_shorten(text)}' is out of range (numbers must "
-                                       f"be finite, at most {MAX_ABS_PAYOFF:g} in absolute value)")
+            raise self.error(
+                tok.line,
+                f"number '{_shorten(text)}' is out of range (numbers must "
+                f"be finite, at most {MAX_ABS_PAYOFF:g} in absolute value)",
+            )
         try:
             value = Fraction(text)
         except (ValueError, ZeroDivisionError):
             raise self.error(tok.line, f"invalid number '{text}'") from None
         if abs(value) > MAX_ABS_PAYOFF:
-            raise self.error(tok.line, f"number '{text}' is too large (numbers must be at most "
-                                       f"{MAX_ABS_PAYOFF:g} in absolute value)")
+            raise self.error(
+                tok.line,
+                f"number '{text}' is too large (numbers must be at most "
+                f"{MAX_ABS_PAYOFF:g} in absolute value)",
+            )
         return value
 
     def integer(self, what: str, minimum: int = 0) -> tuple[int, _Token]:
         tok = self.expect(_NUM, what)
-        if not _INTEGER.fullmatch(tok.text) or len(tok.text) > 19 or \
-                not minimum <= int(tok.text) < 2 ** 62:
-            raise self.error(tok.line, f"expected {what} (an integer >= {minimum}), "
-                                       f"found '{_shorten(tok.text)}'")
+        if not _INTEGER.fullmatch(tok.text) or len(tok.text) > 19 or not minimum <= int(tok.text) < 2**62:
+            raise self.error(
+                tok.line, f"expected {what} (an integer >= {minimum}), found '{_shorten(tok.text)}'"
+            )
         return int(tok.text), tok
 
     # -- the file
@@ -218,8 +231,9 @@ class _Parser:
         self.parse_tree()
         tok = self.peek()
         if tok.kind != _EOF:
-            raise self.error(tok.line, f"unexpected {tok.describe()} after the end of the game "
-                                       f"tree (trailing garbage)")
+            raise self.error(
+                tok.line, f"unexpected {tok.describe()} after the end of the game tree (trailing garbage)"
+            )
         return self.build(title, players, comment)
 
     # -- the tree
@@ -253,7 +267,7 @@ class _Parser:
             if k:
                 if self.player[node] >= 0:
                     p = self.player[node]
-                    child_hist = [hist[:p] + ((self.key[node], a),) + hist[p + 1:] for a in range(k)]
+                    child_hist = [hist[:p] + ((self.key[node], a),) + hist[p + 1 :] for a in range(k)]
                 else:
                     child_hist = [hist] * k
                 stack.append([node, k, 0, acc_node, child_hist, probs])
@@ -272,8 +286,9 @@ class _Parser:
         node = len(self.parent)
         line = tok.line
         if tok.kind == _EOF:
-            raise self.error(line, "unexpected end of file: expected a node ('p', 'c' or 't'); "
-                                   "the game tree is incomplete")
+            raise self.error(
+                line, "unexpected end of file: expected a node ('p', 'c' or 't'); the game tree is incomplete"
+            )
         if tok.kind != _SYM or tok.text not in ("p", "c", "t"):
             raise self.error(line, f"unknown node type {tok.describe()} (expected 'p', 'c' or 't')")
         kind = tok.text
@@ -289,9 +304,12 @@ class _Parser:
         elif kind == "p":
             p, ptok = self.integer("a player number")
             if not 1 <= p <= self.num_players:
-                raise self.error(ptok.line, f"player {p} does not exist: the header names "
-                                            f"{self.num_players} players (numbered from 1; chance "
-                                            f"moves are 'c' nodes)")
+                raise self.error(
+                    ptok.line,
+                    f"player {p} does not exist: the header names "
+                    f"{self.num_players} players (numbered from 1; chance "
+                    f"moves are 'c' nodes)",
+                )
             p -= 1
             number, itok = self.integer("an infoset number")
             k = self.parse_player_infoset(p, number, itok.line)
@@ -308,8 +326,11 @@ class _Parser:
         acc = self.parse_outcome(acc)
         if kind == "t":
             if acc is not None and any(abs(x) > MAX_ABS_PAYOFF for x in acc):
-                raise self.error(line, f"the payoffs of this terminal (summed along its path) "
-                                       f"exceed {MAX_ABS_PAYOFF:g} in absolute value")
+                raise self.error(
+                    line,
+                    f"the payoffs of this terminal (summed along its path) "
+                    f"exceed {MAX_ABS_PAYOFF:g} in absolute value",
+                )
             self.terminal_payoffs.append(acc)
             self.terminal_outcome_names.append(self.last_outcome_name)
         return node, k, acc, probs
@@ -340,10 +361,15 @@ class _Parser:
             if known is None:
                 tok = self.peek()
                 if tok.kind == "{":
-                    raise self.error(tok.line, f"expected the infoset name (quoted string) "
-                                               f"before the action list of {label}")
-                raise self.error(line, f"{label} is used before its actions are listed "
-                                       f"(expected an infoset name and action list)")
+                    raise self.error(
+                        tok.line,
+                        f"expected the infoset name (quoted string) before the action list of {label}",
+                    )
+                raise self.error(
+                    line,
+                    f"{label} is used before its actions are listed "
+                    f"(expected an infoset name and action list)",
+                )
             return len(known[1])
         name = self.next().text
         names, _ = self.parse_action_list("infoset name", with_probs=False)
@@ -353,22 +379,28 @@ class _Parser:
         old_name, old_names, old_line = known
         described = _infoset_description(p, number, old_name)
         if len(old_names) != len(names):
-            raise self.error(line, f"{described} has {len(names)} actions here but "
-                                   f"{len(old_names)} at line {old_line}")
+            raise self.error(
+                line, f"{described} has {len(names)} actions here but {len(old_names)} at line {old_line}"
+            )
         if old_names != names:
-            raise self.error(line, f"{described} lists actions {_quote_list(names)} here but "
-                                   f"{_quote_list(old_names)} at line {old_line}")
+            raise self.error(
+                line,
+                f"{described} lists actions {_quote_list(names)} here but "
+                f"{_quote_list(old_names)} at line {old_line}",
+            )
         if old_name != name:
-            raise self.error(line, f"{described} is named {_quote(name)} here but "
-                                   f"{_quote(old_name)} at line {old_line}")
+            raise self.error(
+                line, f"{described} is named {_quote(name)} here but {_quote(old_name)} at line {old_line}"
+            )
         return len(names)
 
     def parse_chance_infoset(self, number: int, line: int, node_name: str):
         known = self.chance_infosets.get(number)
         if self.peek().kind != _STR:
             if known is None:
-                raise self.error(line, f"chance infoset {number} is used before its actions "
-                                       f"and probabilities are listed")
+                raise self.error(
+                    line, f"chance infoset {number} is used before its actions and probabilities are listed"
+                )
             return known[1], known[2]
         name = self.next().text
         names, probs_lines = self.parse_action_list("infoset name", with_probs=True)
@@ -376,24 +408,35 @@ class _Parser:
         where = f"chance node {_quote(node_name)}" if node_name else f"the chance node"
         for a, (q, qline) in zip(names, probs_lines):
             if q < 0:
-                raise self.error(qline, f"negative probability {q} for action {_quote(a)} at {where} "
-                                        f"(chance infoset {number})")
+                raise self.error(
+                    qline,
+                    f"negative probability {q} for action {_quote(a)} at {where} (chance infoset {number})",
+                )
         total = sum(probs, Fraction(0))
         if abs(float(total) - 1.0) > PROBABILITY_TOLERANCE:
-            raise self.error(line, f"chance probabilities at {where} (chance infoset {number}) "
-                                   f"sum to {total} = {float(total):.12g}, not 1")
+            raise self.error(
+                line,
+                f"chance probabilities at {where} (chance infoset {number}) "
+                f"sum to {total} = {float(total):.12g}, not 1",
+            )
         if known is not None:
             old_name, old_names, old_probs, old_line = known
             described = f"chance infoset {number}" + (f" {_quote(old_name)}" if old_name else "")
             if old_names != names:
-                raise self.error(line, f"{described} lists actions {_quote_list(names)} here but "
-                                       f"{_quote_list(old_names)} at line {old_line}")
+                raise self.error(
+                    line,
+                    f"{described} lists actions {_quote_list(names)} here but "
+                    f"{_quote_list(old_names)} at line {old_line}",
+                )
             if old_probs != probs:
-                raise self.error(line, f"{described} has probabilities different from those "
-                                       f"at line {old_line}")
+                raise self.error(
+                    line, f"{described} has probabilities different from those at line {old_line}"
+                )
             if old_name != name:
-                raise self.error(line, f"{described} is named {_quote(name)} here but "
-                                       f"{_quote(old_name)} at line {old_line}")
+                raise self.error(
+                    line,
+                    f"{described} is named {_quote(name)} here but {_quote(old_name)} at line {old_line}",
+                )
         else:
             self.chance_infosets[number] = (name, names, probs, line)
         return names, probs
@@ -403,8 +446,7 @@ class _Parser:
         nxt = self.peek()
         if nxt.kind in (_STR, "{"):
             if number == 0:
-                raise self.error(nxt.line, "outcome 0 means 'no outcome' and cannot have a name "
-                                           "or payoffs")
+                raise self.error(nxt.line, "outcome 0 means 'no outcome' and cannot have a name or payoffs")
             if nxt.kind == _STR:
                 self.outcome_names.setdefault(number, self.next().text)
             self.expect("{", f"'{{' before the payoffs of outcome {number}")
@@ -419,16 +461,22 @@ class _Parser:
                     raise self.unexpected(t, f"a payoff (number) or '}}' in outcome {number}")
                 payoffs.append(self.number(t))
             if len(payoffs) != self.num_players:
-                raise self.error(tok.line, f"outcome {number} has {len(payoffs)} payoffs, expected "
-                                           f"{self.num_players} (one per player)")
+                raise self.error(
+                    tok.line,
+                    f"outcome {number} has {len(payoffs)} payoffs, expected "
+                    f"{self.num_players} (one per player)",
+                )
             payoffs = tuple(payoffs)
             known = self.outcomes.get(number)
             if known is None:
                 self.outcomes[number] = (payoffs, tok.line)
             elif known[0] != payoffs:
-                raise self.error(tok.line, f"outcome {number} has payoffs "
-                                           f"{_format_payoffs(payoffs)} here but "
-                                           f"{_format_payoffs(known[0])} at line {known[1]}")
+                raise self.error(
+                    tok.line,
+                    f"outcome {number} has payoffs "
+                    f"{_format_payoffs(payoffs)} here but "
+                    f"{_format_payoffs(known[0])} at line {known[1]}",
+                )
         elif number == 0:
             self.last_outcome_name = ""
             return acc
@@ -449,9 +497,12 @@ class _Parser:
             self.recall[p][number] = (own, line)
         elif known[0] != own:
             name = self.infosets[p][number][0]
-            raise self.error(line, f"imperfect recall: {_infoset_description(p, number, name)} "
-                                   f"(first at line {known[1]}) is reached here through a "
-                                   f"different history of player {p + 1}'s own moves")
+            raise self.error(
+                line,
+                f"imperfect recall: {_infoset_description(p, number, name)} "
+                f"(first at line {known[1]}) is reached here through a "
+                f"different history of player {p + 1}'s own moves",
+            )
 
     # -- the Game
     def build(self, title: str, players: list[str], comment: str = "") -> Game:
@@ -468,10 +519,14 @@ class _Parser:
             for position, k in enumerate(order_keys[p]):
                 names[p][k] = names[p][k] or f"{p + 1}:{position + 1}"
         actions = [{num: info[1] for num, info in self.infosets[p].items()} for p in range(n)]
-        payoffs = np.array([[float(x) for x in acc] if acc is not None else [0.0] * n
-                            for acc in self.terminal_payoffs], dtype=np.float64).reshape(-1, n)
-        labels = ExplicitLabels([[names[p][k] for k in order_keys[p]] for p in range(n)],
-                                [[actions[p][k] for k in order_keys[p]] for p in range(n)])
+        payoffs = np.array(
+            [[float(x) for x in acc] if acc is not None else [0.0] * n for acc in self.terminal_payoffs],
+            dtype=np.float64,
+        ).reshape(-1, n)
+        labels = ExplicitLabels(
+            [[names[p][k] for k in order_keys[p]] for p in range(n)],
+            [[actions[p][k] for k in order_keys[p]] for p in range(n)],
+        )
         name = title or os.path.splitext(os.path.basename(self.source))[0] or "game"
 
         def finish(game: Game) -> dict:
@@ -479,31 +534,47 @@ class _Parser:
             new_position = np.empty(game.num_nodes, dtype=np.int64)
             new_position[game.original_order] = np.arange(game.num_nodes)
             labels = ExplicitLabels(
-                [[self.infosets[p][int(k)][0] or f"{p + 1}:{i + 1}"
-                  for i, k in enumerate(game.infoset_keys[p])] for p in range(n)],
+                [
+                    [
+                        self.infosets[p][int(k)][0] or f"{p + 1}:{i + 1}"
+                        for i, k in enumerate(game.infoset_keys[p])
+                    ]
+                    for p in range(n)
+                ],
                 [[actions[p][int(k)] for k in game.infoset_keys[p]] for p in range(n)],
-                {int(new_position[v]): names_ for v, names_ in self.chance_names.items()})
+                {int(new_position[v]): names_ for v, names_ in self.chance_names.items()},
+            )
             # Terminals are numbered in breadth-first order; file order is preorder.
             file_terminal_row = np.cumsum(player == TERMINAL) - 1
             rows = file_terminal_row[game.original_order[game.terminal_nodes]]
-            return {"labels": labels,
-                    "outcome_names": [self.terminal_outcome_names[int(r)] for r in rows]}
+            return {"labels": labels, "outcome_names": [self.terminal_outcome_names[int(r)] for r in rows]}
 
         try:
             game = Game.from_tree(
-                num_players=n, parent=parent, action=np.array(self.action, dtype=np.int64),
-                player=player, infoset_key=key, terminal_payoffs=payoffs,
-                chance_prob=np.array(self.prob, dtype=np.float64), labels=labels, name=name,
-                player_names=players, comment=comment, finish=finish,
-                infoset_describer=lambda p, k: _infoset_description(p, k, self.infosets[p][k][0]
-                                                                  if k in self.infosets[p] else ""))
+                num_players=n,
+                parent=parent,
+                action=np.array(self.action, dtype=np.int64),
+                player=player,
+                infoset_key=key,
+                terminal_payoffs=payoffs,
+                chance_prob=np.array(self.prob, dtype=np.float64),
+                labels=labels,
+                name=name,
+                player_names=players,
+                comment=comment,
+                finish=finish,
+                infoset_describer=lambda p, k: _infoset_description(
+                    p, k, self.infosets[p][k][0] if k in self.infosets[p] else ""
+                ),
+            )
         except GameError as exc:
             raise GameError(f"{self.source}: {exc}") from None
         return game
 
 
-def _bfs_infoset_keys(parent: np.ndarray, player: np.ndarray, key: np.ndarray,
-                      num_players: int) -> list[list[int]]:
+def _bfs_infoset_keys(
+    parent: np.ndarray, player: np.ndarray, key: np.ndarray, num_players: int
+) -> list[list[int]]:
     """Per player, the infoset keys in the order :meth:`Game.from_tree` will number them, for a
     tree given in depth-first preorder with children in action order (a stable sort of such a
     preorder by depth is the breadth-first order).  Used to label infosets in errors raised
@@ -525,7 +596,7 @@ def _quote(text: str) -> str:
 
 
 def _shorten(text: str, limit: int = 30) -> str:
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _quote_list(names: list[str]) -> str:
@@ -569,7 +640,7 @@ def _format_number(x: float) -> str:
     x = float(x)
     if not np.isfinite(x):
         raise GameError(f"cannot write the non-finite number {x} to an .efg file")
-    if x == int(x) and abs(x) < 2 ** 53:
+    if x == int(x) and abs(x) < 2**53:
         return str(int(x))
     frac = Fraction(x).limit_denominator(1_000_000)
     if float(frac) == x:
@@ -588,10 +659,17 @@ def dumps(game: Game) -> str:
     infoset_text = []
     for p in range(n):
         count = game.sequences(p).num_infosets
-        infoset_text.append([f"{_quote(labels.infoset(game, p, i))} "
-                             f"{_quote_list(labels.actions(game, p, i))}" for i in range(count)])
-    out = [f"EFG 2 R {_quote(game.name)} {{ {' '.join(_quote(s) for s in game.player_names)} }}",
-           _quote(getattr(game, "comment", "") or ""), ""]
+        infoset_text.append(
+            [
+                f"{_quote(labels.infoset(game, p, i))} {_quote_list(labels.actions(game, p, i))}"
+                for i in range(count)
+            ]
+        )
+    out = [
+        f"EFG 2 R {_quote(game.name)} {{ {' '.join(_quote(s) for s in game.player_names)} }}",
+        _quote(getattr(game, "comment", "") or ""),
+        "",
+    ]
     player, infoset = game.player, game.infoset
     first_child, num_children = game.first_child, game.num_children
     outcome_names = getattr(game, "outcome_names", None)
@@ -612,7 +690,7 @@ def dumps(game: Game) -> str:
         elif pl == CHANCE:
             chance_number += 1
             names = labels.chance_actions(game, v)
-            probs = game.chance_prob[first:first + k]
+            probs = game.chance_prob[first : first + k]
             body = " ".join(f"{_quote(a)} {_format_number(q)}" for a, q in zip(names, probs))
             out.append(f'c "" {chance_number} "" {{ {body} }} 0')
         else:

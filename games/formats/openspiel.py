@@ -51,14 +51,18 @@ def from_openspiel(game_or_name, **params) -> Game:
             raise GameError(f"OpenSpiel could not load {game_or_name!r}: {exc}") from None
     else:
         if params:
-            raise GameError("from_openspiel: parameters can only be given with a game name, "
-                            "not with an already loaded game")
+            raise GameError(
+                "from_openspiel: parameters can only be given with a game name, "
+                "not with an already loaded game"
+            )
         game = game_or_name
     gtype = game.get_type()
     label = str(game)
     if gtype.dynamics != pyspiel.GameType.Dynamics.SEQUENTIAL:
-        raise GameError(f"{label}: only turn-based games are supported; convert simultaneous-move "
-                        f"games with pyspiel.convert_to_turn_based")
+        raise GameError(
+            f"{label}: only turn-based games are supported; convert simultaneous-move "
+            f"games with pyspiel.convert_to_turn_based"
+        )
     if gtype.chance_mode == pyspiel.GameType.ChanceMode.SAMPLED_STOCHASTIC:
         raise GameError(f"{label}: games with sampled chance cannot be enumerated")
     if not gtype.provides_information_state_string:
@@ -91,23 +95,25 @@ def from_openspiel(game_or_name, **params) -> Game:
             payoffs.append([float(r) for r in state.returns()])
             continue
         if state.is_simultaneous_node():
-            raise GameError(f"{label}: simultaneous-move node reached; convert the game with "
-                            f"pyspiel.convert_to_turn_based")
+            raise GameError(
+                f"{label}: simultaneous-move node reached; convert the game with "
+                f"pyspiel.convert_to_turn_based"
+            )
         if state.is_chance_node():
             outcomes = state.chance_outcomes()
             if not outcomes:
                 raise GameError(f"{label}: chance node without outcomes at history {state.history()}")
             player.append(CHANCE)
             key.append(-1)
-            chance_names[node] = [state.action_to_string(pyspiel.PlayerId.CHANCE, int(o))
-                                  for o, _ in outcomes]
+            chance_names[node] = [
+                state.action_to_string(pyspiel.PlayerId.CHANCE, int(o)) for o, _ in outcomes
+            ]
             children = [(state.child(int(o)), node, i, float(q)) for i, (o, q) in enumerate(outcomes)]
         else:
             p = int(state.current_player())
             legal = [int(x) for x in state.legal_actions(p)]
             if not legal:
-                raise GameError(f"{label}: player {p + 1} has no legal action at history "
-                                f"{state.history()}")
+                raise GameError(f"{label}: player {p + 1} has no legal action at history {state.history()}")
             info = state.information_state_string(p)
             ids = infoset_ids[p]
             k = ids.get(info)
@@ -117,9 +123,11 @@ def from_openspiel(game_or_name, **params) -> Game:
                 infoset_actions[p].append(legal)
                 infoset_action_names[p].append([state.action_to_string(p, x) for x in legal])
             elif infoset_actions[p][k] != legal:
-                raise GameError(f"{label}: player {p + 1}'s information state {info!r} has legal "
-                                f"actions {infoset_actions[p][k]} at one history and {legal} at "
-                                f"history {state.history()}")
+                raise GameError(
+                    f"{label}: player {p + 1}'s information state {info!r} has legal "
+                    f"actions {infoset_actions[p][k]} at one history and {legal} at "
+                    f"history {state.history()}"
+                )
             player.append(p)
             key.append(k)
             children = [(state.child(x), node, i, 1.0) for i, x in enumerate(legal)]
@@ -130,28 +138,37 @@ def from_openspiel(game_or_name, **params) -> Game:
     key_a = np.array(key, dtype=np.int64)
     # Provisional labels in the order from_tree numbers infosets, for its error messages.
     order = _bfs_infoset_keys(parent_a, player_a, key_a, n)
-    provisional = ExplicitLabels([[infoset_names[p][k] for k in order[p]] for p in range(n)],
-                                 [[infoset_action_names[p][k] for k in order[p]] for p in range(n)])
+    provisional = ExplicitLabels(
+        [[infoset_names[p][k] for k in order[p]] for p in range(n)],
+        [[infoset_action_names[p][k] for k in order[p]] for p in range(n)],
+    )
+
     def finish(result: Game) -> dict:
         new_position = np.empty(result.num_nodes, dtype=np.int64)
         new_position[result.original_order] = np.arange(result.num_nodes)
         labels = ExplicitLabels(
             [[infoset_names[p][int(k)] for k in result.infoset_keys[p]] for p in range(n)],
             [[infoset_action_names[p][int(k)] for k in result.infoset_keys[p]] for p in range(n)],
-            {int(new_position[v]): names for v, names in chance_names.items()})
+            {int(new_position[v]): names for v, names in chance_names.items()},
+        )
         # OpenSpiel's action ids of each infoset (canonical order), to map strategies back.
-        actions = [[list(infoset_actions[p][int(k)]) for k in result.infoset_keys[p]]
-                   for p in range(n)]
+        actions = [[list(infoset_actions[p][int(k)]) for k in result.infoset_keys[p]] for p in range(n)]
         return {"labels": labels, "openspiel_actions": actions}
 
     try:
         result = Game.from_tree(
-            num_players=n, parent=parent_a, action=np.array(action, dtype=np.int64),
-            player=player_a, infoset_key=key_a,
+            num_players=n,
+            parent=parent_a,
+            action=np.array(action, dtype=np.int64),
+            player=player_a,
+            infoset_key=key_a,
             terminal_payoffs=np.array(payoffs, dtype=np.float64).reshape(-1, n),
-            chance_prob=np.array(prob, dtype=np.float64), labels=provisional,
-            name=f"openspiel:{label}", infoset_describer=lambda p, k: repr(infoset_names[p][k]),
-            finish=finish)
+            chance_prob=np.array(prob, dtype=np.float64),
+            labels=provisional,
+            name=f"openspiel:{label}",
+            infoset_describer=lambda p, k: repr(infoset_names[p][k]),
+            finish=finish,
+        )
     except GameError as exc:
         raise GameError(f"{label}: {exc}") from None
     return result

@@ -51,10 +51,14 @@ _MAX_CELLS = 63  # cells are bits of an int64
 
 #: Parameters of a game spec string (type and range; defaults: the function's own), read by
 #: :data:`efce.games.spec.PARAMETERS`.
-PARAMETERS = {"rows": Param("int", 1, 63), "cols": Param("int", 1, 63),
-              "ship_sizes": Param("int list", 1, 63),
-              "ship_values": Param("number list", 0, None, none=True),
-              "shots": Param("int", 1, 63), "loss_multiplier": Param("number")}
+PARAMETERS = {
+    "rows": Param("int", 1, 63),
+    "cols": Param("int", 1, 63),
+    "ship_sizes": Param("int list", 1, 63),
+    "ship_values": Param("number list", 0, None, none=True),
+    "shots": Param("int", 1, 63),
+    "loss_multiplier": Param("number"),
+}
 
 
 def _as_int(value, name: str) -> int:
@@ -85,8 +89,7 @@ class _Placements:
         self.ship_offset = []
         for s, length in enumerate(sizes):
             self.ship_offset.append(len(ship))
-            directions = ([False] if length <= cols else []) + \
-                         ([True] if 1 < length <= rows else [])
+            directions = ([False] if length <= cols else []) + ([True] if 1 < length <= rows else [])
             for vert in directions:
                 for r in range(rows - (length - 1 if vert else 0)):
                     for c in range(cols - (0 if vert else length - 1)):
@@ -135,8 +138,14 @@ class _Placements:
         return f"place ({r},{c}) {'v' if self.vertical[index] else 'h'}"
 
 
-def battleship(rows: int = 3, cols: int = 2, ship_sizes=(1,), ship_values=None, shots: int = 3,
-               loss_multiplier: float = 2.0) -> Game:
+def battleship(
+    rows: int = 3,
+    cols: int = 2,
+    ship_sizes=(1,),
+    ship_values=None,
+    shots: int = 3,
+    loss_multiplier: float = 2.0,
+) -> Game:
     """Battleship (Farina et al. 2019c; OpenSpiel ``battleship`` without repeated shots).
 
     Parameters
@@ -171,15 +180,17 @@ def battleship(rows: int = 3, cols: int = 2, ship_sizes=(1,), ship_values=None, 
         if s < 1:
             raise GameError(f"battleship: ship_sizes must be positive, got {s}")
         if s > max(rows, cols):
-            raise GameError(f"battleship: ship_sizes has a ship of length {s}, longer than the "
-                            f"{rows}x{cols} board")
+            raise GameError(
+                f"battleship: ship_sizes has a ship of length {s}, longer than the {rows}x{cols} board"
+            )
     if ship_values is None:
         values = [1.0] * len(sizes)
     else:
         values = _as_list(ship_values, "ship_values")
         if len(values) != len(sizes):
-            raise GameError(f"battleship: ship_values has {len(values)} entries but ship_sizes "
-                            f"has {len(sizes)}")
+            raise GameError(
+                f"battleship: ship_values has {len(values)} entries but ship_sizes has {len(sizes)}"
+            )
         try:
             values = [float(v) for v in values]
         except (TypeError, ValueError):
@@ -190,8 +201,10 @@ def battleship(rows: int = 3, cols: int = 2, ship_sizes=(1,), ship_values=None, 
     if shots < 1:
         raise GameError(f"battleship: shots must be at least 1, got {shots}")
     if shots > cells:
-        raise GameError(f"battleship: shots ({shots}) cannot exceed the number of cells ({cells}) "
-                        f"since repeated shots are not allowed")
+        raise GameError(
+            f"battleship: shots ({shots}) cannot exceed the number of cells ({cells}) "
+            f"since repeated shots are not allowed"
+        )
     try:
         loss_multiplier = float(loss_multiplier)
     except (TypeError, ValueError):
@@ -199,8 +212,14 @@ def battleship(rows: int = 3, cols: int = 2, ship_sizes=(1,), ship_values=None, 
     if not math.isfinite(loss_multiplier):
         raise GameError(f"battleship: loss_multiplier must be finite, got {loss_multiplier}")
 
-    check_size("battleship", f"battleship:rows={rows},cols={cols},ship_sizes={sizes},shots={shots}",
-               rows=rows, cols=cols, ship_sizes=sizes, shots=shots)
+    check_size(
+        "battleship",
+        f"battleship:rows={rows},cols={cols},ship_sizes={sizes},shots={shots}",
+        rows=rows,
+        cols=cols,
+        ship_sizes=sizes,
+        shots=shots,
+    )
     pl = _Placements(rows, cols, sizes)
     if pl.num_fleets == 0:
         raise GameError(f"battleship: ship_sizes {sizes} cannot all fit on a {rows}x{cols} board")
@@ -227,10 +246,21 @@ def battleship(rows: int = 3, cols: int = 2, ship_sizes=(1,), ship_values=None, 
             new_prefix[:, p] = child_prefix
             obs = np.zeros((len(e_parent), 2), dtype=np.int64)
             obs[:, p] = 1 + place
-            child = {"t": np.full(len(e_parent), t + 1, dtype=np.int64), "ships": new_ships,
-                     "fired": fired[e_parent], "prefix": new_prefix}
-            return Expansion(np.full(F, p, dtype=np.int64), np.zeros((0, 2)), e_parent, e_action,
-                             obs, child, edge_label=place)
+            child = {
+                "t": np.full(len(e_parent), t + 1, dtype=np.int64),
+                "ships": new_ships,
+                "fired": fired[e_parent],
+                "prefix": new_prefix,
+            }
+            return Expansion(
+                np.full(F, p, dtype=np.int64),
+                np.zeros((0, 2)),
+                e_parent,
+                e_action,
+                obs,
+                child,
+                edge_label=place,
+            )
 
         j = t - 2 * S
         # sunk[:, q, s]: ship s of player q is sunk (all its cells shot by the opponent).
@@ -242,8 +272,14 @@ def battleship(rows: int = 3, cols: int = 2, ship_sizes=(1,), ship_values=None, 
         payoffs = damage[:, ::-1] - loss_multiplier * damage
         live = np.flatnonzero(~done)
         if len(live) == 0:
-            return Expansion(player, payoffs, np.zeros(0, np.int64), np.zeros(0, np.int64),
-                             np.zeros((0, 2), np.int64), {"t": np.zeros(0, np.int64)})
+            return Expansion(
+                player,
+                payoffs,
+                np.zeros(0, np.int64),
+                np.zeros(0, np.int64),
+                np.zeros((0, 2), np.int64),
+                {"t": np.zeros(0, np.int64)},
+            )
         p, q = j % 2, 1 - j % 2
         free = (fired[live, p][:, None] & cell_bits[None, :]) == 0
         row, cell = np.nonzero(free)
@@ -259,8 +295,11 @@ def battleship(rows: int = 3, cols: int = 2, ship_sizes=(1,), ship_values=None, 
         outcome = covers.any(axis=1).astype(np.int64) + sinks.any(axis=1)
         token = shot_token_base + (p * cells + cell) * 3 + outcome
         obs = np.repeat(token[:, None], 2, axis=1)
-        child = {"t": np.full(len(e_parent), t + 1, dtype=np.int64), "ships": ships[e_parent],
-                 "fired": new_fired}
+        child = {
+            "t": np.full(len(e_parent), t + 1, dtype=np.int64),
+            "ships": ships[e_parent],
+            "fired": new_fired,
+        }
         return Expansion(player, payoffs, e_parent, e_action, obs, child, edge_label=P + cell)
 
     def cell_name(c: int) -> str:
@@ -280,15 +319,25 @@ def battleship(rows: int = 3, cols: int = 2, ship_sizes=(1,), ship_values=None, 
     def action_label(player: int, code: int) -> str:
         return pl.label(code) if code < P else f"shoot {cell_name(code - P)}"
 
-    root = {"t": np.zeros(1, dtype=np.int64), "ships": np.zeros((1, 2, S), dtype=np.int64),
-            "fired": np.zeros((1, 2), dtype=np.int64), "prefix": np.zeros((1, 2), dtype=np.int64)}
+    root = {
+        "t": np.zeros(1, dtype=np.int64),
+        "ships": np.zeros((1, 2, S), dtype=np.int64),
+        "fired": np.zeros((1, 2), dtype=np.int64),
+        "prefix": np.zeros((1, 2), dtype=np.int64),
+    }
     sizes_txt = ",".join(str(s) for s in sizes)
     values_txt = ",".join(f"{v:g}" for v in values)
     return build_game(
-        name=(f"battleship:rows={rows},cols={cols},ship_sizes=[{sizes_txt}],"
-              f"ship_values=[{values_txt}],shots={shots},loss_multiplier={loss_multiplier:g}"),
-        num_players=2, root_state=root, expand=expand, token_label=token_label,
-        action_label=action_label)
+        name=(
+            f"battleship:rows={rows},cols={cols},ship_sizes=[{sizes_txt}],"
+            f"ship_values=[{values_txt}],shots={shots},loss_multiplier={loss_multiplier:g}"
+        ),
+        num_players=2,
+        root_state=root,
+        expand=expand,
+        token_label=token_label,
+        action_label=action_label,
+    )
 
 
 __all__ = ["battleship"]

@@ -116,15 +116,20 @@ class HistoryLabels(Labels):
     def actions(self, game: Game, player: int, infoset: int) -> list[str]:
         node = int(np.flatnonzero((game.player == player) & (game.infoset == infoset))[0])
         first, k = int(game.first_child[node]), int(game.num_children[node])
-        codes = self._node_action_code[game.original_order[first:first + k]]
+        codes = self._node_action_code[game.original_order[first : first + k]]
         return [self._action_label(player, int(c)) for c in codes]
 
 
-def build_game(*, name: str, num_players: int, root_state: dict[str, np.ndarray],
-               expand: Callable[[dict[str, np.ndarray]], Expansion],
-               token_label: Callable[[int, int], str] = lambda p, t: str(t) if t else "",
-               action_label: Callable[[int, int], str] = lambda p, c: str(c),
-               player_names=None) -> Game:
+def build_game(
+    *,
+    name: str,
+    num_players: int,
+    root_state: dict[str, np.ndarray],
+    expand: Callable[[dict[str, np.ndarray]], Expansion],
+    token_label: Callable[[int, int], str] = lambda p, t: str(t) if t else "",
+    action_label: Callable[[int, int], str] = lambda p, c: str(c),
+    player_names=None,
+) -> Game:
     """Build a :class:`Game` by expanding ``root_state`` (arrays with one row) level by level."""
     parents, actions, players, keys, probs, codes, payoffs = [], [], [], [], [], [], []
     forests = [_HistoryForest() for _ in range(num_players)]
@@ -163,12 +168,19 @@ def build_game(*, name: str, num_players: int, root_state: dict[str, np.ndarray]
         state = exp.child_state
     player = np.concatenate(players)
     game = Game.from_tree(
-        num_players=num_players, parent=np.concatenate(parents), action=np.concatenate(actions),
-        player=player, infoset_key=np.concatenate(keys),
+        num_players=num_players,
+        parent=np.concatenate(parents),
+        action=np.concatenate(actions),
+        player=player,
+        infoset_key=np.concatenate(keys),
         terminal_payoffs=np.concatenate(payoffs) if payoffs else np.zeros((0, num_players)),
-        chance_prob=np.concatenate(probs), name=name, player_names=player_names,
-        labels=HistoryLabels([f.finish() for f in forests], token_label, action_label,
-                             _narrowed(np.concatenate(codes))))
+        chance_prob=np.concatenate(probs),
+        name=name,
+        player_names=player_names,
+        labels=HistoryLabels(
+            [f.finish() for f in forests], token_label, action_label, _narrowed(np.concatenate(codes))
+        ),
+    )
     return game
 
 

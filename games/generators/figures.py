@@ -31,7 +31,6 @@ Payoffs are written (Player 1, Player 2).
 from __future__ import annotations
 
 
-
 import numpy as np
 
 from efce.games.game import TERMINAL, ExplicitLabels, Game
@@ -42,8 +41,12 @@ from efce.games.game import TERMINAL, ExplicitLabels, Game
 PARAMETERS: dict = {}
 
 
-def _tree_game(name: str, nodes: list[tuple[int, int, int, int]], payoffs: list[tuple[int, int]],
-               labels: tuple[list[dict], list[dict]]) -> Game:
+def _tree_game(
+    name: str,
+    nodes: list[tuple[int, int, int, int]],
+    payoffs: list[tuple[int, int]],
+    labels: tuple[list[dict], list[dict]],
+) -> Game:
     """``nodes``: (parent, action, player, infoset_key) in a topological order; terminals use
     player TERMINAL and take their payoffs from ``payoffs`` in order of appearance."""
     parent, action, player, key = (np.array(col, dtype=np.int64) for col in zip(*nodes))
@@ -51,35 +54,55 @@ def _tree_game(name: str, nodes: list[tuple[int, int, int, int]], payoffs: list[
 
     def finish(game: Game) -> dict:
         # Names are given by infoset key; the game numbers infosets canonically.
-        return {"labels": ExplicitLabels(
-            [[infoset_names[p][int(k)] for k in game.infoset_keys[p]] for p in range(2)],
-            [[action_names[p][int(k)] for k in game.infoset_keys[p]] for p in range(2)])}
+        return {
+            "labels": ExplicitLabels(
+                [[infoset_names[p][int(k)] for k in game.infoset_keys[p]] for p in range(2)],
+                [[action_names[p][int(k)] for k in game.infoset_keys[p]] for p in range(2)],
+            )
+        }
 
-    return Game.from_tree(num_players=2, parent=parent, action=action, player=player,
-                          infoset_key=key, terminal_payoffs=np.array(payoffs, dtype=np.float64),
-                          name=name, finish=finish)
+    return Game.from_tree(
+        num_players=2,
+        parent=parent,
+        action=action,
+        player=player,
+        infoset_key=key,
+        terminal_payoffs=np.array(payoffs, dtype=np.float64),
+        name=name,
+        finish=finish,
+    )
 
 
 def farina_fig1() -> Game:
     """The game of Figure 1 of Farina et al. (2019): Player 1's sequences numbered ∅=0, 1..9."""
     T = TERMINAL
     nodes = [
-        (-1, -1, 0, 0),                    # 0  A
-        (0, 0, 1, 0), (0, 1, 1, 1),        # 1  X (after 1), 2  Y (after 2)
-        (1, 0, 0, 1), (1, 1, 0, 2),        # 3  B, 4  C
-        (2, 0, 0, 3), (2, 1, 0, 3),        # 5  D (after y1), 6  D (after y2)
-        (3, 0, T, -1), (3, 1, T, -1),      # B: 3, 4
-        (4, 0, T, -1), (4, 1, T, -1),      # C: 5, 6
-        (5, 0, T, -1), (5, 1, T, -1), (5, 2, T, -1),  # D after y1: 7, 8, 9
-        (6, 0, T, -1), (6, 1, T, -1), (6, 2, T, -1),  # D after y2: 7, 8, 9
+        (-1, -1, 0, 0),  # 0  A
+        (0, 0, 1, 0),
+        (0, 1, 1, 1),  # 1  X (after 1), 2  Y (after 2)
+        (1, 0, 0, 1),
+        (1, 1, 0, 2),  # 3  B, 4  C
+        (2, 0, 0, 3),
+        (2, 1, 0, 3),  # 5  D (after y1), 6  D (after y2)
+        (3, 0, T, -1),
+        (3, 1, T, -1),  # B: 3, 4
+        (4, 0, T, -1),
+        (4, 1, T, -1),  # C: 5, 6
+        (5, 0, T, -1),
+        (5, 1, T, -1),
+        (5, 2, T, -1),  # D after y1: 7, 8, 9
+        (6, 0, T, -1),
+        (6, 1, T, -1),
+        (6, 2, T, -1),  # D after y2: 7, 8, 9
     ]
-    payoffs = [(2, 1), (0, 0),
-               (0, 2), (3, 0),
-               (1, 1), (0, 3), (2, 0),
-               (0, 0), (2, 2), (1, 3)]
-    labels = ([{0: "A", 1: "B", 2: "C", 3: "D"}, {0: "X", 1: "Y"}],
-              [{0: ["1", "2"], 1: ["3", "4"], 2: ["5", "6"], 3: ["7", "8", "9"]},
-               {0: ["x1", "x2"], 1: ["y1", "y2"]}])
+    payoffs = [(2, 1), (0, 0), (0, 2), (3, 0), (1, 1), (0, 3), (2, 0), (0, 0), (2, 2), (1, 3)]
+    labels = (
+        [{0: "A", 1: "B", 2: "C", 3: "D"}, {0: "X", 1: "Y"}],
+        [
+            {0: ["1", "2"], 1: ["3", "4"], 2: ["5", "6"], 3: ["7", "8", "9"]},
+            {0: ["x1", "x2"], 1: ["y1", "y2"]},
+        ],
+    )
     return _tree_game("farina-fig1", nodes, payoffs, labels)
 
 
@@ -88,14 +111,16 @@ def farina_fig2() -> Game:
     plays 1/2 at B (after 1) or 3/4 at C (after 2)."""
     T = TERMINAL
     nodes = [
-        (-1, -1, 0, 0),                # 0  A
-        (0, 0, 1, 0), (0, 1, 1, 1),    # 1  B, 2  C
-        (1, 0, T, -1), (1, 1, T, -1),  # B: 1, 2
-        (2, 0, T, -1), (2, 1, T, -1),  # C: 3, 4
+        (-1, -1, 0, 0),  # 0  A
+        (0, 0, 1, 0),
+        (0, 1, 1, 1),  # 1  B, 2  C
+        (1, 0, T, -1),
+        (1, 1, T, -1),  # B: 1, 2
+        (2, 0, T, -1),
+        (2, 1, T, -1),  # C: 3, 4
     ]
     payoffs = [(2, 1), (0, 0), (0, 0), (1, 2)]
-    labels = ([{0: "A"}, {0: "B", 1: "C"}],
-              [{0: ["1", "2"]}, {0: ["1", "2"], 1: ["3", "4"]}])
+    labels = ([{0: "A"}, {0: "B", 1: "C"}], [{0: ["1", "2"]}, {0: ["1", "2"], 1: ["3", "4"]}])
     return _tree_game("farina-fig2", nodes, payoffs, labels)
 
 

@@ -51,13 +51,15 @@ _PRIZE_ORDERS = ("random", "sorted")
 
 #: Parameters of a game spec string (type and range; defaults: the function's own), read by
 #: :data:`efce.games.spec.PARAMETERS`.
-PARAMETERS = {"players": Param("int", 2, 16), "ranks": Param("int", 1, 62),
-              "prizes": Param("choice", choices=("random", "sorted")),
-              "limited_info": Param("bool")}
+PARAMETERS = {
+    "players": Param("int", 2, 16),
+    "ranks": Param("int", 1, 62),
+    "prizes": Param("choice", choices=("random", "sorted")),
+    "limited_info": Param("bool"),
+}
 
 
-def goofspiel(players: int = 2, ranks: int = 3, prizes: str = "random",
-              limited_info: bool = True) -> Game:
+def goofspiel(players: int = 2, ranks: int = 3, prizes: str = "random", limited_info: bool = True) -> Game:
     """Goofspiel.
 
     Parameters
@@ -84,8 +86,14 @@ def goofspiel(players: int = 2, ranks: int = 3, prizes: str = "random",
         raise GameError(f"goofspiel: ranks must be at most 62 (cards are stored as bit masks), got {r}")
     if n > 16:
         raise GameError(f"goofspiel: players must be at most 16, got {n}")
-    check_size("goofspiel", f"goofspiel:players={n},ranks={r},prizes={prizes}", players=n, ranks=r,
-               prizes=prizes, limited_info=limited_info)
+    check_size(
+        "goofspiel",
+        f"goofspiel:players={n},ranks={r},prizes={prizes}",
+        players=n,
+        ranks=r,
+        prizes=prizes,
+        limited_info=limited_info,
+    )
     random_prizes = prizes == "random"
     limited = bool(limited_info)
     full = (1 << r) - 1
@@ -96,7 +104,7 @@ def goofspiel(players: int = 2, ranks: int = 3, prizes: str = "random",
     # own bid b          -> r + b                              (r+1 .. 2r)
     # outcome o          -> 2r + 1 + o                         (o = top-set mask, or all bids)
     # own bid b + outcome-> out_base + (b-1) * num_outcomes + o (the last bidder sees both)
-    num_outcomes = (1 << n) if limited else r ** n
+    num_outcomes = (1 << n) if limited else r**n
     out_base = 2 * r + 1
     combo_base = out_base + num_outcomes
 
@@ -113,7 +121,7 @@ def goofspiel(players: int = 2, ranks: int = 3, prizes: str = "random",
             if len(top) == 1:
                 return f"P{top[0] + 1} wins"
             return "tie " + "=".join(f"P{j + 1}" for j in top)
-        return "bids " + ",".join(str(o // r ** j % r + 1) for j in range(n))
+        return "bids " + ",".join(str(o // r**j % r + 1) for j in range(n))
 
     def token_label(p: int, t: int) -> str:
         if t == 0:
@@ -133,9 +141,12 @@ def goofspiel(players: int = 2, ranks: int = 3, prizes: str = "random",
     # ---- state --------------------------------------------------------------------------
     # stage: 0 = prize reveal, 1 + i = player i bids; "turn" counts finished turns.
     root = {
-        "stage": np.zeros(1, np.int64), "turn": np.zeros(1, np.int64),
-        "hands": np.full((1, n), full, np.int64), "left": np.full(1, full, np.int64),
-        "prize": np.zeros(1, np.int64), "bids": np.zeros((1, n), np.int64),
+        "stage": np.zeros(1, np.int64),
+        "turn": np.zeros(1, np.int64),
+        "hands": np.full((1, n), full, np.int64),
+        "left": np.full(1, full, np.int64),
+        "prize": np.zeros(1, np.int64),
+        "bids": np.zeros((1, n), np.int64),
         "score": np.zeros((1, n), np.int64),
     }
 
@@ -144,9 +155,14 @@ def goofspiel(players: int = 2, ranks: int = 3, prizes: str = "random",
         stage = int(state["stage"][0])  # every state of one depth is at the same stage
         turn = int(state["turn"][0])
         if turn == r:  # all prizes dealt: terminal
-            return Expansion(np.full(size, TERMINAL, np.int64), state["score"].astype(float),
-                             np.zeros(0, np.int64), np.zeros(0, np.int64),
-                             np.zeros((0, n), np.int64), {k: v[:0] for k, v in state.items()})
+            return Expansion(
+                np.full(size, TERMINAL, np.int64),
+                state["score"].astype(float),
+                np.zeros(0, np.int64),
+                np.zeros(0, np.int64),
+                np.zeros((0, n), np.int64),
+                {k: v[:0] for k, v in state.items()},
+            )
         if stage == 0 and not random_prizes:
             # Sorted prizes: no reveal node; the prize (turn + 1) is announced on the edges of
             # the first bid of the turn.
@@ -161,9 +177,16 @@ def goofspiel(players: int = 2, ranks: int = 3, prizes: str = "random",
             child["prize"] = prize
             child["left"] = child["left"] & ~card_bits[col]
             obs = np.repeat(prize[:, None], n, axis=1)
-            return Expansion(np.full(size, CHANCE, np.int64), np.zeros((0, n)), e_parent,
-                             e_action, obs, child, edge_prob=1.0 / avail.sum(axis=1)[e_parent],
-                             edge_label=prize)
+            return Expansion(
+                np.full(size, CHANCE, np.int64),
+                np.zeros((0, n)),
+                e_parent,
+                e_action,
+                obs,
+                child,
+                edge_prob=1.0 / avail.sum(axis=1)[e_parent],
+                edge_label=prize,
+            )
         return _bid(state, stage - 1, prize_token=None)
 
     def _bid(state, i, prize_token):
@@ -221,5 +244,10 @@ def goofspiel(players: int = 2, ranks: int = 3, prizes: str = "random",
 
     kind = "limited" if limited else "full"
     return build_game(
-        name=f"goofspiel:players={n},ranks={r},prizes={prizes},info={kind}", num_players=n,
-        root_state=root, expand=expand, token_label=token_label_all, action_label=action_label)
+        name=f"goofspiel:players={n},ranks={r},prizes={prizes},info={kind}",
+        num_players=n,
+        root_state=root,
+        expand=expand,
+        token_label=token_label_all,
+        action_label=action_label,
+    )

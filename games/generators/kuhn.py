@@ -56,11 +56,22 @@ def kuhn(players: int = 2, ranks: int | None = None) -> Game:
         if state["step"][0] == -1:  # the root: deal
             e_parent, e_action = edges_from_counts([len(deals)])
             obs = 1 + deals  # each player sees her own card
-            child = {"step": np.zeros(len(deals), np.int64), "cards": deals,
-                     "bettor": np.full(len(deals), -1), "contrib": np.ones((len(deals), n), np.int64),
-                     "folded": np.zeros((len(deals), n), bool)}
-            return Expansion(np.array([CHANCE]), np.zeros((0, n)), e_parent, e_action, obs, child,
-                             edge_prob=np.full(len(deals), 1.0 / len(deals)))
+            child = {
+                "step": np.zeros(len(deals), np.int64),
+                "cards": deals,
+                "bettor": np.full(len(deals), -1),
+                "contrib": np.ones((len(deals), n), np.int64),
+                "folded": np.zeros((len(deals), n), bool),
+            }
+            return Expansion(
+                np.array([CHANCE]),
+                np.zeros((0, n)),
+                e_parent,
+                e_action,
+                obs,
+                child,
+                edge_prob=np.full(len(deals), 1.0 / len(deals)),
+            )
         step, bettor = state["step"], state["bettor"]
         no_bet = bettor < 0
         # With a bet at turn `bettor`, the n-1 other players answer in turns bettor+1 .. bettor+n-1.
@@ -75,11 +86,16 @@ def kuhn(players: int = 2, ranks: int | None = None) -> Game:
         folds = (par_bettor >= 0) & (a == 0)
         actor_e = par_step % n
         contrib = state["contrib"][e_parent].copy()
-        contrib[np.arange(len(a)), actor_e] += (bets_now | pays)
+        contrib[np.arange(len(a)), actor_e] += bets_now | pays
         folded = state["folded"][e_parent].copy()
         folded[np.arange(len(a)), actor_e] |= folds
-        child = {"step": par_step + 1, "cards": state["cards"][e_parent],
-                 "bettor": np.where(bets_now, par_step, par_bettor), "contrib": contrib, "folded": folded}
+        child = {
+            "step": par_step + 1,
+            "cards": state["cards"][e_parent],
+            "bettor": np.where(bets_now, par_step, par_bettor),
+            "contrib": contrib,
+            "folded": folded,
+        }
         code = a + 2 * (par_bettor >= 0)
         obs = np.repeat((ranks + 1 + code)[:, None], n, axis=1)  # betting is public
         # Payoffs of terminal states: highest card among players still in takes the pot.
@@ -95,6 +111,10 @@ def kuhn(players: int = 2, ranks: int | None = None) -> Game:
         return f"card{t - 1}" if t <= ranks else _ACTION_NAMES[t - ranks - 1]
 
     return build_game(
-        name=f"kuhn:players={players},ranks={ranks}", num_players=n,
-        root_state={"step": np.array([-1])}, expand=expand, token_label=token_label,
-        action_label=lambda p, c: _ACTION_NAMES[c])
+        name=f"kuhn:players={players},ranks={ranks}",
+        num_players=n,
+        root_state={"step": np.array([-1])},
+        expand=expand,
+        token_label=token_label,
+        action_label=lambda p, c: _ACTION_NAMES[c],
+    )

@@ -58,11 +58,14 @@ _BETTING1, _BOARD, _BETTING2, _OVER = 1, 2, 3, 4
 
 #: Parameters of a game spec string (type and range; defaults: the function's own), read by
 #: :data:`efce.games.spec.PARAMETERS`.
-PARAMETERS = {"players": Param("int", 2, 1000), "ranks": Param("int", 1, 1000),
-              "suits": Param("int", 1, 1000, none=True),
-              "raise_sizes": Param("number list", 0, None, length=2),
-              "max_raises": Param("int", 0, 1000, none=True),
-              "raises_per_player": Param("int", 0, 1000, none=True)}
+PARAMETERS = {
+    "players": Param("int", 2, 1000),
+    "ranks": Param("int", 1, 1000),
+    "suits": Param("int", 1, 1000, none=True),
+    "raise_sizes": Param("number list", 0, None, length=2),
+    "max_raises": Param("int", 0, 1000, none=True),
+    "raises_per_player": Param("int", 0, 1000, none=True),
+}
 
 
 def _is_int(x) -> bool:
@@ -71,13 +74,18 @@ def _is_int(x) -> bool:
 
 def rank_name(ranks: int, r: int) -> str:
     """Readable name of rank ``r`` (0-based) in a deck of ``ranks`` ranks (J, Q, K for 3)."""
-    names = _RANK_NAMES[-ranks - 1:-1] if ranks <= 12 else None
+    names = _RANK_NAMES[-ranks - 1 : -1] if ranks <= 12 else None
     return names[r] if names else str(r + 1)
 
 
-def leduc(players: int = 2, ranks: int = 3, suits: int | None = None,
-          raise_sizes=(2, 4), max_raises: int | None = None,
-          raises_per_player: int | None = 1) -> Game:
+def leduc(
+    players: int = 2,
+    ranks: int = 3,
+    suits: int | None = None,
+    raise_sizes=(2, 4),
+    max_raises: int | None = None,
+    raises_per_player: int | None = 1,
+) -> Game:
     """Leduc hold'em.
 
     Parameters
@@ -108,8 +116,10 @@ def leduc(players: int = 2, ranks: int = 3, suits: int | None = None,
         raise GameError(f"leduc: suits must be an integer >= 1, got {suits!r}")
     s = int(suits)
     if r * s < n + 1:
-        raise GameError(f"leduc: the deck ({r} ranks x {s} suits = {r * s} cards) is too small "
-                        f"for {n} players and a board card (ranks * suits must be >= {n + 1})")
+        raise GameError(
+            f"leduc: the deck ({r} ranks x {s} suits = {r * s} cards) is too small "
+            f"for {n} players and a board card (ranks * suits must be >= {n + 1})"
+        )
     try:
         sizes = tuple(float(x) for x in raise_sizes)
     except (TypeError, ValueError):
@@ -119,15 +129,25 @@ def leduc(players: int = 2, ranks: int = 3, suits: int | None = None,
     if max_raises is not None and (not _is_int(max_raises) or max_raises < 0):
         raise GameError(f"leduc: max_raises must be an integer >= 0 or None, got {max_raises!r}")
     if raises_per_player is not None and (not _is_int(raises_per_player) or raises_per_player < 0):
-        raise GameError(f"leduc: raises_per_player must be an integer >= 0 or None, "
-                        f"got {raises_per_player!r}")
+        raise GameError(
+            f"leduc: raises_per_player must be an integer >= 0 or None, got {raises_per_player!r}"
+        )
     if max_raises is None and raises_per_player is None:
-        raise GameError("leduc: max_raises and raises_per_player cannot both be None "
-                        "(the betting would never end)")
+        raise GameError(
+            "leduc: max_raises and raises_per_player cannot both be None (the betting would never end)"
+        )
     total_cap = np.iinfo(np.int64).max if max_raises is None else int(max_raises)
     player_cap = np.iinfo(np.int64).max if raises_per_player is None else int(raises_per_player)
-    check_size("leduc", f"leduc:players={n},ranks={r},suits={s}", players=n, ranks=r, suits=s,
-               raise_sizes=sizes, max_raises=max_raises, raises_per_player=raises_per_player)
+    check_size(
+        "leduc",
+        f"leduc:players={n},ranks={r},suits={s}",
+        players=n,
+        ranks=r,
+        suits=s,
+        raise_sizes=sizes,
+        max_raises=max_raises,
+        raises_per_player=raises_per_player,
+    )
     deck_size = r * s
     pidx = np.arange(n)
 
@@ -168,14 +188,27 @@ def leduc(players: int = 2, ranks: int = 3, suits: int | None = None,
             e_parent, e_action = edges_from_counts([len(deals)])
             m = len(deals)
             child = {
-                "phase": np.full(m, _BETTING1, np.int64), "cards": deals,
-                "board": np.full(m, -1, np.int64), "cur": np.zeros(m, np.int64),
-                "folded": np.zeros((m, n), bool), "contrib": np.ones((m, n)),
-                "stake": np.ones(m), "raises": np.zeros(m, np.int64),
-                "praises": np.zeros((m, n), np.int64), "calls": np.zeros(m, np.int64),
+                "phase": np.full(m, _BETTING1, np.int64),
+                "cards": deals,
+                "board": np.full(m, -1, np.int64),
+                "cur": np.zeros(m, np.int64),
+                "folded": np.zeros((m, n), bool),
+                "contrib": np.ones((m, n)),
+                "stake": np.ones(m),
+                "raises": np.zeros(m, np.int64),
+                "praises": np.zeros((m, n), np.int64),
+                "calls": np.zeros(m, np.int64),
             }
-            return Expansion(np.array([CHANCE]), np.zeros((0, n)), e_parent, e_action,
-                             1 + deals, child, edge_prob=deal_prob, edge_label=e_action)
+            return Expansion(
+                np.array([CHANCE]),
+                np.zeros((0, n)),
+                e_parent,
+                e_action,
+                1 + deals,
+                child,
+                edge_prob=deal_prob,
+                edge_label=e_action,
+            )
 
         betting = (phase == _BETTING1) | (phase == _BETTING2)
         board = phase == _BOARD
@@ -190,10 +223,10 @@ def leduc(players: int = 2, ranks: int = 3, suits: int | None = None,
         valid = np.zeros((size, width), bool)
         facing = state["stake"] > state["contrib"][rows, cur]
         can_raise = (state["raises"] < total_cap) & (state["praises"][rows, cur] < player_cap)
-        valid[:, 0] = betting & facing          # fold
-        valid[:, 1] = betting                   # check / call
-        valid[:, 2] |= betting & can_raise      # bet / raise
-        held = np.zeros((size, r), np.int64)    # cards of each rank out of the deck
+        valid[:, 0] = betting & facing  # fold
+        valid[:, 1] = betting  # check / call
+        valid[:, 2] |= betting & can_raise  # bet / raise
+        held = np.zeros((size, r), np.int64)  # cards of each rank out of the deck
         np.add.at(held, (np.repeat(rows, n), state["cards"].ravel()), 1)
         board_left = s - held
         valid[:, :r] |= board[:, None] & (board_left > 0)
@@ -251,8 +284,7 @@ def leduc(players: int = 2, ranks: int = 3, suits: int | None = None,
             order = (actor[:, None] + 1 + pidx[None, :]) % n
             still_in = ~folded[er[:, None], order]
             nxt = order[er, np.argmax(still_in, axis=1)]
-            new_phase = np.where(alone, _OVER, np.where(
-                ready, np.where(rnd2, _OVER, _BOARD), phase[par]))
+            new_phase = np.where(alone, _OVER, np.where(ready, np.where(rnd2, _OVER, _BOARD), phase[par]))
             round_over = ready & ~alone
             child["folded"][ea] = folded
             child["contrib"][ea] = contrib
@@ -263,8 +295,11 @@ def leduc(players: int = 2, ranks: int = 3, suits: int | None = None,
             child["calls"][ea] = np.where(round_over, 0, calls)
             child["praises"][ea] = np.where(round_over[:, None], 0, praises)
             was_facing = facing[par]
-            label = np.where(is_fold, FOLD, np.where(
-                is_call, np.where(was_facing, CALL, CHECK), np.where(raises - 1 == 0, BET, RAISE)))
+            label = np.where(
+                is_fold,
+                FOLD,
+                np.where(is_call, np.where(was_facing, CALL, CHECK), np.where(raises - 1 == 0, BET, RAISE)),
+            )
             code[ea] = label
             obs[ea] = (1 + 2 * r + label)[:, None]
 
@@ -281,16 +316,26 @@ def leduc(players: int = 2, ranks: int = 3, suits: int | None = None,
         pot = contrib_t.sum(axis=1, keepdims=True)
         pay = winners * (pot / winners.sum(axis=1, keepdims=True)) - contrib_t
 
-        return Expansion(player, pay, e_parent, e_action, obs, child, edge_prob=prob,
-                         edge_label=code)
+        return Expansion(player, pay, e_parent, e_action, obs, child, edge_prob=prob, edge_label=code)
 
-    root = {"phase": np.zeros(1, np.int64), "cards": np.zeros((1, n), np.int64),
-            "board": np.full(1, -1, np.int64), "cur": np.zeros(1, np.int64),
-            "folded": np.zeros((1, n), bool), "contrib": np.ones((1, n)),
-            "stake": np.ones(1), "raises": np.zeros(1, np.int64),
-            "praises": np.zeros((1, n), np.int64), "calls": np.zeros(1, np.int64)}
+    root = {
+        "phase": np.zeros(1, np.int64),
+        "cards": np.zeros((1, n), np.int64),
+        "board": np.full(1, -1, np.int64),
+        "cur": np.zeros(1, np.int64),
+        "folded": np.zeros((1, n), bool),
+        "contrib": np.ones((1, n)),
+        "stake": np.ones(1),
+        "raises": np.zeros(1, np.int64),
+        "praises": np.zeros((1, n), np.int64),
+        "calls": np.zeros(1, np.int64),
+    }
     caps = f"max_raises={max_raises},raises_per_player={raises_per_player}"
     return build_game(
         name=f"leduc:players={n},ranks={r},suits={s},raise_sizes={sizes[0]:g}/{sizes[1]:g},{caps}",
-        num_players=n, root_state=root, expand=expand, token_label=token_label,
-        action_label=action_label)
+        num_players=n,
+        root_state=root,
+        expand=expand,
+        token_label=token_label,
+        action_label=action_label,
+    )

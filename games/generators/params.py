@@ -37,8 +37,13 @@ class Param:
         if self.kind == "choice":
             text = "one of " + ", ".join(self.choices)
         else:
-            base = {"int": "an integer", "number": "a number", "bool": "true or false",
-                    "int list": "a list of integers", "number list": "a list of numbers"}[self.kind]
+            base = {
+                "int": "an integer",
+                "number": "a number",
+                "bool": "true or false",
+                "int list": "a list of integers",
+                "number list": "a list of numbers",
+            }[self.kind]
             if self.length is not None:
                 base = base.replace("a list of", f"a list of {self.length}")
             low, high = self.low, self.high

@@ -43,14 +43,22 @@ SMUGGLER, SHERIFF = 0, 1
 
 #: Parameters of a game spec string (type and range; defaults: the function's own), read by
 #: :data:`efce.games.spec.PARAMETERS`.
-PARAMETERS = {"max_bribe": Param("int", 0, 1000), "max_items": Param("int", 1, 1000),
-              "rounds": Param("int", 1, 1000), "item_value": Param("number", 0),
-              "item_penalty": Param("number", 0), "sheriff_penalty": Param("number", 0)}
+PARAMETERS = {
+    "max_bribe": Param("int", 0, 1000),
+    "max_items": Param("int", 1, 1000),
+    "rounds": Param("int", 1, 1000),
+    "item_value": Param("number", 0),
+    "item_penalty": Param("number", 0),
+    "sheriff_penalty": Param("number", 0),
+}
 
 
 def _int_param(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (Integral, np.integer, Real, np.floating)) \
-            or not float(value).is_integer():
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (Integral, np.integer, Real, np.floating))
+        or not float(value).is_integer()
+    ):
         raise GameError(f"sheriff: {name} must be an integer, got {value!r}")
     value = int(value)
     if value < minimum:
@@ -68,8 +76,14 @@ def _value_param(value, name: str) -> float:
     return value
 
 
-def sheriff(max_bribe: int = 3, max_items: int = 3, rounds: int = 4, item_value: float = 1.0,
-            item_penalty: float = 2.0, sheriff_penalty: float = 3.0) -> Game:
+def sheriff(
+    max_bribe: int = 3,
+    max_items: int = 3,
+    rounds: int = 4,
+    item_value: float = 1.0,
+    item_penalty: float = 2.0,
+    sheriff_penalty: float = 3.0,
+) -> Game:
     """Sheriff (Farina et al. 2019c; OpenSpiel ``sheriff``).
 
     Parameters
@@ -93,8 +107,13 @@ def sheriff(max_bribe: int = 3, max_items: int = 3, rounds: int = 4, item_value:
     item_value = _value_param(item_value, "item_value")
     item_penalty = _value_param(item_penalty, "item_penalty")
     sheriff_penalty = _value_param(sheriff_penalty, "sheriff_penalty")
-    check_size("sheriff", f"sheriff:max_bribe={max_bribe},max_items={max_items},rounds={rounds}",
-               max_bribe=max_bribe, max_items=max_items, rounds=rounds)
+    check_size(
+        "sheriff",
+        f"sheriff:max_bribe={max_bribe},max_items={max_items},rounds={rounds}",
+        max_bribe=max_bribe,
+        max_items=max_items,
+        rounds=rounds,
+    )
     nb = max_bribe + 1
     # Tokens: 1 + items (Smuggler only); then public 1 + (max_items+1) + bribe; then public
     # feedback 1 + (max_items+1) + nb + {0: no inspection, 1: inspection}.
@@ -110,32 +129,56 @@ def sheriff(max_bribe: int = 3, max_items: int = 3, rounds: int = 4, item_value:
             e_parent, e_action = edges_from_counts([k])
             obs = np.zeros((k, 2), dtype=np.int64)
             obs[:, SMUGGLER] = 1 + e_action
-            child = {"t": np.ones(k, np.int64), "items": e_action, "bribe": np.zeros(k, np.int64),
-                     "inspect": np.zeros(k, bool)}
-            return Expansion(np.array([SMUGGLER]), np.zeros((0, 2)), e_parent, e_action, obs, child,
-                             edge_label=e_action)
+            child = {
+                "t": np.ones(k, np.int64),
+                "items": e_action,
+                "bribe": np.zeros(k, np.int64),
+                "inspect": np.zeros(k, bool),
+            }
+            return Expansion(
+                np.array([SMUGGLER]), np.zeros((0, 2)), e_parent, e_action, obs, child, edge_label=e_action
+            )
         if t == 2 * rounds + 1:  # all rounds played
             caught = inspect & (items > 0)
             legal_inspected = inspect & (items == 0)
-            smuggler = np.where(caught, -items * item_penalty,
-                                np.where(legal_inspected, sheriff_penalty, items * item_value - bribe))
-            sheriff_pay = np.where(caught, items * item_penalty,
-                                   np.where(legal_inspected, -sheriff_penalty, bribe.astype(float)))
+            smuggler = np.where(
+                caught,
+                -items * item_penalty,
+                np.where(legal_inspected, sheriff_penalty, items * item_value - bribe),
+            )
+            sheriff_pay = np.where(
+                caught, items * item_penalty, np.where(legal_inspected, -sheriff_penalty, bribe.astype(float))
+            )
             payoffs = np.stack([smuggler, sheriff_pay], axis=1).astype(np.float64)
-            return Expansion(np.full(F, TERMINAL), payoffs, np.zeros(0, np.int64),
-                             np.zeros(0, np.int64), np.zeros((0, 2), np.int64),
-                             {"t": np.zeros(0, np.int64)})
+            return Expansion(
+                np.full(F, TERMINAL),
+                payoffs,
+                np.zeros(0, np.int64),
+                np.zeros(0, np.int64),
+                np.zeros((0, 2), np.int64),
+                {"t": np.zeros(0, np.int64)},
+            )
         smuggler_turn = t % 2 == 1
         k = nb if smuggler_turn else 2
         e_parent, e_action = edges_from_counts(np.full(F, k))
-        child = {"t": np.full(len(e_parent), t + 1, np.int64), "items": items[e_parent],
-                 "bribe": e_action if smuggler_turn else bribe[e_parent],
-                 "inspect": inspect[e_parent] if smuggler_turn else e_action.astype(bool)}
+        child = {
+            "t": np.full(len(e_parent), t + 1, np.int64),
+            "items": items[e_parent],
+            "bribe": e_action if smuggler_turn else bribe[e_parent],
+            "inspect": inspect[e_parent] if smuggler_turn else e_action.astype(bool),
+        }
         token = (bribe_base if smuggler_turn else feedback_base) + e_action
         obs = np.repeat(token[:, None], 2, axis=1)
         label = (max_items + 1 + e_action) if smuggler_turn else (max_items + 1 + nb + e_action)
-        return Expansion(np.full(F, SMUGGLER if smuggler_turn else SHERIFF), np.zeros((0, 2)),
-                         e_parent, e_action, obs, child, edge_label=label)
+        return Expansion(
+            np.full(F, SMUGGLER if smuggler_turn else SHERIFF),
+            np.zeros((0, 2)),
+            e_parent,
+            e_action,
+            obs,
+            child,
+            edge_label=label,
+        )
 
     def action_label(player: int, code: int) -> str:
         if code <= max_items:
@@ -153,14 +196,25 @@ def sheriff(max_bribe: int = 3, max_items: int = 3, rounds: int = 4, item_value:
             return f"bribe {token - bribe_base}"
         return "inspect" if token - feedback_base else "no inspection"
 
-    root = {"t": np.zeros(1, np.int64), "items": np.zeros(1, np.int64),
-            "bribe": np.zeros(1, np.int64), "inspect": np.zeros(1, bool)}
+    root = {
+        "t": np.zeros(1, np.int64),
+        "items": np.zeros(1, np.int64),
+        "bribe": np.zeros(1, np.int64),
+        "inspect": np.zeros(1, bool),
+    }
     return build_game(
-        name=(f"sheriff:max_bribe={max_bribe},max_items={max_items},rounds={rounds},"
-              f"item_value={item_value:g},item_penalty={item_penalty:g},"
-              f"sheriff_penalty={sheriff_penalty:g}"),
-        num_players=2, root_state=root, expand=expand, token_label=token_label,
-        action_label=action_label, player_names=["Smuggler", "Sheriff"])
+        name=(
+            f"sheriff:max_bribe={max_bribe},max_items={max_items},rounds={rounds},"
+            f"item_value={item_value:g},item_penalty={item_penalty:g},"
+            f"sheriff_penalty={sheriff_penalty:g}"
+        ),
+        num_players=2,
+        root_state=root,
+        expand=expand,
+        token_label=token_label,
+        action_label=action_label,
+        player_names=["Smuggler", "Sheriff"],
+    )
 
 
 __all__ = ["sheriff"]

@@ -69,7 +69,7 @@ def format_count(n: int) -> str:
     """``1,234,567`` up to 10^15, then ``9.43e+159`` (exact for Python integers of any size,
     which ``float`` would overflow), and ``10^301029`` (the exponent rounded down) beyond about
     a thousand digits."""
-    if n < 10 ** 15:
+    if n < 10**15:
         return f"{n:,}"
     if n.bit_length() > 3000:  # str() of huge integers is slow (and capped by Python)
         return f"10^{int((n.bit_length() - 1) * math.log10(2))}"
@@ -110,11 +110,13 @@ def check_estimate(estimate: SizeEstimate, display: str, budget: int | None = No
     """
     from efce.games.resources.memory import check_budget, gib
     from efce.errors import MemoryBudgetExceeded
+
     check_budget(estimate.bytes, f"game {display} ({estimate.describe()})", budget)
     if estimate.lower_bound:
         raise MemoryBudgetExceeded(
             f"game {display} is too large to size from its parameters quickly ({estimate.describe()}, "
-            f"{gib(estimate.bytes)} or more); not building a game of unknown size")
+            f"{gib(estimate.bytes)} or more); not building a game of unknown size"
+        )
 
 
 @contextmanager
@@ -145,11 +147,11 @@ def _kuhn(players: int, ranks: int | None) -> SizeEstimate:
     n = players
     r = n + 1 if ranks is None else ranks
     if n > 1000:  # too large to count quickly: at least 2^n nodes below every deal
-        return SizeEstimate(2 ** n, 2 ** n, n, exact=False, lower_bound=True)
+        return SizeEstimate(2**n, 2**n, n, exact=False, lower_bound=True)
     deals = math.perm(r, n)
     # Per deal: n checks in a row (n decision nodes, then the all-check terminal); a bet at
     # turn s is answered by the n-1 others, a full binary tree with 2^n - 1 nodes.
-    per_deal = n + 1 + n * (2 ** n - 1)
+    per_deal = n + 1 + n * (2**n - 1)
     terminals = deals * (1 + n * 2 ** (n - 1))
     return SizeEstimate(1 + deals * per_deal, terminals, n)
 
@@ -170,7 +172,7 @@ def _goofspiel(players: int, ranks: int, prizes: str, limited_info: bool) -> Siz
 # ------------------------------------------------------------------------------ Sheriff
 def _sheriff(max_bribe: int, max_items: int, rounds: int, **_values) -> SizeEstimate:
     if rounds > 1000:  # at least 2^rounds nodes; counting them is slow
-        return SizeEstimate(2 ** rounds, 2 ** rounds, 2, exact=False, lower_bound=True)
+        return SizeEstimate(2**rounds, 2**rounds, 2, exact=False, lower_bound=True)
     count = max_items + 1
     total = 1 + count
     for _ in range(rounds):
@@ -225,8 +227,7 @@ def _fleet_prefixes(rows: int, cols: int, sizes: list[int]) -> list[int] | None:
         visited += 1
         if visited > _FLEET_STATE_LIMIT:
             raise TooMany
-        return k == m or any(not (occupied & p) and completable(k + 1, occupied | p)
-                             for p in masks[k])
+        return k == m or any(not (occupied & p) and completable(k + 1, occupied | p) for p in masks[k])
 
     try:
         if not completable(0, 0):
@@ -263,6 +264,7 @@ def _battleship(rows: int, cols: int, ship_sizes, shots: int, **_values) -> Size
             prefixes.append(prefixes[-1] * _placements(rows, cols, length))
     elif prefixes[-1] == 0:
         from efce.errors import GameError
+
         raise GameError(f"battleship: ship_sizes {sizes} cannot all fit on a {rows}x{cols} board")
     count, total = 1, 1
     for k in range(1, len(sizes) + 1):
@@ -273,8 +275,11 @@ def _battleship(rows: int, cols: int, ship_sizes, shots: int, **_values) -> Size
 
     def live(t: int) -> int:
         """Ordered sequences of t distinct shots that have not yet hit every fleet cell."""
-        covering = math.perm(t, fleet_cells) * math.perm(cells - fleet_cells, t - fleet_cells) \
-            if t >= fleet_cells else 0
+        covering = (
+            math.perm(t, fleet_cells) * math.perm(cells - fleet_cells, t - fleet_cells)
+            if t >= fleet_cells
+            else 0
+        )
         return math.perm(cells, t) - covering
 
     # Shooting level j: j shots fired, alternately from Player 1 (a_j by P1, b_j by P2).  A
@@ -300,8 +305,14 @@ _ESTIMATORS = {}
 
 
 # ------------------------------------------------------------------------------ Leduc
-def _leduc(players: int, ranks: int, suits: int | None, raise_sizes, max_raises: int | None,
-           raises_per_player: int | None) -> SizeEstimate:
+def _leduc(
+    players: int,
+    ranks: int,
+    suits: int | None,
+    raise_sizes,
+    max_raises: int | None,
+    raises_per_player: int | None,
+) -> SizeEstimate:
     """Mirrors the betting rules of :func:`games.leduc.leduc`: a betting state is (player to
     act, folded players, players who matched the stake, raises in the round, raises per
     player, calls since the last raise); the tree below a state depends on nothing else."""
@@ -323,8 +334,9 @@ def _leduc(players: int, ranks: int, suits: int | None, raise_sizes, max_raises:
         return actor
 
     @lru_cache(maxsize=None)
-    def round_tree(second: bool, cur: int, folded: int, matched: int, raises: int,
-                   praises: tuple, calls: int):
+    def round_tree(
+        second: bool, cur: int, folded: int, matched: int, raises: int, praises: tuple, calls: int
+    ):
         """(nodes, terminals of this round's tree, {folded mask: leaves going to the board})."""
         nonlocal visited
         visited += 1
@@ -346,7 +358,7 @@ def _leduc(players: int, ranks: int, suits: int | None, raise_sizes, max_raises:
                 c += 1
             else:
                 m, c, rz = 1 << cur, 0, rz + 1
-                pr = pr[:cur] + (pr[cur] + 1,) + pr[cur + 1:]
+                pr = pr[:cur] + (pr[cur] + 1,) + pr[cur + 1 :]
             left = n - bin(f).count("1")
             ready = option != "raise" and (c == left if rz == 0 else c == left - 1)
             if left == 1 or (ready and second):
@@ -355,8 +367,7 @@ def _leduc(players: int, ranks: int, suits: int | None, raise_sizes, max_raises:
             elif ready:
                 to_board[f] = to_board.get(f, 0) + 1
             else:
-                sub_nodes, sub_terminals, sub_board = round_tree(second, next_in(cur, f), f, m,
-                                                                 rz, pr, c)
+                sub_nodes, sub_terminals, sub_board = round_tree(second, next_in(cur, f), f, m, rz, pr, c)
                 nodes += sub_nodes
                 terminals += sub_terminals
                 for mask, k in sub_board.items():
@@ -370,7 +381,7 @@ def _leduc(players: int, ranks: int, suits: int | None, raise_sizes, max_raises:
         first_pass = 2 ** (n - 1)
         return SizeEstimate(first_pass, first_pass, n, exact=False, lower_bound=True)
     # Deals: rank tuples the deck allows; b = board ranks left after the deal.
-    if r ** n <= 20_000:
+    if r**n <= 20_000:
         deals = board_branches = 0
         for combo in product(range(r), repeat=n):
             held = [combo.count(k) for k in range(r)]
@@ -378,7 +389,7 @@ def _leduc(players: int, ranks: int, suits: int | None, raise_sizes, max_raises:
                 deals += 1
                 board_branches += sum(h < s for h in held)
     else:  # bounds: every rank tuple, every rank on the board
-        deals, board_branches = r ** n, r ** (n + 1)
+        deals, board_branches = r**n, r ** (n + 1)
     try:
         nodes1, terminals1, to_board = round_tree(False, 0, 0, everyone, 0, zeros, 0)
         total, terminals = 1 + deals * nodes1, deals * terminals1
@@ -387,19 +398,21 @@ def _leduc(players: int, ranks: int, suits: int | None, raise_sizes, max_raises:
             nodes2, terminals2, _ = round_tree(True, first, folded, everyone, 0, zeros, 0)
             total += leaves * (deals + board_branches * nodes2)
             terminals += leaves * board_branches * terminals2
-        return SizeEstimate(total, terminals, n, exact=r ** n <= 20_000)
+        return SizeEstimate(total, terminals, n, exact=r**n <= 20_000)
     except (TooMany, RecursionError):
         # At least one node per distinct betting state visited, for every deal.
         lower = deals * _LEDUC_STATE_LIMIT
         return SizeEstimate(lower, lower, n, exact=False, lower_bound=True)
 
 
-_ESTIMATORS.update({
-    "kuhn": _kuhn,
-    "goofspiel": _goofspiel,
-    "sheriff": _sheriff,
-    "battleship": _battleship,
-    "leduc": _leduc,
-    "farina-fig1": lambda: SizeEstimate(17, 10, 2),
-    "farina-fig2": lambda: SizeEstimate(7, 4, 2),
-})
+_ESTIMATORS.update(
+    {
+        "kuhn": _kuhn,
+        "goofspiel": _goofspiel,
+        "sheriff": _sheriff,
+        "battleship": _battleship,
+        "leduc": _leduc,
+        "farina-fig1": lambda: SizeEstimate(17, 10, 2),
+        "farina-fig2": lambda: SizeEstimate(7, 4, 2),
+    }
+)

@@ -65,10 +65,9 @@ def default_memory_budget() -> int:
 def gib(n: float) -> str:
     if n >= 2**30 * 10**15:  # estimates of absurd games are integers beyond float range
         from efce.games.resources.estimate import format_count
+
         return f"{format_count(int(n) // 2**30)} GiB"
     return f"{n / 2**30:.3g} GiB"
-
-
 
 
 def check_budget(estimate_bytes: int, what: str, budget: int | None = None) -> int:
@@ -98,8 +97,10 @@ def check_budget(estimate_bytes: int, what: str, budget: int | None = None) -> i
         budget = default_memory_budget()
         note = f" ({DEFAULT_BUDGET_FRACTION:.0%} of the available RAM)"
     if estimate_bytes > budget:
-        raise MemoryBudgetExceeded(f"{what} is too large: about {gib(estimate_bytes)}, over the memory "
-                                   f"budget of {gib(budget)}{note}. Not building it.")
+        raise MemoryBudgetExceeded(
+            f"{what} is too large: about {gib(estimate_bytes)}, over the memory "
+            f"budget of {gib(budget)}{note}. Not building it."
+        )
     return budget
 
 
@@ -228,12 +229,15 @@ class ParkedArrays:
         if self._dir is None:
             array = self._held[name]
             for lo in range(0, len(array), size):
-                yield array[lo:lo + size]
+                yield array[lo : lo + size]
             return
         with open(self._path(name), "rb") as f:
             version = np.lib.format.read_magic(f)
-            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                           else np.lib.format.read_array_header_2_0)
+            read_header = (
+                np.lib.format.read_array_header_1_0
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0
+            )
             shape, _, dtype = read_header(f)
             for lo in range(0, shape[0] if shape else 0, size):
                 yield np.fromfile(f, dtype=dtype, count=min(size, shape[0] - lo))

@@ -26,8 +26,13 @@ import tempfile
 mode = "default"
 
 # One source file per folder with kernels; the in-tree locator works per source folder.
-_KERNEL_SOURCES = ("games/relevant.py", "polytopes/decompose.py", "solvers/regret/kernels.py",
-                   "solvers/methods/trigger.py", "solvers/evaluation/gaps.py")
+_KERNEL_SOURCES = (
+    "games/relevant.py",
+    "polytopes/decompose.py",
+    "solvers/regret/kernels.py",
+    "solvers/methods/trigger.py",
+    "solvers/evaluation/gaps.py",
+)
 
 
 def _probe_function():  # stands in for a kernel when asking numba's locators
@@ -37,6 +42,7 @@ def _probe_function():  # stands in for a kernel when asking numba's locators
 def _numba_can_cache(py_file: str) -> bool:
     """Would numba find a writable cache location for a kernel defined in ``py_file``?"""
     from numba.core import caching
+
     for locator in caching.CacheImpl._locator_classes:
         try:
             if locator.from_function(_probe_function, py_file) is not None:
@@ -59,6 +65,7 @@ def configure(make_temp_dir=tempfile.mkdtemp) -> str:
         mode = "default"
         return mode
     from numba.core import config
+
     try:
         folder = make_temp_dir(prefix="efce-numba-cache-")
     except OSError:
@@ -72,6 +79,7 @@ def configure(make_temp_dir=tempfile.mkdtemp) -> str:
         return mode
     # Nothing writable at all: cache=True must not try to open a cache.
     from numba.core.dispatcher import Dispatcher
+
     Dispatcher.enable_caching = lambda self: None
     mode = "disabled"
     return mode

@@ -19,9 +19,12 @@ def best_response(space: SequenceSpace, utility: np.ndarray) -> tuple[float, np.
     utility = np.ascontiguousarray(utility, dtype=np.float64)
     if utility.shape != (space.num_sequences,):
         raise ValueError(f"utility has shape {utility.shape}, expected ({space.num_sequences},)")
-    value, x = _best_response(space.infoset_first_seq.astype(np.int64),
-                              space.infoset_num_actions.astype(np.int64),
-                              space.infoset_parent_seq.astype(np.int64), utility)
+    value, x = _best_response(
+        space.infoset_first_seq.astype(np.int64),
+        space.infoset_num_actions.astype(np.int64),
+        space.infoset_parent_seq.astype(np.int64),
+        utility,
+    )
     return float(value), x
 
 

@@ -57,8 +57,10 @@ def check_device_size(count: int, what: str = "joint plans") -> None:
         ``count`` exceeds the limit.
     """
     if count > DEVICE_PLAN_LIMIT:
-        raise GameError(f"the device would have {count:,} {what}, over the limit of "
-                        f"{DEVICE_PLAN_LIMIT:,} (solvers.evaluation.device.DEVICE_PLAN_LIMIT)")
+        raise GameError(
+            f"the device would have {count:,} {what}, over the limit of "
+            f"{DEVICE_PLAN_LIMIT:,} (solvers.evaluation.device.DEVICE_PLAN_LIMIT)"
+        )
 
 
 def infoset_offsets(game: Game) -> np.ndarray:
@@ -110,8 +112,9 @@ class Device:
         self.plans = np.ascontiguousarray(self.plans, dtype=np.int64)
         self.probs = np.ascontiguousarray(self.probs, dtype=np.float64)
         if self.plans.ndim != 2 or self.probs.shape != (self.plans.shape[0],):
-            raise GameError(f"device: plans {self.plans.shape} and probabilities "
-                            f"{self.probs.shape} do not match")
+            raise GameError(
+                f"device: plans {self.plans.shape} and probabilities {self.probs.shape} do not match"
+            )
 
     @property
     def size(self) -> int:
@@ -136,13 +139,12 @@ class Device:
     @classmethod
     def from_player_plans(cls, game: Game, player_plans, probs) -> "Device":
         """``player_plans[i]`` : int[K, num_infosets(i)] → one joint-plan matrix."""
-        return cls(np.concatenate([np.asarray(p, dtype=np.int64) for p in player_plans], axis=1),
-                   probs)
+        return cls(np.concatenate([np.asarray(p, dtype=np.int64) for p in player_plans], axis=1), probs)
 
     # ------------------------------------------------------------------ views
     def player_plans(self, game: Game, player: int) -> np.ndarray:
         off = infoset_offsets(game)
-        return self.plans[:, off[player]:off[player + 1]]
+        return self.plans[:, off[player] : off[player + 1]]
 
     def merged(self) -> "Device":
         """Merge identical rows (summing probabilities); drops zero-probability rows."""
@@ -159,7 +161,7 @@ class Device:
         plans = self.plans.copy()
         off = infoset_offsets(game)
         for p in range(game.num_players):
-            block = plans[:, off[p]:off[p + 1]]
+            block = plans[:, off[p] : off[p + 1]]
             reached = plans_reach_infosets(game, p, block)
             block[~reached] = -1
         return Device(plans, self.probs).merged()
@@ -168,22 +170,26 @@ class Device:
     def validate(self, game: Game) -> "Device":
         off = infoset_offsets(game)
         if self.plans.shape[1] != off[-1]:
-            raise GameError(f"device: joint plans have {self.plans.shape[1]} entries, the game has "
-                            f"{int(off[-1])} infosets")
+            raise GameError(
+                f"device: joint plans have {self.plans.shape[1]} entries, the game has "
+                f"{int(off[-1])} infosets"
+            )
         if np.any(~np.isfinite(self.probs)) or np.any(self.probs < 0):
             raise GameError("device: probabilities must be finite and nonnegative")
         if abs(self.probs.sum() - 1.0) > DEVICE_TOLERANCE:
             raise GameError(f"device: probabilities sum to {self.probs.sum():.12g}, not 1")
         for p in range(game.num_players):
-            block = self.plans[:, off[p]:off[p + 1]]
+            block = self.plans[:, off[p] : off[p + 1]]
             num_actions = game.sequences(p).infoset_num_actions
             if np.any(block >= num_actions[None, :]) or np.any(block < -1):
                 raise GameError(f"device: an action index of player {p + 1} is out of range")
             reached = plans_reach_infosets(game, p, block)
             if np.any(reached & (block < 0)):
                 k, j = map(int, np.argwhere(reached & (block < 0))[0])
-                raise GameError(f"device: plan {k} of player {p + 1} reaches infoset "
-                                f"'{game.infoset_label(p, j)}' but names no action there")
+                raise GameError(
+                    f"device: plan {k} of player {p + 1} reaches infoset "
+                    f"'{game.infoset_label(p, j)}' but names no action there"
+                )
         return self
 
 
@@ -203,7 +209,7 @@ class _Names:
 
     def __init__(self, game: Game):
         self.game = game
-        self.labels = []      # per player: label -> infosets carrying it
+        self.labels = []  # per player: label -> infosets carrying it
         for p in range(game.num_players):
             infosets: dict[str, list[int]] = {}
             for i in range(game.sequences(p).num_infosets):
@@ -233,9 +239,13 @@ class _Names:
             for i in range(self.count(player)):
                 label = self.game.infoset_label(player, i)
                 positional = f"{player + 1}:{i + 1}"
-                names.append(label if self.infoset_candidates(player, label) == [i] else
-                             positional if self.infoset_candidates(player, positional) == [i] else
-                             None)
+                names.append(
+                    label
+                    if self.infoset_candidates(player, label) == [i]
+                    else positional
+                    if self.infoset_candidates(player, positional) == [i]
+                    else None
+                )
             self._names[player] = names
         return names[infoset]
 
@@ -253,18 +263,27 @@ class _Names:
         if len(found) == 1:
             return found[0]
         count = self.count(player)
-        positional = (f"{player + 1}:N with N from 1 to {count}" if count > 1 else
-                      f"{player + 1}:1" if count else "none")
+        positional = (
+            f"{player + 1}:N with N from 1 to {count}"
+            if count > 1
+            else f"{player + 1}:1"
+            if count
+            else "none"
+        )
         if found:
             meanings = "; ".join(self.describe_infoset(player, i) for i in found)
-            raise GameError(f"{where}: infoset name '{key}' of player {player + 1} is ambiguous: it "
-                            f"could mean {len(found)} infosets; name the one you mean by: "
-                            f"{meanings} (see efce info GAME --infosets)")
+            raise GameError(
+                f"{where}: infoset name '{key}' of player {player + 1} is ambiguous: it "
+                f"could mean {len(found)} infosets; name the one you mean by: "
+                f"{meanings} (see efce info GAME --infosets)"
+            )
         labels = list(self.labels[player])
         listed = ", ".join(f"'{label}'" for label in labels[:8]) + (", ..." if len(labels) > 8 else "")
-        raise GameError(f"{where}: player {player + 1} has no infoset labelled '{key}' (valid: "
-                        f"{listed + ' (see efce info GAME --infosets)' if labels else 'none'}, "
-                        f"or by position {positional})")
+        raise GameError(
+            f"{where}: player {player + 1} has no infoset labelled '{key}' (valid: "
+            f"{listed + ' (see efce info GAME --infosets)' if labels else 'none'}, "
+            f"or by position {positional})"
+        )
 
     # ---------------------------------------------------------------- actions
     def action_labels(self, player: int, infoset: int) -> dict[str, list[int]]:
@@ -297,21 +316,26 @@ class _Names:
         text = action
         if isinstance(action, (int, float)) and not isinstance(action, bool):
             text = str(int(action)) if float(action).is_integer() else str(action)
-        where_infoset = (f"infoset {self.describe_infoset(player, infoset)} of player "
-                         f"{player + 1}")
+        where_infoset = f"infoset {self.describe_infoset(player, infoset)} of player {player + 1}"
         found = self.action_candidates(player, infoset, text) if isinstance(text, str) else []
         if len(found) == 1:
             return found[0]
         labels = self.game.action_labels(player, infoset)
         if found:
-            meanings = "; ".join(f"'{self.action_name(player, infoset, a)}' (action {a + 1}, "
-                                 f"labelled '{labels[a]}')" for a in found)
-            raise GameError(f"{where}: action name '{text}' at {where_infoset} is ambiguous; name "
-                            f"the one you mean by: {meanings}")
+            meanings = "; ".join(
+                f"'{self.action_name(player, infoset, a)}' (action {a + 1}, labelled '{labels[a]}')"
+                for a in found
+            )
+            raise GameError(
+                f"{where}: action name '{text}' at {where_infoset} is ambiguous; name "
+                f"the one you mean by: {meanings}"
+            )
         valid = ", ".join(f"'{a}'" for a in labels)
         shown = f"'{action}'" if isinstance(action, str) else json.dumps(action)
-        raise GameError(f"{where}: {where_infoset} has no action {shown} (valid actions: {valid}, "
-                        f"or by position #1 to #{len(labels)})")
+        raise GameError(
+            f"{where}: {where_infoset} has no action {shown} (valid actions: {valid}, "
+            f"or by position #1 to #{len(labels)})"
+        )
 
 
 def infoset_names(game: Game) -> list[list[dict]]:
@@ -332,10 +356,15 @@ def infoset_names(game: Game) -> list[list[dict]]:
         rows = []
         for i in range(names.count(p)):
             labels = game.action_labels(p, i)
-            rows.append({"name": names.infoset_name(p, i), "label": game.infoset_label(p, i),
-                         "position": f"{p + 1}:{i + 1}",
-                         "actions": [names.action_name(p, i, a) for a in range(len(labels))],
-                         "action_labels": list(labels)})
+            rows.append(
+                {
+                    "name": names.infoset_name(p, i),
+                    "label": game.infoset_label(p, i),
+                    "position": f"{p + 1}:{i + 1}",
+                    "actions": [names.action_name(p, i, a) for a in range(len(labels))],
+                    "action_labels": list(labels),
+                }
+            )
         out.append(rows)
     return out
 
@@ -367,23 +396,29 @@ def device_from_dict(game: Game, data: Any) -> Device:
             raise GameError(f"device entry {k}: expected {n} plans (one per player), got {got}")
         for player, plan in enumerate(pl):
             if not isinstance(plan, dict):
-                raise GameError(f"device entry {k}: the plan of player {player + 1} must be an "
-                                f"object mapping infoset labels to action labels")
+                raise GameError(
+                    f"device entry {k}: the plan of player {player + 1} must be an "
+                    f"object mapping infoset labels to action labels"
+                )
             seen = np.zeros(off[player + 1] - off[player], dtype=bool)
             where = f"device entry {k}"
             for label, action in plan.items():
                 j = names.find_infoset(player, label, where)
                 if seen[j]:
-                    raise GameError(f"{where}: the plan of player {player + 1} names infoset "
-                                    f"{names.describe_infoset(player, j)} twice ('{label}' is "
-                                    f"another name for it); name every infoset once")
+                    raise GameError(
+                        f"{where}: the plan of player {player + 1} names infoset "
+                        f"{names.describe_infoset(player, j)} twice ('{label}' is "
+                        f"another name for it); name every infoset once"
+                    )
                 plans[k, off[player] + j] = names.find_action(player, j, action, where)
                 seen[j] = True
             if not seen.all():
                 missing = int(np.flatnonzero(~seen)[0])
-                raise GameError(f"device entry {k}: the plan of player {player + 1} names no "
-                                f"action at infoset {names.describe_infoset(player, missing)} "
-                                f"({int((~seen).sum())} infosets missing)")
+                raise GameError(
+                    f"device entry {k}: the plan of player {player + 1} names no "
+                    f"action at infoset {names.describe_infoset(player, missing)} "
+                    f"({int((~seen).sum())} infosets missing)"
+                )
     if abs(probs.sum() - 1.0) > DEVICE_TOLERANCE:
         raise GameError(f"device: probabilities sum to {probs.sum():.12g}, not 1")
     return Device(plans, probs).validate(game)
@@ -411,8 +446,10 @@ def _refuse_duplicate_keys(pairs):
     out = {}
     for key, value in pairs:
         if key in out:
-            raise GameError(f"device file: key '{key}' appears twice in one JSON object; give "
-                            f"each infoset (and each of 'p', 'plans') once")
+            raise GameError(
+                f"device file: key '{key}' appears twice in one JSON object; give "
+                f"each infoset (and each of 'p', 'plans') once"
+            )
         out[key] = value
     return out
 
@@ -433,14 +470,16 @@ def device_to_dict(game: Game, device: Device) -> dict:
     for p, rows in enumerate(listing):
         for row in rows:
             if row["name"] is None or None in row["actions"]:
-                raise GameError(f"cannot write a device: player {p + 1}'s infoset at position "
-                                f"{row['position']} or one of its actions has no unambiguous "
-                                f"name; relabel the game's infosets and actions")
+                raise GameError(
+                    f"cannot write a device: player {p + 1}'s infoset at position "
+                    f"{row['position']} or one of its actions has no unambiguous "
+                    f"name; relabel the game's infosets and actions"
+                )
     labels = [[(row["name"], row["actions"]) for row in rows] for rows in listing]
     for k in range(device.size):
         plans = []
         for p in range(game.num_players):
-            row = device.plans[k, off[p]:off[p + 1]]
+            row = device.plans[k, off[p] : off[p + 1]]
             plans.append({lab: acts[max(int(a), 0)] for (lab, acts), a in zip(labels[p], row)})
         out.append({"p": float(device.probs[k]), "plans": plans})
     return {"device": out}

@@ -55,14 +55,36 @@ class DeviceGaps:
         return float(self.utilities.sum())
 
     def to_dict(self) -> dict:
-        return {"efce": self.efce, "efcce": self.efcce, "nfcce": self.nfcce,
-                "welfare": self.welfare, "utilities": [float(u) for u in self.utilities]}
+        return {
+            "efce": self.efce,
+            "efcce": self.efcce,
+            "nfcce": self.nfcce,
+            "welfare": self.welfare,
+            "utilities": [float(u) for u in self.utilities],
+        }
 
 
 @numba.njit(cache=True)
-def _accumulate(i, tab, rows, probs, first_child, num_children, player, infoset, chance_prob,
-                term_index, payoff_i, node_seq_i, chain_inf, chain_act, seq_depth, first_seq_i,
-                L, F):
+def _accumulate(
+    i,
+    tab,
+    rows,
+    probs,
+    first_child,
+    num_children,
+    player,
+    infoset,
+    chance_prob,
+    term_index,
+    payoff_i,
+    node_seq_i,
+    chain_inf,
+    chain_act,
+    seq_depth,
+    first_seq_i,
+    L,
+    F,
+):
     """DFS per joint plan; fills ``L[τ, slot, b]`` and ``F[σ]`` (``F[0]`` = utility).
 
     Joint plan ``k`` of player ``p`` is row ``rows[k, p]`` of the table ``tab``."""
@@ -139,15 +161,16 @@ class FactoredDevice:
         off = infoset_offsets(game)
         tables, ids = [], []
         for p in range(game.num_players):
-            block = device.plans[:, off[p]:off[p + 1]]
+            block = device.plans[:, off[p] : off[p + 1]]
             uniq, inv = np.unique(block, axis=0, return_inverse=True)
             tables.append(uniq)
             ids.append(inv.ravel())
         return cls(tables, np.stack(ids, axis=1), np.asarray(device.probs, dtype=np.float64))
 
     def to_device(self) -> Device:
-        return Device(np.concatenate([t[self.ids[:, p]] for p, t in enumerate(self.tables)], axis=1),
-                      self.probs)
+        return Device(
+            np.concatenate([t[self.ids[:, p]] for p, t in enumerate(self.tables)], axis=1), self.probs
+        )
 
     def stacked(self):
         width = max(max((t.shape[1] for t in self.tables), default=1), 1)
@@ -159,7 +182,7 @@ class FactoredDevice:
         r = 0
         for p, t in enumerate(self.tables):
             rowoff[p] = r
-            tab[r:r + len(t), :t.shape[1]] = t
+            tab[r : r + len(t), : t.shape[1]] = t
             r += len(t)
         rows = np.ascontiguousarray(self.ids.astype(np.int64) + rowoff[None, :])
         return tab, rows
@@ -193,7 +216,8 @@ class _PlayerTables:
             J = np.flatnonzero(idepth == d)
             sizes = space.infoset_num_actions[J].astype(np.int64)
             seqs = np.repeat(self.first_seq[J], sizes) + (
-                np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes))
+                np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+            )
             ptr = np.concatenate([[0], np.cumsum(sizes)[:-1]])
             self.levels.append((J, seqs, ptr))
         self.node_seq = game.node_sequences(i).astype(np.int64)
@@ -228,19 +252,41 @@ class DeviceGapEvaluator:
             S, D, A = t.space.num_sequences, t.D, t.A
             L = np.zeros((S, D + 1, A))
             F = np.zeros(S)
-            _accumulate(i, tab, rows, probs, self.first_child, self.num_children, self.player,
-                        self.infoset, self.chance_prob, self.term_index,
-                        np.ascontiguousarray(game.payoffs[:, i]), t.node_seq, t.chain_inf,
-                        t.chain_act, t.seq_depth, t.first_seq, L, F)
+            _accumulate(
+                i,
+                tab,
+                rows,
+                probs,
+                self.first_child,
+                self.num_children,
+                self.player,
+                self.infoset,
+                self.chance_prob,
+                self.term_index,
+                np.ascontiguousarray(game.payoffs[:, i]),
+                t.node_seq,
+                t.chain_inf,
+                t.chain_act,
+                t.seq_depth,
+                t.first_seq,
+                L,
+                F,
+            )
             utilities[i] = F[0]
             ef, ecc, nf = _induction(t, L, F)
             efce_g.append(ef)
             efcce_g.append(ecc)
             nf_g[i] = nf
         best = lambda arrs: max((float(a.max()) if a.size else -np.inf) for a in arrs)
-        return DeviceGaps(efce=max(0.0, best(efce_g)), efcce=max(0.0, best(efcce_g)),
-                          nfcce=max(0.0, float(nf_g.max())), utilities=utilities,
-                          efce_gains=efce_g, efcce_gains=efcce_g, nfcce_gains=nf_g)
+        return DeviceGaps(
+            efce=max(0.0, best(efce_g)),
+            efcce=max(0.0, best(efcce_g)),
+            nfcce=max(0.0, float(nf_g.max())),
+            utilities=utilities,
+            efce_gains=efce_g,
+            efcce_gains=efcce_g,
+            nfcce_gains=nf_g,
+        )
 
 
 def _induction(t: _PlayerTables, L: np.ndarray, F: np.ndarray):
@@ -313,11 +359,12 @@ def induced_correlation_plan(game: Game, device: Device, pairs=None) -> np.ndarr
     """Two players: ``ξ[σ1, σ2] = Σ_π p(π) [π1 plays to σ1] [π2 plays to σ2]`` in the order of
     ``games.relevant.relevant_pairs(game)``."""
     from efce.games.relevant import relevant_pairs, require_two_players
+
     require_two_players(game, "a correlation plan")
     pairs = relevant_pairs(game) if pairs is None else pairs
     off = infoset_offsets(game)
-    P1 = plays_sequences(game, 0, device.plans[:, off[0]:off[1]]).astype(np.float64)
-    P2 = plays_sequences(game, 1, device.plans[:, off[1]:off[2]]).astype(np.float64)
+    P1 = plays_sequences(game, 0, device.plans[:, off[0] : off[1]]).astype(np.float64)
+    P2 = plays_sequences(game, 1, device.plans[:, off[1] : off[2]]).astype(np.float64)
     s1 = pairs.sigma1.astype(np.int64)
     s2 = pairs.sigma2.astype(np.int64)
     return np.einsum("k,kp,kp->p", device.probs, P1[:, s1], P2[:, s2])

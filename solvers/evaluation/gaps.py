@@ -58,8 +58,13 @@ class EFCEGapEvaluator:
     from the tables alone, so it holds no array per relevant pair.
     """
 
-    def __init__(self, game: Game, pairs: RelevantPairs | None = None, tables: TriggerTables | None = None,
-                 entry_of_pair: np.ndarray | None = None):
+    def __init__(
+        self,
+        game: Game,
+        pairs: RelevantPairs | None = None,
+        tables: TriggerTables | None = None,
+        entry_of_pair: np.ndarray | None = None,
+    ):
         require_two_players(game, "the correlation-plan EFCE gap")
         self.game = game
         if tables is None:
@@ -86,8 +91,10 @@ class EFCEGapEvaluator:
             pairs (or, over entry-order tables, without ``entry_of_pair``): use :meth:`evaluate`.
         """
         if self.pairs is None or (self.tables.entry_order and self._entry_of_pair is None):
-            raise ValueError("this evaluator reads ξ in Ξ's chain-entry order only (evaluate); ξ in "
-                             "relevant-pair order needs the pairs and the pair → entry map")
+            raise ValueError(
+                "this evaluator reads ξ in Ξ's chain-entry order only (evaluate); ξ in "
+                "relevant-pair order needs the pairs and the pair → entry map"
+            )
         xi = np.ascontiguousarray(xi, dtype=np.float64)
         if xi.shape != (len(self.pairs),):
             raise ValueError(f"ξ has shape {xi.shape}, expected ({len(self.pairs)},) relevant pairs")
@@ -103,17 +110,39 @@ class EFCEGapEvaluator:
         sum of iterates and ``1 / Σ weights``, so the average plan is never materialized.  Gains
         are linear in ξ, so they are computed on ``values`` and scaled."""
         players = self.tables.players
-        per_seq0, per_seq1, utilities = _terminal_sums(values, self.tables.terminal_row,
-                                                       self.tables.terminal_sequences, self.weighted,
-                                                       players[0].num_sequences, players[1].num_sequences)
+        per_seq0, per_seq1, utilities = _terminal_sums(
+            values,
+            self.tables.terminal_row,
+            self.tables.terminal_sequences,
+            self.weighted,
+            players[0].num_sequences,
+            players[1].num_sequences,
+        )
         gains = []
         for i, per_seq in enumerate((per_seq0, per_seq1)):
             t = players[i]
             # Following values: per own sequence, then accumulated over subtrees.
             follow = _subtree_sums(per_seq, t.first, t.num_actions, t.infoset_parent)
-            g = _trigger_gains(t.first, t.num_actions, t.child_ptr, t.child_inf, t.pos, t.pre, t.end,
-                               t.cum, t.term_ptr, t.term_weight, t.line_start, t.line_term, t.row_start,
-                               t.rows, follow, values, self._cum_work[i], numba.get_num_threads())
+            g = _trigger_gains(
+                t.first,
+                t.num_actions,
+                t.child_ptr,
+                t.child_inf,
+                t.pos,
+                t.pre,
+                t.end,
+                t.cum,
+                t.term_ptr,
+                t.term_weight,
+                t.line_start,
+                t.line_term,
+                t.row_start,
+                t.rows,
+                follow,
+                values,
+                self._cum_work[i],
+                numba.get_num_threads(),
+            )
             if scale != 1.0:
                 g *= scale
             gains.append(g)
@@ -122,7 +151,6 @@ class EFCEGapEvaluator:
         gap = max(0.0, best[player])
         worst_seq = int(np.nanargmax(gains[player])) if np.isfinite(best[player]) else -1
         return GapReport(gap, gains, scale * utilities, (player, worst_seq))
-
 
     def welfare(self, values: np.ndarray, scale: float = 1.0) -> float:
         """``Σ_z p_c(z) (u_1 + u_2)(z) ξ[σ(z)]`` for ``ξ = scale · values`` in the tables' order
@@ -188,22 +216,80 @@ def _cumulative_work(t) -> np.ndarray:
 
 
 @numba.njit(parallel=True, cache=True)
-def _trigger_gains(first, num_actions, child_ptr, child_inf, pos, pre, end, cum, term_ptr, term_w,
-                   line_start, line_term, row_start, rows, follow, values, cum_work, parts):
+def _trigger_gains(
+    first,
+    num_actions,
+    child_ptr,
+    child_inf,
+    pos,
+    pre,
+    end,
+    cum,
+    term_ptr,
+    term_w,
+    line_start,
+    line_term,
+    row_start,
+    rows,
+    follow,
+    values,
+    cum_work,
+    parts,
+):
     n_seq = len(follow)
     n_inf = len(first)
     gains = np.full(n_seq, np.nan)
     for part in numba.prange(parts):
         lo, hi = balanced_part(cum_work, part, parts)
         value = np.zeros(n_inf)
-        _gains_of_infosets(lo, hi, first, num_actions, child_ptr, child_inf, pos, pre, end, cum, term_ptr,
-                           term_w, line_start, line_term, row_start, rows, follow, values, value, gains)
+        _gains_of_infosets(
+            lo,
+            hi,
+            first,
+            num_actions,
+            child_ptr,
+            child_inf,
+            pos,
+            pre,
+            end,
+            cum,
+            term_ptr,
+            term_w,
+            line_start,
+            line_term,
+            row_start,
+            rows,
+            follow,
+            values,
+            value,
+            gains,
+        )
     return gains
 
 
 @numba.njit(inline="always")
-def _gains_of_infosets(i_lo, i_hi, first, num_actions, child_ptr, child_inf, pos, pre, end, cum, term_ptr,
-                       term_w, line_start, line_term, row_start, rows, follow, values, value, gains):
+def _gains_of_infosets(
+    i_lo,
+    i_hi,
+    first,
+    num_actions,
+    child_ptr,
+    child_inf,
+    pos,
+    pre,
+    end,
+    cum,
+    term_ptr,
+    term_w,
+    line_start,
+    line_term,
+    row_start,
+    rows,
+    follow,
+    values,
+    value,
+    gains,
+):
     """The gains of the triggers at infosets ``i_lo .. i_hi-1`` (``value``: infoset scratch)."""
     for trig_inf in range(i_lo, i_hi):
         lo, hi = pos[trig_inf], end[trig_inf]

@@ -63,21 +63,21 @@ class PlayerTriggerTable:
     """
 
     player: int
-    first: np.ndarray          # int64[n_inf]
-    num_actions: np.ndarray    # int64[n_inf]
+    first: np.ndarray  # int64[n_inf]
+    num_actions: np.ndarray  # int64[n_inf]
     infoset_parent: np.ndarray  # int64[n_inf]
-    pos: np.ndarray            # int64[n_inf]
-    pre: np.ndarray            # int64[n_inf]
-    end: np.ndarray            # int64[n_inf]
-    cum: np.ndarray            # int64[n_inf + 1]
-    child_ptr: np.ndarray      # int64[n_seq + 1]
-    child_inf: np.ndarray      # int64[...]
-    term_ptr: np.ndarray       # int64[n_seq]  (preorder slots, the empty sequence has none)
-    term_weight: np.ndarray    # float64[T_i]  p_c(z) u_i(z) in slot order
-    line_start: np.ndarray     # int64[n_inf + 1]
-    line_term: np.ndarray      # int32[line_start[-1]]  terminal slot of each line entry
-    row_start: np.ndarray      # int64[n_inf + 1]
-    rows: np.ndarray           # int32[row_start[-1]]  the Ξ position read, per (trigger, line entry)
+    pos: np.ndarray  # int64[n_inf]
+    pre: np.ndarray  # int64[n_inf]
+    end: np.ndarray  # int64[n_inf]
+    cum: np.ndarray  # int64[n_inf + 1]
+    child_ptr: np.ndarray  # int64[n_seq + 1]
+    child_inf: np.ndarray  # int64[...]
+    term_ptr: np.ndarray  # int64[n_seq]  (preorder slots, the empty sequence has none)
+    term_weight: np.ndarray  # float64[T_i]  p_c(z) u_i(z) in slot order
+    line_start: np.ndarray  # int64[n_inf + 1]
+    line_term: np.ndarray  # int32[line_start[-1]]  terminal slot of each line entry
+    row_start: np.ndarray  # int64[n_inf + 1]
+    rows: np.ndarray  # int32[row_start[-1]]  the Ξ position read, per (trigger, line entry)
 
     @property
     def num_sequences(self) -> int:
@@ -97,19 +97,26 @@ class TriggerTables:
 
     players: tuple
     terminal_pair: np.ndarray
-    terminal_row: np.ndarray   # position read for σ(z): the Ξ entry, or terminal_pair
+    terminal_row: np.ndarray  # position read for σ(z): the Ξ entry, or terminal_pair
     terminal_sequences: np.ndarray
     weighted: np.ndarray
-    entry_order: bool          # rows are Ξ chain entries (built with the entry map)
-    sum_order: bool = False    # line entries sorted by Ξ entry for every action (see above)
+    entry_order: bool  # rows are Ξ chain entries (built with the entry map)
+    sum_order: bool = False  # line entries sorted by Ξ entry for every action (see above)
 
     @property
     def nbytes(self) -> int:
-        return (sum(t.nbytes for t in self.players) + self.terminal_pair.nbytes + self.terminal_row.nbytes
-                + self.terminal_sequences.nbytes + self.weighted.nbytes)
+        return (
+            sum(t.nbytes for t in self.players)
+            + self.terminal_pair.nbytes
+            + self.terminal_row.nbytes
+            + self.terminal_sequences.nbytes
+            + self.weighted.nbytes
+        )
 
 
-def trigger_tables(game: Game, pairs: RelevantPairs, entry_of_pair: np.ndarray | None = None) -> TriggerTables:
+def trigger_tables(
+    game: Game, pairs: RelevantPairs, entry_of_pair: np.ndarray | None = None
+) -> TriggerTables:
     """Build the :class:`TriggerTables` of a two-player game (cost ``O(Σ_I |Z(I)| log)``).
 
     With ``entry_of_pair`` (relevant pair → Ξ chain entry) the entries of every slot are sorted
@@ -125,8 +132,15 @@ def trigger_tables(game: Game, pairs: RelevantPairs, entry_of_pair: np.ndarray |
     built = [_player_table(game, pairs, i, seqs, weighted[:, i], eop) for i in (0, 1)]
     consistent = entry_of_pair is not None and all(ok for _, ok in built)
     terminal_row = terminal_pair if entry_of_pair is None else entry_of_pair[terminal_pair]
-    return TriggerTables(tuple(t for t, _ in built), terminal_pair, terminal_row, seqs, weighted,
-                         entry_of_pair is not None, consistent)
+    return TriggerTables(
+        tuple(t for t, _ in built),
+        terminal_pair,
+        terminal_row,
+        seqs,
+        weighted,
+        entry_of_pair is not None,
+        consistent,
+    )
 
 
 def _player_table(game, pairs, i, seqs, w, entry_of_pair):
@@ -157,16 +171,52 @@ def _player_table(game, pairs, i, seqs, w, entry_of_pair):
     if bad >= 0:
         raise AssertionError(f"terminal slot {bad} of player {i + 1} meets a pair that is not relevant")
     line_term = np.empty(len(line), dtype=np.int32)
-    consistent = _sort_lines(i, first, num_actions, pos, end, cum, term_ptr, line_start, line, line_term,
-                             pairs.indptr, entry_of_pair)
+    consistent = _sort_lines(
+        i,
+        first,
+        num_actions,
+        pos,
+        end,
+        cum,
+        term_ptr,
+        line_start,
+        line,
+        line_term,
+        pairs.indptr,
+        entry_of_pair,
+    )
     row_start = np.zeros(len(first) + 1, dtype=np.int64)
     np.cumsum(num_actions * np.diff(line_start), out=row_start[1:])
-    rows = _rows(i, first, num_actions, line_start, line, row_start, pairs.indptr, entry_of_pair,
-                 np.empty(row_start[-1], dtype=index_dtype(len(pairs))))
+    rows = _rows(
+        i,
+        first,
+        num_actions,
+        line_start,
+        line,
+        row_start,
+        pairs.indptr,
+        entry_of_pair,
+        np.empty(row_start[-1], dtype=index_dtype(len(pairs))),
+    )
     del line
-    table = PlayerTriggerTable(i, first, num_actions, space.infoset_parent_seq.astype(np.int64), pos, pre,
-                               end, cum, tree.child_ptr, tree.child_infosets, term_ptr, np.ascontiguousarray(w[order]),
-                               line_start, line_term, row_start, rows)
+    table = PlayerTriggerTable(
+        i,
+        first,
+        num_actions,
+        space.infoset_parent_seq.astype(np.int64),
+        pos,
+        pre,
+        end,
+        cum,
+        tree.child_ptr,
+        tree.child_infosets,
+        term_ptr,
+        np.ascontiguousarray(w[order]),
+        line_start,
+        line_term,
+        row_start,
+        rows,
+    )
     return table, consistent
 
 
@@ -185,8 +235,9 @@ def _rows(player, first, num_actions, line_start, line, row_start, indptr, entry
 
 
 @numba.njit(cache=True)
-def _sort_lines(player, first, num_actions, pos, end, cum, term_ptr, line_start, line, line_term,
-                indptr, entry_of_pair):
+def _sort_lines(
+    player, first, num_actions, pos, end, cum, term_ptr, line_start, line, line_term, indptr, entry_of_pair
+):
     """Fill ``line_term`` and, given the entry map, sort each slot's entries by the Ξ entry read
     for the infoset's first action; True if every other action reads them in ascending order too."""
     consistent = True
@@ -254,8 +305,15 @@ class PayoffOperator:
     Y's entries.  ``matvec(y, out)`` writes ``A y``; ``rmatvec(x, out, sign)`` writes
     ``sign · Aᵀ x``.  Scratch space is per-sequence (small) and allocated once."""
 
-    def __init__(self, tables: TriggerTables, triggers: TriggerSpace, num_rows: int, seq_parents: tuple,
-                 max_depth: int, welfare_threshold: float | None = None):
+    def __init__(
+        self,
+        tables: TriggerTables,
+        triggers: TriggerSpace,
+        num_rows: int,
+        seq_parents: tuple,
+        max_depth: int,
+        welfare_threshold: float | None = None,
+    ):
         if not tables.entry_order:
             raise ValueError("the payoff operator needs trigger tables built with Ξ's entry map")
         self.tables = tables
@@ -266,8 +324,9 @@ class PayoffOperator:
         # The welfare weight is the last trigger: entry 1 + (K - 1).
         self._lambda_tau = triggers.num_triggers if self.tau is not None else -1
         # Read by the kernels only with a threshold (λ_τ ≥ 0), which a model keeps for good.
-        self._welfare_weight = (np.ascontiguousarray(tables.weighted.sum(axis=1)) if self.tau is not None
-                                else np.zeros(0))
+        self._welfare_weight = (
+            np.ascontiguousarray(tables.weighted.sum(axis=1)) if self.tau is not None else np.zeros(0)
+        )
         # Views: the tables keep the terminals' sequences column-major.
         self._own = tuple(np.ascontiguousarray(tables.terminal_sequences[:, i]) for i in (0, 1))
         self._seq_parent = tuple(np.ascontiguousarray(p) for p in seq_parents)
@@ -280,15 +339,20 @@ class PayoffOperator:
         # per thread (rows two cache lines apart: the following pass writes them per terminal).
         self._parallel = num_rows >= PARALLEL_MIN_ROWS
         if self._parallel:
-            self._trigger_work = tuple(_trigger_work(t.first, t.num_actions, t.line_start, t.num_sequences)
-                                       for t in tables.players)
+            self._trigger_work = tuple(
+                _trigger_work(t.first, t.num_actions, t.line_start, t.num_sequences) for t in tables.players
+            )
             self._stacks = thread_rows(max_depth + 2, np.int64)
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the operator itself (the shared tables and the entry map included)."""
-        return (self.tables.nbytes + self._welfare_weight.nbytes
-                + self._term_order.nbytes + sum(p.nbytes for p in self._seq_parent))
+        return (
+            self.tables.nbytes
+            + self._welfare_weight.nbytes
+            + self._term_order.nbytes
+            + sum(p.nbytes for p in self._seq_parent)
+        )
 
     def _parts(self) -> int:
         """Threads the next product runs on (1: the serial kernels)."""
@@ -302,28 +366,83 @@ class PayoffOperator:
         out[:] = 0.0
         self._following(y, out)
         for i, t in enumerate(self.tables.players):
-            _deviation_matvec(t.first, t.num_actions, t.pos, t.end, t.cum, t.term_ptr, t.term_weight,
-                              t.line_start, t.line_term, t.row_start, t.rows, self._trigger_base[i],
-                              self.triggers.block_start, y, out)
+            _deviation_matvec(
+                t.first,
+                t.num_actions,
+                t.pos,
+                t.end,
+                t.cum,
+                t.term_ptr,
+                t.term_weight,
+                t.line_start,
+                t.line_term,
+                t.row_start,
+                t.rows,
+                self._trigger_base[i],
+                self.triggers.block_start,
+                y,
+                out,
+            )
         return out
 
     def _following(self, y, out):
         tau = 0.0 if self.tau is None else self.tau
-        _following_matvec(self._seq_parent[0], self._seq_parent[1], self._own[0], self._own[1],
-                          self.tables.weighted, self._welfare_weight, self.tables.terminal_row,
-                          self._trigger_base[1], self._lambda_tau, tau, y, self._stack, out)
+        _following_matvec(
+            self._seq_parent[0],
+            self._seq_parent[1],
+            self._own[0],
+            self._own[1],
+            self.tables.weighted,
+            self._welfare_weight,
+            self.tables.terminal_row,
+            self._trigger_base[1],
+            self._lambda_tau,
+            tau,
+            y,
+            self._stack,
+            out,
+        )
 
     def _matvec_parallel(self, y, out, parts):
         tau = 0.0 if self.tau is None else self.tau
         # The following pass zeroes ``out`` and writes every terminal row.
-        _following_matvec_parallel(self._seq_parent[0], self._seq_parent[1], self._own[0], self._own[1],
-                                   self.tables.weighted, self._welfare_weight, self.tables.terminal_row,
-                                   self._trigger_base[1], self._lambda_tau, tau, y, self._stacks, out, parts)
+        _following_matvec_parallel(
+            self._seq_parent[0],
+            self._seq_parent[1],
+            self._own[0],
+            self._own[1],
+            self.tables.weighted,
+            self._welfare_weight,
+            self.tables.terminal_row,
+            self._trigger_base[1],
+            self._lambda_tau,
+            tau,
+            y,
+            self._stacks,
+            out,
+            parts,
+        )
         for i, t in enumerate(self.tables.players):
             seq_inf, cum_work = self._trigger_work[i]
-            _deviation_matvec_parallel(seq_inf, cum_work, t.first, t.pos, t.end, t.cum, t.term_ptr,
-                                       t.term_weight, t.line_start, t.line_term, t.row_start, t.rows,
-                                       self._trigger_base[i], self.triggers.block_start, y, out, parts)
+            _deviation_matvec_parallel(
+                seq_inf,
+                cum_work,
+                t.first,
+                t.pos,
+                t.end,
+                t.cum,
+                t.term_ptr,
+                t.term_weight,
+                t.line_start,
+                t.line_term,
+                t.row_start,
+                t.rows,
+                self._trigger_base[i],
+                self.triggers.block_start,
+                y,
+                out,
+                parts,
+            )
         return out
 
     def rmatvec(self, x: np.ndarray, out: np.ndarray, sign: float = 1.0) -> np.ndarray:
@@ -332,25 +451,82 @@ class PayoffOperator:
         if parts > 1:
             for i, t in enumerate(self.tables.players):
                 seq_inf, cum_work = self._trigger_work[i]
-                _deviation_rmatvec_parallel(seq_inf, cum_work, t.first, t.pos, t.end, t.cum, t.term_ptr,
-                                            t.term_weight, t.line_start, t.line_term, t.row_start, t.rows,
-                                            self._trigger_base[i], self.triggers.block_start, x, sign, out,
-                                            parts)
+                _deviation_rmatvec_parallel(
+                    seq_inf,
+                    cum_work,
+                    t.first,
+                    t.pos,
+                    t.end,
+                    t.cum,
+                    t.term_ptr,
+                    t.term_weight,
+                    t.line_start,
+                    t.line_term,
+                    t.row_start,
+                    t.rows,
+                    self._trigger_base[i],
+                    self.triggers.block_start,
+                    x,
+                    sign,
+                    out,
+                    parts,
+                )
             tau = 0.0 if self.tau is None else self.tau
-            _following_rmatvec_parallel(self._seq_parent[0], self._seq_parent[1], self._own[0], self._own[1],
-                                        self.tables.weighted, self._welfare_weight, self.tables.terminal_row,
-                                        self._term_order, self._trigger_base[1], self.triggers.num_triggers,
-                                        self._lambda_tau, tau, x, sign, out)
+            _following_rmatvec_parallel(
+                self._seq_parent[0],
+                self._seq_parent[1],
+                self._own[0],
+                self._own[1],
+                self.tables.weighted,
+                self._welfare_weight,
+                self.tables.terminal_row,
+                self._term_order,
+                self._trigger_base[1],
+                self.triggers.num_triggers,
+                self._lambda_tau,
+                tau,
+                x,
+                sign,
+                out,
+            )
             return out
         for i, t in enumerate(self.tables.players):
-            _deviation_rmatvec(t.first, t.num_actions, t.pos, t.end, t.cum, t.term_ptr, t.term_weight,
-                               t.line_start, t.line_term, t.row_start, t.rows, self._trigger_base[i],
-                               self.triggers.block_start, x, sign, out)
+            _deviation_rmatvec(
+                t.first,
+                t.num_actions,
+                t.pos,
+                t.end,
+                t.cum,
+                t.term_ptr,
+                t.term_weight,
+                t.line_start,
+                t.line_term,
+                t.row_start,
+                t.rows,
+                self._trigger_base[i],
+                self.triggers.block_start,
+                x,
+                sign,
+                out,
+            )
         tau = 0.0 if self.tau is None else self.tau
-        _following_rmatvec(self._seq_parent[0], self._seq_parent[1], self._own[0], self._own[1],
-                           self.tables.weighted, self._welfare_weight, self.tables.terminal_row,
-                           self._term_order, self._trigger_base[1],
-                           self.triggers.num_triggers, self._lambda_tau, tau, x, sign, out)
+        _following_rmatvec(
+            self._seq_parent[0],
+            self._seq_parent[1],
+            self._own[0],
+            self._own[1],
+            self.tables.weighted,
+            self._welfare_weight,
+            self.tables.terminal_row,
+            self._term_order,
+            self._trigger_base[1],
+            self.triggers.num_triggers,
+            self._lambda_tau,
+            tau,
+            x,
+            sign,
+            out,
+        )
         return out
 
     def __matmul__(self, y: np.ndarray) -> np.ndarray:
@@ -363,6 +539,7 @@ class PayoffOperator:
     def to_sparse(self) -> sp.csr_matrix:
         """``A`` as a scipy CSR matrix, column by column through :meth:`matvec` (small games)."""
         import scipy.sparse as sp  # here: the solver never needs scipy
+
         cols = []
         unit = np.zeros(self.shape[1])
         buf = np.empty(self.shape[0])
@@ -373,21 +550,42 @@ class PayoffOperator:
         return sp.hstack(cols).tocsr()
 
 
-def build_payoff_operator(game: Game, pairs: RelevantPairs, triggers: TriggerSpace,
-                          entry_of_pair: np.ndarray, welfare_threshold: float | None = None,
-                          tables: TriggerTables | None = None) -> PayoffOperator:
+def build_payoff_operator(
+    game: Game,
+    pairs: RelevantPairs,
+    triggers: TriggerSpace,
+    entry_of_pair: np.ndarray,
+    welfare_threshold: float | None = None,
+    tables: TriggerTables | None = None,
+) -> PayoffOperator:
     """The operator of ``A`` for Ξ's chain with ``entry_of_pair`` (pair position → chain entry)."""
     tables = trigger_tables(game, pairs, entry_of_pair) if tables is None else tables
     spaces = (game.sequences(0), game.sequences(1))
     max_depth = max(int(sp_.infoset_depth.max(initial=0)) for sp_ in spaces) + 1
-    return PayoffOperator(tables, triggers, len(pairs), tuple(sp_.seq_parent for sp_ in spaces), max_depth,
-                          welfare_threshold)
+    return PayoffOperator(
+        tables, triggers, len(pairs), tuple(sp_.seq_parent for sp_ in spaces), max_depth, welfare_threshold
+    )
 
 
 # The kernels below index through games.arrays.U (unsigned); every index here is non-negative.
 @numba.njit(cache=True)
-def _deviation_matvec(first, num_actions, pos, end, cum, term_ptr, term_w, line_start, line_term,
-                      row_start, rows, trig_base, block_start, y, out):
+def _deviation_matvec(
+    first,
+    num_actions,
+    pos,
+    end,
+    cum,
+    term_ptr,
+    term_w,
+    line_start,
+    line_term,
+    row_start,
+    rows,
+    trig_base,
+    block_start,
+    y,
+    out,
+):
     for inf in range(len(first)):
         p_lo, p_hi = cum[U(pos[U(inf)])], cum[U(end[U(inf)])]
         shift = line_start[U(inf)] - term_ptr[U(p_lo)]
@@ -405,8 +603,24 @@ def _deviation_matvec(first, num_actions, pos, end, cum, term_ptr, term_w, line_
 
 
 @numba.njit(cache=True)
-def _deviation_rmatvec(first, num_actions, pos, end, cum, term_ptr, term_w, line_start, line_term,
-                       row_start, rows, trig_base, block_start, x, sign, out):
+def _deviation_rmatvec(
+    first,
+    num_actions,
+    pos,
+    end,
+    cum,
+    term_ptr,
+    term_w,
+    line_start,
+    line_term,
+    row_start,
+    rows,
+    trig_base,
+    block_start,
+    x,
+    sign,
+    out,
+):
     for inf in range(len(first)):
         p_lo, p_hi = cum[U(pos[U(inf)])], cum[U(end[U(inf)])]
         shift = line_start[U(inf)] - term_ptr[U(p_lo)]
@@ -423,8 +637,21 @@ def _deviation_rmatvec(first, num_actions, pos, end, cum, term_ptr, term_w, line
 
 
 @numba.njit(cache=True)
-def _following_matvec(seq_parent0, seq_parent1, own0, own1, weighted, welfare_w, terminal_row,
-                      trig_base1, lam_tau, tau, y, stack, out):
+def _following_matvec(
+    seq_parent0,
+    seq_parent1,
+    own0,
+    own1,
+    weighted,
+    welfare_w,
+    terminal_row,
+    trig_base1,
+    lam_tau,
+    tau,
+    y,
+    stack,
+    out,
+):
     """Columns ``λ`` (and ``λ_τ``) of ``A y``: row ``σ(z)`` gets ``−p_c u_i(z) λ_σ̂`` for every
     own sequence ``σ̂ ⪯ σ_i(z)`` of either player, added in ascending column order (the order
     of a CSR row of the explicit matrix).  Rows of distinct terminals are distinct (no chance),
@@ -457,8 +684,23 @@ def _following_matvec(seq_parent0, seq_parent1, own0, own1, weighted, welfare_w,
 
 
 @numba.njit(cache=True)
-def _following_rmatvec(seq_parent0, seq_parent1, own0, own1, weighted, welfare_w, terminal_row,
-                       term_order, trig_base1, num_lambda, lam_tau, tau, x, sign, out):
+def _following_rmatvec(
+    seq_parent0,
+    seq_parent1,
+    own0,
+    own1,
+    weighted,
+    welfare_w,
+    terminal_row,
+    term_order,
+    trig_base1,
+    num_lambda,
+    lam_tau,
+    tau,
+    x,
+    sign,
+    out,
+):
     """Entries ``λ`` (and ``λ_τ``) of ``sign · Aᵀ x``: minus the following values, summed over
     the terminals in ascending Ξ-entry order (the order of a CSR row of the explicit ``Aᵀ``)."""
     for e in range(num_lambda + 1):
@@ -518,13 +760,34 @@ def _work_part(cum_work, p, parts):
     """Sequences ``[lo, hi)`` of part ``p`` of ``parts``: equal shares of the total work."""
     total = cum_work[-1]
     lo = 1 if p == 0 else np.searchsorted(cum_work, (total * p) // parts, side="right")
-    hi = len(cum_work) if p == parts - 1 else np.searchsorted(cum_work, (total * (p + 1)) // parts, side="right")
+    hi = (
+        len(cum_work)
+        if p == parts - 1
+        else np.searchsorted(cum_work, (total * (p + 1)) // parts, side="right")
+    )
     return max(lo, 1), max(hi, 1)
 
 
 @numba.njit(parallel=True, cache=True)
-def _deviation_matvec_parallel(seq_inf, cum_work, first, pos, end, cum, term_ptr, term_w, line_start,
-                               line_term, row_start, rows, trig_base, block_start, y, out, parts):
+def _deviation_matvec_parallel(
+    seq_inf,
+    cum_work,
+    first,
+    pos,
+    end,
+    cum,
+    term_ptr,
+    term_w,
+    line_start,
+    line_term,
+    row_start,
+    rows,
+    trig_base,
+    block_start,
+    y,
+    out,
+    parts,
+):
     blocks = parts * BLOCKS_PER_THREAD
     for part in numba.prange(parts):
         for block in range(part, blocks, parts):
@@ -546,8 +809,26 @@ def _deviation_matvec_parallel(seq_inf, cum_work, first, pos, end, cum, term_ptr
 
 
 @numba.njit(parallel=True, cache=True)
-def _deviation_rmatvec_parallel(seq_inf, cum_work, first, pos, end, cum, term_ptr, term_w, line_start,
-                                line_term, row_start, rows, trig_base, block_start, x, sign, out, parts):
+def _deviation_rmatvec_parallel(
+    seq_inf,
+    cum_work,
+    first,
+    pos,
+    end,
+    cum,
+    term_ptr,
+    term_w,
+    line_start,
+    line_term,
+    row_start,
+    rows,
+    trig_base,
+    block_start,
+    x,
+    sign,
+    out,
+    parts,
+):
     blocks = parts * BLOCKS_PER_THREAD
     for part in numba.prange(parts):
         for block in range(part, blocks, parts):
@@ -568,14 +849,28 @@ def _deviation_rmatvec_parallel(seq_inf, cum_work, first, pos, end, cum, term_pt
 
 
 @numba.njit(parallel=True, cache=True)
-def _following_matvec_parallel(seq_parent0, seq_parent1, own0, own1, weighted, welfare_w, terminal_row,
-                               trig_base1, lam_tau, tau, y, stacks, out, parts):
+def _following_matvec_parallel(
+    seq_parent0,
+    seq_parent1,
+    own0,
+    own1,
+    weighted,
+    welfare_w,
+    terminal_row,
+    trig_base1,
+    lam_tau,
+    tau,
+    y,
+    stacks,
+    out,
+    parts,
+):
     """``out = 0``, then :func:`_following_matvec` with the terminals in ``parts`` ranges
     (``stacks``: one row per part).  The zeroing runs on the threads too: alone it is ~10 % of
     the product (medium Battleship: 6 ms of ``A y``'s 41 on two threads)."""
     n_out = len(out)
     for part in numba.prange(parts):
-        out[(n_out * part) // parts:(n_out * (part + 1)) // parts] = 0.0
+        out[(n_out * part) // parts : (n_out * (part + 1)) // parts] = 0.0
     n_z = len(own0)
     for part in numba.prange(parts):
         stack = stacks[part]
@@ -607,8 +902,23 @@ def _following_matvec_parallel(seq_parent0, seq_parent1, own0, own1, weighted, w
 
 
 @numba.njit(parallel=True, cache=True)
-def _following_rmatvec_parallel(seq_parent0, seq_parent1, own0, own1, weighted, welfare_w, terminal_row,
-                                term_order, trig_base1, num_lambda, lam_tau, tau, x, sign, out):
+def _following_rmatvec_parallel(
+    seq_parent0,
+    seq_parent1,
+    own0,
+    own1,
+    weighted,
+    welfare_w,
+    terminal_row,
+    term_order,
+    trig_base1,
+    num_lambda,
+    lam_tau,
+    tau,
+    x,
+    sign,
+    out,
+):
     """:func:`_following_rmatvec` as two parts: player 1's λ entries, then player 2's and λ_τ;
     each walks all terminals in the serial order and writes only its own entries."""
     for e in range(num_lambda + 1):

@@ -40,10 +40,18 @@ def exploitability(game: Game, strategies, payoffs=None) -> tuple[float, np.ndar
     return float(br1 - u[0] + br2 - u[1]), u
 
 
-def solve_cfr(game: Game, *, iterations: int = 1000, variant: str = "cfr+",
-              rule: LocalRule | str | None = None, minimizer: MinimizerFactory | None = None,
-              time_limit: float | None = None, target_gap: float | None = None,
-              check_every: int | None = None, progress: ProgressCallback | None = None) -> SolveResult:
+def solve_cfr(
+    game: Game,
+    *,
+    iterations: int = 1000,
+    variant: str = "cfr+",
+    rule: LocalRule | str | None = None,
+    minimizer: MinimizerFactory | None = None,
+    time_limit: float | None = None,
+    target_gap: float | None = None,
+    check_every: int | None = None,
+    progress: ProgressCallback | None = None,
+) -> SolveResult:
     """Run CFR (``variant="cfr"``: RM, simultaneous updates, uniform averaging) or CFR+
     (``"cfr+"``: RM+, alternating updates, linear averaging) on a two-player game.
 
@@ -57,8 +65,10 @@ def solve_cfr(game: Game, *, iterations: int = 1000, variant: str = "cfr+",
     sequence).  Giving both is a ValueError."""
     started = time.perf_counter()
     if game.num_players != 2:
-        raise GameError(f"CFR here solves two-player games; {game.name} has {game.num_players} players "
-                        f"(use --method icfr or cfr-s for n players)")
+        raise GameError(
+            f"CFR here solves two-player games; {game.name} has {game.num_players} players "
+            f"(use --method icfr or cfr-s for n players)"
+        )
     if variant not in ("cfr", "cfr+"):
         raise GameError(f"unknown CFR variant '{variant}' (cfr or cfr+)")
     plus = variant == "cfr+"
@@ -69,27 +79,43 @@ def solve_cfr(game: Game, *, iterations: int = 1000, variant: str = "cfr+",
     chains = [sequence_form(game.sequences(p)) for p in (0, 1)]
     engines = tuple(ChainEngine(c, minimizer=make_minimizer(c)) for c in chains)
     # Both players maximize: player 1's loss is −A₁x₂, player 2's is −A₂ᵀx₁.
-    play = SelfPlay(engines, (lambda x2, out: np.negative(a1 @ x2, out=out),
-                              lambda x1, out: np.negative(a2t @ x1, out=out)),
-                    alternating=plus, linear_averaging=plus)
+    play = SelfPlay(
+        engines,
+        (lambda x2, out: np.negative(a1 @ x2, out=out), lambda x1, out: np.negative(a2t @ x1, out=out)),
+        alternating=plus,
+        linear_averaging=plus,
+    )
     setup = time.perf_counter() - started
 
-    driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=check_every,
-                             progress=progress)
+    driver = IterationDriver(
+        iterations=iterations, time_limit=time_limit, check_every=check_every, progress=progress
+    )
     for t in driver:
         play.step(t)
         if driver.checkpoint_due():
             with driver.paused():
                 gap, _ = exploitability(game, [play.average(0), play.average(1)], payoffs)
-            if driver.record(TraceRow(t, driver.elapsed(), gap),
-                             converged=target_gap is not None and gap <= target_gap,
-                             aim=(gap, target_gap)):
+            if driver.record(
+                TraceRow(t, driver.elapsed(), gap),
+                converged=target_gap is not None and gap <= target_gap,
+                aim=(gap, target_gap),
+            ):
                 break
     avg = [play.average(0), play.average(1)]
     gap, u = exploitability(game, avg, payoffs)
-    return SolveResult(method=variant, point=tuple(avg), status=driver.status,
-                       iterations=driver.iteration, setup_seconds=setup, seconds=driver.elapsed(),
-                       trace=driver.trace,
-                       info={"exploitability": gap, "value": float(u[0]), "utilities": u,
-                             "welfare": float(u.sum()), "iteration_seconds": driver.iteration_seconds})
-
+    return SolveResult(
+        method=variant,
+        point=tuple(avg),
+        status=driver.status,
+        iterations=driver.iteration,
+        setup_seconds=setup,
+        seconds=driver.elapsed(),
+        trace=driver.trace,
+        info={
+            "exploitability": gap,
+            "value": float(u[0]),
+            "utilities": u,
+            "welfare": float(u.sum()),
+            "iteration_seconds": driver.iteration_seconds,
+        },
+    )

@@ -102,7 +102,9 @@ class ParkedPairs:
     pair → entry map back without the pairs (e.g. to gather the plan in pair order before the
     pairs are needed to check it)."""
 
-    def __init__(self, model: EFCEModel, parked: ParkedArrays, indptr: np.ndarray, num_sequences: tuple[int, int]):
+    def __init__(
+        self, model: EFCEModel, parked: ParkedArrays, indptr: np.ndarray, num_sequences: tuple[int, int]
+    ):
         self._model, self._parked = model, parked
         self._indptr, self._num_sequences = indptr, num_sequences
 
@@ -117,8 +119,11 @@ class ParkedPairs:
         pair → entry map in memory if it is back, else read from its file piece by piece, so
         that the whole map and the two plans are never in memory together."""
         index = self._model.entry_of_pair
-        pieces = (self._parked.chunks("entry_of_pair", GATHER_CHUNK) if index is None
-                  else (index[lo:lo + GATHER_CHUNK] for lo in range(0, len(index), GATHER_CHUNK)))
+        pieces = (
+            self._parked.chunks("entry_of_pair", GATHER_CHUNK)
+            if index is None
+            else (index[lo : lo + GATHER_CHUNK] for lo in range(0, len(index), GATHER_CHUNK))
+        )
         return _gather(values, pieces, int(self._indptr[-1]))
 
     def pairs(self) -> RelevantPairs:
@@ -188,6 +193,7 @@ def saddle_point_sizes(game: Game) -> dict:
     nonzeros of ``A``'s deviation part (``Σ_z`` triggers above ``σ_i(z)``, both players);
     (trigger infoset, terminal) pairs; game nodes."""
     from efce.games.payoffs import terminal_map
+
     tm = terminal_map(game)
     y_entries = nonzeros = trigger_terminals = 0
     for i in (0, 1):
@@ -202,21 +208,35 @@ def saddle_point_sizes(game: Game) -> dict:
         y_entries += int(triggers_above.sum())
         nonzeros += int(triggers_above[own].sum())
         trigger_terminals += int(infosets_above[own].sum())
-    return {"relevant_pairs": count_relevant_pairs(game), "trigger_entries": y_entries,
-            "nonzeros": nonzeros, "trigger_terminals": trigger_terminals, "nodes": game.num_nodes}
+    return {
+        "relevant_pairs": count_relevant_pairs(game),
+        "trigger_entries": y_entries,
+        "nonzeros": nonzeros,
+        "trigger_terminals": trigger_terminals,
+        "nodes": game.num_nodes,
+    }
 
 
 def estimate_efce_bytes(game: Game) -> int:
     """Estimated peak memory of :func:`solve_efce` on ``game`` (see the constants above)."""
     n = saddle_point_sizes(game)
-    return int(FIXED_BYTES + BYTES_PER_RELEVANT_PAIR * n["relevant_pairs"]
-               + BYTES_PER_TRIGGER_ENTRY * n["trigger_entries"] + BYTES_PER_NONZERO * n["nonzeros"]
-               + BYTES_PER_TRIGGER_TERMINAL * n["trigger_terminals"] + BYTES_PER_GAME_NODE * n["nodes"])
+    return int(
+        FIXED_BYTES
+        + BYTES_PER_RELEVANT_PAIR * n["relevant_pairs"]
+        + BYTES_PER_TRIGGER_ENTRY * n["trigger_entries"]
+        + BYTES_PER_NONZERO * n["nonzeros"]
+        + BYTES_PER_TRIGGER_TERMINAL * n["trigger_terminals"]
+        + BYTES_PER_GAME_NODE * n["nodes"]
+    )
 
 
-def build_efce_model(game: Game, welfare_threshold: float | None = None,
-                     pairs: RelevantPairs | None = None, xi_chain: Chain | None = None,
-                     memory_budget: int | None = None) -> EFCEModel:
+def build_efce_model(
+    game: Game,
+    welfare_threshold: float | None = None,
+    pairs: RelevantPairs | None = None,
+    xi_chain: Chain | None = None,
+    memory_budget: int | None = None,
+) -> EFCEModel:
     """Ξ by DECOMPOSE, Y by :func:`polytopes.triggers.trigger_deviations`, and the payoff
     operator ``A`` of the module docstring (rows in Ξ's entry order).  ``pairs``/``xi_chain``
     may be passed to reuse ones already built.  A game whose estimated peak memory exceeds
@@ -253,12 +273,14 @@ def _gather(values: np.ndarray, pieces: Iterable[np.ndarray], n: int) -> np.ndar
     out = np.empty(n)
     lo = 0
     for piece in pieces:
-        np.take(values, piece, out=out[lo:lo + len(piece)], mode="clip")  # indices are valid
+        np.take(values, piece, out=out[lo : lo + len(piece)], mode="clip")  # indices are valid
         lo += len(piece)
     return out
 
 
-def average_point(chain: Chain, running_sum: np.ndarray, weight: float, *, in_place: bool = False) -> np.ndarray:
+def average_point(
+    chain: Chain, running_sum: np.ndarray, weight: float, *, in_place: bool = False
+) -> np.ndarray:
     """The float64 average ``Σ_t w_t z_t / Σ_t w_t`` of a running sum over ``chain``.
 
     A float64 sum is divided by ``weight`` (in place with ``in_place``).  A float32 sum (the
@@ -290,14 +312,23 @@ def set_welfare_threshold(model: EFCEModel, welfare_threshold: float) -> None:
 
 
 @on_threads
-def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None = None,
-               target_gap: float | None = 1e-3, welfare_threshold: float | None = None,
-               rule: LocalRule | str | None = None, minimizer: MinimizerFactory | None = None,
-               check_every: int | None = None,
-               check_feasibility_every_iteration: bool = False,
-               progress: ProgressCallback | None = None,
-               model: EFCEModel | None = None, memory_budget: int | None = None,
-               alternating: bool = True, averaging: str = "linear") -> SolveResult:
+def solve_efce(
+    game: Game,
+    *,
+    iterations: int = 10_000,
+    time_limit: float | None = None,
+    target_gap: float | None = 1e-3,
+    welfare_threshold: float | None = None,
+    rule: LocalRule | str | None = None,
+    minimizer: MinimizerFactory | None = None,
+    check_every: int | None = None,
+    check_feasibility_every_iteration: bool = False,
+    progress: ProgressCallback | None = None,
+    model: EFCEModel | None = None,
+    memory_budget: int | None = None,
+    alternating: bool = True,
+    averaging: str = "linear",
+) -> SolveResult:
     """Regret minimization on the EFCE saddle point (RM+ locally, alternating updates, linear
     averaging).  Stops at ``target_gap`` (max deviation of the average plan, and welfare within
     ``target_gap`` of the threshold), ``iterations`` or ``time_limit`` seconds.
@@ -335,12 +366,21 @@ def solve_efce(game: Game, *, iterations: int = 10_000, time_limit: float | None
         raise ValueError(f"averaging must be one of {', '.join(AVERAGING)}, got {averaging!r}")
     make_minimizer = minimizer_factory(rule, minimizer, RegretMatching(plus=True))
     model = model or build_efce_model(game, welfare_threshold, memory_budget=memory_budget)
-    driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=check_every,
-                             progress=progress)
+    driver = IterationDriver(
+        iterations=iterations, time_limit=time_limit, check_every=check_every, progress=progress
+    )
     with pair_arrays_parked(model) as parked:
-        run = _iterate(model, make_minimizer, driver, started, target_gap=target_gap,
-                       welfare_threshold=welfare_threshold, alternating=alternating,
-                       power=AVERAGING[averaging], check_every_iteration=check_feasibility_every_iteration)
+        run = _iterate(
+            model,
+            make_minimizer,
+            driver,
+            started,
+            target_gap=target_gap,
+            welfare_threshold=welfare_threshold,
+            alternating=alternating,
+            power=AVERAGING[averaging],
+            check_every_iteration=check_feasibility_every_iteration,
+        )
         return _result(model.game, parked, run, driver, welfare_threshold, target_gap)
 
 
@@ -357,8 +397,14 @@ class _Run:
     setup_seconds: float
 
 
-def saddle_point_play(model: EFCEModel, make_minimizer: MinimizerFactory, *, alternating: bool = True,
-                      power: float = 1.0, average_deviator: bool = False) -> SelfPlay:
+def saddle_point_play(
+    model: EFCEModel,
+    make_minimizer: MinimizerFactory,
+    *,
+    alternating: bool = True,
+    power: float = 1.0,
+    average_deviator: bool = False,
+) -> SelfPlay:
     """The correlator (an engine on Ξ's chain, observing ``A·y``) against the deviator (an
     engine on Y's chain, observing ``−Aᵀ·x``), each built by ``make_minimizer`` from its chain,
     with the correlator's running average (and the deviator's with ``average_deviator``) under
@@ -366,11 +412,14 @@ def saddle_point_play(model: EFCEModel, make_minimizer: MinimizerFactory, *, alt
     operator = model.operator
     xi_engine = ChainEngine(model.xi_steps, minimizer=make_minimizer(model.xi_steps))
     y_engine = ChainEngine(model.triggers.chain, minimizer=make_minimizer(model.triggers.chain))
-    return SelfPlay((xi_engine, y_engine),
-                    (lambda y, out: operator.matvec(y, out=out),
-                     lambda x, out: operator.rmatvec(x, out=out, sign=-1.0)),
-                    averaged=(True, average_deviator), alternating=bool(alternating), power=power,
-                    narrow=True)
+    return SelfPlay(
+        (xi_engine, y_engine),
+        (lambda y, out: operator.matvec(y, out=out), lambda x, out: operator.rmatvec(x, out=out, sign=-1.0)),
+        averaged=(True, average_deviator),
+        alternating=bool(alternating),
+        power=power,
+        narrow=True,
+    )
 
 
 def saddle_point_gap(model: EFCEModel, values: np.ndarray, scale: float, work: np.ndarray) -> float:
@@ -418,16 +467,30 @@ def saddle_point_gap(model: EFCEModel, values: np.ndarray, scale: float, work: n
     return max(0.0, -scale * chain_minimum(model.triggers.chain, work, donate=True))
 
 
-def _iterate(model: EFCEModel, make_minimizer: MinimizerFactory, driver: IterationDriver,
-             started: float, *, target_gap: float | None, welfare_threshold: float | None,
-             alternating: bool, power: float, check_every_iteration: bool) -> _Run:
+def _iterate(
+    model: EFCEModel,
+    make_minimizer: MinimizerFactory,
+    driver: IterationDriver,
+    started: float,
+    *,
+    target_gap: float | None,
+    welfare_threshold: float | None,
+    alternating: bool,
+    power: float,
+    check_every_iteration: bool,
+) -> _Run:
     """The iterations of :func:`solve_efce` under ``driver``, reading nothing per relevant pair
     but the chain and the operator.  The engines, iterates and losses are local: they are freed
     when this returns, before the pair arrays come back."""
     chain, operator = model.xi_steps, model.operator
     # ȳ is needed only for the certificate.
-    play = saddle_point_play(model, make_minimizer, alternating=alternating, power=power,
-                             average_deviator=welfare_threshold is not None)
+    play = saddle_point_play(
+        model,
+        make_minimizer,
+        alternating=alternating,
+        power=power,
+        average_deviator=welfare_threshold is not None,
+    )
     evaluator = EFCEGapEvaluator(model.game, tables=model.tables)  # entry order, no pairs
     release_free_memory()  # what building the engines' layouts left behind
     setup = time.perf_counter() - started
@@ -463,11 +526,21 @@ def _iterate(model: EFCEModel, make_minimizer: MinimizerFactory, driver: Iterati
             gap, welfare = average_gap(weight)
             max_violation = max(max_violation, *violations)
             shortfall = 0.0 if welfare_threshold is None else max(0.0, welfare_threshold - welfare)
-            certified = (welfare_threshold is not None and shortfall > 0
-                         and deviation_bound() > CERTIFICATE_TOLERANCE)  # stop early
-        row = TraceRow(t, driver.elapsed(), gap, max(violations),
-                       {"welfare": welfare, "welfare_shortfall": shortfall,
-                        "violation_iterate": violations[0], "violation_average": violations[1]})
+            certified = (
+                welfare_threshold is not None and shortfall > 0 and deviation_bound() > CERTIFICATE_TOLERANCE
+            )  # stop early
+        row = TraceRow(
+            t,
+            driver.elapsed(),
+            gap,
+            max(violations),
+            {
+                "welfare": welfare,
+                "welfare_shortfall": shortfall,
+                "violation_iterate": violations[0],
+                "violation_average": violations[1],
+            },
+        )
         converged = target_gap is not None and gap <= target_gap and shortfall <= target_gap
         if driver.record(row, converged=converged, aim=(gap, target_gap)):
             break
@@ -484,8 +557,14 @@ def _iterate(model: EFCEModel, make_minimizer: MinimizerFactory, driver: Iterati
     return _Run(average, evaluator.evaluate(average), max_violation, lower_bound, setup)
 
 
-def _result(game: Game, parked: ParkedPairs, run: _Run, driver: IterationDriver,
-            welfare_threshold: float | None, target_gap: float | None) -> SolveResult:
+def _result(
+    game: Game,
+    parked: ParkedPairs,
+    run: _Run,
+    driver: IterationDriver,
+    welfare_threshold: float | None,
+    target_gap: float | None,
+) -> SolveResult:
     """The average plan in relevant-pair order, checked against Definition 3 independently of
     the chain, and the run's report.  The plan is gathered through the parked pair → entry map
     read piece by piece, the pairs come back once the plan in entry order is freed, and the map
@@ -495,22 +574,41 @@ def _result(game: Game, parked: ParkedPairs, run: _Run, driver: IterationDriver,
     plan_violation = FeasibilityCheck(game, parked.pairs())(xbar)
     max_violation = max(run.max_violation, plan_violation)
     report, status = run.report, driver.status
-    info = {"efce_gap": report.gap, "efcce_gap": None, "nfcce_gap": None,
-            "welfare": report.welfare, "utilities": report.utilities,
-            "max_violation": max_violation, "feasible_iterates": max_violation <= 1e-9,
-            "plan_violation": plan_violation,
-            "iteration_seconds": driver.iteration_seconds}
+    info = {
+        "efce_gap": report.gap,
+        "efcce_gap": None,
+        "nfcce_gap": None,
+        "welfare": report.welfare,
+        "utilities": report.utilities,
+        "max_violation": max_violation,
+        "feasible_iterates": max_violation <= 1e-9,
+        "plan_violation": plan_violation,
+        "iteration_seconds": driver.iteration_seconds,
+    }
     if welfare_threshold is not None:
         lower_bound = run.lower_bound
-        info.update({"welfare_threshold": welfare_threshold,
-                     "threshold_met": report.welfare >= welfare_threshold - (target_gap or 0.0),
-                     "saddle_value_lower_bound": lower_bound})
+        info.update(
+            {
+                "welfare_threshold": welfare_threshold,
+                "threshold_met": report.welfare >= welfare_threshold - (target_gap or 0.0),
+                "saddle_value_lower_bound": lower_bound,
+            }
+        )
         if lower_bound > CERTIFICATE_TOLERANCE and status != "converged":
             status = "infeasible"
-            info["message"] = (f"no EFCE has welfare ≥ {welfare_threshold}: the average deviation "
-                               f"certifies a saddle-point value ≥ {lower_bound:.6g} > 0")
+            info["message"] = (
+                f"no EFCE has welfare ≥ {welfare_threshold}: the average deviation "
+                f"certifies a saddle-point value ≥ {lower_bound:.6g} > 0"
+            )
         elif status != "converged":
             info["message"] = f"no EFCE with welfare ≥ {welfare_threshold} found within the budget"
-    return SolveResult(method="rm", point=xbar, status=status, iterations=driver.iteration,
-                       setup_seconds=run.setup_seconds, seconds=driver.elapsed(), trace=driver.trace,
-                       info=info)
+    return SolveResult(
+        method="rm",
+        point=xbar,
+        status=status,
+        iterations=driver.iteration,
+        setup_seconds=run.setup_seconds,
+        seconds=driver.elapsed(),
+        trace=driver.trace,
+        info=info,
+    )

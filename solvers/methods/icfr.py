@@ -49,8 +49,14 @@ class PlanStore:
 
     def __init__(self, game: Game):
         self.widths = [game.sequences(p).num_infosets for p in range(game.num_players)]
-        maxA = max((int(game.sequences(p).infoset_num_actions.max()) for p in range(game.num_players)
-                    if game.sequences(p).num_infosets), default=1)
+        maxA = max(
+            (
+                int(game.sequences(p).infoset_num_actions.max())
+                for p in range(game.num_players)
+                if game.sequences(p).num_infosets
+            ),
+            default=1,
+        )
         self.bits = 2 if maxA + 1 <= 4 else 4 if maxA + 1 <= 16 else 8
         self.ids: list[dict[bytes, int]] = [{} for _ in self.widths]
         self.keys: list[list[bytes]] = [[] for _ in self.widths]
@@ -170,8 +176,12 @@ class _Learner:
         plays[0] = True
         reached = np.zeros(self.nI, dtype=bool)
         if self.method == "icfr":
-            x = np.concatenate([self.internal.recommend(self.int_state, self.seg),
-                                self.rm.recommend(self.ext_state, self.ext_seg)])
+            x = np.concatenate(
+                [
+                    self.internal.recommend(self.int_state, self.seg),
+                    self.rm.recommend(self.ext_state, self.ext_seg),
+                ]
+            )
             trig = np.full(self.nI, -1, dtype=np.int64)  # sequence σ_I for unreached infosets
             slot = np.full(self.nI, -1, dtype=np.int64)
         else:
@@ -191,8 +201,11 @@ class _Learner:
                 sl = self.ext_table[Ju, self.depth[tI], space.seq_action[t]]
                 slot[Ju] = sl
                 idx = idx.copy()
-                idx[un] = np.where(mask[un], self.seg.total + self.ext_seg.ptr[sl][:, None]
-                                   + np.arange(self.maxA)[None, :], 0)
+                idx[un] = np.where(
+                    mask[un],
+                    self.seg.total + self.ext_seg.ptr[sl][:, None] + np.arange(self.maxA)[None, :],
+                    0,
+                )
             probs = np.where(mask, x[idx], 0.0)
             cum = np.cumsum(probs, axis=1)
             u = rng.random(len(J)) * cum[:, -1]
@@ -238,8 +251,15 @@ ICFR_CHECKPOINT_GROWTH = 1.5
 class Dynamics:
     """ICFR / CFR-S state for a game; :meth:`step` runs one iteration."""
 
-    def __init__(self, game: Game, method: str = "icfr", seed: int = 0, *,
-                 rule: LocalRule | str | None = None, internal_rule: LocalRule | str | None = None):
+    def __init__(
+        self,
+        game: Game,
+        method: str = "icfr",
+        seed: int = 0,
+        *,
+        rule: LocalRule | str | None = None,
+        internal_rule: LocalRule | str | None = None,
+    ):
         if method not in METHODS:
             raise GameError(f"unknown method '{method}'; valid: {', '.join(METHODS)}")
         rule = RegretMatching() if rule is None else as_rule(rule)
@@ -278,11 +298,19 @@ class Dynamics:
         return self.store.device()
 
 
-def solve_icfr(game: Game, iterations: int, seed: int = 0, method: str = "icfr", *,
-               time_limit: float | None = None, target_gap: float | None = None,
-               check_every: int | None = None, progress: ProgressCallback | None = None,
-               rule: LocalRule | str | None = None,
-               internal_rule: LocalRule | str | None = None) -> SolveResult:
+def solve_icfr(
+    game: Game,
+    iterations: int,
+    seed: int = 0,
+    method: str = "icfr",
+    *,
+    time_limit: float | None = None,
+    target_gap: float | None = None,
+    check_every: int | None = None,
+    progress: ProgressCallback | None = None,
+    rule: LocalRule | str | None = None,
+    internal_rule: LocalRule | str | None = None,
+) -> SolveResult:
     """Run ICFR (``method="icfr"``) or CFR-S (``"cfr-s"``) for ``iterations`` iterations.
 
     At the checkpoints of :class:`~solvers.driver.IterationDriver` (every ``check_every``
@@ -302,8 +330,13 @@ def solve_icfr(game: Game, iterations: int, seed: int = 0, method: str = "icfr",
     ev = evaluator(game)
     setup = time.perf_counter() - started
     # The n-player gaps cost far more than an iteration: a sparser schedule (about 25 points).
-    driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=check_every,
-                             growth=ICFR_CHECKPOINT_GROWTH, progress=progress)
+    driver = IterationDriver(
+        iterations=iterations,
+        time_limit=time_limit,
+        check_every=check_every,
+        growth=ICFR_CHECKPOINT_GROWTH,
+        progress=progress,
+    )
     gaps = None
     for it in driver:
         dyn.step()
@@ -311,15 +344,28 @@ def solve_icfr(game: Game, iterations: int, seed: int = 0, method: str = "icfr",
             with driver.paused():
                 gaps = ev(dyn.empirical_device())
             target = gaps.efce if method == "icfr" else gaps.efcce
-            row = TraceRow(it, driver.elapsed(), gaps.efce,
-                           extra={"efcce": gaps.efcce, "nfcce": gaps.nfcce})
-            if driver.record(row, converged=target_gap is not None and target <= target_gap,
-                             aim=(target, target_gap)):
+            row = TraceRow(it, driver.elapsed(), gaps.efce, extra={"efcce": gaps.efcce, "nfcce": gaps.nfcce})
+            if driver.record(
+                row, converged=target_gap is not None and target <= target_gap, aim=(target, target_gap)
+            ):
                 break
-    info = {"efce_gap": gaps.efce, "efcce_gap": gaps.efcce, "nfcce_gap": gaps.nfcce,
-            "utilities": gaps.utilities.tolist(), "welfare": gaps.welfare,
-            "support": len(dyn.store.counts), "iteration_seconds": driver.iteration_seconds,
-            "seed": seed}
-    return SolveResult(method=method, point=dyn.empirical_device(), status=driver.status,
-                       iterations=dyn.iterations, setup_seconds=setup,
-                       seconds=driver.elapsed(), trace=driver.trace, info=info)
+    info = {
+        "efce_gap": gaps.efce,
+        "efcce_gap": gaps.efcce,
+        "nfcce_gap": gaps.nfcce,
+        "utilities": gaps.utilities.tolist(),
+        "welfare": gaps.welfare,
+        "support": len(dyn.store.counts),
+        "iteration_seconds": driver.iteration_seconds,
+        "seed": seed,
+    }
+    return SolveResult(
+        method=method,
+        point=dyn.empirical_device(),
+        status=driver.status,
+        iterations=dyn.iterations,
+        setup_seconds=setup,
+        seconds=driver.elapsed(),
+        trace=driver.trace,
+        info=info,
+    )

@@ -61,10 +61,17 @@ class SelfPlay:
         ``Σ_t w_t``.
     """
 
-    def __init__(self, engines: tuple[ChainEngine, ChainEngine], losses: tuple[LossOperator, LossOperator],
-                 *, alternating: bool = True, linear_averaging: bool = True,
-                 averaged: tuple[bool, bool] = (True, True), power: float | None = None,
-                 narrow: bool = False):
+    def __init__(
+        self,
+        engines: tuple[ChainEngine, ChainEngine],
+        losses: tuple[LossOperator, LossOperator],
+        *,
+        alternating: bool = True,
+        linear_averaging: bool = True,
+        averaged: tuple[bool, bool] = (True, True),
+        power: float | None = None,
+        narrow: bool = False,
+    ):
         self.engines = engines
         self.losses = losses
         self.alternating = alternating
@@ -73,7 +80,9 @@ class SelfPlay:
         dims = [e.chain.num_entries for e in engines]
         sum_dtypes = [e.sum_dtype if narrow else np.float64 for e in engines]
         self.points = [np.empty(d) for d in dims]
-        self.sums = [np.zeros(d, dtype) if keep else None for d, dtype, keep in zip(dims, sum_dtypes, averaged)]
+        self.sums = [
+            np.zeros(d, dtype) if keep else None for d, dtype, keep in zip(dims, sum_dtypes, averaged)
+        ]
         # Simultaneous updates need both losses before either point changes.
         self._scratch = None if alternating else [np.empty(d) for d in dims]
         self.weight = 0.0
@@ -110,7 +119,7 @@ class SelfPlay:
         allocation.  With alternating updates it is player 0's point (the next step writes its
         loss there first), so read that point before writing here; with simultaneous updates,
         a loss buffer."""
-        for buffer in (self._scratch if self._scratch is not None else [self.points[0]]):
+        for buffer in self._scratch if self._scratch is not None else [self.points[0]]:
             if buffer.size >= size:
                 return buffer[:size]
         return None
@@ -118,5 +127,3 @@ class SelfPlay:
     def average(self, player: int) -> np.ndarray:
         """A new array: the player's average point so far."""
         return self.sums[player] / self.weight
-
-

@@ -122,13 +122,18 @@ def trigger_layout(space, coarse: bool) -> TriggerLayout:
         roots = space.seq_infoset[1:].astype(np.int64)
     # Preorder end of every infoset's subtree: the end of its last action's subtree.
     end = tree.subtree_hi[first + A - 1] if space.num_infosets else np.zeros(0, np.int64)
-    arrays = _build_layout(roots, tree.preorder.astype(np.int64), tree.position.astype(np.int64),
-                           end.astype(np.int64), A, first,
-                           space.infoset_parent_seq.astype(np.int64),
-                           space.seq_infoset.astype(np.int64))
+    arrays = _build_layout(
+        roots,
+        tree.preorder.astype(np.int64),
+        tree.position.astype(np.int64),
+        end.astype(np.int64),
+        A,
+        first,
+        space.infoset_parent_seq.astype(np.int64),
+        space.seq_infoset.astype(np.int64),
+    )
     seg_ptr, seg_inf, seg_trig, seg_par, e_seq, e_trig, root_seg, e_hi = arrays
-    return TriggerLayout(roots, Segments(seg_ptr), seg_inf, seg_trig, seg_par, e_seq, e_trig,
-                         root_seg, e_hi)
+    return TriggerLayout(roots, Segments(seg_ptr), seg_inf, seg_trig, seg_par, e_seq, e_trig, root_seg, e_hi)
 
 
 @numba.njit(cache=True)
@@ -187,8 +192,7 @@ def _behaviour_to_sequence(b, seg_ptr, seg_parent_entry, out):
 
 
 @numba.njit(cache=True)
-def _subtree_values(u, trig_weight, b, seg_ptr, seg_parent_entry, entry_seq, entry_trigger, cf,
-                    seg_value):
+def _subtree_values(u, trig_weight, b, seg_ptr, seg_parent_entry, entry_seq, entry_trigger, cf, seg_value):
     """CFR's counterfactual utilities of every subtree minimizer at once, bottom-up.
 
     Entry ``e`` of trigger ``t`` starts at ``trig_weight[t] · u[entry_seq[e]]`` (the utility
@@ -310,8 +314,22 @@ def _stationary(rate, n, out, off, excess, rhs, reach):
 
 
 @numba.njit(cache=True)
-def _fixed_point(coarse, lam, pi, first_seq, num_actions, parent_seq, seq_infoset, root_seg,
-                 seg_ptr, entry_hi, entry_seq, x, c, lam_above):
+def _fixed_point(
+    coarse,
+    lam,
+    pi,
+    first_seq,
+    num_actions,
+    parent_seq,
+    seq_infoset,
+    root_seg,
+    seg_ptr,
+    entry_hi,
+    entry_seq,
+    x,
+    c,
+    lam_above,
+):
     """``x = M x`` with ``M = Σ λ_σ̂ φ_{σ̂→π̂_σ̂}``, infoset by infoset top-down (module doc).
 
     ``pi``: the subtree minimizers' recommendations in sequence form (layout order).  The EFCE
@@ -468,9 +486,22 @@ class _Player:
         self.lam = self.rule.recommend(self.lam_state, self.lam_seg)
         self.b = self.rule.recommend(self.sub_state, lay.seg)
         _behaviour_to_sequence(self.b, lay.seg.ptr, lay.seg_parent_entry, self.pi)
-        _fixed_point(self.coarse, self.lam, self.pi, self.first, self.A, self.pseq, self.seq_inf,
-                     lay.root_seg, lay.seg.ptr, lay.entry_hi, lay.entry_seq, self.x, self._c,
-                     self._lam_above)
+        _fixed_point(
+            self.coarse,
+            self.lam,
+            self.pi,
+            self.first,
+            self.A,
+            self.pseq,
+            self.seq_inf,
+            lay.root_seg,
+            lay.seg.ptr,
+            lay.entry_hi,
+            lay.entry_seq,
+            self.x,
+            self._c,
+            self._lam_above,
+        )
         return self.x
 
     def trigger_weights(self, x: np.ndarray, coarse: bool) -> np.ndarray:
@@ -499,9 +530,17 @@ class _Player:
         if lay.num_triggers == 0:
             return
         # Subtree minimizers: CFR with the utility x[σ̂]·u|Σ_ĵ; λ: value of π̂ minus following.
-        _subtree_values(u, self.trigger_weights(x, self.coarse), self.b, lay.seg.ptr,
-                        lay.seg_parent_entry, lay.entry_seq, lay.entry_trigger, self.cf,
-                        self.seg_value)
+        _subtree_values(
+            u,
+            self.trigger_weights(x, self.coarse),
+            self.b,
+            lay.seg.ptr,
+            lay.seg_parent_entry,
+            lay.entry_seq,
+            lay.entry_trigger,
+            self.cf,
+            self.seg_value,
+        )
         lam_utility = self.seg_value[lay.root_seg] - self.following_values(W, self.coarse)
         self.rule.observe(self.sub_state, -self.cf, lay.seg)
         self.rule.observe(self.lam_state, -lam_utility, self.lam_seg)
@@ -626,9 +665,14 @@ class _DeviceRecorder:
             cap = plans_per_iteration(space)
             plans = np.empty((cap, space.num_infosets), np.int16)
             alpha = np.empty(cap)
-            k = _decompose(x, space.infoset_first_seq.astype(np.int64),
-                           space.infoset_num_actions.astype(np.int64),
-                           space.infoset_parent_seq.astype(np.int64), plans, alpha)
+            k = _decompose(
+                x,
+                space.infoset_first_seq.astype(np.int64),
+                space.infoset_num_actions.astype(np.int64),
+                space.infoset_parent_seq.astype(np.int64),
+                plans,
+                alpha,
+            )
             row_ids = np.empty(k, np.int64)
             for r in range(k):
                 key = plans[r].tobytes()
@@ -656,10 +700,11 @@ class _DeviceRecorder:
         probs = np.concatenate(all_probs)
         unique, inverse = np.unique(ids, axis=0, return_inverse=True)
         merged = np.bincount(inverse.ravel(), weights=probs, minlength=len(unique))
-        tables = [np.array(rows, dtype=np.int16).reshape(len(rows), space.num_infosets)
-                  for rows, space in zip(self.plans, self.spaces)]
-        tables = [t.astype(np.int8) if t.size == 0 or t.max() < 127 else t.astype(np.int32)
-                  for t in tables]
+        tables = [
+            np.array(rows, dtype=np.int16).reshape(len(rows), space.num_infosets)
+            for rows, space in zip(self.plans, self.spaces)
+        ]
+        tables = [t.astype(np.int8) if t.size == 0 or t.max() < 127 else t.astype(np.int32) for t in tables]
         return FactoredDevice(tables, unique.astype(np.int64), merged / merged.sum())
 
 
@@ -692,13 +737,14 @@ def _utilities_kernel(term_seq, weighted_payoffs, x_flat, offsets, out_flat):
             out_flat[offsets[i] + term_seq[z, i]] += w
 
 
-def _utilities(term_seq: np.ndarray, weighted_payoffs: np.ndarray, xs: list[np.ndarray],
-               offsets: np.ndarray) -> list[np.ndarray]:
+def _utilities(
+    term_seq: np.ndarray, weighted_payoffs: np.ndarray, xs: list[np.ndarray], offsets: np.ndarray
+) -> list[np.ndarray]:
     """``u_i[σ] = Σ_{z: σ_i(z) = σ} p_c(z) u_i(z) Π_{k≠i} x_k[σ_k(z)]`` for every player (the
     note's utility vectors), in one compiled pass over the terminals."""
     out = np.empty(offsets[-1])
     _utilities_kernel(term_seq, weighted_payoffs, np.concatenate(xs), offsets, out)
-    return [out[offsets[i]:offsets[i + 1]] for i in range(len(xs))]
+    return [out[offsets[i] : offsets[i + 1]] for i in range(len(xs))]
 
 
 class TriggerDynamics:
@@ -726,9 +772,16 @@ class TriggerDynamics:
         Unknown averaging, or a device request beyond the size limit (before any iteration).
     """
 
-    def __init__(self, game: Game, *, coarse: bool = False, rule: LocalRule | str = DEFAULT_RULE,
-                 averaging: str = DEFAULT_AVERAGING, device: bool = False,
-                 max_iterations: int | None = None):
+    def __init__(
+        self,
+        game: Game,
+        *,
+        coarse: bool = False,
+        rule: LocalRule | str = DEFAULT_RULE,
+        averaging: str = DEFAULT_AVERAGING,
+        device: bool = False,
+        max_iterations: int | None = None,
+    ):
         if averaging not in AVERAGING:
             raise GameError(f"unknown averaging '{averaging}'; valid: {', '.join(AVERAGING)}")
         rule = as_rule(rule)
@@ -737,10 +790,15 @@ class TriggerDynamics:
         self.averaging = averaging
         self.recorder = None
         if device:
-            bound = (joint_plan_count(game) if max_iterations is None
-                     else device_size_bound(game, max_iterations))
-            check_device_size(bound, f"joint reduced plans (bound for {max_iterations} iterations)"
-                              if max_iterations is not None else "joint reduced plans")
+            bound = (
+                joint_plan_count(game) if max_iterations is None else device_size_bound(game, max_iterations)
+            )
+            check_device_size(
+                bound,
+                f"joint reduced plans (bound for {max_iterations} iterations)"
+                if max_iterations is not None
+                else "joint reduced plans",
+            )
             self.recorder = _DeviceRecorder(game)
         self.players = [_Player(game, i, coarse, rule) for i in range(game.num_players)]
         tm = terminal_map(game)
@@ -766,8 +824,13 @@ class TriggerDynamics:
         gains = np.array([p.gains(self.total_weight) for p in self.players]).reshape(-1, 3)
         utilities = np.array([p.utility / self.total_weight for p in self.players])
         best = np.maximum(gains.max(axis=0), 0.0)
-        return {"efce_gap": float(best[0]), "efcce_gap": float(best[1]), "nfcce_gap": float(best[2]),
-                "utilities": utilities.tolist(), "welfare": float(utilities.sum())}
+        return {
+            "efce_gap": float(best[0]),
+            "efcce_gap": float(best[1]),
+            "nfcce_gap": float(best[2]),
+            "utilities": utilities.tolist(),
+            "welfare": float(utilities.sum()),
+        }
 
     def average_strategies(self) -> list[np.ndarray]:
         """Each player's weighted-average sequence-form strategy (the marginals of ``μ``)."""
@@ -779,11 +842,19 @@ class TriggerDynamics:
         return self.recorder.device()
 
 
-def solve_trigger(game: Game, iterations: int, *, coarse: bool = False,
-                  rule: LocalRule | str = DEFAULT_RULE, averaging: str = DEFAULT_AVERAGING,
-                  time_limit: float | None = None, target_gap: float | None = None,
-                  check_every: int | None = None, progress: ProgressCallback | None = None,
-                  device: bool = False) -> SolveResult:
+def solve_trigger(
+    game: Game,
+    iterations: int,
+    *,
+    coarse: bool = False,
+    rule: LocalRule | str = DEFAULT_RULE,
+    averaging: str = DEFAULT_AVERAGING,
+    time_limit: float | None = None,
+    target_gap: float | None = None,
+    check_every: int | None = None,
+    progress: ProgressCallback | None = None,
+    device: bool = False,
+) -> SolveResult:
     """Run the trigger-regret dynamics (EFCE; ``coarse=True``: EFCCE) for ``iterations``.
 
     Parameters
@@ -821,10 +892,12 @@ def solve_trigger(game: Game, iterations: int, *, coarse: bool = False,
     """
     started = time.perf_counter()
     # The driver validates the budget before the (larger) model is built.
-    driver = IterationDriver(iterations=iterations, time_limit=time_limit, check_every=check_every,
-                             progress=progress)
-    dyn = TriggerDynamics(game, coarse=coarse, rule=rule, averaging=averaging, device=device,
-                          max_iterations=iterations)
+    driver = IterationDriver(
+        iterations=iterations, time_limit=time_limit, check_every=check_every, progress=progress
+    )
+    dyn = TriggerDynamics(
+        game, coarse=coarse, rule=rule, averaging=averaging, device=device, max_iterations=iterations
+    )
     setup = time.perf_counter() - started
     gaps = None
     for it in driver:
@@ -833,22 +906,43 @@ def solve_trigger(game: Game, iterations: int, *, coarse: bool = False,
             with driver.paused():
                 gaps = dyn.gaps()
             target = gaps["efcce_gap"] if coarse else gaps["efce_gap"]
-            row = TraceRow(it, driver.elapsed(), target,
-                           extra={"efce": gaps["efce_gap"], "efcce": gaps["efcce_gap"],
-                                  "nfcce": gaps["nfcce_gap"]})
-            if driver.record(row, converged=target_gap is not None and target <= target_gap,
-                             aim=(target, target_gap)):
+            row = TraceRow(
+                it,
+                driver.elapsed(),
+                target,
+                extra={"efce": gaps["efce_gap"], "efcce": gaps["efcce_gap"], "nfcce": gaps["nfcce_gap"]},
+            )
+            if driver.record(
+                row, converged=target_gap is not None and target <= target_gap, aim=(target, target_gap)
+            ):
                 break
     info = dict(gaps)
-    info.update({"iteration_seconds": driver.iteration_seconds, "local": as_rule(rule).name,
-                 "averaging": averaging})
+    info.update(
+        {"iteration_seconds": driver.iteration_seconds, "local": as_rule(rule).name, "averaging": averaging}
+    )
     point = dyn.device() if device else dyn.average_strategies()
     if device:
         info["support"] = int(len(point.probs))
-    return SolveResult(method="coarse-trigger" if coarse else "trigger", point=point,
-                       status=driver.status, iterations=dyn.iterations, setup_seconds=setup,
-                       seconds=driver.elapsed(), trace=driver.trace, info=info)
+    return SolveResult(
+        method="coarse-trigger" if coarse else "trigger",
+        point=point,
+        status=driver.status,
+        iterations=dyn.iterations,
+        setup_seconds=setup,
+        seconds=driver.elapsed(),
+        trace=driver.trace,
+        info=info,
+    )
 
 
-__all__ = ["solve_trigger", "TriggerDynamics", "trigger_layout", "device_size_bound",
-           "reduced_plan_count", "joint_plan_count", "METHODS", "AVERAGING", "DEVICE_PLAN_LIMIT"]
+__all__ = [
+    "solve_trigger",
+    "TriggerDynamics",
+    "trigger_layout",
+    "device_size_bound",
+    "reduced_plan_count",
+    "joint_plan_count",
+    "METHODS",
+    "AVERAGING",
+    "DEVICE_PLAN_LIMIT",
+]

@@ -48,11 +48,20 @@ def welfare_bounds(game: Game) -> tuple[float, float]:
     return float(w.min()), float(w.max())
 
 
-def solve_optimal_welfare(game: Game, *, tolerance: float = 1e-2, gap_tolerance: float | None = None,
-                          time_limit: float | None = None, iterations: int | None = None,
-                          step_iterations: int = 5_000, rule: LocalRule | str | None = "rm+",
-                          averaging: str = "linear", alternating: bool = True,
-                          memory_budget: int | None = None, log=None) -> SolveResult:
+def solve_optimal_welfare(
+    game: Game,
+    *,
+    tolerance: float = 1e-2,
+    gap_tolerance: float | None = None,
+    time_limit: float | None = None,
+    iterations: int | None = None,
+    step_iterations: int = 5_000,
+    rule: LocalRule | str | None = "rm+",
+    averaging: str = "linear",
+    alternating: bool = True,
+    memory_budget: int | None = None,
+    log=None,
+) -> SolveResult:
     """An interval ``[lower, upper]`` around the optimal EFCE social welfare, by bisection on τ.
 
     Parameters
@@ -105,9 +114,17 @@ def solve_optimal_welfare(game: Game, *, tolerance: float = 1e-2, gap_tolerance:
             budget = min(budget, iterations - total_iterations)
         remaining = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         set_welfare_threshold(model, tau)
-        r = solve_efce(game, iterations=max(budget, 1), time_limit=remaining, target_gap=eps,
-                       welfare_threshold=tau, rule=fresh_rule(), model=model, averaging=averaging,
-                       alternating=alternating)
+        r = solve_efce(
+            game,
+            iterations=max(budget, 1),
+            time_limit=remaining,
+            target_gap=eps,
+            welfare_threshold=tau,
+            rule=fresh_rule(),
+            model=model,
+            averaging=averaging,
+            alternating=alternating,
+        )
         total_iterations += r.iterations
         if r.status == "infeasible":
             outcome = "infeasible"
@@ -118,18 +135,36 @@ def solve_optimal_welfare(game: Game, *, tolerance: float = 1e-2, gap_tolerance:
         if r.info["efce_gap"] <= eps and (best is None or r.info["welfare"] > best.info["welfare"]):
             best = r
             lower = max(lower, min(r.info["welfare"], upper))
-        steps.append({"threshold": tau, "outcome": outcome, "iterations": r.iterations,
-                      "seconds": r.seconds, "efce_gap": r.info["efce_gap"], "welfare": r.info["welfare"]})
-        trace.append(TraceRow(total_iterations, time.perf_counter() - t0, float(r.info["efce_gap"]),
-                              0.0, {"threshold": tau, "lower": lower, "upper": upper}))
+        steps.append(
+            {
+                "threshold": tau,
+                "outcome": outcome,
+                "iterations": r.iterations,
+                "seconds": r.seconds,
+                "efce_gap": r.info["efce_gap"],
+                "welfare": r.info["welfare"],
+            }
+        )
+        trace.append(
+            TraceRow(
+                total_iterations,
+                time.perf_counter() - t0,
+                float(r.info["efce_gap"]),
+                0.0,
+                {"threshold": tau, "lower": lower, "upper": upper},
+            )
+        )
         if log:
-            log(f"τ = {tau:.6g}: {outcome} after {r.iterations} iterations; "
-                f"interval [{lower:.6g}, {upper:.6g}]")
+            log(
+                f"τ = {tau:.6g}: {outcome} after {r.iterations} iterations; "
+                f"interval [{lower:.6g}, {upper:.6g}]"
+            )
         return outcome
 
     def out_of_budget() -> bool:
-        return ((time_limit is not None and time.perf_counter() - t0 >= time_limit)
-                or (iterations is not None and total_iterations >= iterations))
+        return (time_limit is not None and time.perf_counter() - t0 >= time_limit) or (
+            iterations is not None and total_iterations >= iterations
+        )
 
     # A plan at the lower end to begin with: any EFCE (τ = min welfare is no constraint).
     probe(lower)
@@ -140,8 +175,11 @@ def solve_optimal_welfare(game: Game, *, tolerance: float = 1e-2, gap_tolerance:
             status = "interrupted"
             break
         if out_of_budget():
-            status = "time_limit" if time_limit is not None and time.perf_counter() - t0 >= time_limit \
+            status = (
+                "time_limit"
+                if time_limit is not None and time.perf_counter() - t0 >= time_limit
                 else "iteration_limit"
+            )
             break
         if low_mark is not None and not lower < low_mark < upper:
             low_mark = None
@@ -161,8 +199,12 @@ def solve_optimal_welfare(game: Game, *, tolerance: float = 1e-2, gap_tolerance:
             progress_made |= outcome != "undecided"
             if outcome == "undecided":
                 low_mark = a
-        if high_mark is not None and upper - lower > tolerance and not out_of_budget() \
-                and not stop_requested():
+        if (
+            high_mark is not None
+            and upper - lower > tolerance
+            and not out_of_budget()
+            and not stop_requested()
+        ):
             b = 0.5 * (high_mark + upper)
             outcome = probe(b)
             progress_made |= outcome != "undecided"
@@ -171,20 +213,32 @@ def solve_optimal_welfare(game: Game, *, tolerance: float = 1e-2, gap_tolerance:
         if stop_requested():
             status = "interrupted"
             break
-        if not progress_made and (low_mark is None or low_mark - lower <= tolerance / 4) \
-                and (high_mark is None or upper - high_mark <= tolerance / 4):
+        if (
+            not progress_made
+            and (low_mark is None or low_mark - lower <= tolerance / 4)
+            and (high_mark is None or upper - high_mark <= tolerance / 4)
+        ):
             status = "iteration_limit"
             break
     seconds = time.perf_counter() - t0
-    info = {"welfare_interval": [float(lower), float(upper)], "interval_width": float(upper - lower),
-            "lower_end": f"welfare of an EFCE up to max deviation {eps:g}",
-            "upper_end": "certified: no EFCE has welfare above it",
-            "bisection_steps": len(steps), "steps": steps, "gap_tolerance": eps,
-            "tolerance": tolerance}
+    info = {
+        "welfare_interval": [float(lower), float(upper)],
+        "interval_width": float(upper - lower),
+        "lower_end": f"welfare of an EFCE up to max deviation {eps:g}",
+        "upper_end": "certified: no EFCE has welfare above it",
+        "bisection_steps": len(steps),
+        "steps": steps,
+        "gap_tolerance": eps,
+        "tolerance": tolerance,
+    }
     point = None
     if best is not None:
         point = best.point
-        info.update(efce_gap=best.info["efce_gap"], welfare=best.info["welfare"],
-                    utilities=best.info["utilities"], max_violation=best.info["max_violation"],
-                    feasible_iterates=best.info["feasible_iterates"])
+        info.update(
+            efce_gap=best.info["efce_gap"],
+            welfare=best.info["welfare"],
+            utilities=best.info["utilities"],
+            max_violation=best.info["max_violation"],
+            feasible_iterates=best.info["feasible_iterates"],
+        )
     return SolveResult("rm-welfare", point, status, total_iterations, setup, seconds, trace, info)

@@ -99,8 +99,13 @@ def _accumulation(accumulate, n: int, dtypes: tuple = (np.float64,)) -> tuple[np
     if accumulate is None:
         return _NO_TOTAL, 0.0
     total, w = accumulate
-    if not (type(total) is np.ndarray and total.dtype in dtypes and total.shape == (n,)
-            and total.flags.c_contiguous and total.flags.writeable):
+    if not (
+        type(total) is np.ndarray
+        and total.dtype in dtypes
+        and total.shape == (n,)
+        and total.flags.c_contiguous
+        and total.flags.writeable
+    ):
         kinds = " or ".join(np.dtype(d).name for d in dtypes)
         raise ValueError(f"accumulate needs a writable contiguous {kinds} total of shape ({n},)")
     return total, float(w)
@@ -204,20 +209,19 @@ class ScaledExtension:
     def observe(self, state: State, loss, *, donate: bool = False) -> State:
         loss = _work_buffer(loss, self.dim, donate) if donate else _as_loss(loss, self.dim)
         sx, sy = state
-        lx, ly = loss[:self.rm_x.dim], loss[self.rm_x.dim:]
+        lx, ly = loss[: self.rm_x.dim], loss[self.rm_x.dim :]
         value = float(ly @ self.rm_y.recommend(sy))  # before Y's state is updated (or donated)
         if donate:
             lx += value * self.a  # ℓ̃_x of Algorithm 1, in the donated buffer
             lx_tilde = lx
         else:
             lx_tilde = lx + value * self.a
-        return (self.rm_x.observe(sx, lx_tilde, donate=donate),
-                self.rm_y.observe(sy, ly, donate=donate))
+        return (self.rm_x.observe(sx, lx_tilde, donate=donate), self.rm_y.observe(sy, ly, donate=donate))
 
     def minimize(self, loss) -> tuple[float, np.ndarray]:
         """``min_x <ℓx + a·m_y, x> + b·m_y`` with ``m_y = min_y <ℓy, y>`` (section 3.2)."""
         loss = _as_loss(loss, self.dim)
-        lx, ly = loss[:self.rm_x.dim], loss[self.rm_x.dim:]
+        lx, ly = loss[: self.rm_x.dim], loss[self.rm_x.dim :]
         m_y, y = self.rm_y.minimize(ly)
         m_x, x = self.rm_x.minimize(lx + m_y * self.a)
         return m_x + self.b * m_y, np.concatenate([x, self.h(x) * y])
@@ -237,8 +241,9 @@ def scaled_extension(rm_x, rm_y, a, b: float = 0.0, *, check: bool = True) -> Sc
     if check:
         h_min = rm_x.minimize(a)[0] + b
         if h_min < -H_TOLERANCE:
-            raise ValueError(f"h(x) = <a, x> + b is negative on X (min {h_min:.3g}); Definition 4 "
-                             f"needs h ≥ 0")
+            raise ValueError(
+                f"h(x) = <a, x> + b is negative on X (min {h_min:.3g}); Definition 4 needs h ≥ 0"
+            )
     return ScaledExtension(rm_x, rm_y, a, b)
 
 
@@ -305,8 +310,10 @@ class ConvexHull:
         loss_lambda = self._points(children) @ loss
         last = len(self.rms) - 1
         # Every child observes the same loss: only the last one may be handed the donated buffer.
-        observed = tuple(rm.observe(s, loss if not donate or i == last else loss.copy(), donate=donate)
-                         for i, (rm, s) in enumerate(zip(self.rms, children)))
+        observed = tuple(
+            rm.observe(s, loss if not donate or i == last else loss.copy(), donate=donate)
+            for i, (rm, s) in enumerate(zip(self.rms, children))
+        )
         return (self.mixer.observe(s_lambda, loss_lambda, donate=donate), observed)
 
     def minimize(self, loss) -> tuple[float, np.ndarray]:
@@ -364,11 +371,14 @@ class ChainMinimizer:
     def __post_init__(self):
         self.chain.validate()
         if self.backend not in BACKENDS:
-            raise ValueError(f"unknown chain-minimizer backend '{self.backend}'; valid: auto, "
-                             f"{', '.join(BACKENDS)}")
+            raise ValueError(
+                f"unknown chain-minimizer backend '{self.backend}'; valid: auto, {', '.join(BACKENDS)}"
+            )
         if self.backend == "compiled" and self.kernel is None:
-            raise ValueError(f"local rule {self.rule.name!r} ({type(self.rule).__name__}) has no "
-                             f"compiled kernel; use backend='numpy' (or 'auto')")
+            raise ValueError(
+                f"local rule {self.rule.name!r} ({type(self.rule).__name__}) has no "
+                f"compiled kernel; use backend='numpy' (or 'auto')"
+            )
         if self.backend == "compiled":
             self._recommend_args, self._observe_args  # bound once, here, not on the first pass
 
@@ -395,8 +405,7 @@ class ChainMinimizer:
     @cached_property
     def _observe_args(self) -> tuple:
         kernel = self.kernel
-        return self._static_args + (kernel.family, kernel.plus, kernel.alpha, kernel.beta,
-                                    kernel.eta)
+        return self._static_args + (kernel.family, kernel.plus, kernel.alpha, kernel.beta, kernel.eta)
 
     @property
     def dim(self) -> int:
@@ -420,17 +429,20 @@ class ChainMinimizer:
     def init(self) -> State:
         return self.rule.init(self.segments)
 
-    def recommend(self, state: State, out: np.ndarray | None = None,
-                  accumulate: tuple[np.ndarray, float] | None = None) -> np.ndarray:
+    def recommend(
+        self, state: State, out: np.ndarray | None = None, accumulate: tuple[np.ndarray, float] | None = None
+    ) -> np.ndarray:
         """The current point (a new array, or written into ``out``); ``accumulate=(total, w)``
         also adds ``w`` times it into ``total`` (same shape), in the same pass on the compiled
         backend, which also takes a float32 ``total`` (:data:`SUM_DTYPES`; the numpy backend
         float64 only)."""
-        if out is not None and (out.shape != (self._n,) or out.dtype != np.float64
-                                or not out.flags.c_contiguous):
+        if out is not None and (
+            out.shape != (self._n,) or out.dtype != np.float64 or not out.flags.c_contiguous
+        ):
             raise ValueError(f"out must be a contiguous float64 array of shape ({self._n},)")
-        total, w = _accumulation(accumulate, self._n,
-                                 SUM_DTYPES if self.backend == "compiled" else (np.float64,))
+        total, w = _accumulation(
+            accumulate, self._n, SUM_DTYPES if self.backend == "compiled" else (np.float64,)
+        )
         if self.backend == "compiled":
             x = np.empty(self._n) if out is None else out
             a, b, _ = self.kernel.arrays(state)
@@ -505,8 +517,14 @@ class ChainMinimizer:
         for steps in chain.levels:
             sizes = chain.step_size[steps]
             counts = chain.num_sources[steps]
-            out.append((concat_ranges(chain.target_ptr[steps], sizes), np.cumsum(sizes) - sizes,
-                        chain.source[concat_ranges(chain.source_ptr[steps], counts)], counts))
+            out.append(
+                (
+                    concat_ranges(chain.target_ptr[steps], sizes),
+                    np.cumsum(sizes) - sizes,
+                    chain.source[concat_ranges(chain.source_ptr[steps], counts)],
+                    counts,
+                )
+            )
         return out
 
     def _local_weights(self, state: State) -> np.ndarray:
@@ -549,8 +567,9 @@ def chain_minimizer(chain: Chain, rule: LocalRule | str, *, backend: str = "auto
     return ChainMinimizer(chain, rule, backend)
 
 
-def chain_linear_minimum(chain: Chain, loss, *, vertex: bool = True,
-                         donate: bool = False) -> tuple[float, np.ndarray | None]:
+def chain_linear_minimum(
+    chain: Chain, loss, *, vertex: bool = True, donate: bool = False
+) -> tuple[float, np.ndarray | None]:
     """``min_{x ∈ chain} ⟨loss, x⟩`` (entry order) and, with ``vertex``, a vertex attaining it:
     the exact linear minimization oracle of the chain, by the split of section 3.2 applied
     bottom-up (compiled; ties go to the first entry of a step).  With ``donate``, a float64
@@ -558,8 +577,9 @@ def chain_linear_minimum(chain: Chain, loss, *, vertex: bool = True,
     work = _work_buffer(loss, chain.num_entries, donate)
     order = kernel_order(chain)
     choice = np.empty(chain.num_steps if vertex else 0, dtype=np.int64)
-    value = float(kernels.chain_best_vertex(chain.target_ptr, chain.source_ptr, chain.source,
-                                            order, work, choice))
+    value = float(
+        kernels.chain_best_vertex(chain.target_ptr, chain.source_ptr, chain.source, order, work, choice)
+    )
     if not vertex:
         return value, None
     point = np.empty(chain.num_entries)
@@ -572,15 +592,17 @@ def nested_chain_minimizer(chain: Chain, rule: LocalRule | str):
     (reference implementation of :func:`chain_minimizer`; at most
     :data:`MAX_NESTED_STEPS` steps)."""
     if chain.num_steps > MAX_NESTED_STEPS:
-        raise ValueError(f"nested_chain_minimizer builds {chain.num_steps} nested objects; at most "
-                         f"{MAX_NESTED_STEPS} are allowed (use chain_minimizer)")
+        raise ValueError(
+            f"nested_chain_minimizer builds {chain.num_steps} nested objects; at most "
+            f"{MAX_NESTED_STEPS} are allowed (use chain_minimizer)"
+        )
     chain.validate()
     rule = as_rule(rule)
     rm = singleton()
     for k in range(chain.num_steps):
         lo, hi = int(chain.target_ptr[k]), int(chain.target_ptr[k + 1])
         a = np.zeros(lo)
-        np.add.at(a, chain.source[chain.source_ptr[k]:chain.source_ptr[k + 1]], 1.0)
+        np.add.at(a, chain.source[chain.source_ptr[k] : chain.source_ptr[k + 1]], 1.0)
         y = simplex(hi - lo, rule) if chain.kind[k] == SIMPLEX else singleton()
         rm = scaled_extension(rm, y, a, 0.0, check=False)  # h is a sum of entries: h ≥ 0
     return rm
@@ -603,8 +625,9 @@ def regret(rm, losses: Sequence[np.ndarray], points: Sequence[np.ndarray]) -> fl
     return incurred - rm.minimize(losses.sum(axis=0))[0]
 
 
-def run(rm, loss_fn: Callable[[int, np.ndarray], np.ndarray], iterations: int,
-        state: State | None = None) -> tuple[State, np.ndarray, np.ndarray]:
+def run(
+    rm, loss_fn: Callable[[int, np.ndarray], np.ndarray], iterations: int, state: State | None = None
+) -> tuple[State, np.ndarray, np.ndarray]:
     """Drive ``rm`` for ``iterations`` rounds; ``loss_fn(t, z_t)`` gives the loss of round ``t``
     (it may depend on the recommendation).  Returns ``(state, points[T, n], losses[T, n])``."""
     state = rm.init() if state is None else state
@@ -617,7 +640,23 @@ def run(rm, loss_fn: Callable[[int, np.ndarray], np.ndarray], iterations: int,
     return state, points, losses
 
 
-__all__ = ["BACKENDS", "CartesianProduct", "ChainMinimizer", "ConvexHull", "ScaledExtension",
-           "Simplex", "Singleton", "cartesian_product", "chain_linear_minimum", "chain_minimizer",
-           "convex_hull", "nested_chain_minimizer", "regret", "run", "scaled_extension",
-           "sequence_form_minimizer", "simplex", "singleton"]
+__all__ = [
+    "BACKENDS",
+    "CartesianProduct",
+    "ChainMinimizer",
+    "ConvexHull",
+    "ScaledExtension",
+    "Simplex",
+    "Singleton",
+    "cartesian_product",
+    "chain_linear_minimum",
+    "chain_minimizer",
+    "convex_hull",
+    "nested_chain_minimizer",
+    "regret",
+    "run",
+    "scaled_extension",
+    "sequence_form_minimizer",
+    "simplex",
+    "singleton",
+]

@@ -61,8 +61,9 @@ class ParallelChainPasses:
         self.kernel = minimizer.kernel
         kind, tptr, sptr, source, order = minimizer._recommend_args[:5]
         level_ptr = level_bounds(chain)
-        chunk_ptr, chunk_state, level_chunk = kernels.chain_chunks(kind, tptr, sptr, order, level_ptr,
-                                                                  CHUNK_WORK)
+        chunk_ptr, chunk_state, level_chunk = kernels.chain_chunks(
+            kind, tptr, sptr, order, level_ptr, CHUNK_WORK
+        )
         self._static = (kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk)
         self._histograms = kernels.level_source_histograms(sptr, source, order, level_ptr, SCATTER_BUCKETS)
         self._bounds: dict[int, np.ndarray] = {}  # per thread count, made on first use
@@ -86,8 +87,22 @@ class ParallelChainPasses:
         bounds = self._bounds.get(parts)
         if bounds is None:
             bounds = self._bounds[parts] = kernels.scatter_bounds(*self._histograms, parts)
-        kernels.chain_observe_parallel(*self._static, bounds, *self._chunk_ranges, k.family, k.plus,
-                                       k.alpha, k.beta, k.eta, a, b, t, work, self._scratch, parts)
+        kernels.chain_observe_parallel(
+            *self._static,
+            bounds,
+            *self._chunk_ranges,
+            k.family,
+            k.plus,
+            k.alpha,
+            k.beta,
+            k.eta,
+            a,
+            b,
+            t,
+            work,
+            self._scratch,
+            parts,
+        )
         return state
 
 
@@ -109,18 +124,22 @@ class ChainEngine:
         Neither or both of ``rule`` and ``minimizer``, or a minimizer of the wrong dimension.
     """
 
-    def __init__(self, chain: Chain, rule: LocalRule | str | None = None, *,
-                 minimizer: RegretMinimizer | None = None):
+    def __init__(
+        self, chain: Chain, rule: LocalRule | str | None = None, *, minimizer: RegretMinimizer | None = None
+    ):
         if (rule is None) == (minimizer is None):
             raise ValueError("ChainEngine needs exactly one of a local rule and a minimizer")
         if minimizer is None:
             minimizer = chain_minimizer(chain, rule)
         elif not isinstance(minimizer, RegretMinimizer):
-            raise TypeError(f"minimizer must implement solvers.protocol.RegretMinimizer (dim, init, "
-                            f"recommend, observe), got {type(minimizer).__name__}")
+            raise TypeError(
+                f"minimizer must implement solvers.protocol.RegretMinimizer (dim, init, "
+                f"recommend, observe), got {type(minimizer).__name__}"
+            )
         if minimizer.dim != chain.num_entries:
-            raise ValueError(f"the minimizer works in R^{minimizer.dim} but the chain has "
-                             f"{chain.num_entries} entries")
+            raise ValueError(
+                f"the minimizer works in R^{minimizer.dim} but the chain has {chain.num_entries} entries"
+            )
         self.chain = chain
         self._n = chain.num_entries
         self.minimizer = minimizer
@@ -131,10 +150,13 @@ class ChainEngine:
         self._work: np.ndarray | None = None  # loss work space, allocated on first use
         self._t = 0
         # The compiled chain passes of a big chain run on every thread numba is given.
-        self._parallel = (ParallelChainPasses(minimizer)
-                          if getattr(minimizer, "backend", None) == "compiled"
-                          and hasattr(minimizer, "_recommend_args") and self._n >= PARALLEL_MIN_ENTRIES
-                          else None)
+        self._parallel = (
+            ParallelChainPasses(minimizer)
+            if getattr(minimizer, "backend", None) == "compiled"
+            and hasattr(minimizer, "_recommend_args")
+            and self._n >= PARALLEL_MIN_ENTRIES
+            else None
+        )
         #: dtype of the running sum a solver loop may hand :meth:`recommend` (``accumulate``):
         #: float32 on the chains whose rule state is float32 when the compiled passes run them
         #: (the pass adds ``w · x`` computed in float64 and rounds the sum), float64 otherwise.
@@ -145,8 +167,9 @@ class ChainEngine:
         """Number of observed losses."""
         return self._t
 
-    def recommend(self, out: np.ndarray | None = None,
-                  accumulate: tuple[np.ndarray, float] | None = None) -> np.ndarray:
+    def recommend(
+        self, out: np.ndarray | None = None, accumulate: tuple[np.ndarray, float] | None = None
+    ) -> np.ndarray:
         """The current point: a new array, or written into ``out`` (float64, entry order).
         ``accumulate=(total, w)`` also adds ``w`` times the point into ``total`` — in the same
         pass when the chain runs compiled (a running average costs no second sweep)."""
@@ -220,8 +243,9 @@ def thread_count(threads: int | None):
         return
     most = available_threads()
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not 1 <= threads <= most:
-        raise ValueError(f"threads must be an integer from 1 to {most} (the cores numba may use), "
-                         f"got {threads!r}")
+        raise ValueError(
+            f"threads must be an integer from 1 to {most} (the cores numba may use), got {threads!r}"
+        )
     before = numba.get_num_threads()
     numba.set_num_threads(int(threads))
     try:
@@ -232,20 +256,28 @@ def thread_count(threads: int | None):
 
 def on_threads(solver):
     """Give ``solver`` the keyword ``threads`` (see :func:`thread_count`)."""
+
     @functools.wraps(solver)
     def run(*args, threads: int | None = None, **kwargs):
         with thread_count(threads):
             return solver(*args, **kwargs)
+
     return run
 
 
 def _usable_work(work, n: int) -> bool:
-    return (type(work) is np.ndarray and work.dtype == np.float64 and work.shape == (n,)
-            and work.flags.c_contiguous and work.flags.writeable)
+    return (
+        type(work) is np.ndarray
+        and work.dtype == np.float64
+        and work.shape == (n,)
+        and work.flags.c_contiguous
+        and work.flags.writeable
+    )
 
 
-def minimizer_factory(rule: LocalRule | str | None, minimizer: MinimizerFactory | None,
-                      default_rule: LocalRule) -> MinimizerFactory:
+def minimizer_factory(
+    rule: LocalRule | str | None, minimizer: MinimizerFactory | None, default_rule: LocalRule
+) -> MinimizerFactory:
     """The function ``chain -> RegretMinimizer`` a solver builds the minimizers of its chains
     with, from its options: ``minimizer`` itself, else :func:`solvers.algebra.chain_minimizer`
     with ``rule`` (``default_rule`` when ``None``).  Call it before any expensive work: it is the
@@ -259,12 +291,16 @@ def minimizer_factory(rule: LocalRule | str | None, minimizer: MinimizerFactory 
         ``rule`` is not a local rule or ``minimizer`` is not callable.
     """
     if rule is not None and minimizer is not None:
-        raise ValueError("give either rule= (a local rule for every simplex) or minimizer= (a "
-                         "function chain -> regret minimizer), not both")
+        raise ValueError(
+            "give either rule= (a local rule for every simplex) or minimizer= (a "
+            "function chain -> regret minimizer), not both"
+        )
     if minimizer is not None:
         if not callable(minimizer):
-            raise TypeError(f"minimizer= must be a function chain -> regret minimizer, e.g. "
-                            f"lambda chain: chain_minimizer(chain, rule); got {type(minimizer).__name__}")
+            raise TypeError(
+                f"minimizer= must be a function chain -> regret minimizer, e.g. "
+                f"lambda chain: chain_minimizer(chain, rule); got {type(minimizer).__name__}"
+            )
         return minimizer
     local = as_rule(default_rule if rule is None else rule)
     return lambda chain: chain_minimizer(chain, local)

@@ -59,9 +59,14 @@ def stationary_distributions(Q: np.ndarray) -> np.ndarray:
             w = np.stack([Q[:, 1, 0], Q[:, 0, 1]], axis=1)
         else:
             q = lambda a, b: Q[:, a, b]
-            w = np.stack([q(1, 0) * q(2, 0) + q(1, 2) * q(2, 0) + q(1, 0) * q(2, 1),
-                          q(0, 1) * q(2, 1) + q(0, 2) * q(2, 1) + q(0, 1) * q(2, 0),
-                          q(0, 2) * q(1, 2) + q(0, 1) * q(1, 2) + q(0, 2) * q(1, 0)], axis=1)
+            w = np.stack(
+                [
+                    q(1, 0) * q(2, 0) + q(1, 2) * q(2, 0) + q(1, 0) * q(2, 1),
+                    q(0, 1) * q(2, 1) + q(0, 2) * q(2, 1) + q(0, 1) * q(2, 0),
+                    q(0, 2) * q(1, 2) + q(0, 1) * q(1, 2) + q(0, 2) * q(1, 0),
+                ],
+                axis=1,
+            )
         tot = w.sum(axis=1)
         ok = tot > 1e-12
         if ok.all():

@@ -64,6 +64,7 @@ def _float32_bits(typingctx, value):
 
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], ir.IntType(32))
+
     return types.uint32(types.float32), codegen
 
 
@@ -77,6 +78,7 @@ def _bits_float32(typingctx, bits):
     def codegen(context, builder, signature, args):
         low = args[0] if bits.bitwidth == 32 else builder.trunc(args[0], ir.IntType(32))
         return builder.bitcast(low, ir.FloatType())
+
     return types.float32(bits), codegen
 
 
@@ -124,8 +126,8 @@ def _narrowed(value, like):
 def discounts(alpha, beta, t):
     """DCFR factors ``t^α/(t^α+1)`` and ``t^β/(t^β+1)`` after iteration ``t`` (NaN: no discount,
     factor 1)."""
-    pos = 1.0 if np.isnan(alpha) else t ** alpha / (t ** alpha + 1.0)
-    neg = 1.0 if np.isnan(beta) else t ** beta / (t ** beta + 1.0)
+    pos = 1.0 if np.isnan(alpha) else t**alpha / (t**alpha + 1.0)
+    neg = 1.0 if np.isnan(beta) else t**beta / (t**beta + 1.0)
     return pos, neg
 
 
@@ -275,8 +277,9 @@ def chain_recommend(kind, tptr, sptr, source, order, family, eta, a, b, x, total
         total[0] += w * x[0]
     pos = 0
     for idx in range(len(kind)):
-        pos = _recommend_step(_step(order, idx), pos, kind, tptr, sptr, source, family, eta, a, b, x,
-                              total, w, accumulate)
+        pos = _recommend_step(
+            _step(order, idx), pos, kind, tptr, sptr, source, family, eta, a, b, x, total, w, accumulate
+        )
 
 
 @numba.njit(cache=True)
@@ -393,7 +396,7 @@ def chain_chunks(kind, tptr, sptr, order, level_ptr, target_work):
                 state += size
     level_chunk[n_levels] = c
     chunk_ptr[c] = len(kind)
-    return chunk_ptr[:c + 1].copy(), chunk_state[:c].copy(), level_chunk
+    return chunk_ptr[: c + 1].copy(), chunk_state[:c].copy(), level_chunk
 
 
 @numba.njit(cache=True)
@@ -490,8 +493,24 @@ def _chunks_of_part(lo, hi, p, parts, dealt):
 
 
 @numba.njit(parallel=True, cache=True)
-def chain_recommend_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk,
-                             family, eta, a, b, x, total, w, parts):
+def chain_recommend_parallel(
+    kind,
+    tptr,
+    sptr,
+    source,
+    order,
+    chunk_ptr,
+    chunk_state,
+    level_chunk,
+    family,
+    eta,
+    a,
+    b,
+    x,
+    total,
+    w,
+    parts,
+):
     """:func:`chain_recommend` over the chunks of each level in parallel, split into ``parts``
     (the thread count; bit-identical for any)."""
     x[0] = 1.0
@@ -505,14 +524,49 @@ def chain_recommend_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_s
             for c in range(c_lo, c_hi, c_step):
                 pos = chunk_state[c]
                 for idx in range(chunk_ptr[c], chunk_ptr[c + 1]):
-                    pos = _recommend_step(_step(order, idx), pos, kind, tptr, sptr, source, family, eta,
-                                          a, b, x, total, w, accumulate)
+                    pos = _recommend_step(
+                        _step(order, idx),
+                        pos,
+                        kind,
+                        tptr,
+                        sptr,
+                        source,
+                        family,
+                        eta,
+                        a,
+                        b,
+                        x,
+                        total,
+                        w,
+                        accumulate,
+                    )
 
 
 @numba.njit(parallel=True, cache=True)
-def chain_observe_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk,
-                           bounds, chunk_src_lo, chunk_src_hi, family, plus, alpha, beta, eta,
-                           a, b, t, loss, scratch, parts):
+def chain_observe_parallel(
+    kind,
+    tptr,
+    sptr,
+    source,
+    order,
+    chunk_ptr,
+    chunk_state,
+    level_chunk,
+    bounds,
+    chunk_src_lo,
+    chunk_src_hi,
+    family,
+    plus,
+    alpha,
+    beta,
+    eta,
+    a,
+    b,
+    t,
+    loss,
+    scratch,
+    parts,
+):
     """:func:`chain_observe` level by level on numba's threads in ``parts`` parts (the thread
     count), bit-identical to it for any (see the comment above).  ``bounds`` is
     :func:`scatter_bounds` for ``parts``; ``scratch`` is
@@ -563,4 +617,3 @@ def chain_observe_parallel(kind, tptr, sptr, source, order, chunk_ptr, chunk_sta
                         e = np.int64(source[U(j)])
                         if e >= d_lo and e < d_hi:
                             loss[U(e)] += v
-

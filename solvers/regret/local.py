@@ -37,6 +37,7 @@ import numpy as np
 
 from efce.solvers.regret import kernels
 
+
 @dataclass(frozen=True, eq=False)
 class Segments:
     """A partition of ``range(ptr[-1])`` into consecutive nonempty segments."""
@@ -187,8 +188,10 @@ class _CompiledRule(LocalRule):
         spec = self._spec()
         n = seg.total
         # zeros: +0.0 in every dtype, bfloat16 bits included
-        state = {key: np.zeros(n, dtype=prediction_dtype(n) if key in self.prediction_keys else state_dtype(n))
-                 for key in dict.fromkeys(spec.keys)}
+        state = {
+            key: np.zeros(n, dtype=prediction_dtype(n) if key in self.prediction_keys else state_dtype(n))
+            for key in dict.fromkeys(spec.keys)
+        }
         state["t"] = np.zeros(1)
         return state
 
@@ -205,8 +208,9 @@ class _CompiledRule(LocalRule):
         if loss.shape != (seg.total,):
             raise ValueError(f"loss has shape {loss.shape}, expected ({seg.total},)")
         a, b, t = spec.arrays(state)
-        kernels.observe_segments(spec.family, spec.plus, spec.alpha, spec.beta, spec.eta, a, b, t,
-                                 seg.ptr, loss)
+        kernels.observe_segments(
+            spec.family, spec.plus, spec.alpha, spec.beta, spec.eta, a, b, t, seg.ptr, loss
+        )
 
 
 @dataclass(frozen=True)
@@ -225,9 +229,12 @@ class RegretMatching(_CompiledRule):
         return base if self.alpha is None and self.beta is None else f"{base}(α={self.alpha},β={self.beta})"
 
     def _spec(self):
-        return Kernel(kernels.RM, plus=bool(self.plus),
-                      alpha=np.nan if self.alpha is None else float(self.alpha),
-                      beta=np.nan if self.beta is None else float(self.beta))
+        return Kernel(
+            kernels.RM,
+            plus=bool(self.plus),
+            alpha=np.nan if self.alpha is None else float(self.alpha),
+            beta=np.nan if self.beta is None else float(self.beta),
+        )
 
 
 @dataclass(frozen=True)

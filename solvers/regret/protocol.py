@@ -80,8 +80,9 @@ def copy_state(state: State) -> State:
         return type(state)(copy_state(value) for value in state)
     if state is None or isinstance(state, (bool, int, float, complex, str, bytes, np.generic)):
         return state  # immutable
-    raise TypeError(f"a regret-minimizer state holds numpy arrays, dicts and tuples, not "
-                    f"{type(state).__name__}")
+    raise TypeError(
+        f"a regret-minimizer state holds numpy arrays, dicts and tuples, not {type(state).__name__}"
+    )
 
 
 __all__ = ["LinearOracle", "MinimizerFactory", "RegretMinimizer", "State", "copy_state"]

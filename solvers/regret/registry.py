@@ -52,6 +52,7 @@ def make_rule(name: str) -> "LocalRule":
     if name not in RULES:
         raise ValueError(f"unknown local regret minimizer '{name}'; valid: {', '.join(RULES)}")
     from . import local
+
     cls, kwargs = RULES[name]
     return getattr(local, cls)(**kwargs)
 
@@ -75,7 +76,9 @@ def as_rule(rule: "LocalRule | str") -> "LocalRule":
     if isinstance(rule, str):
         return make_rule(rule)
     from .local import LocalRule
+
     if not isinstance(rule, LocalRule):
-        raise TypeError(f"expected a solvers.regret.local.LocalRule or a rule name, got "
-                        f"{type(rule).__name__}")
+        raise TypeError(
+            f"expected a solvers.regret.local.LocalRule or a rule name, got {type(rule).__name__}"
+        )
     return rule

@@ -90,8 +90,14 @@ def normal_form_efce_welfare(game, objective="welfare") -> float:
                     rows.append(row.ravel())
     A_ub = np.array(rows)  # gain ≤ 0
     welfare = (U[0] + U[1]).ravel() if objective == "welfare" else U[objective].ravel()
-    res = scipy.optimize.linprog(-welfare, A_ub=A_ub, b_ub=np.zeros(len(rows)),
-                                 A_eq=np.ones((1, n1 * n2)), b_eq=[1.0], bounds=(0, None),
-                                 method="highs")
+    res = scipy.optimize.linprog(
+        -welfare,
+        A_ub=A_ub,
+        b_ub=np.zeros(len(rows)),
+        A_eq=np.ones((1, n1 * n2)),
+        b_eq=[1.0],
+        bounds=(0, None),
+        method="highs",
+    )
     assert res.status == 0, res.message
     return -res.fun

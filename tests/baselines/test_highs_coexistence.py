@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _ships_shared_libhighs(package: str) -> bool:
     import importlib.util
+
     folders = [Path(folder) for folder in importlib.util.find_spec(package).submodule_search_locations]
     folders += [folder.parent / f"{package}.libs" for folder in folders]  # auditwheel's place
     return any(next(folder.rglob("libhighs.so*"), None) for folder in folders if folder.is_dir())
@@ -48,14 +49,17 @@ def _solve_in_one_process(*methods, force_clash=False):
     code = _SOLVE_IN_ORDER.format(game=SHERIFF)
     if force_clash:  # the old layout's behaviour, on any installed layout
         code = "from efce.baselines import backends; backends.highs_copies_coexist = lambda: False\n" + code
-    child = subprocess.run([sys.executable, "-c", code, *methods], capture_output=True, text=True,
-                           cwd=ROOT, timeout=300)
+    child = subprocess.run(
+        [sys.executable, "-c", code, *methods], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
     assert child.returncode == 0, child.stderr[-2000:]
     return json.loads(child.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("force_clash", [False, True], ids=["installed-layout", "clashing-layout"])
-@pytest.mark.parametrize("order", [("lp-pdlp", "lp-highs"), ("lp-highs", "lp-pdlp")], ids=["pdlp-first", "highs-first"])
+@pytest.mark.parametrize(
+    "order", [("lp-pdlp", "lp-highs"), ("lp-highs", "lp-pdlp")], ids=["pdlp-first", "highs-first"]
+)
 def test_both_backends_reach_the_optimum_in_one_process(order, force_clash):
     first, second = _solve_in_one_process(*order, force_clash=force_clash)
     assert first["status"] == second["status"] == "converged"

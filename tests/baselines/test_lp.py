@@ -33,10 +33,17 @@ def _game(name):
 
 def _random_payoffs(game: Game, seed: int) -> Game:
     rng = np.random.default_rng(seed)
-    return Game(num_players=2, parent=game.parent, action=game.action, player=game.player,
-                infoset=game.infoset, chance_prob=game.chance_prob,
-                payoffs=rng.integers(-5, 6, size=game.payoffs.shape).astype(float),
-                terminal_index=game.terminal_index, name=f"{game.name}-random{seed}")
+    return Game(
+        num_players=2,
+        parent=game.parent,
+        action=game.action,
+        player=game.player,
+        infoset=game.infoset,
+        chance_prob=game.chance_prob,
+        payoffs=rng.integers(-5, 6, size=game.payoffs.shape).astype(float),
+        terminal_index=game.terminal_index,
+        name=f"{game.name}-random{seed}",
+    )
 
 
 @pytest.mark.parametrize("name", list(GAMES))
@@ -47,8 +54,9 @@ def test_highs_and_cvxpy_agree_and_optimum_is_an_efce(name):
     assert model.nonzeros <= model.size.nonzeros
     solver = HIGHS_SOLVER.get(name, "choose")
     r1 = solve_lp_highs(game, model=model, solver=solver)
-    r2 = solve_lp_cvxpy(game, model=model, solver="HIGHS",
-                        highs_options={"solver": solver} if solver != "choose" else {})
+    r2 = solve_lp_cvxpy(
+        game, model=model, solver="HIGHS", highs_options={"solver": solver} if solver != "choose" else {}
+    )
     assert r1.status == r2.status == "converged"
     assert abs(r1.info["welfare"] - r2.info["welfare"]) <= 1e-6
     assert abs(r1.info["objective_value"] - r1.info["welfare"]) <= 1e-6
@@ -111,11 +119,16 @@ def test_time_limit_status():
     assert r.status == "time_limit"
 
 
-@pytest.mark.parametrize("game", [games.kuhn(), games.goofspiel(3, 3, prizes="sorted")],
-                         ids=["chance", "three-players"])
+@pytest.mark.parametrize(
+    "game", [games.kuhn(), games.goofspiel(3, 3, prizes="sorted")], ids=["chance", "three-players"]
+)
 def test_games_outside_scope_are_rejected(game):
-    for call in (lambda: build_efce_lp(game), lambda: solve_lp_highs(game),
-                 lambda: solve_lp_cvxpy(game), lambda: estimate_efce_lp(game)):
+    for call in (
+        lambda: build_efce_lp(game),
+        lambda: solve_lp_highs(game),
+        lambda: solve_lp_cvxpy(game),
+        lambda: estimate_efce_lp(game),
+    ):
         with pytest.raises(GameError, match="chance|two-player"):
             call()
 

@@ -36,9 +36,17 @@ def _reference(name):
 
 
 def _with_payoffs(game: Game, payoffs) -> Game:
-    return Game(num_players=2, parent=game.parent, action=game.action, player=game.player,
-                infoset=game.infoset, chance_prob=game.chance_prob, payoffs=payoffs,
-                terminal_index=game.terminal_index, name=f"{game.name}-modified")
+    return Game(
+        num_players=2,
+        parent=game.parent,
+        action=game.action,
+        player=game.player,
+        infoset=game.infoset,
+        chance_prob=game.chance_prob,
+        payoffs=payoffs,
+        terminal_index=game.terminal_index,
+        name=f"{game.name}-modified",
+    )
 
 
 @pytest.mark.parametrize("name", list(GAMES))
@@ -53,7 +61,11 @@ def test_pdlp_agrees_with_highs_and_is_an_efce(name):
     assert abs(r.info["welfare"] - ref) <= 1e-5
     assert efce_gap(game, r.point) <= 1e-5 and r.info["efce_gap"] <= 1e-7
     assert build_efce_lp(game).vsf.max_violation(r.point) <= 1e-7
-    assert r.trace and r.trace[-1].gap == r.info["efce_gap"] and r.trace[-1].infeasibility == r.info["max_violation"]
+    assert (
+        r.trace
+        and r.trace[-1].gap == r.info["efce_gap"]
+        and r.trace[-1].infeasibility == r.info["max_violation"]
+    )
 
 
 def test_pdlp_stages_give_an_anytime_trace():
@@ -76,8 +88,9 @@ def test_pdlp_threshold_above_optimum_and_memory_refusal():
     r = solve_lp_pdlp(game, objective="feasibility", welfare_threshold=3.5)
     assert r.status == "infeasible" and r.point is None and "no terminal" in r.info["message"]
     # Just above the optimum PDLP has no certificate within seconds: never "converged".
-    r = solve_lp_pdlp(game, objective="feasibility", welfare_threshold=_reference("sheriff222") + 0.1,
-                      time_limit=3)
+    r = solve_lp_pdlp(
+        game, objective="feasibility", welfare_threshold=_reference("sheriff222") + 0.1, time_limit=3
+    )
     assert r.status in ("time_limit", "infeasible")
     need = estimate_pdlp_bytes(game)
     with pytest.raises(MemoryBudgetExceeded, match="PDLP.*too large"):
@@ -103,9 +116,14 @@ def test_unknown_cvxpy_solver_lists_installed_ones():
         solve_lp_cvxpy(_game("fig1"), solver="GUROBI_NOT_HERE")
 
 
-@pytest.mark.parametrize("options", [{"solver": "ipx", "run_crossover": "off"},
-                                     {"solver": "simplex", "simplex_strategy": 4},
-                                     {"solver": "pdlp", "pdlp_optimality_tolerance": 1e-7}])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"solver": "ipx", "run_crossover": "off"},
+        {"solver": "simplex", "simplex_strategy": 4},
+        {"solver": "pdlp", "pdlp_optimality_tolerance": 1e-7},
+    ],
+)
 def test_highs_settings_reach_the_optimum(options):
     game = _game("sheriff222")
     r = solve_lp_highs(game, options=options)
@@ -115,6 +133,7 @@ def test_highs_settings_reach_the_optimum(options):
 
 def test_highs_default_is_exact_on_small_models_and_first_order_on_large_ones(monkeypatch):
     from efce.baselines import lp_highs as lp_highs
+
     game = _game("sheriff222")
     small = solve_lp_highs(game)
     assert small.info["highs_options"] == lp_highs.EXACT_OPTIONS and small.info["highs_status"] == "Optimal"
@@ -136,6 +155,7 @@ def test_highs_rejected_option_is_one_line():
 @pytest.mark.parametrize("front_end", ["highs", "pdlp", "cvxpy"])
 def test_unusable_inputs_are_refused_before_the_backend(front_end, monkeypatch):
     from efce.baselines import efce_lp as efce_lp
+
     fn = {"highs": solve_lp_highs, "pdlp": solve_lp_pdlp, "cvxpy": solve_lp_cvxpy}[front_end]
     game = _game("fig1")
     huge = np.array(game.payoffs, dtype=float)
@@ -143,11 +163,16 @@ def test_unusable_inputs_are_refused_before_the_backend(front_end, monkeypatch):
 
     def no_build(*args, **kwargs):
         raise AssertionError("the model was built")
+
     monkeypatch.setattr(efce_lp, "build_efce_lp", no_build)
     for module in ("efce.baselines.lp_highs", "efce.baselines.lp_pdlp", "efce.baselines.lp_cvxpy"):
         monkeypatch.setattr(f"{module}.build_efce_lp", no_build)
-    with pytest.raises(GameError, match=re.escape(f"reach 1e+308 in magnitude; the EFCE LP needs finite "
-                                                  f"payoffs of at most {MAX_ABS_PAYOFF:g}")):
+    with pytest.raises(
+        GameError,
+        match=re.escape(
+            f"reach 1e+308 in magnitude; the EFCE LP needs finite payoffs of at most {MAX_ABS_PAYOFF:g}"
+        ),
+    ):
         fn(_with_payoffs(game, huge))
     with pytest.raises(GameError, match="welfare threshold must be a finite number, not nan"):
         fn(game, welfare_threshold=float("nan"))
@@ -156,6 +181,7 @@ def test_unusable_inputs_are_refused_before_the_backend(front_end, monkeypatch):
 def test_cli_methods_and_flags(capsys):
     import json
     from efce.experiments.cli import main
+
     game = "sheriff:max_bribe=1,max_items=1,rounds=1"
     assert main(["solve", game, "--method", "lp-pdlp", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -166,8 +192,22 @@ def test_cli_methods_and_flags(capsys):
     assert out["method"] == "lp-cvxpy-clarabel" and abs(out["welfare"] - 0.5) <= 1e-6
     assert main(["solve", game, "--method", "lp-cvxpy", "--lp-solver", "nope", "--json"]) == 2
     assert "installed: " in json.loads(capsys.readouterr().out)["error"]
-    assert main(["solve", game, "--method", "subgradient", "--step-rule", "polyak", "--iterations", "50",
-                 "--json"]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                game,
+                "--method",
+                "subgradient",
+                "--step-rule",
+                "polyak",
+                "--iterations",
+                "50",
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["step_rule"] == "polyak"
     assert main(["solve", game, "--method", "rm", "--objective", "welfare", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

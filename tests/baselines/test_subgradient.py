@@ -10,9 +10,15 @@ from efce.games.game import GameError
 from efce.solvers.evaluation.gaps import EFCEGapEvaluator
 
 
-@pytest.mark.parametrize("game", [games.farina_fig1(), games.sheriff(max_bribe=2, max_items=2, rounds=2),
-                                  games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2)],
-                         ids=["fig1", "sheriff", "battleship"])
+@pytest.mark.parametrize(
+    "game",
+    [
+        games.farina_fig1(),
+        games.sheriff(max_bribe=2, max_items=2, rounds=2),
+        games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2),
+    ],
+    ids=["fig1", "sheriff", "battleship"],
+)
 def test_max_deviation_matches_project_evaluator_off_the_polytope(game):
     f_eval = MaxDeviation(game)
     ev = EFCEGapEvaluator(game, f_eval.pairs)
@@ -40,11 +46,15 @@ def test_subgradient_is_the_directional_derivative():
         assert f_eval(xi + eps * d)[0] >= f + eps * g @ d - 1e-12
 
 
-@pytest.mark.parametrize("game,step", [
-    (games.sheriff(max_bribe=1, max_items=1, rounds=1), 1e-2),
-    (games.sheriff(max_bribe=2, max_items=2, rounds=2), 1e-2),
-    (games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2), 1e-4),
-], ids=["sheriff111", "sheriff222", "battleship22"])
+@pytest.mark.parametrize(
+    "game,step",
+    [
+        (games.sheriff(max_bribe=1, max_items=1, rounds=1), 1e-2),
+        (games.sheriff(max_bribe=2, max_items=2, rounds=2), 1e-2),
+        (games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2), 1e-4),
+    ],
+    ids=["sheriff111", "sheriff222", "battleship22"],
+)
 def test_subgradient_reduces_max_deviation(game, step):
     r = solve_subgradient(game, step_size=step, iterations=600, trace_every=20, start="random", seed=1)
     first, last = r.trace[0], r.trace[-1]
@@ -67,8 +77,9 @@ def test_time_limit_and_step_rule():
         solve_subgradient(game, step_rule="bogus")
 
 
-@pytest.mark.parametrize("game", [games.kuhn(), games.goofspiel(3, 3, prizes="sorted")],
-                         ids=["chance", "three-players"])
+@pytest.mark.parametrize(
+    "game", [games.kuhn(), games.goofspiel(3, 3, prizes="sorted")], ids=["chance", "three-players"]
+)
 def test_out_of_scope_games(game):
     with pytest.raises(GameError, match="chance|two-player"):
         solve_subgradient(game, iterations=1)
@@ -76,16 +87,18 @@ def test_out_of_scope_games(game):
 
 def test_step_rules():
     from efce.baselines.subgradient import STEP_RULES, _step
+
     g = np.array([1.0, 1.0])
     assert STEP_RULES == ("constant", "sqrt", "polyak")
     assert _step("constant", 0.1, 99, 2.0, g) == 0.1
     assert _step("sqrt", 0.1, 99, 2.0, g) == pytest.approx(0.01)
     assert _step("polyak", 10.0, 0, 2.0, g) == pytest.approx(1.0)  # f / ‖g‖²
-    assert _step("polyak", 0.5, 0, 2.0, g) == 0.5                  # capped at α
+    assert _step("polyak", 0.5, 0, 2.0, g) == 0.5  # capped at α
     assert _step("polyak", 0.5, 0, 2.0, np.zeros(2)) == 0.0
     game = games.sheriff(max_bribe=2, max_items=2, rounds=2)
-    r = solve_subgradient(game, step_size=1.0, step_rule="polyak", iterations=600, trace_every=20,
-                          start="random", seed=1)
+    r = solve_subgradient(
+        game, step_size=1.0, step_rule="polyak", iterations=600, trace_every=20, start="random", seed=1
+    )
     assert min(row.gap for row in r.trace[1:]) < 0.5 * r.trace[0].gap
     assert r.info["step_rule"] == "polyak"
     with pytest.raises(ValueError, match="step_size"):

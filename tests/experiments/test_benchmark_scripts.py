@@ -11,17 +11,29 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def test_large_battleship_script_writes_every_checkpoint_and_its_feasibility(tmp_path):
     out = tmp_path / "run"
-    subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "run_large_battleship.py"),
-                    # 10 s: on a cold numba cache the first iteration and gap check compile for ~4 s
-                    "--seconds", "10", "--out", str(out),
-                    "--game", "battleship:rows=2,cols=2,ship_sizes=[1],shots=2"],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            os.path.join(ROOT, "benchmarks", "run_large_battleship.py"),
+            # 10 s: on a cold numba cache the first iteration and gap check compile for ~4 s
+            "--seconds",
+            "10",
+            "--out",
+            str(out),
+            "--game",
+            "battleship:rows=2,cols=2,ship_sizes=[1],shots=2",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     summary = json.loads((out / "summary.json").read_text())
     with open(out / "trace.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert summary["status"] == "time_limit" and summary["iterations"] == int(rows[-1]["iteration"])
     assert summary["feasible_iterates"] and summary["relevant_pairs"] > 0
     from efce.experiments.solve import METHODS
+
     assert summary["configuration"]["local"] == METHODS["rm"].defaults["local"]  # efce solve's rm
     assert set(summary["setup"]) >= {"game", "relevant pairs", "DECOMPOSE", "trigger chain + payoff operator"}
     # Checkpoints follow the solver's geometric schedule, and the average plan improves.

@@ -13,8 +13,19 @@ GAME = "sheriff:max_bribe=1,max_items=2,rounds=2"
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory):
     out = tmp_path_factory.mktemp("compare")
-    code = main(["compare", GAME, "--methods", "rm,lp-highs,lp-cvxpy,subgradient", "--time-limit", "10",
-                 "--out", str(out), "--json"])
+    code = main(
+        [
+            "compare",
+            GAME,
+            "--methods",
+            "rm,lp-highs,lp-cvxpy,subgradient",
+            "--time-limit",
+            "10",
+            "--out",
+            str(out),
+            "--json",
+        ]
+    )
     assert code == 0
     return out
 
@@ -57,8 +68,21 @@ def test_table_and_unknown_method(capsys, tmp_path):
 
 
 def test_out_of_memory_is_recorded_and_others_go_on(tmp_path, capsys):
-    code = main(["compare", GAME, "--methods", "lp-highs,rm", "--time-limit", "5", "--memory-limit", "0.05",
-                 "--out", str(tmp_path), "--json"])
+    code = main(
+        [
+            "compare",
+            GAME,
+            "--methods",
+            "lp-highs,rm",
+            "--time-limit",
+            "5",
+            "--memory-limit",
+            "0.05",
+            "--out",
+            str(tmp_path),
+            "--json",
+        ]
+    )
     assert code == 2  # every run failed: the summary is printed and written, the exit code says so
     printed = json.loads(capsys.readouterr().out)
     assert printed["error"].startswith("2 run(s) failed: lp-highs on") and "lp-highs" in printed["methods"]
@@ -67,28 +91,34 @@ def test_out_of_memory_is_recorded_and_others_go_on(tmp_path, capsys):
         assert run["status"] in ("out_of_memory", "error") and run["error"]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["/no/such/game.efg"], "no such file"),
-    (["warp:speed=9"], "unknown game 'warp'"),
-    (["kuhn:players=100"], "too large"),
-    ([GAME, "--methods", ""], "no method to compare"),
-    ([GAME, "--methods", ","], "no method to compare"),
-    ([GAME, "--methods", "rm,warp-drive"], "unknown method 'warp-drive'"),
-    ([GAME, "--time-limit", "0"], "--time-limit must be a positive number"),
-    ([GAME, "--time-limit", "nan"], "--time-limit must be a positive number"),
-    ([GAME, "--memory-limit", "-1"], "--memory-limit must be a positive number"),
-    ([GAME, "--methods", "rm", "--step-size", "1e-3"], "configure a plain 'subgradient' run"),
-    (["--preset", "paper", "--step-size", "1e-3"], "there is none among the methods"),
-    ([GAME, "--methods", "subgradient", "--step-size", "-1"], "--step-size must be a positive number"),
-    ([GAME, "--methods", "rm[local=rm9]"], "--local must be one of"),
-    ([GAME, "--methods", "rm[warp=9]"], "unknown option 'warp'"),
-    ([GAME, "--methods", "rm[local]"], "is not option=value"),
-    ([GAME, "--methods", "rm[iterations=many]"], "iterations in 'rm[iterations=many]' must be an integer"),
-    ([GAME, "--methods", "lp-highs[local=rm+]"], "lp-highs does not use --local"),
-    ([GAME, "--methods", "rm[local=rm+,local=prm+]"], "gives local twice"),
-    ([GAME, "--methods", "rm,rm"], "lists a run twice"),
-    ([GAME, "--methods", "rm[local=rm+"], "is not a method or METHOD[option=value,...]"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["/no/such/game.efg"], "no such file"),
+        (["warp:speed=9"], "unknown game 'warp'"),
+        (["kuhn:players=100"], "too large"),
+        ([GAME, "--methods", ""], "no method to compare"),
+        ([GAME, "--methods", ","], "no method to compare"),
+        ([GAME, "--methods", "rm,warp-drive"], "unknown method 'warp-drive'"),
+        ([GAME, "--time-limit", "0"], "--time-limit must be a positive number"),
+        ([GAME, "--time-limit", "nan"], "--time-limit must be a positive number"),
+        ([GAME, "--memory-limit", "-1"], "--memory-limit must be a positive number"),
+        ([GAME, "--methods", "rm", "--step-size", "1e-3"], "configure a plain 'subgradient' run"),
+        (["--preset", "paper", "--step-size", "1e-3"], "there is none among the methods"),
+        ([GAME, "--methods", "subgradient", "--step-size", "-1"], "--step-size must be a positive number"),
+        ([GAME, "--methods", "rm[local=rm9]"], "--local must be one of"),
+        ([GAME, "--methods", "rm[warp=9]"], "unknown option 'warp'"),
+        ([GAME, "--methods", "rm[local]"], "is not option=value"),
+        (
+            [GAME, "--methods", "rm[iterations=many]"],
+            "iterations in 'rm[iterations=many]' must be an integer",
+        ),
+        ([GAME, "--methods", "lp-highs[local=rm+]"], "lp-highs does not use --local"),
+        ([GAME, "--methods", "rm[local=rm+,local=prm+]"], "gives local twice"),
+        ([GAME, "--methods", "rm,rm"], "lists a run twice"),
+        ([GAME, "--methods", "rm[local=rm+"], "is not a method or METHOD[option=value,...]"),
+    ],
+)
 def test_bad_compare_arguments_are_refused_before_anything_runs(capsys, tmp_path, argv, message):
     out = tmp_path / "out"
     code = main(["compare", *argv, "--out", str(out), "--json"])
@@ -107,8 +137,9 @@ def test_unwritable_output_folder_is_refused_before_anything_runs(capsys, tmp_pa
 def test_configurations_of_one_method_are_separate_runs(tmp_path, capsys):
     # The paper's configuration of rm beside today's default: two curves, two different runs.
     paper = "rm[local=rm+,averaging=linear,updates=alternating]"
-    code = main(["compare", GAME, "--methods", f"rm,{paper}", "--time-limit", "10",
-                 "--out", str(tmp_path), "--json"])
+    code = main(
+        ["compare", GAME, "--methods", f"rm,{paper}", "--time-limit", "10", "--out", str(tmp_path), "--json"]
+    )
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
     assert list(summary["methods"]) == ["rm", paper]
@@ -124,6 +155,7 @@ def test_the_paper_preset_runs_are_valid_configurations():
     from efce.experiments.cmd_compare import PAPER_METHODS
     from efce.experiments.compare import method_variant
     from efce.experiments.solve import validate_options
+
     configured = {entry: validate_options(*method_variant(entry)) for entry in PAPER_METHODS}
     paper = configured["rm[local=rm+,averaging=linear,updates=alternating]"]
     assert (paper["local"], paper["averaging"], paper["updates"]) == ("rm+", "linear", "alternating")
@@ -135,10 +167,23 @@ def test_the_paper_preset_runs_are_valid_configurations():
 def test_a_preset_of_several_games_draws_them_side_by_side(tmp_path, capsys, monkeypatch):
     from efce.experiments import cmd_compare
     from efce.experiments.compare import load_comparison
+
     games = [GAME, "sheriff:max_bribe=2,max_items=1,rounds=2"]
     monkeypatch.setitem(cmd_compare.PRESETS, "default", games)
-    code = main(["compare", "--preset", "default", "--methods", "rm,lp-highs", "--time-limit", "10",
-                 "--out", str(tmp_path), "--json"])
+    code = main(
+        [
+            "compare",
+            "--preset",
+            "default",
+            "--methods",
+            "rm,lp-highs",
+            "--time-limit",
+            "10",
+            "--out",
+            str(tmp_path),
+            "--json",
+        ]
+    )
     assert code == 0
     result = json.loads(capsys.readouterr().out)
     assert list(result["games"]) == games

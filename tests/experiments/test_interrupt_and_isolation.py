@@ -17,19 +17,32 @@ EFCE = [sys.executable, "-P", "-m", "efce"]
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")
 
 
-
-
-
-
 def test_sigint_keeps_the_trace_and_the_result_of_solve(tmp_path):
     # Compile (and cache on disk) the kernels first: on a cold numba cache the 2 s below pass
     # inside the compiler, and a stop during setup ends the run after its first iteration.
     import efce
+
     efce.solve("sheriff:max_bribe=2,max_items=2,rounds=2", "rm", iterations=2)
     trace = tmp_path / "trace.csv"
-    proc = subprocess.Popen([*EFCE, "solve", "sheriff:max_bribe=2,max_items=2,rounds=2", "--method", "rm",
-                             "--iterations", "100000000", "--target-gap", "0", "--trace", str(trace),
-                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            *EFCE,
+            "solve",
+            "sheriff:max_bribe=2,max_items=2,rounds=2",
+            "--method",
+            "rm",
+            "--iterations",
+            "100000000",
+            "--target-gap",
+            "0",
+            "--trace",
+            str(trace),
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert wait_until(lambda: handles_sigterm(proc.pid))
     time.sleep(2.0)
     proc.send_signal(signal.SIGINT)
@@ -45,10 +58,25 @@ def test_sigint_keeps_the_trace_and_the_result_of_solve(tmp_path):
 
 def test_sigint_keeps_what_compare_computed(tmp_path):
     import psutil
+
     out_dir = tmp_path / "out"
-    proc = subprocess.Popen([*EFCE, "compare", "leduc:players=3,ranks=3", "--methods", "icfr",
-                             "--time-limit", "300", "--out", str(out_dir), "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            *EFCE,
+            "compare",
+            "leduc:players=3,ranks=3",
+            "--methods",
+            "icfr",
+            "--time-limit",
+            "300",
+            "--out",
+            str(out_dir),
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     parent = psutil.Process(proc.pid)
     assert wait_until(lambda: any(handles_sigterm(c.pid) for c in parent.children()))
     time.sleep(3.0)
@@ -79,12 +107,28 @@ def test_compare_from_a_folder_with_its_own_packages_gives_the_same_results(tmp_
         folder.mkdir()
         if label == "shadowing":
             _shadowing_folder(folder)
-        proc = subprocess.run([script, "compare", "farina-fig2", "--methods", "rm,lp-highs",
-                               "--time-limit", "20", "--out", "out", "--json"], cwd=folder,
-                              capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [
+                script,
+                "compare",
+                "farina-fig2",
+                "--methods",
+                "rm,lp-highs",
+                "--time-limit",
+                "20",
+                "--out",
+                "out",
+                "--json",
+            ],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         summary = json.loads(proc.stdout)
-        results[label] = {m: (r["status"], r["final_gap"], r["result"]["welfare"])
-                          for m, r in summary["methods"].items()}
+        results[label] = {
+            m: (r["status"], r["final_gap"], r["result"]["welfare"]) for m, r in summary["methods"].items()
+        }
     assert results["shadowing"] == results["empty"]
     assert all(status == "converged" for status, _, _ in results["empty"].values())

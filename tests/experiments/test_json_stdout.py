@@ -30,9 +30,11 @@ def _one_object(text: str) -> dict:
 
 @pytest.mark.parametrize("method", list(METHODS))
 def test_solve_json_is_one_object_for_every_method(method, capfd):
-    code = main(["solve", GAME.get(method, SHERIFF), "--method", method, "--json", "--iterations", "20"]
-                if "iterations" in METHODS[method].defaults else
-                ["solve", GAME.get(method, SHERIFF), "--method", method, "--json"])
+    code = main(
+        ["solve", GAME.get(method, SHERIFF), "--method", method, "--json", "--iterations", "20"]
+        if "iterations" in METHODS[method].defaults
+        else ["solve", GAME.get(method, SHERIFF), "--method", method, "--json"]
+    )
     out, err = capfd.readouterr()
     result = _one_object(out)
     assert code == 0, result
@@ -48,15 +50,26 @@ def test_solve_json_error_is_one_object(method, capfd):
 
 
 def test_highs_banner_goes_to_stderr_in_a_real_process():
-    child = subprocess.run([sys.executable, "-P", "-m", "efce", "solve", SHERIFF, "--method", "lp-highs",
-                            "--json"], capture_output=True, text=True, env=ENV, timeout=120)
+    child = subprocess.run(
+        [sys.executable, "-P", "-m", "efce", "solve", SHERIFF, "--method", "lp-highs", "--json"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
     assert child.returncode == 0, child.stderr
     assert _one_object(child.stdout)["status"] == "converged"
 
 
-@pytest.mark.parametrize("argv", [
-    ["info", SHERIFF], ["info", "no-such-game"], ["decompose", SHERIFF], ["gap", KUHN3, "--device", "/nonexistent.npz"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["info", SHERIFF],
+        ["info", "no-such-game"],
+        ["decompose", SHERIFF],
+        ["gap", KUHN3, "--device", "/nonexistent.npz"],
+    ],
+)
 def test_other_commands_print_one_object(argv, capfd):
     main([*argv, "--json"])
     out, _ = capfd.readouterr()
@@ -64,7 +77,19 @@ def test_other_commands_print_one_object(argv, capfd):
 
 
 def test_compare_and_sweep_print_one_object(tmp_path, capfd):
-    main(["compare", SHERIFF, "--methods", "lp-highs", "--time-limit", "20", "--out", str(tmp_path / "c"), "--json"])
+    main(
+        [
+            "compare",
+            SHERIFF,
+            "--methods",
+            "lp-highs",
+            "--time-limit",
+            "20",
+            "--out",
+            str(tmp_path / "c"),
+            "--json",
+        ]
+    )
     out, _ = capfd.readouterr()
     assert _one_object(out)["methods"]["lp-highs"]["status"] == "converged"
     main(["sweep", str(tmp_path / "missing.toml"), "--out", str(tmp_path / "s"), "--json"])
@@ -74,6 +99,7 @@ def test_compare_and_sweep_print_one_object(tmp_path, capfd):
 
 def test_c_level_output_inside_the_block_reaches_stderr(capfd):
     import ctypes
+
     libc = ctypes.CDLL(None)
     with stdout_to_stderr():
         libc.printf(b"from C\n")  # buffered by libc: flushed before fd 1 is restored

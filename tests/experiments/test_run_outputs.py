@@ -33,8 +33,19 @@ def test_atomic_open_leaves_no_partial_file(tmp_path):
 
 def test_missing_trace_folder_is_refused_before_the_run(tmp_path, capsys):
     started = time.perf_counter()
-    code = main(["solve", K33, "--method", "icfr", "--iterations", "100000000", "--trace",
-                 str(tmp_path / "gone" / "t.csv"), "--json"])
+    code = main(
+        [
+            "solve",
+            K33,
+            "--method",
+            "icfr",
+            "--iterations",
+            "100000000",
+            "--trace",
+            str(tmp_path / "gone" / "t.csv"),
+            "--json",
+        ]
+    )
     assert code == 2 and time.perf_counter() - started < 10
     assert "cannot write the trace file" in json.loads(capsys.readouterr().out)["error"]
 
@@ -48,6 +59,7 @@ def test_folder_removed_during_the_run_keeps_the_result(tmp_path, capsys, monkey
         result = real_solve(*args, **kwargs)
         shutil.rmtree(folder)  # the folder disappears while the run computes
         return result
+
     monkeypatch.setattr(cmd_solve, "solve", solve_then_remove)
     trace = folder / "t.csv"
     code = main(["solve", K33, "--method", "icfr", "--iterations", "50", "--trace", str(trace), "--json"])
@@ -59,6 +71,7 @@ def test_folder_removed_during_the_run_keeps_the_result(tmp_path, capsys, monkey
 
 def test_compare_folder_removed_mid_run_still_prints_the_summary(tmp_path, capsys, monkeypatch):
     from efce.experiments import compare as compare
+
     out = tmp_path / "cmp"
     real = compare.run_method
 
@@ -66,6 +79,7 @@ def test_compare_folder_removed_mid_run_still_prints_the_summary(tmp_path, capsy
         result = real(*args, **kwargs)
         shutil.rmtree(out, ignore_errors=True)
         return result
+
     monkeypatch.setattr(compare, "run_method", run_then_remove)
     # a generous limit: the run ends at its iteration limit (~3 s) even on a loaded machine
     code = main(["compare", K33, "--methods", "icfr", "--time-limit", "60", "--out", str(out), "--json"])
@@ -88,8 +102,9 @@ def test_compare_refuses_an_unparseable_game_file_before_writing(tmp_path, capsy
 
 def test_sweep_refuses_an_unparseable_game_file_before_writing(tmp_path, capsys):
     (tmp_path / "bad.efg").write_text(BAD_EFG)
-    (tmp_path / "s.toml").write_text('name = "s"\ngames = ["bad.efg"]\nmethods = ["icfr"]\n'
-                                     'seeds = [0]\n[limits]\niterations = 10\n')
+    (tmp_path / "s.toml").write_text(
+        'name = "s"\ngames = ["bad.efg"]\nmethods = ["icfr"]\nseeds = [0]\n[limits]\niterations = 10\n'
+    )
     out = tmp_path / "sw"
     assert main(["sweep", str(tmp_path / "s.toml"), "--out", str(out), "--json"]) == 2
     assert "bad.efg" in json.loads(capsys.readouterr().out)["error"]
@@ -98,13 +113,23 @@ def test_sweep_refuses_an_unparseable_game_file_before_writing(tmp_path, capsys)
 
 def test_unreachable_scheduler_is_refused_in_seconds(tmp_path, capsys):
     import socket
+
     with socket.socket() as s:  # a port that was free a moment ago: nobody listens there
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     out = tmp_path / "sw"
     started = time.perf_counter()
-    code = main(["sweep", "docs/examples/tiny.sweep.toml", "--out", str(out),
-                 "--scheduler", f"tcp://127.0.0.1:{port}", "--json"])
+    code = main(
+        [
+            "sweep",
+            "docs/examples/tiny.sweep.toml",
+            "--out",
+            str(out),
+            "--scheduler",
+            f"tcp://127.0.0.1:{port}",
+            "--json",
+        ]
+    )
     assert code == 2 and time.perf_counter() - started < 10
     error = json.loads(capsys.readouterr().out)["error"]
     assert "cannot reach the Dask scheduler" in error and "memory" not in error
@@ -135,5 +160,6 @@ def test_failed_run_is_not_recorded_as_finished():
 
         def params(self):
             return {"key": "k"}
+
     record = _record(Done(), FakeRun(), {})
     assert record["outcome"] == "failed"

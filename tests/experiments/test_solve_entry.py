@@ -20,26 +20,29 @@ def run_json(capsys, *argv):
     return code, json.loads(out[0])
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--method", "rm", "--iterations", "-5"], "--iterations must be an integer ≥ 1"),
-    (["--method", "rm", "--iterations", "0"], "--iterations must be an integer ≥ 1"),
-    (["--method", "icfr", "--iterations", "-3"], "--iterations must be an integer ≥ 1"),
-    (["--method", "rm", "--iterations", "2.5"], "expected an integer"),
-    (["--method", "rm", "--time-limit", "0"], "--time-limit must be a positive number"),
-    (["--method", "rm", "--time-limit", "-1"], "--time-limit must be a positive number"),
-    (["--method", "rm", "--time-limit", "inf"], "--time-limit must be a finite number"),
-    (["--method", "rm", "--target-gap", "nan"], "--target-gap must be a finite number"),
-    (["--method", "rm", "--target-gap", "-1"], "--target-gap must be a number ≥ 0"),
-    (["--method", "rm", "--welfare-threshold", "nan"], "--welfare-threshold must be a finite number"),
-    (["--method", "lp-highs", "--welfare-threshold", "nan"], "--welfare-threshold must be a finite"),
-    (["--method", "subgradient", "--step-size", "-1"], "--step-size must be a positive number"),
-    (["--method", "icfr", "--seed", "-1"], "--seed must be a number ≥ 0"),
-    (["--method", "cfr+", "--welfare-threshold", "0.5"], "cfr+ does not use --welfare-threshold"),
-    (["--method", "lp-highs", "--iterations", "10"], "lp-highs does not use --iterations"),
-    (["--method", "rm", "--seed", "3"], "rm does not use --seed"),
-    (["--method", "icfr", "--local", "hedge"], "icfr does not use --local"),
-    (["--method", "warp"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--method", "rm", "--iterations", "-5"], "--iterations must be an integer ≥ 1"),
+        (["--method", "rm", "--iterations", "0"], "--iterations must be an integer ≥ 1"),
+        (["--method", "icfr", "--iterations", "-3"], "--iterations must be an integer ≥ 1"),
+        (["--method", "rm", "--iterations", "2.5"], "expected an integer"),
+        (["--method", "rm", "--time-limit", "0"], "--time-limit must be a positive number"),
+        (["--method", "rm", "--time-limit", "-1"], "--time-limit must be a positive number"),
+        (["--method", "rm", "--time-limit", "inf"], "--time-limit must be a finite number"),
+        (["--method", "rm", "--target-gap", "nan"], "--target-gap must be a finite number"),
+        (["--method", "rm", "--target-gap", "-1"], "--target-gap must be a number ≥ 0"),
+        (["--method", "rm", "--welfare-threshold", "nan"], "--welfare-threshold must be a finite number"),
+        (["--method", "lp-highs", "--welfare-threshold", "nan"], "--welfare-threshold must be a finite"),
+        (["--method", "subgradient", "--step-size", "-1"], "--step-size must be a positive number"),
+        (["--method", "icfr", "--seed", "-1"], "--seed must be a number ≥ 0"),
+        (["--method", "cfr+", "--welfare-threshold", "0.5"], "cfr+ does not use --welfare-threshold"),
+        (["--method", "lp-highs", "--iterations", "10"], "lp-highs does not use --iterations"),
+        (["--method", "rm", "--seed", "3"], "rm does not use --seed"),
+        (["--method", "icfr", "--local", "hedge"], "icfr does not use --local"),
+        (["--method", "warp"], "invalid choice"),
+    ],
+)
 def test_bad_options_are_one_line_errors(capsys, argv, message):
     code, payload = run_json(capsys, "solve", GAME, *argv)
     assert code != 0
@@ -64,8 +67,9 @@ def test_every_option_is_used_by_some_method_and_defaults_are_valid():
 def test_library_entry_takes_a_spec_and_matches_the_command_line(capsys):
     sheriff = "sheriff:max_bribe=1,max_items=2,rounds=2"
     result = efce.solve(sheriff, "rm", iterations=50, target_gap=0.0)
-    code, payload = run_json(capsys, "solve", sheriff, "--method", "rm", "--iterations", "50",
-                             "--target-gap", "0")
+    code, payload = run_json(
+        capsys, "solve", sheriff, "--method", "rm", "--iterations", "50", "--target-gap", "0"
+    )
     assert code == 0 and payload["iterations"] == result.iterations == 50
     assert payload["efce_gap"] == pytest.approx(result.info["efce_gap"], abs=1e-15)
     assert payload["status"] == "iteration_limit"
@@ -82,6 +86,7 @@ def test_json_never_contains_nan(capsys):
 
 
 def test_unwritable_trace_is_refused_before_solving(capsys, tmp_path):
-    code, payload = run_json(capsys, "solve", GAME, "--method", "rm", "--trace",
-                             str(tmp_path / "missing" / "trace.csv"))
+    code, payload = run_json(
+        capsys, "solve", GAME, "--method", "rm", "--trace", str(tmp_path / "missing" / "trace.csv")
+    )
     assert code != 0 and "does not exist" in payload["error"]

@@ -28,10 +28,6 @@ SHERIFF_333 = "sheriff:max_bribe=3,max_items=3,rounds=3"  # HiGHS, PDLP: ~20 s t
 ENDLESS = ["--iterations", "100000000"]
 
 
-
-
-
-
 def _has_child(pid: int) -> bool:
     try:
         return bool(psutil.Process(pid).children())
@@ -42,9 +38,13 @@ def _has_child(pid: int) -> bool:
 def _stop(tmp_path, game, method, *args, sig=signal.SIGINT, in_worker=False, running=1.5):
     """Start ``efce solve``, let the method run, send ``sig``; the parsed JSON object."""
     trace = tmp_path / "trace.csv"
-    proc = subprocess.Popen([*EFCE, "solve", game, "--method", method, *args, "--json",
-                             "--trace", str(trace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=ENV)
+    proc = subprocess.Popen(
+        [*EFCE, "solve", game, "--method", method, *args, "--json", "--trace", str(trace)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
     try:
         assert wait_until(lambda: handles_sigterm(proc.pid))
         if in_worker:  # the solver call has started in its worker process
@@ -67,8 +67,15 @@ def _stop(tmp_path, game, method, *args, sig=signal.SIGINT, in_worker=False, run
 
 
 def test_rm_stops_on_sigterm(tmp_path):
-    result = _stop(tmp_path, "sheriff:max_bribe=2,max_items=2,rounds=2", "rm", *ENDLESS,
-                   "--target-gap", "0", sig=signal.SIGTERM)
+    result = _stop(
+        tmp_path,
+        "sheriff:max_bribe=2,max_items=2,rounds=2",
+        "rm",
+        *ENDLESS,
+        "--target-gap",
+        "0",
+        sig=signal.SIGTERM,
+    )
     assert result["iterations"] > 1 and result["efce_gap"] is not None
 
 
@@ -78,9 +85,17 @@ def test_rm_welfare_bisection_stops_as_interrupted(tmp_path):
     # the signal could arrive as the process exits, after the handlers are gone).  Its kernels are
     # compiled (and cached on disk) first: a signal waits for numba's compiler.
     import efce
+
     efce.solve("sheriff:max_bribe=3,max_items=3,rounds=4", "rm", objective="welfare", iterations=2)
-    result = _stop(tmp_path, "sheriff:max_bribe=3,max_items=3,rounds=4", "rm", "--objective", "welfare",
-                   *ENDLESS, running=4.0)
+    result = _stop(
+        tmp_path,
+        "sheriff:max_bribe=3,max_items=3,rounds=4",
+        "rm",
+        "--objective",
+        "welfare",
+        *ENDLESS,
+        running=4.0,
+    )
     assert result["method"] == "rm-welfare"
 
 
@@ -97,6 +112,7 @@ def test_trigger_dynamics_stop_on_sigint(tmp_path, method):
     # Compile (and cache on disk) the kernels first: a signal that arrives while numba compiles
     # waits for the compiler, which on a cold cache takes longer than the 2 s allowed.
     import efce
+
     efce.solve("kuhn:players=3,ranks=3", method, iterations=2)
     result = _stop(tmp_path, "leduc:players=3,ranks=3", method, *ENDLESS, "--target-gap", "0")
     assert result["iterations"] >= 1 and result["efce_gap"] is not None

@@ -18,8 +18,7 @@ import pytest
 from efce.experiments.cli import main
 from efce.experiments.harness import efce_command, last_json_object
 from efce.experiments.solve import solve
-from efce.experiments.sweep import (SweepError, aggregate, finished, load_records, load_sweep, run_key,
-                               sweep)
+from efce.experiments.sweep import SweepError, aggregate, finished, load_records, load_sweep, run_key, sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "docs" / "examples" / "tiny.sweep.toml"
@@ -27,8 +26,13 @@ K33, G23 = "kuhn:players=3,ranks=3", "goofspiel:players=2,ranks=3"
 
 
 def small_sweep(iterations, games=(K33, G23), seeds=(0, 1)):
-    return {"name": "small", "games": list(games), "methods": ["icfr", "cfr-s"], "seeds": list(seeds),
-            "limits": {"iterations": iterations, "time": 120, "memory": 2}}
+    return {
+        "name": "small",
+        "games": list(games),
+        "methods": ["icfr", "cfr-s"],
+        "seeds": list(seeds),
+        "limits": {"iterations": iterations, "time": 120, "memory": 2},
+    }
 
 
 # ----------------------------------------------------------------------------- the grid
@@ -36,32 +40,54 @@ def test_tiny_example_grid_and_stable_keys():
     spec = load_sweep(TINY)
     assert len(spec.runs) == 8
     assert {(r.game, r.method, r.seed) for r in spec.runs} == {
-        (g, m, s) for g in (K33, G23) for m in ("icfr", "cfr-s") for s in (0, 1)}
+        (g, m, s) for g in (K33, G23) for m in ("icfr", "cfr-s") for s in (0, 1)
+    }
     assert len({r.key for r in spec.runs}) == 8
-    assert all(r.options == {"iterations": 2000, "time_limit": 60.0} and r.memory_gib == 2.0
-               for r in spec.runs)
-    again = load_sweep({"games": [G23, K33], "methods": ["cfr-s", "icfr"], "seeds": 2,
-                        "limits": {"memory": 2, "time": 60.0, "iterations": 2000.0}})
+    assert all(
+        r.options == {"iterations": 2000, "time_limit": 60.0} and r.memory_gib == 2.0 for r in spec.runs
+    )
+    again = load_sweep(
+        {
+            "games": [G23, K33],
+            "methods": ["cfr-s", "icfr"],
+            "seeds": 2,
+            "limits": {"memory": 2, "time": 60.0, "iterations": 2000.0},
+        }
+    )
     assert {r.key for r in again.runs} == {r.key for r in spec.runs}  # order and spelling don't matter
     run = spec.runs[0]
     assert run.key.startswith("kuhn_players_3_ranks_3-icfr-s0-")
-    changed = {run_key(run.game, run.method, 1, run.options, 2.0),
-               run_key(run.game, run.method, 0, {**run.options, "iterations": 2001}, 2.0),
-               run_key(run.game, run.method, 0, run.options, 3.0),
-               run_key(run.game, "cfr-s", 0, run.options, 2.0)}
+    changed = {
+        run_key(run.game, run.method, 1, run.options, 2.0),
+        run_key(run.game, run.method, 0, {**run.options, "iterations": 2001}, 2.0),
+        run_key(run.game, run.method, 0, run.options, 3.0),
+        run_key(run.game, "cfr-s", 0, run.options, 2.0),
+    }
     assert run.key not in changed and len(changed) == 4
 
 
 def test_option_lists_are_axes_and_deterministic_methods_run_once():
-    spec = load_sweep({"games": {"fig2": "farina-fig2"}, "methods": ["rm", "subgradient", "lp-highs"],
-                       "seeds": 3, "limits": {"iterations": 50},
-                       "options": {"rm": {"local": ["rm+", "hedge"], "target_gap": 0.0},
-                                   "subgradient": {"step_size": [1e-3, 1e-4]}}})
+    spec = load_sweep(
+        {
+            "games": {"fig2": "farina-fig2"},
+            "methods": ["rm", "subgradient", "lp-highs"],
+            "seeds": 3,
+            "limits": {"iterations": 50},
+            "options": {
+                "rm": {"local": ["rm+", "hedge"], "target_gap": 0.0},
+                "subgradient": {"step_size": [1e-3, 1e-4]},
+            },
+        }
+    )
     runs = [(r.method, r.seed, tuple(sorted(r.options.items()))) for r in spec.runs]
     assert runs == [
         ("rm", None, (("iterations", 50), ("local", "rm+"), ("target_gap", 0.0))),
         ("rm", None, (("iterations", 50), ("local", "hedge"), ("target_gap", 0.0))),
-        *[("subgradient", s, (("iterations", 50), ("step_size", a))) for a in (1e-3, 1e-4) for s in (0, 1, 2)],
+        *[
+            ("subgradient", s, (("iterations", 50), ("step_size", a)))
+            for a in (1e-3, 1e-4)
+            for s in (0, 1, 2)
+        ],
         ("lp-highs", None, ()),  # the LP takes no iteration budget
     ]
     assert all(r.label == "fig2" and r.game == "farina-fig2" for r in spec.runs)
@@ -69,24 +95,35 @@ def test_option_lists_are_axes_and_deterministic_methods_run_once():
     assert spec.runs[2].command("t.csv")[-2:] == ["--seed", "0"]
 
 
-@pytest.mark.parametrize("content, message", [
-    ({"games": [K33], "methods": ["icfr"], "gmaes": 1}, "unknown sweep key gmaes"),
-    ({"games": [], "methods": ["icfr"]}, "games is empty"),
-    ({"games": ["kuhn:players=3,rank=3"], "methods": ["icfr"]}, "unknown parameter rank"),
-    ({"games": ["missing.efg"], "methods": ["icfr"]}, "no such file"),
-    ({"games": [K33], "methods": ["icfr", "warp"]}, "unknown method 'warp'"),
-    ({"games": [K33], "methods": ["icfr"], "seeds": [0, 0]}, "distinct integers"),
-    ({"games": [K33], "methods": ["icfr"], "limits": {"time": -1}}, "limits.time must be a positive"),
-    ({"games": [K33], "methods": ["icfr"], "limits": {"iterations": 2.5}}, "limits.iterations must be an integer"),
-    ({"games": [K33], "methods": ["icfr"], "limits": {"cores": 2}}, "unknown limit cores"),
-    ({"games": [K33], "methods": ["icfr"], "options": {"rm": {"local": "rm+"}}}, "not in methods: rm"),
-    ({"games": [K33], "methods": ["icfr"], "options": {"icfr": {"seed": [1, 2]}}}, "top-level seeds"),
-    ({"games": [K33], "methods": ["icfr"], "options": {"icfr": {"local": "rm"}}}, "icfr does not use --local"),
-    ({"games": [K33], "methods": ["rm"], "options": {"rm": {"local": ["rm+", "fast"]}}},
-     "[options.rm]: --local must be one of"),
-    ({"games": [K33], "methods": ["rm"], "options": {"rm": {"target_gap": []}}}, "empty list"),
-    ({"games": [K33, K33], "methods": ["icfr"]}, "twice"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ({"games": [K33], "methods": ["icfr"], "gmaes": 1}, "unknown sweep key gmaes"),
+        ({"games": [], "methods": ["icfr"]}, "games is empty"),
+        ({"games": ["kuhn:players=3,rank=3"], "methods": ["icfr"]}, "unknown parameter rank"),
+        ({"games": ["missing.efg"], "methods": ["icfr"]}, "no such file"),
+        ({"games": [K33], "methods": ["icfr", "warp"]}, "unknown method 'warp'"),
+        ({"games": [K33], "methods": ["icfr"], "seeds": [0, 0]}, "distinct integers"),
+        ({"games": [K33], "methods": ["icfr"], "limits": {"time": -1}}, "limits.time must be a positive"),
+        (
+            {"games": [K33], "methods": ["icfr"], "limits": {"iterations": 2.5}},
+            "limits.iterations must be an integer",
+        ),
+        ({"games": [K33], "methods": ["icfr"], "limits": {"cores": 2}}, "unknown limit cores"),
+        ({"games": [K33], "methods": ["icfr"], "options": {"rm": {"local": "rm+"}}}, "not in methods: rm"),
+        ({"games": [K33], "methods": ["icfr"], "options": {"icfr": {"seed": [1, 2]}}}, "top-level seeds"),
+        (
+            {"games": [K33], "methods": ["icfr"], "options": {"icfr": {"local": "rm"}}},
+            "icfr does not use --local",
+        ),
+        (
+            {"games": [K33], "methods": ["rm"], "options": {"rm": {"local": ["rm+", "fast"]}}},
+            "[options.rm]: --local must be one of",
+        ),
+        ({"games": [K33], "methods": ["rm"], "options": {"rm": {"target_gap": []}}}, "empty list"),
+        ({"games": [K33, K33], "methods": ["icfr"]}, "twice"),
+    ],
+)
 def test_bad_sweeps_are_refused_with_the_reason(content, message):
     with pytest.raises(SweepError) as info:
         load_sweep(content)
@@ -101,23 +138,58 @@ def test_cli_refuses_bad_files_and_arguments_before_any_cluster(tmp_path, capsys
     assert "not valid TOML" in json.loads(capsys.readouterr().out)["error"]
     assert main(["sweep", str(tmp_path / "none.toml"), "--out", str(tmp_path / "o"), "--json"]) == 2
     assert "no such sweep file" in json.loads(capsys.readouterr().out)["error"]
-    assert main(["sweep", str(TINY), "--out", str(tmp_path / "o"), "--workers", "2",
-                 "--scheduler", "tcp://127.0.0.1:1", "--json"]) == 2
+    assert (
+        main(
+            [
+                "sweep",
+                str(TINY),
+                "--out",
+                str(tmp_path / "o"),
+                "--workers",
+                "2",
+                "--scheduler",
+                "tcp://127.0.0.1:1",
+                "--json",
+            ]
+        )
+        == 2
+    )
     assert "--workers sizes the local cluster" in json.loads(capsys.readouterr().out)["error"]
     assert not (tmp_path / "o").exists()
 
 
 def test_aggregate_is_mean_and_std_over_seeds():
     def record(seed, gaps, efcce):
-        trace = [{"iteration": i, "seconds": 0.5 * i, "gap": g, "infeasibility": 0.0}
-                 for i, g in enumerate(gaps, start=1)]
-        return {"key": f"k{seed}", "label": "G", "game": "g", "method": "icfr", "seed": seed,
-                "options": {"iterations": len(gaps)}, "memory_gib": None, "status": "iteration_limit",
-                "outcome": "finished", "wall_seconds": 2.0 + seed, "peak_memory_mib": 100.0 + seed,
-                "trace": trace, "result": {"iterations": len(gaps), "seconds": 1.0 + seed,
-                                           "efce_gap": gaps[-1], "efcce_gap": efcce}}
-    records = [record(0, [0.5, 0.05, 0.004], 0.01), record(1, [0.3, 0.2, 0.02], 0.03),
-               {**record(2, [1.0, 1.0, 1.0], 0.0), "outcome": "failed", "status": "failed", "result": None}]
+        trace = [
+            {"iteration": i, "seconds": 0.5 * i, "gap": g, "infeasibility": 0.0}
+            for i, g in enumerate(gaps, start=1)
+        ]
+        return {
+            "key": f"k{seed}",
+            "label": "G",
+            "game": "g",
+            "method": "icfr",
+            "seed": seed,
+            "options": {"iterations": len(gaps)},
+            "memory_gib": None,
+            "status": "iteration_limit",
+            "outcome": "finished",
+            "wall_seconds": 2.0 + seed,
+            "peak_memory_mib": 100.0 + seed,
+            "trace": trace,
+            "result": {
+                "iterations": len(gaps),
+                "seconds": 1.0 + seed,
+                "efce_gap": gaps[-1],
+                "efcce_gap": efcce,
+            },
+        }
+
+    records = [
+        record(0, [0.5, 0.05, 0.004], 0.01),
+        record(1, [0.3, 0.2, 0.02], 0.03),
+        {**record(2, [1.0, 1.0, 1.0], 0.0), "outcome": "failed", "status": "failed", "result": None},
+    ]
     (row,) = aggregate(records)
     assert (row["runs"], row["finished"], row["failed"]) == (3, 2, 1)
     assert row["statuses"] == "iteration_limit×2 failed×1"
@@ -143,13 +215,18 @@ def test_local_cluster_gives_the_runs_of_one_by_one_solves(tmp_path):
         direct = solve(r["game"], r["method"], seed=r["seed"], iterations=300)
         assert r["result"]["efce_gap"] == direct.info["efce_gap"]
         assert r["result"]["efcce_gap"] == direct.info["efcce_gap"]
-        assert [(t["iteration"], t["gap"], t["efcce"]) for t in r["trace"]] == \
-            [(t.iteration, t.gap, t.extra["efcce"]) for t in direct.trace]
+        assert [(t["iteration"], t["gap"], t["efcce"]) for t in r["trace"]] == [
+            (t.iteration, t.gap, t.extra["efcce"]) for t in direct.trace
+        ]
     with open(tmp_path / "table.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 4 and all(row["runs"] == "2" for row in rows)
     for row in rows:
-        gaps = [r["result"]["efce_gap"] for r in records if r["game"] == row["game"] and r["method"] == row["method"]]
+        gaps = [
+            r["result"]["efce_gap"]
+            for r in records
+            if r["game"] == row["game"] and r["method"] == row["method"]
+        ]
         assert float(row["efce_gap_mean"]) == pytest.approx(sum(gaps) / 2, rel=1e-12)
         assert float(row["efce_gap_std"]) == pytest.approx(abs(gaps[0] - gaps[1]) / 2, rel=1e-12)
     pandas = pytest.importorskip("pandas")
@@ -165,8 +242,13 @@ def test_local_cluster_gives_the_runs_of_one_by_one_solves(tmp_path):
 # ----------------------------------------------------------------------------- a real cluster
 def _spawn(args, log):
     env = {**os.environ, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1"}
-    return subprocess.Popen([sys.executable, "-m", "dask", *args], stdout=log, stderr=subprocess.STDOUT,
-                            env=env, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "dask", *args],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -174,11 +256,25 @@ def cluster(tmp_path_factory):
     """``dask scheduler`` and two ``dask worker`` processes (no nanny: a killed worker stays
     dead) on 127.0.0.1, random free ports."""
     import distributed
+
     folder = tmp_path_factory.mktemp("cluster")
     scheduler_file = folder / "scheduler.json"
     log = open(folder / "cluster.log", "w")
-    processes = [_spawn(["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                         "--scheduler-file", str(scheduler_file)], log)]
+    processes = [
+        _spawn(
+            [
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(scheduler_file),
+            ],
+            log,
+        )
+    ]
     try:
         deadline = time.monotonic() + 60
         while not scheduler_file.exists() or not scheduler_file.read_text().strip():
@@ -186,8 +282,23 @@ def cluster(tmp_path_factory):
             time.sleep(0.2)
         address = json.loads(scheduler_file.read_text())["address"]
         for _ in range(2):
-            processes.append(_spawn(["worker", address, "--host", "127.0.0.1", "--nthreads", "1",
-                                     "--no-nanny", "--no-dashboard", "--memory-limit", "0"], log))
+            processes.append(
+                _spawn(
+                    [
+                        "worker",
+                        address,
+                        "--host",
+                        "127.0.0.1",
+                        "--nthreads",
+                        "1",
+                        "--no-nanny",
+                        "--no-dashboard",
+                        "--memory-limit",
+                        "0",
+                    ],
+                    log,
+                )
+            )
         with distributed.Client(address, timeout="30s") as client:
             client.wait_for_workers(2, timeout=60)
             workers = {pid: addr for addr, pid in client.run(os.getpid).items()}
@@ -201,14 +312,22 @@ def cluster(tmp_path_factory):
 
 
 def _sweep_process(sweep_file, out, address):
-    return subprocess.Popen(efce_command("sweep", str(sweep_file), "--out", str(out), "--scheduler", address,
-                                         "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        efce_command("sweep", str(sweep_file), "--out", str(out), "--scheduler", address, "--json"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _write(path, content):
-    lines = [f'games = {json.dumps(content["games"])}', f'methods = {json.dumps(content["methods"])}',
-             f'seeds = {json.dumps(content["seeds"])}', "[limits]",
-             *(f"{k} = {v}" for k, v in content["limits"].items())]
+    lines = [
+        f"games = {json.dumps(content['games'])}",
+        f"methods = {json.dumps(content['methods'])}",
+        f"seeds = {json.dumps(content['seeds'])}",
+        "[limits]",
+        *(f"{k} = {v}" for k, v in content["limits"].items()),
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -272,9 +391,11 @@ def test_a_run_dies_with_the_process_that_started_it(tmp_path):
         "import sys\n"
         "from experiments.harness import run_child\n"
         "run_child([sys.executable, '-c', 'import os, sys, time; '\n"
-        "           'open(sys.argv[1], \"w\").write(str(os.getpid())); time.sleep(60)', sys.argv[1]])\n")
-    parent = subprocess.Popen([sys.executable, str(script), str(pid_file)],
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        "           'open(sys.argv[1], \"w\").write(str(os.getpid())); time.sleep(60)', sys.argv[1]])\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, str(script), str(pid_file)], env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
     deadline = time.monotonic() + 30
     while not pid_file.exists() or not pid_file.read_text():
         assert time.monotonic() < deadline
@@ -298,6 +419,7 @@ def test_a_run_lost_twice_is_recorded_as_failed_with_the_reason():
 
         def exception(self):
             from types import SimpleNamespace
+
             return KilledWorker("efce-run", SimpleNamespace(address="tcp://127.0.0.1:4242"), 1)
 
     run = load_sweep(TINY).runs[0]

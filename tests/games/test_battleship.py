@@ -29,14 +29,17 @@ def test_published_size_2x2_ship_of_length_2_3_shots():
     assert sizes(game)[:2] == ([1413, 1873], [2965, 4101])
 
 
-@pytest.mark.parametrize("rows,cols,ships,shots,expected", [
-    # OpenSpiel battleship_test.cc, TestGameSizes (sequences, infosets, terminals)
-    (2, 2, [1], 2, ([53, 109], [165, 341], 1072)),
-    (2, 2, [1], 3, ([341, 397], [741, 917], 2224)),
-    (2, 2, [1, 2], 2, ([397, 1189], [1197, 3597], 9216)),
-    (2, 2, [1, 2], 3, ([6541, 10405], [13485, 22029], 32256)),
-    (2, 3, [1], 2, ([187, 751], [943, 3787], 19116)),
-])
+@pytest.mark.parametrize(
+    "rows,cols,ships,shots,expected",
+    [
+        # OpenSpiel battleship_test.cc, TestGameSizes (sequences, infosets, terminals)
+        (2, 2, [1], 2, ([53, 109], [165, 341], 1072)),
+        (2, 2, [1], 3, ([341, 397], [741, 917], 2224)),
+        (2, 2, [1, 2], 2, ([397, 1189], [1197, 3597], 9216)),
+        (2, 2, [1, 2], 3, ([6541, 10405], [13485, 22029], 32256)),
+        (2, 3, [1], 2, ([187, 751], [943, 3787], 19116)),
+    ],
+)
 def test_openspiel_size_table(rows, cols, ships, shots, expected):
     assert sizes(battleship(rows=rows, cols=cols, ship_sizes=ships, shots=shots)) == expected
 
@@ -155,6 +158,7 @@ def test_infoset_labels_spell_observations():
 # --------------------------------------------------------------------------- independent count
 def _reference_battleship(rows, cols, sizes_, values, shots, lm):
     """Plain recursive implementation of OpenSpiel's rules and information-state strings."""
+
     def placements(length):
         out = []
         if length <= cols:
@@ -170,9 +174,10 @@ def _reference_battleship(rows, cols, sizes_, values, shots, lm):
     def feasible(occupied, k):
         if k == len(sizes_):
             return True
-        return any(not (cells_of(pl, sizes_[k]) & occupied)
-                   and feasible(occupied | cells_of(pl, sizes_[k]), k + 1)
-                   for pl in placements(sizes_[k]))
+        return any(
+            not (cells_of(pl, sizes_[k]) & occupied) and feasible(occupied | cells_of(pl, sizes_[k]), k + 1)
+            for pl in placements(sizes_[k])
+        )
 
     infosets, seqs, payoffs = set(), [1, 1], []
     num_ships = len(sizes_)
@@ -188,19 +193,27 @@ def _reference_battleship(rows, cols, sizes_, values, shots, lm):
             player = len(moves) % 2
             k = len(placed[player])
             occupied = frozenset().union(*[cells_of(m[2], sizes_[i]) for i, m in enumerate(placed[player])])
-            actions = [("place", player, pl) for pl in placements(sizes_[k])
-                       if not (cells_of(pl, sizes_[k]) & occupied)
-                       and feasible(occupied | cells_of(pl, sizes_[k]), k + 1)]
+            actions = [
+                ("place", player, pl)
+                for pl in placements(sizes_[k])
+                if not (cells_of(pl, sizes_[k]) & occupied)
+                and feasible(occupied | cells_of(pl, sizes_[k]), k + 1)
+            ]
         else:
             over = len(moves) == 2 * num_ships + 2 * shots or any(
-                all(sunk(p, s) for s in range(num_ships)) for p in range(2))
+                all(sunk(p, s) for s in range(num_ships)) for p in range(2)
+            )
             if over:
                 lost = [sum(values[s] for s in range(num_ships) if sunk(p, s)) for p in range(2)]
                 payoffs.append((lost[1] - lm * lost[0], lost[0] - lm * lost[1]))
                 return
             player = len(moves) % 2
-            actions = [("shot", player, (r, c)) for r in range(rows) for c in range(cols)
-                       if (r, c) not in shots_by[player]]
+            actions = [
+                ("shot", player, (r, c))
+                for r in range(rows)
+                for c in range(cols)
+                if (r, c) not in shots_by[player]
+            ]
         # OpenSpiel InformationStateString(player)
         info = [len(moves)]
         damage_cells = set()
@@ -230,9 +243,16 @@ def _reference_battleship(rows, cols, sizes_, values, shots, lm):
     return num_infosets, seqs, sorted(payoffs)
 
 
-@pytest.mark.parametrize("rows,cols,ships,shots", [
-    (2, 2, [1], 2), (1, 3, [1], 2), (2, 2, [2], 2), (3, 1, [1, 2], 1), (1, 4, [2, 2], 2),
-])
+@pytest.mark.parametrize(
+    "rows,cols,ships,shots",
+    [
+        (2, 2, [1], 2),
+        (1, 3, [1], 2),
+        (2, 2, [2], 2),
+        (3, 1, [1, 2], 1),
+        (1, 4, [2, 2], 2),
+    ],
+)
 def test_independent_recursive_enumeration_agrees(rows, cols, ships, shots):
     values = [1.0 + i for i in range(len(ships))]
     ref_infosets, ref_seqs, ref_payoffs = _reference_battleship(rows, cols, ships, values, shots, 2.0)
@@ -243,20 +263,23 @@ def test_independent_recursive_enumeration_agrees(rows, cols, ships, shots):
 
 
 # --------------------------------------------------------------------------- invalid parameters
-@pytest.mark.parametrize("kwargs,word", [
-    (dict(rows=0), "rows"),
-    (dict(cols=0), "cols"),
-    (dict(shots=0), "shots"),
-    (dict(rows=2, cols=2, shots=5), "shots"),
-    (dict(ship_sizes=[4]), "ship_sizes"),
-    (dict(ship_sizes=[0]), "ship_sizes"),
-    (dict(ship_sizes=[]), "ship_sizes"),
-    (dict(rows=2, cols=2, ship_sizes=[2, 2, 1]), "ship_sizes"),
-    (dict(ship_values=[-1.0]), "ship_values"),
-    (dict(ship_values=[1.0, 2.0]), "ship_values"),
-    (dict(loss_multiplier=float("nan")), "loss_multiplier"),
-    (dict(rows=8, cols=8), "rows*cols"),
-])
+@pytest.mark.parametrize(
+    "kwargs,word",
+    [
+        (dict(rows=0), "rows"),
+        (dict(cols=0), "cols"),
+        (dict(shots=0), "shots"),
+        (dict(rows=2, cols=2, shots=5), "shots"),
+        (dict(ship_sizes=[4]), "ship_sizes"),
+        (dict(ship_sizes=[0]), "ship_sizes"),
+        (dict(ship_sizes=[]), "ship_sizes"),
+        (dict(rows=2, cols=2, ship_sizes=[2, 2, 1]), "ship_sizes"),
+        (dict(ship_values=[-1.0]), "ship_values"),
+        (dict(ship_values=[1.0, 2.0]), "ship_values"),
+        (dict(loss_multiplier=float("nan")), "loss_multiplier"),
+        (dict(rows=8, cols=8), "rows*cols"),
+    ],
+)
 def test_invalid_parameters_raise_game_error(kwargs, word):
     with pytest.raises(GameError, match=word.replace("*", r"\*")) as err:
         battleship(**kwargs)

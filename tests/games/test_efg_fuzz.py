@@ -20,15 +20,54 @@ SOURCE = "fuzz.efg"
 LOCATED = re.compile(rf"^{re.escape(SOURCE)}:\d+: \S")
 
 # Fragments that hit the reader's corners when spliced into a valid file.
-FRAGMENTS = ["{", "}", ",", '"', '\\"', "#", "\n", " ", "\u00a0", "\u2028", "\x00", "\x85", "\ufeff",
-             "p", "c", "t", "0", "1", "2", "-1", "1/0", "1/3", "0.5", "1e400", "1e308", "-1e99",
-             "1e-999999999", "nan", "inf", "-inf", "9" * 30, "EFG 2 R", '""', '"x"', "é", "\r"]
+FRAGMENTS = [
+    "{",
+    "}",
+    ",",
+    '"',
+    '\\"',
+    "#",
+    "\n",
+    " ",
+    "\u00a0",
+    "\u2028",
+    "\x00",
+    "\x85",
+    "\ufeff",
+    "p",
+    "c",
+    "t",
+    "0",
+    "1",
+    "2",
+    "-1",
+    "1/0",
+    "1/3",
+    "0.5",
+    "1e400",
+    "1e308",
+    "-1e99",
+    "1e-999999999",
+    "nan",
+    "inf",
+    "-inf",
+    "9" * 30,
+    "EFG 2 R",
+    '""',
+    '"x"',
+    "é",
+    "\r",
+]
 
 # A fixed, reproducible sample in the default suite (a few seconds); set EFG_FUZZ_EXAMPLES=5000
 # for a longer random search.
 _EXAMPLES = os.environ.get("EFG_FUZZ_EXAMPLES")
-SETTINGS = settings(max_examples=int(_EXAMPLES or 400), deadline=None, derandomize=not _EXAMPLES,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=int(_EXAMPLES or 400),
+    deadline=None,
+    derandomize=not _EXAMPLES,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 def read(data: bytes):
@@ -72,7 +111,7 @@ def mutated(draw):
             data[start:stop] = draw(st.binary(max_size=8))
         else:
             piece = draw(st.sampled_from(FRAGMENTS)).encode("utf-8")
-            data[start:stop if kind == "replace" else start] = piece
+            data[start : stop if kind == "replace" else start] = piece
     return bytes(data)
 
 

@@ -40,11 +40,14 @@ def test_the_many_ships_case_that_was_refused_is_now_sized_right():
     assert estimate.exact and estimate.nodes == 22_742_323
 
 
-@pytest.mark.parametrize("spec", [
-    "battleship:rows=2,cols=2,ship_sizes=[1,1,1,1,1],shots=2",
-    "battleship:rows=2,cols=2,ship_sizes=[2,2,2],shots=1",
-    "battleship:rows=1,cols=3,ship_sizes=[2,2],shots=1",
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "battleship:rows=2,cols=2,ship_sizes=[1,1,1,1,1],shots=2",
+        "battleship:rows=2,cols=2,ship_sizes=[2,2,2],shots=1",
+        "battleship:rows=1,cols=3,ship_sizes=[2,2],shots=1",
+    ],
+)
 def test_a_fleet_that_cannot_fit_is_refused_as_such_before_building(spec, capsys):
     with pytest.raises(GameError, match=r"cannot all fit on a \dx\d board"):
         estimate_spec(spec)
@@ -55,17 +58,28 @@ def test_a_fleet_that_cannot_fit_is_refused_as_such_before_building(spec, capsys
 
 def test_huge_fleets_fall_back_to_an_upper_bound_quickly():
     import time
+
     started = time.perf_counter()
-    estimate = estimate_size("battleship", {"rows": 9, "cols": 7, "ship_sizes": [2, 3, 4, 5],
-                                            "shots": 2, "ship_values": None, "loss_multiplier": 2.0})
+    estimate = estimate_size(
+        "battleship",
+        {
+            "rows": 9,
+            "cols": 7,
+            "ship_sizes": [2, 3, 4, 5],
+            "shots": 2,
+            "ship_values": None,
+            "loss_multiplier": 2.0,
+        },
+    )
     assert time.perf_counter() - started < 5
-    assert not estimate.exact and not estimate.lower_bound and estimate.nodes > 10 ** 20
+    assert not estimate.exact and not estimate.lower_bound and estimate.nodes > 10**20
 
 
 def test_efg_relevant_pairs_are_checked_before_they_are_built(monkeypatch, capsys):
     from efce import games
     import efce.games.resources.memory  # noqa: F401 (binds games.resources.memory)
     import efce.games.relevant  # noqa: F401
+
     path = os.path.join(os.path.dirname(__file__), "data", "twins.efg")
     built = []
     monkeypatch.setattr(games.relevant, "_fill_rows", lambda *a: built.append(1))
@@ -74,6 +88,7 @@ def test_efg_relevant_pairs_are_checked_before_they_are_built(monkeypatch, capsy
     error = json.loads(capsys.readouterr().out)["error"]
     assert "correlation plan of twins (17 relevant pairs) is too large" in error, error
     from efce.games.formats import efg
+
     with pytest.raises(games.resources.memory.MemoryBudgetExceeded, match="the 17 relevant pairs of twins"):
         games.relevant.relevant_pairs(efg.load(path))
     assert not built
@@ -86,8 +101,13 @@ def test_leduc_with_six_players_is_counted_not_guessed():
     assert estimate.exact and estimate.nodes == 164_735_094_001
 
 
-@pytest.mark.parametrize("spec", ["leduc:players=3,max_raises=6,raises_per_player=none,ranks=2,suits=2",
-                                  "leduc:players=3,ranks=2,suits=2"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "leduc:players=3,max_raises=6,raises_per_player=none,ranks=2,suits=2",
+        "leduc:players=3,ranks=2,suits=2",
+    ],
+)
 def test_leduc_estimates_are_exact_on_built_games(spec):
     estimate = estimate_spec(spec)
     game = make_game(spec)
@@ -97,8 +117,9 @@ def test_leduc_estimates_are_exact_on_built_games(spec):
 def test_a_lower_bound_under_the_budget_is_refused(monkeypatch):
     from efce.games.resources import estimate as estimate_module
     from efce.games.resources.memory import MemoryBudgetExceeded
+
     monkeypatch.setattr(estimate_module, "_LEDUC_STATE_LIMIT", 50)
     estimate = estimate_spec("leduc:players=3")
-    assert estimate.lower_bound and estimate.bytes < 2 ** 30
+    assert estimate.lower_bound and estimate.bytes < 2**30
     with pytest.raises(MemoryBudgetExceeded, match="too large to size from its parameters quickly"):
         make_game("leduc:players=3")

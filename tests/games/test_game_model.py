@@ -20,8 +20,15 @@ def tiny_tree(**overrides):
     player = [CHANCE, 0, 0, 1, 1, 1, 1] + [TERMINAL] * 8
     key = [0, 10, 11, 20, 20, 20, 20] + [0] * 8
     pay = np.array([[1, -1], [-1, 1], [2, -2], [0, 0], [-1, 1], [1, -1], [0, 0], [3, -3]], float)
-    args = dict(num_players=2, parent=parent, action=action, player=player, infoset_key=key,
-                terminal_payoffs=pay, chance_prob=[1, 0.5, 0.5] + [1] * 12)
+    args = dict(
+        num_players=2,
+        parent=parent,
+        action=action,
+        player=player,
+        infoset_key=key,
+        terminal_payoffs=pay,
+        chance_prob=[1, 0.5, 0.5] + [1] * 12,
+    )
     args.update(overrides)
     return args
 
@@ -49,24 +56,36 @@ def test_canonical_form_is_independent_of_input_order():
     inv[perm] = np.arange(n)
     parent = [-1 if args["parent"][perm[v]] < 0 else inv[args["parent"][perm[v]]] for v in range(n)]
     pay_rows = np.array(args["terminal_payoffs"])[perm[7:] - 7]
-    shuffled = Game.from_tree(num_players=2, parent=parent, action=np.array(args["action"])[perm],
-                              player=np.array(args["player"])[perm], infoset_key=np.array(args["infoset_key"])[perm],
-                              terminal_payoffs=pay_rows, chance_prob=np.array(args["chance_prob"])[perm])
+    shuffled = Game.from_tree(
+        num_players=2,
+        parent=parent,
+        action=np.array(args["action"])[perm],
+        player=np.array(args["player"])[perm],
+        infoset_key=np.array(args["infoset_key"])[perm],
+        terminal_payoffs=pay_rows,
+        chance_prob=np.array(args["chance_prob"])[perm],
+    )
     for name in ("parent", "action", "player", "infoset", "chance_prob", "payoffs"):
         np.testing.assert_array_equal(getattr(base, name), getattr(shuffled, name))
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (dict(chance_prob=[1, 0.5, 0.6] + [1] * 12), "sum to 1.1"),
-    (dict(chance_prob=[1, 1.5, -0.5] + [1] * 12), "negative"),
-    (dict(player=[CHANCE, 0, 0, 1, 1, 1, 1] + [TERMINAL] * 7 + [1]), "has no children but is not terminal"),
-    (dict(player=[CHANCE, 0, 0, 1, 1, 1, TERMINAL] + [TERMINAL] * 8), "is terminal but has children"),
-    (dict(player=[CHANCE, 0, 0, 1, 1, 5, 1] + [TERMINAL] * 8), "outside 0..1"),
-    (dict(action=[-1, 0, 1, 0, 1, 0, 1] + [0, 0] + [0, 1] * 3), "actions 0..k-1"),
-    (dict(parent=[-1, 0, 0, 1, 1, 2, 2] + [3, 3, 4, 4, 5, 5, 6, 15]), "parents must precede"),
-    (dict(terminal_payoffs=np.zeros((7, 2))), "shape"),
-    (dict(terminal_payoffs=np.full((8, 2), np.nan)), "finite"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(chance_prob=[1, 0.5, 0.6] + [1] * 12), "sum to 1.1"),
+        (dict(chance_prob=[1, 1.5, -0.5] + [1] * 12), "negative"),
+        (
+            dict(player=[CHANCE, 0, 0, 1, 1, 1, 1] + [TERMINAL] * 7 + [1]),
+            "has no children but is not terminal",
+        ),
+        (dict(player=[CHANCE, 0, 0, 1, 1, 1, TERMINAL] + [TERMINAL] * 8), "is terminal but has children"),
+        (dict(player=[CHANCE, 0, 0, 1, 1, 5, 1] + [TERMINAL] * 8), "outside 0..1"),
+        (dict(action=[-1, 0, 1, 0, 1, 0, 1] + [0, 0] + [0, 1] * 3), "actions 0..k-1"),
+        (dict(parent=[-1, 0, 0, 1, 1, 2, 2] + [3, 3, 4, 4, 5, 5, 6, 15]), "parents must precede"),
+        (dict(terminal_payoffs=np.zeros((7, 2))), "shape"),
+        (dict(terminal_payoffs=np.full((8, 2), np.nan)), "finite"),
+    ],
+)
 def test_malformed_trees_are_rejected_with_a_clear_message(overrides, message):
     with pytest.raises(GameError, match=message):
         Game.from_tree(**tiny_tree(**overrides))
@@ -92,8 +111,14 @@ def test_imperfect_recall_names_the_infoset():
     player = [1, 1, 1] + [TERMINAL] * 4
     key = [0, 5, 5, 0, 0, 0, 0]
     with pytest.raises(GameError, match="imperfect recall.*player 2"):
-        Game.from_tree(num_players=2, parent=parent, action=action, player=player, infoset_key=key,
-                       terminal_payoffs=np.zeros((4, 2)))
+        Game.from_tree(
+            num_players=2,
+            parent=parent,
+            action=action,
+            player=player,
+            infoset_key=key,
+            terminal_payoffs=np.zeros((4, 2)),
+        )
 
 
 def test_sequence_descendants():
@@ -113,7 +138,11 @@ def _brute_relevant(game):
         u = game.parent[v]
         while u >= 0:
             if game.player[u] >= 0 and game.player[u] != game.player[v]:
-                pair = (game.infoset[u], game.infoset[v]) if game.player[u] == 0 else (game.infoset[v], game.infoset[u])
+                pair = (
+                    (game.infoset[u], game.infoset[v])
+                    if game.player[u] == 0
+                    else (game.infoset[v], game.infoset[u])
+                )
                 conn.add(pair)
             u = game.parent[u]
     s1, s2 = game.sequences(0), game.sequences(1)
@@ -125,10 +154,17 @@ def _brute_relevant(game):
     return sorted(conn), sorted(pairs)
 
 
-@pytest.mark.parametrize("make", [lambda: games.kuhn(2), games.farina_fig1, games.farina_fig2,
-                                  lambda: games.sheriff(max_bribe=2, max_items=1, rounds=2),
-                                  lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2),
-                                  lambda: games.goofspiel(2, 3, prizes="sorted")])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: games.kuhn(2),
+        games.farina_fig1,
+        games.farina_fig2,
+        lambda: games.sheriff(max_bribe=2, max_items=1, rounds=2),
+        lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2),
+        lambda: games.goofspiel(2, 3, prizes="sorted"),
+    ],
+)
 def test_relevant_pairs_match_an_ancestor_walk(make):
     game = make()
     conn, pairs = _brute_relevant(game)
@@ -153,9 +189,13 @@ def test_relevant_pairs_need_two_players():
 
 def test_spec_strings():
     assert parse_spec("battleship:rows=2,cols=3,ship_sizes=1,shots=3") == (
-        "battleship", {"rows": 2, "cols": 3, "ship_sizes": [1], "shots": 3})
+        "battleship",
+        {"rows": 2, "cols": 3, "ship_sizes": [1], "shots": 3},
+    )
     assert parse_spec("battleship:ship_sizes=[1,2],loss_multiplier=2.5")[1] == {
-        "ship_sizes": [1, 2], "loss_multiplier": 2.5}
+        "ship_sizes": [1, 2],
+        "loss_multiplier": 2.5,
+    }
     with pytest.raises(GameError, match="unknown game 'poker'.*valid names"):
         make_game("poker:players=2")
     with pytest.raises(GameError, match="unknown parameter colour; valid parameters: players, ranks"):
@@ -168,6 +208,7 @@ def test_spec_strings():
 
 def test_cli_info_json(capsys):
     from efce.experiments.cli import main
+
     assert main(["info", "sheriff", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["players"] == 2 and out["chance"] is False
@@ -180,6 +221,7 @@ def test_cli_info_json(capsys):
 
 def test_cli_errors_are_one_line(capsys):
     from efce.experiments.cli import main
+
     assert main(["info", "kuhn:players=1", "--json"]) == 2
     assert "error" in json.loads(capsys.readouterr().out)
     assert main(["info", "kuhn:players=1"]) == 2

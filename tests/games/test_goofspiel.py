@@ -10,8 +10,9 @@ from efce.games.generators.goofspiel import goofspiel
 
 
 def _sizes(game):
-    return [(game.sequences(p).num_infosets, game.sequences(p).num_sequences)
-            for p in range(game.num_players)]
+    return [
+        (game.sequences(p).num_infosets, game.sequences(p).num_sequences) for p in range(game.num_players)
+    ]
 
 
 def uniform_value(game) -> np.ndarray:
@@ -35,18 +36,21 @@ def check_chance_and_recall(game):
         indptr, nodes = game.infoset_nodes(p)
         seqs = game.node_sequences(p)[nodes]
         for i in range(len(indptr) - 1):
-            block = seqs[indptr[i]:indptr[i + 1]]
+            block = seqs[indptr[i] : indptr[i + 1]]
             assert len(block) and np.all(block == block[0])
-            kids = game.num_children[nodes[indptr[i]:indptr[i + 1]]]
+            kids = game.num_children[nodes[indptr[i] : indptr[i + 1]]]
             assert np.all(kids == kids[0])
 
 
 # ---------------------------------------------------------------------- paper sizes
-@pytest.mark.parametrize("players,ranks,expected", [
-    (2, 3, (213, 262)),
-    (2, 4, (8716, 10649)),
-    (3, 3, (837, 934)),
-])
+@pytest.mark.parametrize(
+    "players,ranks,expected",
+    [
+        (2, 3, (213, 262)),
+        (2, 4, (8716, 10649)),
+        (3, 3, (837, 934)),
+    ],
+)
 def test_paper_sizes(players, ranks, expected):
     game = goofspiel(players, ranks)
     assert _sizes(game) == [expected] * players
@@ -71,9 +75,15 @@ def test_general_sum_because_of_ties():
     assert totals.max() == 6 and totals.min() == 0
 
 
-@pytest.mark.parametrize("kwargs", [dict(players=2, ranks=3), dict(players=3, ranks=3),
-                                    dict(players=2, ranks=3, prizes="sorted"),
-                                    dict(players=2, ranks=2, limited_info=False)])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(players=2, ranks=3),
+        dict(players=3, ranks=3),
+        dict(players=2, ranks=3, prizes="sorted"),
+        dict(players=2, ranks=2, limited_info=False),
+    ],
+)
 def test_chance_probabilities_and_perfect_recall(kwargs):
     check_chance_and_recall(goofspiel(**kwargs))
 
@@ -138,11 +148,18 @@ def reference(players, ranks, prizes="random", limited=True):
     return len(infosets), value
 
 
-@pytest.mark.parametrize("players,ranks,prizes,limited", [
-    (2, 2, "random", True), (2, 3, "random", True), (3, 3, "random", True),
-    (2, 3, "sorted", True), (3, 2, "sorted", True), (2, 3, "random", False),
-    (2, 1, "random", True),
-])
+@pytest.mark.parametrize(
+    "players,ranks,prizes,limited",
+    [
+        (2, 2, "random", True),
+        (2, 3, "random", True),
+        (3, 3, "random", True),
+        (2, 3, "sorted", True),
+        (3, 2, "sorted", True),
+        (2, 3, "random", False),
+        (2, 1, "random", True),
+    ],
+)
 def test_matches_reference(players, ranks, prizes, limited):
     game = goofspiel(players, ranks, prizes=prizes, limited_info=limited)
     count, value = reference(players, ranks, prizes, limited)
@@ -151,10 +168,16 @@ def test_matches_reference(players, ranks, prizes, limited):
 
 
 # ---------------------------------------------------------------------- errors
-@pytest.mark.parametrize("kwargs,word", [
-    (dict(players=1), "players"), (dict(players=2.5), "players"), (dict(ranks=0), "ranks"),
-    (dict(prizes="shuffled"), "prizes"), (dict(players=True), "players"),
-])
+@pytest.mark.parametrize(
+    "kwargs,word",
+    [
+        (dict(players=1), "players"),
+        (dict(players=2.5), "players"),
+        (dict(ranks=0), "ranks"),
+        (dict(prizes="shuffled"), "prizes"),
+        (dict(players=True), "players"),
+    ],
+)
 def test_invalid_parameters(kwargs, word):
     with pytest.raises(GameError, match=word):
         goofspiel(**kwargs)

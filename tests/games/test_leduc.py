@@ -17,8 +17,9 @@ from .test_goofspiel import check_chance_and_recall, uniform_value
 
 
 def _sizes(game):
-    return [(game.sequences(p).num_infosets, game.sequences(p).num_sequences)
-            for p in range(game.num_players)]
+    return [
+        (game.sequences(p).num_infosets, game.sequences(p).num_sequences) for p in range(game.num_players)
+    ]
 
 
 def zero_sum_value(game) -> float:
@@ -44,10 +45,15 @@ def zero_sum_value(game) -> float:
     E, e = constraints(S1)
     F, f = constraints(S2)
     n1, nv = S1.num_sequences, F.shape[0]
-    res = linprog(np.concatenate([np.zeros(n1), -f]),
-                  A_ub=sp.hstack([-A.T, F.T]).tocsr(), b_ub=np.zeros(S2.num_sequences),
-                  A_eq=sp.hstack([E, sp.csr_matrix((E.shape[0], nv))]).tocsr(), b_eq=e,
-                  bounds=[(0, None)] * n1 + [(None, None)] * nv, method="highs")
+    res = linprog(
+        np.concatenate([np.zeros(n1), -f]),
+        A_ub=sp.hstack([-A.T, F.T]).tocsr(),
+        b_ub=np.zeros(S2.num_sequences),
+        A_eq=sp.hstack([E, sp.csr_matrix((E.shape[0], nv))]).tocsr(),
+        b_eq=e,
+        bounds=[(0, None)] * n1 + [(None, None)] * nv,
+        method="highs",
+    )
     assert res.status == 0
     return -res.fun
 
@@ -83,9 +89,15 @@ def test_other_readings_give_other_sizes():
     assert _sizes(leduc(players=3, ranks=4, max_raises=1)) == [(400, 801)] * 3
 
 
-@pytest.mark.parametrize("kwargs", [dict(), dict(players=3, ranks=2),
-                                    dict(players=3, ranks=3, max_raises=1),
-                                    dict(players=4, ranks=2, max_raises=1)])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(),
+        dict(players=3, ranks=2),
+        dict(players=3, ranks=3, max_raises=1),
+        dict(players=4, ranks=2, max_raises=1),
+    ],
+)
 def test_zero_sum_chance_and_perfect_recall(kwargs):
     game = leduc(**kwargs)
     assert game.is_zero_sum
@@ -103,11 +115,11 @@ def test_labels_are_readable():
     game = leduc()
     assert game.infoset_label(0, 0).startswith("card ")
     assert game.action_labels(0, 0) == ["check", "bet"]
-    names = {game.infoset_label(p, i) for p in range(2)
-             for i in range(game.sequences(p).num_infosets)}
+    names = {game.infoset_label(p, i) for p in range(2) for i in range(game.sequences(p).num_infosets)}
     assert "card K/bet/raise/call/board Q/check/bet" in names
-    i = next(i for i in range(game.sequences(0).num_infosets)
-             if game.infoset_label(0, i) == "card J/check/bet")
+    i = next(
+        i for i in range(game.sequences(0).num_infosets) if game.infoset_label(0, i) == "card J/check/bet"
+    )
     assert game.action_labels(0, i) == ["fold", "call", "raise"]
 
 
@@ -123,6 +135,7 @@ def reference(players, ranks, suits, sizes=(2, 4), max_raises=None, per_player=1
     def showdown(cards, board, folded, contrib):
         def strength(c):
             return ranks + c if c == board else c
+
         live = [j for j in range(n) if not folded[j]]
         best = max(strength(cards[j]) for j in live)
         winners = [j for j in live if strength(cards[j]) == best]
@@ -141,10 +154,11 @@ def reference(players, ranks, suits, sizes=(2, 4), max_raises=None, per_player=1
             total = np.zeros(n)
             for k, card in enumerate(left):  # board card
                 h = [hh + (("board", card[0]),) for hh in hist]
-                rest = left[:k] + left[k + 1:]
+                rest = left[:k] + left[k + 1 :]
                 first = min(live)
-                total += betting(2, first, cards, card[0], rest, h, folded, contrib, stake, 0, 0,
-                                 [0] * n) / len(left)
+                total += betting(
+                    2, first, cards, card[0], rest, h, folded, contrib, stake, 0, 0, [0] * n
+                ) / len(left)
             return total
         while folded[cur]:
             cur = (cur + 1) % n
@@ -181,20 +195,28 @@ def reference(players, ranks, suits, sizes=(2, 4), max_raises=None, per_player=1
         nonlocal total, count
         if k == n:
             hist = [(("card", cards[j][0]),) for j in range(n)]
-            total += betting(1, 0, [c[0] for c in cards], None, left, hist, [False] * n,
-                             [1] * n, 1, 0, 0, [0] * n)
+            total += betting(
+                1, 0, [c[0] for c in cards], None, left, hist, [False] * n, [1] * n, 1, 0, 0, [0] * n
+            )
             count += 1
             return
         for i, card in enumerate(left):
-            deal(k + 1, cards + [card], left[:i] + left[i + 1:])
+            deal(k + 1, cards + [card], left[:i] + left[i + 1 :])
 
     deal(0, [], deck)
     return len(infosets), total / count
 
 
-@pytest.mark.parametrize("players,ranks,suits,max_raises", [
-    (2, 2, 2, None), (2, 3, 2, None), (3, 2, 2, None), (3, 2, 3, 1), (2, 1, 3, None),
-])
+@pytest.mark.parametrize(
+    "players,ranks,suits,max_raises",
+    [
+        (2, 2, 2, None),
+        (2, 3, 2, None),
+        (3, 2, 2, None),
+        (3, 2, 3, 1),
+        (2, 1, 3, None),
+    ],
+)
 def test_matches_reference(players, ranks, suits, max_raises):
     game = leduc(players, ranks, suits=suits, max_raises=max_raises)
     count, value = reference(players, ranks, suits, max_raises=max_raises)
@@ -203,13 +225,20 @@ def test_matches_reference(players, ranks, suits, max_raises):
 
 
 # ---------------------------------------------------------------------- errors
-@pytest.mark.parametrize("kwargs,word", [
-    (dict(players=1), "players"), (dict(ranks=0), "ranks"), (dict(suits=0), "suits"),
-    (dict(players=3, ranks=1, suits=3), "deck"), (dict(raise_sizes=(2, -4)), "raise_sizes"),
-    (dict(raise_sizes=(2,)), "raise_sizes"), (dict(max_raises=-1), "max_raises"),
-    (dict(raises_per_player=-1), "raises_per_player"),
-    (dict(max_raises=None, raises_per_player=None), "max_raises"),
-])
+@pytest.mark.parametrize(
+    "kwargs,word",
+    [
+        (dict(players=1), "players"),
+        (dict(ranks=0), "ranks"),
+        (dict(suits=0), "suits"),
+        (dict(players=3, ranks=1, suits=3), "deck"),
+        (dict(raise_sizes=(2, -4)), "raise_sizes"),
+        (dict(raise_sizes=(2,)), "raise_sizes"),
+        (dict(max_raises=-1), "max_raises"),
+        (dict(raises_per_player=-1), "raises_per_player"),
+        (dict(max_raises=None, raises_per_player=None), "max_raises"),
+    ],
+)
 def test_invalid_parameters(kwargs, word):
     with pytest.raises(GameError, match=word):
         leduc(**kwargs)

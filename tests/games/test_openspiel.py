@@ -17,8 +17,9 @@ def test_missing_pyspiel_gives_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "pyspiel", None)  # makes `import pyspiel` raise ImportError
     with pytest.raises(GameError) as info:
         from_openspiel("kuhn_poker")
-    assert str(info.value) == ("from_openspiel needs the optional 'open_spiel' package: "
-                               "pip install open_spiel")
+    assert str(info.value) == (
+        "from_openspiel needs the optional 'open_spiel' package: pip install open_spiel"
+    )
 
 
 def uniform_play_value(game) -> np.ndarray:
@@ -26,8 +27,7 @@ def uniform_play_value(game) -> np.ndarray:
     reach = np.ones(game.num_nodes)
     for lo, hi in game.levels[1:]:
         par = game.parent[lo:hi]
-        step = np.where(game.player[par] == CHANCE, game.chance_prob[lo:hi],
-                        1.0 / game.num_children[par])
+        step = np.where(game.player[par] == CHANCE, game.chance_prob[lo:hi], 1.0 / game.num_children[par])
         reach[lo:hi] = reach[par] * step
     t = game.terminal_nodes
     return reach[t] @ game.payoffs[game.terminal_index[t]]

@@ -78,6 +78,7 @@ def test_the_directory_goes_on_an_exception_or_interrupt(tmp_path):
 def test_a_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
     def failing_save(*args, **kwargs):
         raise OSError("disk full")
+
     monkeypatch.setattr(memory.np, "save", failing_save)
     with pytest.raises(OSError, match="disk full"):
         ParkedArrays(min_bytes=0, directory=str(tmp_path), **_arrays())

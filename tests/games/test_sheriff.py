@@ -25,14 +25,17 @@ def test_published_size_default():
     assert game.name.startswith("sheriff:max_bribe=3,max_items=3,rounds=4")
 
 
-@pytest.mark.parametrize("bribe,items,rounds,expected", [
-    # OpenSpiel sheriff.h size table (its "3 3 1" row misprints Player 2's 9 sequences as 0)
-    (3, 5, 2, ([55, 36], [223, 73], 384)),
-    (3, 3, 3, ([293, 292], [1173, 585], 2048)),
-    (3, 5, 4, ([3511, 2340], [14047, 4681], 24576)),
-    (5, 3, 1, ([5, 6], [29, 13], 48)),
-    (5, 5, 3, ([943, 942], [5659, 1885], 10368)),
-])
+@pytest.mark.parametrize(
+    "bribe,items,rounds,expected",
+    [
+        # OpenSpiel sheriff.h size table (its "3 3 1" row misprints Player 2's 9 sequences as 0)
+        (3, 5, 2, ([55, 36], [223, 73], 384)),
+        (3, 3, 3, ([293, 292], [1173, 585], 2048)),
+        (3, 5, 4, ([3511, 2340], [14047, 4681], 24576)),
+        (5, 3, 1, ([5, 6], [29, 13], 48)),
+        (5, 5, 3, ([943, 942], [5659, 1885], 10368)),
+    ],
+)
 def test_openspiel_size_table(bribe, items, rounds, expected):
     assert sizes(sheriff(max_bribe=bribe, max_items=items, rounds=rounds)) == expected
 
@@ -57,11 +60,11 @@ def test_two_players_no_chance_general_sum_perfect_recall():
 def test_hand_picked_payoffs_default():
     game = sheriff()
     # items, then (bribe, answer) for 4 rounds; only the last round counts.
-    assert payoff(game, [2, 0, 1, 0, 1, 0, 1, 3, 0]) == [2 * 1.0 - 3, 3.0]   # not inspected, bribe 3
-    assert payoff(game, [2, 3, 0, 3, 0, 3, 0, 0, 0]) == [2.0, 0.0]          # last bribe 0 is paid
+    assert payoff(game, [2, 0, 1, 0, 1, 0, 1, 3, 0]) == [2 * 1.0 - 3, 3.0]  # not inspected, bribe 3
+    assert payoff(game, [2, 3, 0, 3, 0, 3, 0, 0, 0]) == [2.0, 0.0]  # last bribe 0 is paid
     assert payoff(game, [2, 0, 0, 0, 0, 0, 0, 1, 1]) == [-2 * 2.0, 2 * 2.0]  # caught with 2 items
-    assert payoff(game, [0, 0, 0, 0, 0, 0, 0, 2, 1]) == [3.0, -3.0]         # legal cargo inspected
-    assert payoff(game, [0, 0, 1, 0, 1, 0, 1, 1, 0]) == [-1.0, 1.0]         # threats, then no
+    assert payoff(game, [0, 0, 0, 0, 0, 0, 0, 2, 1]) == [3.0, -3.0]  # legal cargo inspected
+    assert payoff(game, [0, 0, 1, 0, 1, 0, 1, 1, 0]) == [-1.0, 1.0]  # threats, then no
     assert payoff(game, [3, 3, 0, 3, 0, 3, 0, 3, 1]) == [-6.0, 6.0]
 
 
@@ -103,8 +106,7 @@ def _reference(max_bribe, max_items, rounds, item_value, item_penalty, sheriff_p
 
 
 def test_independent_enumeration_sizes_and_every_payoff():
-    params = dict(max_bribe=2, max_items=2, rounds=2, item_value=1.5, item_penalty=2.5,
-                  sheriff_penalty=4.0)
+    params = dict(max_bribe=2, max_items=2, rounds=2, item_value=1.5, item_penalty=2.5, sheriff_penalty=4.0)
     ref_infosets, ref_seqs, ref_payoffs = _reference(**params)
     game = sheriff(**params)
     assert sizes(game) == (ref_infosets, ref_seqs, len(ref_payoffs))
@@ -118,15 +120,18 @@ def test_independent_enumeration_sizes_and_every_payoff():
     assert checked == game.num_terminals
 
 
-@pytest.mark.parametrize("kwargs,word", [
-    (dict(max_bribe=-1), "max_bribe"),
-    (dict(max_items=0), "max_items"),
-    (dict(rounds=0), "rounds"),
-    (dict(rounds=1.5), "rounds"),
-    (dict(item_value=-1.0), "item_value"),
-    (dict(item_penalty=float("inf")), "item_penalty"),
-    (dict(sheriff_penalty=-2), "sheriff_penalty"),
-])
+@pytest.mark.parametrize(
+    "kwargs,word",
+    [
+        (dict(max_bribe=-1), "max_bribe"),
+        (dict(max_items=0), "max_items"),
+        (dict(rounds=0), "rounds"),
+        (dict(rounds=1.5), "rounds"),
+        (dict(item_value=-1.0), "item_value"),
+        (dict(item_penalty=float("inf")), "item_penalty"),
+        (dict(sheriff_penalty=-2), "sheriff_penalty"),
+    ],
+)
 def test_invalid_parameters_raise_game_error(kwargs, word):
     with pytest.raises(GameError, match=word) as err:
         sheriff(**kwargs)

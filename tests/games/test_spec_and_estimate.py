@@ -16,31 +16,36 @@ from efce.games.spec import PARAMETERS, estimate_spec, make_game, parse_spec
 def test_values_are_parsed_by_declared_type():
     assert parse_spec("kuhn:players=3,ranks=none") == ("kuhn", {"players": 3, "ranks": None})
     assert parse_spec("goofspiel:prizes=sorted,limited_info=FALSE")[1] == {
-        "prizes": "sorted", "limited_info": False}
+        "prizes": "sorted",
+        "limited_info": False,
+    }
     assert parse_spec("leduc:raise_sizes=[1, 2.5]")[1] == {"raise_sizes": [1.0, 2.5]}
     assert parse_spec("battleship:ship_values=3")[1] == {"ship_values": [3.0]}
     assert parse_spec("sheriff:item_value=2")[1] == {"item_value": 2.0}
 
 
-@pytest.mark.parametrize("spec, fragments", [
-    ("kuhn:ranks=2.5", ["game 'kuhn'", "parameter 'ranks'", "must be an integer", "got '2.5'"]),
-    ("kuhn:players=2.0", ["parameter 'players'", "an integer, from 2 to 1000"]),
-    ("kuhn:players=1", ["parameter 'players'", "from 2 to 1000", "got '1'"]),
-    ("kuhn:ranks=true", ["parameter 'ranks'", "an integer"]),
-    ("goofspiel:ranks=63", ["game 'goofspiel'", "from 1 to 62"]),
-    ("goofspiel:prizes=3", ["parameter 'prizes'", "one of random, sorted"]),
-    ("goofspiel:limited_info=1", ["parameter 'limited_info'", "true or false"]),
-    ("leduc:raise_sizes=[1]", ["parameter 'raise_sizes'", "a list of 2 numbers", "got 1 value"]),
-    ("leduc:raise_sizes=[1,nan]", ["parameter 'raise_sizes'", "got 'nan'"]),
-    ("leduc:raise_sizes=[1,-2]", ["each from 0 to 1e+12", "got '-2' in '[1,-2]'"]),
-    ("battleship:ship_sizes=[1.5]", ["game 'battleship'", "a list of integers", "got '1.5'"]),
-    ("battleship:ship_sizes=[]", ["parameter 'ship_sizes'", "empty list"]),
-    ("battleship:rows=[2]", ["parameter 'rows'", "got the list '[2]'"]),
-    ("battleship:loss_multiplier=inf", ["parameter 'loss_multiplier'", "a number", "got 'inf'"]),
-    ("sheriff:rounds=0", ["game 'sheriff'", "parameter 'rounds'", "from 1 to 1000"]),
-    ("sheriff:item_value=-1", ["parameter 'item_value'", "a number, from 0 to 1e+12"]),
-    ("farina-fig1:players=2", ["unknown parameter players", "valid parameters: none"]),
-])
+@pytest.mark.parametrize(
+    "spec, fragments",
+    [
+        ("kuhn:ranks=2.5", ["game 'kuhn'", "parameter 'ranks'", "must be an integer", "got '2.5'"]),
+        ("kuhn:players=2.0", ["parameter 'players'", "an integer, from 2 to 1000"]),
+        ("kuhn:players=1", ["parameter 'players'", "from 2 to 1000", "got '1'"]),
+        ("kuhn:ranks=true", ["parameter 'ranks'", "an integer"]),
+        ("goofspiel:ranks=63", ["game 'goofspiel'", "from 1 to 62"]),
+        ("goofspiel:prizes=3", ["parameter 'prizes'", "one of random, sorted"]),
+        ("goofspiel:limited_info=1", ["parameter 'limited_info'", "true or false"]),
+        ("leduc:raise_sizes=[1]", ["parameter 'raise_sizes'", "a list of 2 numbers", "got 1 value"]),
+        ("leduc:raise_sizes=[1,nan]", ["parameter 'raise_sizes'", "got 'nan'"]),
+        ("leduc:raise_sizes=[1,-2]", ["each from 0 to 1e+12", "got '-2' in '[1,-2]'"]),
+        ("battleship:ship_sizes=[1.5]", ["game 'battleship'", "a list of integers", "got '1.5'"]),
+        ("battleship:ship_sizes=[]", ["parameter 'ship_sizes'", "empty list"]),
+        ("battleship:rows=[2]", ["parameter 'rows'", "got the list '[2]'"]),
+        ("battleship:loss_multiplier=inf", ["parameter 'loss_multiplier'", "a number", "got 'inf'"]),
+        ("sheriff:rounds=0", ["game 'sheriff'", "parameter 'rounds'", "from 1 to 1000"]),
+        ("sheriff:item_value=-1", ["parameter 'item_value'", "a number, from 0 to 1e+12"]),
+        ("farina-fig1:players=2", ["unknown parameter players", "valid parameters: none"]),
+    ],
+)
 def test_bad_values_name_game_parameter_and_expected_type(spec, fragments):
     with pytest.raises(GameError) as info:
         make_game(spec)
@@ -52,6 +57,7 @@ def test_bad_values_name_game_parameter_and_expected_type(spec, fragments):
 def test_every_declared_parameter_exists_in_its_generator():
     import inspect
     from efce.games.spec import _generator
+
     for name, declared in PARAMETERS.items():
         assert list(declared) == list(inspect.signature(_generator(name)).parameters), name
 
@@ -70,8 +76,10 @@ EXACT = [
     ("goofspiel:players=3,ranks=3,prizes=sorted", lambda: games.goofspiel(3, 3, "sorted")),
     ("leduc", lambda: games.leduc()),
     ("leduc:players=3,ranks=4,max_raises=1", lambda: games.leduc(3, 4, max_raises=1)),
-    ("leduc:ranks=4,suits=1,max_raises=3,raises_per_player=none",
-     lambda: games.leduc(2, 4, 1, max_raises=3, raises_per_player=None)),
+    (
+        "leduc:ranks=4,suits=1,max_raises=3,raises_per_player=none",
+        lambda: games.leduc(2, 4, 1, max_raises=3, raises_per_player=None),
+    ),
     ("sheriff:max_bribe=2,max_items=2,rounds=2", lambda: games.sheriff(2, 2, 2)),
     ("battleship:rows=2,cols=3,ship_sizes=1,shots=3", lambda: games.battleship(2, 3, [1], shots=3)),
     ("battleship:rows=2,cols=2,ship_sizes=2,shots=2", lambda: games.battleship(2, 2, [2], shots=2)),
@@ -98,9 +106,17 @@ def test_battleship_with_several_ships_is_counted_exactly():
     assert estimate.describe().startswith("about")
 
 
-@pytest.mark.parametrize("spec", ["kuhn:players=100", "goofspiel:ranks=13", "leduc:players=12",
-                                  "sheriff:rounds=1000", "kuhn:players=1000",
-                                  "battleship:rows=7,cols=9,ship_sizes=[2,3,3,4,5],shots=63"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "kuhn:players=100",
+        "goofspiel:ranks=13",
+        "leduc:players=12",
+        "sheriff:rounds=1000",
+        "kuhn:players=1000",
+        "battleship:rows=7,cols=9,ship_sizes=[2,3,3,4,5],shots=63",
+    ],
+)
 def test_oversized_games_are_refused_quickly_with_the_estimate(spec):
     started = time.perf_counter()
     with pytest.raises(MemoryBudgetExceeded) as info:
@@ -118,16 +134,23 @@ def test_budget_argument_refuses_a_small_game_with_its_exact_size():
 
 def test_format_count_handles_integers_beyond_float_range():
     assert format_count(1_234_567) == "1,234,567"
-    assert format_count(10 ** 400 * 3) == "3.00e+400"
-    assert format_count(2 ** 10 ** 6) == "10^301029"  # 2^1e6 = 9.9e301029
-    assert estimate_size("kuhn", {"players": 300, "ranks": None}).nodes > 10 ** 308
+    assert format_count(10**400 * 3) == "3.00e+400"
+    assert format_count(2**10**6) == "10^301029"  # 2^1e6 = 9.9e301029
+    assert estimate_size("kuhn", {"players": 300, "ranks": None}).nodes > 10**308
 
 
-@pytest.mark.parametrize("build", [
-    lambda: games.kuhn(100), lambda: games.kuhn(10 ** 6), lambda: games.goofspiel(ranks=13),
-    lambda: games.leduc(players=12), lambda: games.leduc(players=100, ranks=1, suits=101),
-    lambda: games.sheriff(rounds=10 ** 6),
-    lambda: games.battleship(7, 9, [2, 3, 3, 4, 5], shots=63)])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: games.kuhn(100),
+        lambda: games.kuhn(10**6),
+        lambda: games.goofspiel(ranks=13),
+        lambda: games.leduc(players=12),
+        lambda: games.leduc(players=100, ranks=1, suits=101),
+        lambda: games.sheriff(rounds=10**6),
+        lambda: games.battleship(7, 9, [2, 3, 3, 4, 5], shots=63),
+    ],
+)
 def test_generators_called_directly_check_their_size_first(build):
     started = time.perf_counter()
     with pytest.raises(MemoryBudgetExceeded, match="nodes.*too large"):
@@ -137,10 +160,11 @@ def test_generators_called_directly_check_their_size_first(build):
 
 def test_make_game_budget_replaces_the_generators_own_check(monkeypatch):
     import efce.games.resources.memory
+
     monkeypatch.setattr(games.resources.memory, "default_memory_budget", lambda: 1000)
     with pytest.raises(MemoryBudgetExceeded, match=r"game kuhn:players=2,ranks=3 \(about 55 nodes\)"):
         games.kuhn()
-    assert make_game("kuhn", memory_budget=10 ** 9).num_nodes == 55
+    assert make_game("kuhn", memory_budget=10**9).num_nodes == 55
     with pytest.raises(MemoryBudgetExceeded):
         make_game("kuhn")
 

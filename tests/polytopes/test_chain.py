@@ -18,9 +18,14 @@ from efce.solvers.regret.engine import thread_count
 
 def _chain(**changes):
     # {1} ◁ Δ2 (entries 1, 2) ◁_{x1} Δ2 (entries 3, 4) ◁_{x2} {1} (entry 5)
-    fields = dict(kind=np.array([SIMPLEX, SIMPLEX, SINGLETON], dtype=np.int8),
-                  target_ptr=np.array([1, 3, 5, 6]), source_ptr=np.array([0, 1, 2, 3]),
-                  source=np.array([0, 1, 2]), entry_index=np.arange(6), name="tiny")
+    fields = dict(
+        kind=np.array([SIMPLEX, SIMPLEX, SINGLETON], dtype=np.int8),
+        target_ptr=np.array([1, 3, 5, 6]),
+        source_ptr=np.array([0, 1, 2, 3]),
+        source=np.array([0, 1, 2]),
+        entry_index=np.arange(6),
+        name="tiny",
+    )
     fields.update(changes)
     return Chain(**fields)
 
@@ -53,12 +58,15 @@ def test_points_and_weights_round_trip():
     assert np.allclose(chain.from_natural(chain.to_natural(x)), x)
 
 
-@pytest.mark.parametrize("changes, message", [
-    (dict(target_ptr=np.array([0, 3, 5, 6])), "target_ptr\\[0\\] must be 1"),
-    (dict(source=np.array([0, 3, 2])), "reads an entry that is not filled before it"),
-    (dict(kind=np.array([SIMPLEX, SINGLETON, SINGLETON], dtype=np.int8)), "singleton step"),
-    (dict(entry_index=np.arange(5)), "entry_index must label every entry"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(target_ptr=np.array([0, 3, 5, 6])), "target_ptr\\[0\\] must be 1"),
+        (dict(source=np.array([0, 3, 2])), "reads an entry that is not filled before it"),
+        (dict(kind=np.array([SIMPLEX, SINGLETON, SINGLETON], dtype=np.int8)), "singleton step"),
+        (dict(entry_index=np.arange(5)), "entry_index must label every entry"),
+    ],
+)
 def test_malformed_chains_are_refused(changes, message):
     with pytest.raises(ChainError, match=message) as info:
         _chain(**changes).validate()
@@ -77,8 +85,8 @@ def _reference_violation(chain, x):
     """The chain's constraints written out step by step: x[0] = 1, x ≥ 0, Σ targets = Σ sources."""
     worst = max(abs(x[0] - 1.0), -x.min())
     for k in range(chain.num_steps):
-        filled = x[chain.target_ptr[k]:chain.target_ptr[k + 1]].sum()
-        h = x[chain.source[chain.source_ptr[k]:chain.source_ptr[k + 1]]].sum()
+        filled = x[chain.target_ptr[k] : chain.target_ptr[k + 1]].sum()
+        h = x[chain.source[chain.source_ptr[k] : chain.source_ptr[k + 1]]].sum()
         worst = max(worst, abs(filled - h))
     return worst
 
@@ -106,9 +114,14 @@ def test_violations_reject_points_of_the_wrong_size():
         _chain().violations((np.ones(6),), (1.0, 2.0))
 
 
-@pytest.mark.parametrize("make", [games.farina_fig2,
-                                  lambda: games.sheriff(max_bribe=1, max_items=2, rounds=2),
-                                  lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        games.farina_fig2,
+        lambda: games.sheriff(max_bribe=1, max_items=2, rounds=2),
+        lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2),
+    ],
+)
 def test_decompose_chain_check_agrees_with_definition_3(make):
     """On Ξ's chain the check is ~0 exactly where Definition 3 holds; one perturbed entry is seen
     by both, with the size the step equations give, on every thread count, for several plans."""
@@ -147,8 +160,9 @@ def test_rescaled_point_keeps_a_chain_point_and_renormalizes_each_block():
         chain.rescaled_point(np.ones(5))
 
 
-@pytest.mark.parametrize("make", [games.farina_fig2,
-                                  lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2)])
+@pytest.mark.parametrize(
+    "make", [games.farina_fig2, lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2)]
+)
 def test_rescaled_point_of_a_float32_plan_satisfies_definition_3(make):
     """A correlation plan rounded to float32 violates Definition 3 by float32's rounding; its
     rescaled point satisfies it to float64's and moves no entry by more than a few roundings."""

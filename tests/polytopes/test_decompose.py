@@ -41,8 +41,7 @@ def literal_decompose(game):
         crit = []
         for p in (0, 1):
             o = 1 - p
-            crit.append([i for i in children(p, s[p])
-                         if any(connected(p, i, j) for j in children(o, s[o]))])
+            crit.append([i for i in children(p, s[p]) if any(connected(p, i, j) for j in children(o, s[o]))])
         c = 0 if len(crit[0]) <= 1 else 1
         assert len(crit[c]) <= 1, "Proposition 2"
         o = 1 - c
@@ -53,17 +52,30 @@ def literal_decompose(game):
                 steps.append((SIMPLEX, frozenset(targets), frozenset([s])))
                 for t in targets:
                     decompose(*t)
-        below = [j for j in range(sp[o].num_infosets)
-                 if sp[o].is_descendant([sp[o].infoset_parent_seq[j]], [s[o]])[0]
-                 and relevant_seq_infoset(c, s[c], j)]
+        below = [
+            j
+            for j in range(sp[o].num_infosets)
+            if sp[o].is_descendant([sp[o].infoset_parent_seq[j]], [s[o]])[0]
+            and relevant_seq_infoset(c, s[c], j)
+        ]
         for j in below:  # infosets are numbered top-down
             if star is not None and connected(c, star, j):
                 for b in seqs(o, j):
-                    steps.append((SINGLETON, frozenset([pair(c, s[c], b)]),
-                                  frozenset(pair(c, a, b) for a in seqs(c, star))))
+                    steps.append(
+                        (
+                            SINGLETON,
+                            frozenset([pair(c, s[c], b)]),
+                            frozenset(pair(c, a, b) for a in seqs(c, star)),
+                        )
+                    )
             else:
-                steps.append((SIMPLEX, frozenset(pair(c, s[c], b) for b in seqs(o, j)),
-                              frozenset([pair(c, s[c], int(sp[o].infoset_parent_seq[j]))])))
+                steps.append(
+                    (
+                        SIMPLEX,
+                        frozenset(pair(c, s[c], b) for b in seqs(o, j)),
+                        frozenset([pair(c, s[c], int(sp[o].infoset_parent_seq[j]))]),
+                    )
+                )
 
     decompose(0, 0)
     return steps
@@ -73,8 +85,15 @@ def chain_steps(chain, pairs):
     def lab(entries):
         idx = chain.entry_index[entries]
         return frozenset(zip(pairs.sigma1[idx].tolist(), pairs.sigma2[idx].tolist()))
-    return [(int(chain.kind[k]), lab(np.arange(chain.target_ptr[k], chain.target_ptr[k + 1])),
-             lab(chain.source[chain.source_ptr[k]:chain.source_ptr[k + 1]])) for k in range(chain.num_steps)]
+
+    return [
+        (
+            int(chain.kind[k]),
+            lab(np.arange(chain.target_ptr[k], chain.target_ptr[k + 1])),
+            lab(chain.source[chain.source_ptr[k] : chain.source_ptr[k + 1]]),
+        )
+        for k in range(chain.num_steps)
+    ]
 
 
 TEST_GAMES = {
@@ -89,8 +108,9 @@ TEST_GAMES = {
 }
 
 
-@pytest.mark.parametrize("name", ["fig1", "fig2", "sheriff-1-1-1", "sheriff-2-2-2", "battleship-1x3-1-2",
-                                  "goofspiel-sorted-3"])
+@pytest.mark.parametrize(
+    "name", ["fig1", "fig2", "sheriff-1-1-1", "sheriff-2-2-2", "battleship-1x3-1-2", "goofspiel-sorted-3"]
+)
 def test_compiled_decompose_equals_the_literal_recursion(name):
     game = TEST_GAMES[name]()
     pairs = relevant_pairs(game)
@@ -115,8 +135,10 @@ def test_figure1_sequence_form_chain():
     labels = game.sequence_labels(0)
     sources = [labels[int(chain.entry_index[chain.source[k]])] for k in range(chain.num_steps)]
     assert sources == ["∅", "1", "1", "2"]
-    filled = [[labels[int(e)] for e in chain.entry_index[chain.target_ptr[k]:chain.target_ptr[k + 1]]]
-              for k in range(chain.num_steps)]
+    filled = [
+        [labels[int(e)] for e in chain.entry_index[chain.target_ptr[k] : chain.target_ptr[k + 1]]]
+        for k in range(chain.num_steps)
+    ]
     assert filled == [["1", "2"], ["3", "4"], ["5", "6"], ["7", "8", "9"]]
 
 
@@ -142,9 +164,15 @@ def test_figure2_fill_order_and_dropped_constraints():
 
 
 def _mutated(chain, **arrays):
-    fields = dict(kind=chain.kind, target_ptr=chain.target_ptr, source_ptr=chain.source_ptr,
-                  source=chain.source, entry_index=chain.entry_index, describe_entry=chain.describe_entry,
-                  name=chain.name)
+    fields = dict(
+        kind=chain.kind,
+        target_ptr=chain.target_ptr,
+        source_ptr=chain.source_ptr,
+        source=chain.source,
+        entry_index=chain.entry_index,
+        describe_entry=chain.describe_entry,
+        name=chain.name,
+    )
     fields.update(arrays)
     return Chain(**fields)
 
@@ -174,6 +202,7 @@ def test_verification_fails_loudly_on_broken_chains():
 def test_levels_are_views_of_one_step_order_that_the_minimizer_runs_without_a_copy():
     from efce.polytopes.triggers import trigger_deviations
     from efce.solvers.regret.algebra import chain_minimizer
+
     game = games.sheriff(max_bribe=2, max_items=2, rounds=2)
     for chain in (correlation_plan(game), sequence_form(game.sequences(0)), trigger_deviations(game).chain):
         order = chain.step_order
@@ -185,6 +214,7 @@ def test_levels_are_views_of_one_step_order_that_the_minimizer_runs_without_a_co
 
 def test_validate_names_each_broken_rule_and_caches_nothing():
     from efce.polytopes.chain import ChainError
+
     chain = correlation_plan(games.sheriff(max_bribe=2, max_items=2, rounds=2))
     chain.validate()
     # The check must not leave per-source arrays behind (they cost ~1.9 GB on the large instance).
@@ -194,23 +224,34 @@ def test_validate_names_each_broken_rule_and_caches_nothing():
     late = chain.source.copy()
     late[chain.source_ptr[single]] = chain.target_ptr[single]
     empty_h = chain.source_ptr.copy()
-    empty_h[simplex + 1:] -= chain.source_ptr[simplex + 1] - chain.source_ptr[simplex]
+    empty_h[simplex + 1 :] -= chain.source_ptr[simplex + 1] - chain.source_ptr[simplex]
     kind = chain.kind.copy()
     kind[simplex] = SINGLETON
-    for broken, message in [(dict(source=late), f"step {single} reads an entry that is not filled"),
-                            (dict(source_ptr=empty_h, source=np.delete(chain.source, np.arange(
-                                chain.source_ptr[simplex], chain.source_ptr[simplex + 1]))),
-                             f"step {simplex} has an empty h"),
-                            (dict(kind=kind), "a singleton step must fill exactly one entry")]:
+    for broken, message in [
+        (dict(source=late), f"step {single} reads an entry that is not filled"),
+        (
+            dict(
+                source_ptr=empty_h,
+                source=np.delete(
+                    chain.source, np.arange(chain.source_ptr[simplex], chain.source_ptr[simplex + 1])
+                ),
+            ),
+            f"step {simplex} has an empty h",
+        ),
+        (dict(kind=kind), "a singleton step must fill exactly one entry"),
+    ]:
         with pytest.raises(ChainError, match=message):
             _mutated(chain, **broken).validate()
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda: games.kuhn(2), "chance moves"),
-    (lambda: games.kuhn(3), "two-player"),
-    (lambda: games.goofspiel(2, 3, prizes="random"), "chance moves"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: games.kuhn(2), "chance moves"),
+        (lambda: games.kuhn(3), "two-player"),
+        (lambda: games.goofspiel(2, 3, prizes="random"), "chance moves"),
+    ],
+)
 def test_decompose_refuses_games_outside_its_scope(make, message):
     with pytest.raises(GameError, match=message):
         correlation_plan(make())
@@ -220,10 +261,17 @@ def test_decompose_refuses_games_outside_its_scope(make, message):
 
 def test_cli_decompose_json(capsys):
     from efce.experiments.cli import main
+
     assert main(["decompose", "sheriff:max_bribe=1,max_items=1,rounds=2", "--verify", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["verified"] is True and out["entries"] == out["relevant_pairs"]
     assert out["simplex_steps"] > 0 and out["singleton_steps"] > 0 and out["levels"] > 0
-    assert set(out["checks"]) == {"structure", "random_points", "unused_constraints", "lp_vertices", "dimension"}
+    assert set(out["checks"]) == {
+        "structure",
+        "random_points",
+        "unused_constraints",
+        "lp_vertices",
+        "dimension",
+    }
     assert main(["decompose", "kuhn", "--json"]) == 2
     assert "chance" in json.loads(capsys.readouterr().out)["error"]

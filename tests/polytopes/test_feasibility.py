@@ -11,9 +11,15 @@ from efce.polytopes.feasibility import FeasibilityCheck
 from efce.solvers.regret.engine import thread_count
 
 
-@pytest.mark.parametrize("make", [games.farina_fig1, games.farina_fig2,
-                                  lambda: games.sheriff(max_bribe=1, max_items=2, rounds=2),
-                                  lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        games.farina_fig1,
+        games.farina_fig2,
+        lambda: games.sheriff(max_bribe=1, max_items=2, rounds=2),
+        lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2),
+    ],
+)
 def test_matrix_free_check_equals_the_explicit_system(make):
     game = make()
     pairs = relevant_pairs(game)

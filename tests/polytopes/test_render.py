@@ -13,8 +13,14 @@ from efce.games.generators.figures import farina_fig1, farina_fig2
 from efce.games.relevant import relevant_pairs
 from efce.polytopes.chain import SIMPLEX, SINGLETON, Chain
 from efce.polytopes.decompose import correlation_plan
-from efce.polytopes.render import (MAX_DAG_STEPS, chain_dag, chain_text, fill_grid, fill_grid_figure,
-                              fill_grid_text)
+from efce.polytopes.render import (
+    MAX_DAG_STEPS,
+    chain_dag,
+    chain_text,
+    fill_grid,
+    fill_grid_figure,
+    fill_grid_text,
+)
 from efce.polytopes.sequence_form import sequence_form
 
 
@@ -34,9 +40,14 @@ def long_chain(num_steps: int) -> Chain:
     """A path of Δ2 splits: step k splits the first entry filled by step k-1."""
     target_ptr = 1 + 2 * np.arange(num_steps + 1, dtype=np.int64)
     source = np.r_[0, target_ptr[:-2]].astype(np.int64)
-    return Chain(kind=np.full(num_steps, SIMPLEX, dtype=np.int8), target_ptr=target_ptr,
-                 source_ptr=np.arange(num_steps + 1, dtype=np.int64), source=source,
-                 entry_index=np.arange(int(target_ptr[-1]), dtype=np.int64), name="path")
+    return Chain(
+        kind=np.full(num_steps, SIMPLEX, dtype=np.int8),
+        target_ptr=target_ptr,
+        source_ptr=np.arange(num_steps + 1, dtype=np.int64),
+        source=source,
+        entry_index=np.arange(int(target_ptr[-1]), dtype=np.int64),
+        name="path",
+    )
 
 
 # ------------------------------------------------------------------ chain text
@@ -81,9 +92,7 @@ def test_long_chain_truncated():
 
 
 # ------------------------------------------------------------------ fill grid
-FIG2_GRID = [[1, 4, 4, 4, 4],
-             [2, 3, 3, 3, 3],
-             [2, 3, 3, 3, 3]]
+FIG2_GRID = [[1, 4, 4, 4, 4], [2, 3, 3, 3, 3], [2, 3, 3, 3, 3]]
 
 
 def test_fig2_fill_grid_matches_paper(fig2):
@@ -163,7 +172,7 @@ def test_fig2_dag(fig2):
         attrs = dag.nodes[k]
         assert attrs["kind"] == "singleton" and attrs["size"] == 1 and attrs["level"] == 3
         assert attrs["label"] == chain.step_description(k)
-        sources = chain.source[chain.source_ptr[k]:chain.source_ptr[k + 1]].tolist()
+        sources = chain.source[chain.source_ptr[k] : chain.source_ptr[k + 1]].tolist()
         assert len(sources) == 2
         expected = {filled_by[e] for e in sources}
         assert len(expected) == 2

@@ -44,11 +44,17 @@ class ClippedLossRM(RegretMatching):
 
 def every_rule() -> dict[str, LocalRule]:
     """Every local rule of the package, and two user-defined ones."""
-    return {"rm": RegretMatching(), "rm+": RegretMatching(plus=True),
-            "dcfr": RegretMatching(alpha=1.5, beta=0.0), "hedge": Hedge(eta=0.7),
-            "prm+": PredictiveRMPlus(), "blum-mansour": BlumMansour(),
-            "blum-mansour(rm+)": BlumMansour(RegretMatching(plus=True)),
-            "user": DecayedRegretMatching(), "user-subclass": ClippedLossRM()}
+    return {
+        "rm": RegretMatching(),
+        "rm+": RegretMatching(plus=True),
+        "dcfr": RegretMatching(alpha=1.5, beta=0.0),
+        "hedge": Hedge(eta=0.7),
+        "prm+": PredictiveRMPlus(),
+        "blum-mansour": BlumMansour(),
+        "blum-mansour(rm+)": BlumMansour(RegretMatching(plus=True)),
+        "user": DecayedRegretMatching(),
+        "user-subclass": ClippedLossRM(),
+    }
 
 
 def reference_step(rule: LocalRule, state: dict, loss: np.ndarray | None, seg: Segments) -> np.ndarray:
@@ -58,13 +64,13 @@ def reference_step(rule: LocalRule, state: dict, loss: np.ndarray | None, seg: S
     x = np.empty(seg.total)
     pos = neg = 1.0
     if loss is not None:
-        state["t"] += 1                     # every built-in rule counts its rounds
+        state["t"] += 1  # every built-in rule counts its rounds
         t = state["t"][0]
     if loss is not None and isinstance(rule, RegretMatching):
         if rule.alpha is not None:
-            pos = t ** rule.alpha / (t ** rule.alpha + 1)
+            pos = t**rule.alpha / (t**rule.alpha + 1)
         if rule.beta is not None:
-            neg = t ** rule.beta / (t ** rule.beta + 1)
+            neg = t**rule.beta / (t**rule.beta + 1)
     for lo, hi in zip(seg.ptr[:-1], seg.ptr[1:]):
         if isinstance(rule, Hedge):
             z = -rule.eta * state["cumulative_loss"][lo:hi]

@@ -12,9 +12,18 @@ from efce.games.game import CHANCE
 from efce.games.payoffs import sequence_form_payoffs
 from efce.polytopes import SIMPLEX, Chain, correlation_plan, sequence_form, vsf_constraints
 from efce.polytopes.triggers import trigger_deviations
-from efce.solvers.regret.algebra import (cartesian_product, chain_minimizer, convex_hull,
-                             nested_chain_minimizer, regret, run, scaled_extension,
-                             sequence_form_minimizer, simplex, singleton)
+from efce.solvers.regret.algebra import (
+    cartesian_product,
+    chain_minimizer,
+    convex_hull,
+    nested_chain_minimizer,
+    regret,
+    run,
+    scaled_extension,
+    sequence_form_minimizer,
+    simplex,
+    singleton,
+)
 from efce.solvers.regret.internal import BlumMansour
 from efce.solvers.regret.local import Hedge, PredictiveRMPlus, RegretMatching
 from efce.solvers.regret.protocol import LinearOracle, RegretMinimizer, copy_state
@@ -40,7 +49,7 @@ def small_chains():
         "fig1-sf2": sequence_form(fig1.sequences(1)),
         "sheriff-cp": correlation_plan(sheriff),
         "kuhn-sf1": sequence_form(games.kuhn(2).sequences(0)),
-        "fig1-triggers": trigger_deviations(fig1).chain,      # steps not in level order
+        "fig1-triggers": trigger_deviations(fig1).chain,  # steps not in level order
     }
 
 
@@ -73,7 +82,7 @@ def loss_sequences(dim, seed):
     v = rng.normal(size=dim)
     return {
         "random": lambda t, z: fixed[t],
-        "punish": lambda t, z: z.copy(),                         # ℓ_t = +z_t
+        "punish": lambda t, z: z.copy(),  # ℓ_t = +z_t
         "punish-shifted": lambda t, z: z - 0.5 * z.mean(),
         "alternating": lambda t, z: v if t % 2 == 0 else -v,
         "alternating-biased": lambda t, z: (v if t % 2 == 0 else -v) + 0.1 * fixed[t],
@@ -84,14 +93,16 @@ def chain_feasibility(chain: Chain, x: np.ndarray) -> float:
     """Largest violation of the chain constraints: x[0] = 1, x ≥ 0, Σ x[targets_k] = h_k(x)
     (and x[target] = h_k(x) for singleton steps)."""
     sums = np.add.reduceat(x[1:], chain.target_ptr[:-1] - 1)
-    return max(abs(x[0] - 1.0), float(np.max(-x, initial=0.0)),
-               float(np.max(np.abs(sums - chain.h_values(x)), initial=0.0)))
+    return max(
+        abs(x[0] - 1.0),
+        float(np.max(-x, initial=0.0)),
+        float(np.max(np.abs(sums - chain.h_values(x)), initial=0.0)),
+    )
 
 
 def chain_vertices(chain: Chain):
     """All points of the chain with every simplex at a vertex."""
-    choices = [range(int(s)) if kind == SIMPLEX else range(1)
-               for kind, s in zip(chain.kind, chain.step_size)]
+    choices = [range(int(s)) if kind == SIMPLEX else range(1) for kind, s in zip(chain.kind, chain.step_size)]
     for pick in itertools.product(*choices):
         w = np.zeros(chain.num_entries)
         w[0] = 1.0
@@ -114,8 +125,9 @@ def make_extensions(rule_name, seed):
     out["simplex◁simplex (h = x_0)"] = scaled_extension(simplex(2, rule), simplex(3, rule), [1.0, 0.0])
     # X itself a scaled extension (Δ2 ◁ Δ3), h reading two coordinates with weights.
     inner = scaled_extension(simplex(2, rule), simplex(3, rule), [0.5, 2.0], 0.1)
-    out["(simplex◁simplex)◁simplex"] = scaled_extension(inner, simplex(2, rule),
-                                                        [0.0, 1.0, 3.0, 0.0, 0.5], 0.0)
+    out["(simplex◁simplex)◁simplex"] = scaled_extension(
+        inner, simplex(2, rule), [0.0, 1.0, 3.0, 0.0, 0.5], 0.0
+    )
     return out
 
 
@@ -146,13 +158,19 @@ def test_proposition_1_needs_positive_part_of_r_y(rule_name):
     never for RM, whose regret is ≥ 0): here the comparator x attains R_X at h(x) = 0, so
     R_Z = R_X > R_X + h*·R_Y.  The valid forms are R_X + max_x h(x)·R_Y ≤ R_X + h*·[R_Y]^+."""
     sequences = {
-        "rm+": [[1, 0, 2, 2], [-2, -2, -2, -1], [-2, -2, -1, 1], [0, -1, 2, 1], [1, 2, 1, -2],
-                [-2, 2, 0, -2]],
+        "rm+": [
+            [1, 0, 2, 2],
+            [-2, -2, -2, -1],
+            [-2, -2, -1, 1],
+            [0, -1, 2, 1],
+            [1, 2, 1, -2],
+            [-2, 2, 0, -2],
+        ],
         "prm+": [[0, 2, -2, -1], [2, -1, -2, 2], [-2, 0, 2, -2], [-2, 2, 2, -1], [-1, 0, 0, 0]],
     }
     losses = np.array(sequences[rule_name], dtype=float)
     rule = RULES[rule_name]()
-    rm = scaled_extension(simplex(2, rule), simplex(2, rule), [0.0, 1.0])    # h* = 1, h_min = 0
+    rm = scaled_extension(simplex(2, rule), simplex(2, rule), [0.0, 1.0])  # h* = 1, h_min = 0
     rec = run_scaled(rm, lambda t, z: losses[t], len(losses))
     r_z = regret(rm, rec["lz"], rec["z"])
     r_x = regret(rm.rm_x, rec["lx"], rec["x"])
@@ -200,10 +218,14 @@ def test_observe_does_not_mutate_state(rule_name):
     rng = np.random.default_rng(5)
     rule = every_rule()[rule_name]
     chain = CHAINS["fig2-cp"]
-    minimizers = [simplex(3, rule), simplex(1, rule), nested_chain_minimizer(chain, rule),
-                  chain_minimizer(chain, rule, backend="numpy"),
-                  convex_hull(simplex(3, rule), simplex(3, rule), rule=rule),
-                  cartesian_product(simplex(2, rule), singleton(), simplex(4, rule))]
+    minimizers = [
+        simplex(3, rule),
+        simplex(1, rule),
+        nested_chain_minimizer(chain, rule),
+        chain_minimizer(chain, rule, backend="numpy"),
+        convex_hull(simplex(3, rule), simplex(3, rule), rule=rule),
+        cartesian_product(simplex(2, rule), singleton(), simplex(4, rule)),
+    ]
     if rule.kernel() is not None:
         minimizers.append(chain_minimizer(chain, rule, backend="compiled"))
     for rm in minimizers:
@@ -215,7 +237,7 @@ def test_observe_does_not_mutate_state(rule_name):
         copy = [a.copy() for a in frozen]
         loss = rng.normal(size=rm.dim)
         loss_copy = loss.copy()
-        np.testing.assert_array_equal(rm.recommend(state), before)       # recommend is pure
+        np.testing.assert_array_equal(rm.recommend(state), before)  # recommend is pure
         new = rm.observe(state, loss)
         assert all(np.array_equal(a, b) for a, b in zip(frozen, copy)), rm
         np.testing.assert_array_equal(loss, loss_copy)
@@ -267,7 +289,7 @@ def test_flat_chain_equals_nested_algorithm_1(chain_name, rule_name):
     flats = [chain_minimizer(chain, rule, backend="numpy")]
     if rule.kernel() is not None:
         flats.append(chain_minimizer(chain, rule, backend="compiled"))
-    assert chain_minimizer(chain, rule).backend == flats[-1].backend       # "auto"
+    assert chain_minimizer(chain, rule).backend == flats[-1].backend  # "auto"
     assert all(rm.dim == nested.dim == chain.num_entries for rm in flats)
     rng = np.random.default_rng(7)
     states, sn = [rm.init() for rm in flats], nested.init()
@@ -321,12 +343,16 @@ def test_user_subclass_is_not_run_as_plain_rm():
 
 def test_nested_chain_limit():
     n = 201
-    chain = Chain(kind=np.zeros(n, dtype=np.int8), target_ptr=1 + 2 * np.arange(n + 1),
-                  source_ptr=np.arange(n + 1), source=np.zeros(n, dtype=np.int64),
-                  entry_index=np.arange(1 + 2 * n))
+    chain = Chain(
+        kind=np.zeros(n, dtype=np.int8),
+        target_ptr=1 + 2 * np.arange(n + 1),
+        source_ptr=np.arange(n + 1),
+        source=np.zeros(n, dtype=np.int64),
+        entry_index=np.arange(1 + 2 * n),
+    )
     with pytest.raises(ValueError, match="at most 200"):
         nested_chain_minimizer(chain, RegretMatching())
-    rm = chain_minimizer(chain, RegretMatching())     # the flat form has no limit
+    rm = chain_minimizer(chain, RegretMatching())  # the flat form has no limit
     assert rm.recommend(rm.init())[1:].sum() == pytest.approx(n)
 
 
@@ -360,7 +386,7 @@ def test_iterates_satisfy_definition_3_and_sequence_form():
             assert x[0] == 1.0 and x.min() >= 0
             for i in range(space.num_infosets):
                 lo = space.infoset_first_seq[i]
-                block = x[lo:lo + space.infoset_num_actions[i]]
+                block = x[lo : lo + space.infoset_num_actions[i]]
                 assert abs(block.sum() - x[space.infoset_parent_seq[i]]) <= 1e-12
 
 
@@ -373,14 +399,14 @@ def test_chain_minimize_brute_force(chain_name):
     rng = np.random.default_rng(13)
     for trial in range(40):
         loss = rng.normal(size=chain.num_entries)
-        if trial % 4 == 0:      # ties
+        if trial % 4 == 0:  # ties
             loss = np.round(loss)
         best = float((vertices @ loss).min())
         value, point = rm.minimize(loss)
         assert value == pytest.approx(best, abs=1e-12)
         assert point @ loss == pytest.approx(best, abs=1e-12)
         assert chain_feasibility(chain, point) <= 1e-12
-        assert np.min(np.abs(vertices - point).max(axis=1)) <= 1e-12   # a vertex
+        assert np.min(np.abs(vertices - point).max(axis=1)) <= 1e-12  # a vertex
         assert nested.minimize(loss)[0] == pytest.approx(best, abs=1e-12)
 
 
@@ -412,9 +438,9 @@ def textbook_cfr(game, iterations):
     def plan(space, strat):
         x = np.zeros(space.num_sequences)
         x[0] = 1.0
-        for i in range(space.num_infosets):      # infosets are numbered top-down
+        for i in range(space.num_infosets):  # infosets are numbered top-down
             lo = space.infoset_first_seq[i]
-            x[lo:lo + space.infoset_num_actions[i]] = x[space.infoset_parent_seq[i]] * strat[i]
+            x[lo : lo + space.infoset_num_actions[i]] = x[space.infoset_parent_seq[i]] * strat[i]
         return x
 
     plans = []
@@ -428,8 +454,7 @@ def textbook_cfr(game, iterations):
                 return game.payoffs[game.terminal_index[node]]
             kids = game.first_child[node] + np.arange(game.num_children[node])
             if game.player[node] == CHANCE:
-                return sum(game.chance_prob[k] * walk(k, reach, chance * game.chance_prob[k])
-                           for k in kids)
+                return sum(game.chance_prob[k] * walk(k, reach, chance * game.chance_prob[k]) for k in kids)
             p, i = int(game.player[node]), int(game.infoset[node])
             s = strat[p][i]
             values = []
@@ -454,8 +479,7 @@ def test_sequence_form_minimizer_with_rm_is_cfr():
     T = 50
     expected = textbook_cfr(game, T)
     rms = [sequence_form_minimizer(game.sequences(p), RegretMatching()) for p in range(2)]
-    vec = [sequence_form_minimizer(game.sequences(p), RegretMatching(), backend="numpy")
-           for p in range(2)]
+    vec = [sequence_form_minimizer(game.sequences(p), RegretMatching(), backend="numpy") for p in range(2)]
     states = [rm.init() for rm in rms]
     vstates = [rm.init() for rm in vec]
     for t in range(T):
@@ -476,8 +500,11 @@ def test_sequence_form_minimizer_with_rm_is_cfr():
 def test_convex_hull_and_cartesian_product_bounds(rule_name):
     rule = RULES[rule_name]()
     chain = CHAINS["fig1-sf2"]
-    children = [chain_minimizer(chain, rule), chain_minimizer(chain, RegretMatching(plus=True)),
-                nested_chain_minimizer(chain, Hedge(eta=0.3))]
+    children = [
+        chain_minimizer(chain, rule),
+        chain_minimizer(chain, RegretMatching(plus=True)),
+        nested_chain_minimizer(chain, Hedge(eta=0.3)),
+    ]
     hull = convex_hull(*children, rule=rule)
     prod = cartesian_product(simplex(3, rule), *children, singleton())
     vertices = list(chain_vertices(chain))
@@ -507,8 +534,10 @@ def test_convex_hull_and_cartesian_product_bounds(rule_name):
         state, points, _ = run(prod, lambda t, z: losses[t], T)
         total = regret(prod, losses, points)
         bounds = np.cumsum([0] + [rm.dim for rm in prod.rms])
-        parts = [regret(rm, losses[:, lo:hi], points[:, lo:hi])
-                 for rm, lo, hi in zip(prod.rms, bounds[:-1], bounds[1:])]
+        parts = [
+            regret(rm, losses[:, lo:hi], points[:, lo:hi])
+            for rm, lo, hi in zip(prod.rms, bounds[:-1], bounds[1:])
+        ]
         assert total == pytest.approx(sum(parts), abs=1e-9)
     # Oracles agree with brute force (the hull of identical sets is the set itself).
     for _ in range(20):
@@ -517,9 +546,13 @@ def test_convex_hull_and_cartesian_product_bounds(rule_name):
         loss = rng.normal(size=prod.dim)
         vp = prod.minimize(loss)
         assert vp[1] @ loss == pytest.approx(vp[0], abs=1e-12)
-        expected = loss[:3].min() + brute_min(vertices, loss[3:3 + chain.num_entries]) \
-            + brute_min(vertices, loss[3 + chain.num_entries:3 + 2 * chain.num_entries]) \
-            + brute_min(vertices, loss[3 + 2 * chain.num_entries:-1]) + loss[-1]
+        expected = (
+            loss[:3].min()
+            + brute_min(vertices, loss[3 : 3 + chain.num_entries])
+            + brute_min(vertices, loss[3 + chain.num_entries : 3 + 2 * chain.num_entries])
+            + brute_min(vertices, loss[3 + 2 * chain.num_entries : -1])
+            + loss[-1]
+        )
         assert vp[0] == pytest.approx(expected, abs=1e-12)
 
 
@@ -543,14 +576,20 @@ def test_convex_hull_of_different_sets():
 def test_every_minimizer_implements_the_protocol():
     rule = RegretMatching()
     chain = CHAINS["fig1-sf1"]
-    minimizers = [simplex(2, rule), singleton(), scaled_extension(simplex(2, rule), simplex(2, rule), [1, 0]),
-                  cartesian_product(simplex(2, rule), singleton()),
-                  convex_hull(simplex(2, rule), simplex(2, rule), rule=rule),
-                  chain_minimizer(chain, rule), chain_minimizer(chain, BlumMansour()),
-                  nested_chain_minimizer(chain, rule), sequence_form_minimizer(games.kuhn(2).sequences(0), rule)]
+    minimizers = [
+        simplex(2, rule),
+        singleton(),
+        scaled_extension(simplex(2, rule), simplex(2, rule), [1, 0]),
+        cartesian_product(simplex(2, rule), singleton()),
+        convex_hull(simplex(2, rule), simplex(2, rule), rule=rule),
+        chain_minimizer(chain, rule),
+        chain_minimizer(chain, BlumMansour()),
+        nested_chain_minimizer(chain, rule),
+        sequence_form_minimizer(games.kuhn(2).sequences(0), rule),
+    ]
     for rm in minimizers:
         assert isinstance(rm, RegretMinimizer) and isinstance(rm, LinearOracle), rm
-    assert not isinstance(RegretMatching(), RegretMinimizer)   # a local rule is per segment
+    assert not isinstance(RegretMatching(), RegretMinimizer)  # a local rule is per segment
 
 
 def test_copy_state():

@@ -35,7 +35,9 @@ def test_conversion_rounds_to_nearest_even_like_the_reference():
     # float32 inputs (no double rounding), magnitudes over many binades, both signs, and the
     # ties between two bfloat16 neighbours of 1.0
     values = (rng.standard_normal(20_000) * 10.0 ** rng.integers(-20, 20, 20_000)).astype(np.float32)
-    values = np.concatenate([values, np.float32([0.0, 1.0, -1.0, 1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8), 3.0e38])])
+    values = np.concatenate(
+        [values, np.float32([0.0, 1.0, -1.0, 1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8), 3.0e38])]
+    )
     bits, out = _round_trip(values.astype(np.float64))
     reference = np.array([_bfloat16_reference(float(v)) for v in values])
     np.testing.assert_array_equal(out, reference)
@@ -51,6 +53,7 @@ def test_float64_state_is_stored_unrounded():
         for i in range(len(values)):
             out[i] = kernels.narrowed(values[i], out[i])
         return out, kernels.widened(out[0])
+
     values = np.array([np.pi, -1e-300])
     out, first = store(values, np.zeros(2))
     np.testing.assert_array_equal(out, values)

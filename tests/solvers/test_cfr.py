@@ -35,7 +35,7 @@ def test_points_are_sequence_form_strategies():
         assert x[0] == pytest.approx(1.0) and np.all(x >= -1e-12)
         for infoset in range(space.num_infosets):
             first = space.infoset_first_seq[infoset]
-            children = x[first:first + space.infoset_num_actions[infoset]].sum()
+            children = x[first : first + space.infoset_num_actions[infoset]].sum()
             assert children == pytest.approx(x[space.infoset_parent_seq[infoset]])
 
 

@@ -8,8 +8,14 @@ import pytest
 
 from efce import games
 from efce.games.game import GameError
-from efce.solvers.evaluation.device import (Device, device_from_dict, device_from_json, device_to_dict,
-                            infoset_offsets, plays_sequences)
+from efce.solvers.evaluation.device import (
+    Device,
+    device_from_dict,
+    device_from_json,
+    device_to_dict,
+    infoset_offsets,
+    plays_sequences,
+)
 from efce.solvers.evaluation.device_gaps import device_gaps, induced_correlation_plan
 
 
@@ -61,7 +67,7 @@ def brute_gaps(game, device):
     off = infoset_offsets(game)
     z = game.terminal_nodes[np.argsort(game.terminal_index[game.terminal_nodes])]
     pc = game.reach_chance[z]
-    reach = [terminal_reach(game, p, device.plans[:, off[p]:off[p + 1]]) for p in range(n)]
+    reach = [terminal_reach(game, p, device.plans[:, off[p] : off[p + 1]]) for p in range(n)]
     out = {"efce": -np.inf, "efcce": -np.inf, "nfcce": -np.inf, "util": np.zeros(n)}
     for i in range(n):
         space = game.sequences(i)
@@ -73,7 +79,7 @@ def brute_gaps(game, device):
             if j != i:
                 opp = opp * reach[j]
         pcu = pc * game.payoffs[:, i]
-        own_plays = plays_sequences(game, i, device.plans[:, off[i]:off[i + 1]])
+        own_plays = plays_sequences(game, i, device.plans[:, off[i] : off[i + 1]])
         follow_tz = reach[i] * opp * pcu  # [K, T]
         out["util"][i] = device.probs @ follow_tz.sum(axis=1)
         in_I, in_seq = terminals_below(game, i)
@@ -236,7 +242,9 @@ def test_json_roundtrip_and_errors(tmp_path):
     bad(lambda d: d["device"][0]["plans"][0].pop(first_label), "names no action at infoset")
     bad(lambda d: d["device"][0]["plans"].pop(), "expected 3 plans")
     bad(lambda d: d["device"][0].update(p=d["device"][0]["p"] + 0.1), "sum to")
-    bad(lambda d: (d["device"][0].update(p=-0.5), d["device"][1].update(p=d["device"][1]["p"] + 0.5)),
-        "negative probability")
+    bad(
+        lambda d: (d["device"][0].update(p=-0.5), d["device"][1].update(p=d["device"][1]["p"] + 0.5)),
+        "negative probability",
+    )
     with pytest.raises(GameError, match="cannot read device file"):
         device_from_json(game, str(tmp_path / "missing.json"))

@@ -45,14 +45,19 @@ def test_positional_names_work_for_unique_labels_too(game):
     assert dev.plans.shape == (1, 4)
 
 
-@pytest.mark.parametrize("plan, fragments", [
-    ({"root": "a", "again": "1"}, ["'again' of player 1 is ambiguous", "'1:2' (labelled 'again')",
-                                   "'1:3' (labelled 'again')"]),
-    ({"root": "a", "1:7": "1"}, ["no infoset labelled '1:7'", "1:N with N from 1 to 3"]),
-    ({"root": "c"}, ["has no action 'c'", "valid actions: 'a', 'b'"]),
-    ({"root": 3}, ["has no action 3", "valid actions: 'a', 'b'"]),
-    ({"root": "a", "1:1": "a"}, ["names infoset 'root' twice ('1:1' is another name for it)"]),
-])
+@pytest.mark.parametrize(
+    "plan, fragments",
+    [
+        (
+            {"root": "a", "again": "1"},
+            ["'again' of player 1 is ambiguous", "'1:2' (labelled 'again')", "'1:3' (labelled 'again')"],
+        ),
+        ({"root": "a", "1:7": "1"}, ["no infoset labelled '1:7'", "1:N with N from 1 to 3"]),
+        ({"root": "c"}, ["has no action 'c'", "valid actions: 'a', 'b'"]),
+        ({"root": 3}, ["has no action 3", "valid actions: 'a', 'b'"]),
+        ({"root": "a", "1:1": "a"}, ["names infoset 'root' twice ('1:1' is another name for it)"]),
+    ],
+)
 def test_errors_list_valid_names(game, plan, fragments):
     with pytest.raises(GameError) as info:
         device_from_dict(game, device(plan))

@@ -15,7 +15,7 @@ from efce.solvers.evaluation.device import device_from_dict, device_from_json, d
 # Player 1's unnamed infosets are numbered out of order in the file: the root is infoset 2,
 # the one below it infoset 1.  Under the old rule the label "1:1" (the file's number) named the
 # second infoset while the position 1:1 (from 0: "1:0") named the first.
-OUT_OF_ORDER = '''EFG 2 R "ooo" { "P1" "P2" }
+OUT_OF_ORDER = """EFG 2 R "ooo" { "P1" "P2" }
 ""
 p "" 1 2 "" { "a" "b" } 0
 p "" 2 1 "" { "x" "y" } 0
@@ -24,11 +24,12 @@ t "" 1 "" { 1 0 }
 t "" 2 "" { 0 1 }
 t "" 3 "" { 2 0 }
 t "" 4 "" { 3 0 }
-'''
+"""
 
 # Player 1's first infoset is *labelled* "1:2", which is the position of her second infoset.
 COLLIDING = OUT_OF_ORDER.replace('p "" 1 2 "" {', 'p "" 1 2 "1:2" {').replace(
-    'p "" 1 1 "" {', 'p "" 1 1 "x" {')
+    'p "" 1 1 "" {', 'p "" 1 1 "x" {'
+)
 
 # Two actions with the same label at player 2's infoset.
 TWIN_ACTIONS = OUT_OF_ORDER.replace('{ "x" "y" }', '{ "x" "x" }')
@@ -66,8 +67,11 @@ def test_a_label_that_reads_as_another_position_is_refused_with_both_names():
 
 def test_repeated_action_labels_are_refused_and_named_by_position():
     game = efg.loads(TWIN_ACTIONS)
-    with pytest.raises(GameError, match=r"action name 'x' at infoset '2:1' of player 2 is "
-                                        r"ambiguous; name the one you mean by: '#1' .*'#2'"):
+    with pytest.raises(
+        GameError,
+        match=r"action name 'x' at infoset '2:1' of player 2 is "
+        r"ambiguous; name the one you mean by: '#1' .*'#2'",
+    ):
         device_from_dict(game, dev({"1:1": "a", "1:2": "c"}, {"2:1": "x"}))
     d = device_from_dict(game, dev({"1:1": "a", "1:2": "c"}, {"2:1": "#2"}))
     assert d.plans[0].tolist() == [0, 0, 1]
@@ -75,12 +79,19 @@ def test_repeated_action_labels_are_refused_and_named_by_position():
     assert infoset_names(game)[1][0]["actions"] == ["#1", "#2"]
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ('{"device": [{"p": 1, "plans": [{"1:1": "a", "1:1": "b", "1:2": "c"}, {"2:1": "x"}]}]}',
-     "key '1:1' appears twice in one JSON object"),
-    ('{"device": [{"p": 0.5, "p": 1, "plans": [{"1:1": "a", "1:2": "c"}, {"2:1": "x"}]}]}',
-     "key 'p' appears twice"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        (
+            '{"device": [{"p": 1, "plans": [{"1:1": "a", "1:1": "b", "1:2": "c"}, {"2:1": "x"}]}]}',
+            "key '1:1' appears twice in one JSON object",
+        ),
+        (
+            '{"device": [{"p": 0.5, "p": 1, "plans": [{"1:1": "a", "1:2": "c"}, {"2:1": "x"}]}]}',
+            "key 'p' appears twice",
+        ),
+    ],
+)
 def test_duplicate_json_keys_are_refused(text, fragment):
     game = efg.loads(OUT_OF_ORDER)
     with pytest.raises(GameError, match=fragment):
@@ -93,7 +104,9 @@ def test_cli_lists_exact_names_and_refuses_ambiguity(tmp_path, capsys):
     assert main(["info", str(path), "--infosets", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["infoset_labels"][0]
     assert [(r["name"], r["infoset"], r["position"]) for r in rows] == [
-        ("1:1", "1:2", "1:1"), ("x", "x", "1:2")]
+        ("1:1", "1:2", "1:1"),
+        ("x", "x", "1:2"),
+    ]
     assert main(["info", str(path), "--infosets"]) == 0
     assert "  1:1 (labelled '1:2'): a, b" in capsys.readouterr().out
     device = json.dumps(dev({"1:2": "a", "x": "c"}, {"2:1": "x"}))

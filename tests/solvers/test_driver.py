@@ -15,8 +15,11 @@ def run(d, gaps=lambda t: 1.0 / t, target=None, work=lambda: None, aim=False):
         work()
         if d.checkpoint_due():
             checked.append(t)
-            if d.record(TraceRow(t, d.elapsed(), gaps(t)), converged=target is not None and gaps(t) <= target,
-                        aim=(gaps(t), target) if aim else None):
+            if d.record(
+                TraceRow(t, d.elapsed(), gaps(t)),
+                converged=target is not None and gaps(t) <= target,
+                aim=(gaps(t), target) if aim else None,
+            ):
                 break
     return checked
 
@@ -40,19 +43,30 @@ def test_aimed_checkpoints_stop_near_the_first_iteration_that_meets_the_target()
     assert geometric[-1] == 1139  # the schedule's first checkpoint past t = 1000
     # a power law is followed exactly: the first checkpoint at or past t = 1000 allowed by the spacing
     aimed = run(IterationDriver(iterations=10**6), target=1e-3, aim=True)
-    assert 1000 <= aimed[-1] <= 1000 * (1 + (drv.CHECKPOINT_GROWTH - 1) / drv.AIM_SPLIT) and len(aimed) <= len(geometric) + 1
+    assert (
+        1000 <= aimed[-1] <= 1000 * (1 + (drv.CHECKPOINT_GROWTH - 1) / drv.AIM_SPLIT)
+        and len(aimed) <= len(geometric) + 1
+    )
     # a steeper curve than the last two checkpoints suggest: checkpoints every 2% at most
-    steep = lambda t: 1.0 / t if t < 800 else 800.0 / t ** 2
+    steep = lambda t: 1.0 / t if t < 800 else 800.0 / t**2
     aimed = run(IterationDriver(iterations=10**6), gaps=steep, target=1e-3, aim=True)
     first = next(t for t in range(1, 10**6) if steep(t) <= 1e-3)
     assert first <= aimed[-1] <= first * (1 + (drv.CHECKPOINT_GROWTH - 1) / drv.AIM_SPLIT) + 1
-    assert all(b - a >= (drv.CHECKPOINT_GROWTH - 1) / drv.AIM_SPLIT * a for a, b in zip(aimed, aimed[1:]) if a >= 50)
+    assert all(
+        b - a >= (drv.CHECKPOINT_GROWTH - 1) / drv.AIM_SPLIT * a for a, b in zip(aimed, aimed[1:]) if a >= 50
+    )
 
 
 def test_aim_without_target_or_with_a_fixed_schedule_changes_nothing():
     plain = run(IterationDriver(iterations=5000))
     assert run(IterationDriver(iterations=5000), aim=True) == plain  # target None
-    assert run(IterationDriver(iterations=1000, check_every=10), target=0.02, aim=True) == [10, 20, 30, 40, 50]
+    assert run(IterationDriver(iterations=1000, check_every=10), target=0.02, aim=True) == [
+        10,
+        20,
+        30,
+        40,
+        50,
+    ]
     # a gap that rises between checkpoints gives no trend: the geometric schedule goes on
     bumpy = lambda t: 1.0 / t * (3.0 if t % 2 else 1.0)
     aimed = run(IterationDriver(iterations=10**6), gaps=bumpy, target=1e-6, aim=True)
@@ -114,6 +128,7 @@ def test_every_trace_row_carries_its_iteration_seconds():
 def test_signal_outside_a_graceful_block_interrupts_at_once():
     import os
     import signal
+
     with drv.stop_on_signals():
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGINT)

@@ -14,8 +14,13 @@ from efce.solvers.methods.efce import build_efce_model, saddle_point_gap, solve_
 from efce.solvers.evaluation.gaps import EFCEGapEvaluator
 
 
-@pytest.mark.parametrize("make", [lambda: games.sheriff(max_bribe=2, max_items=2, rounds=2),
-                                  lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: games.sheriff(max_bribe=2, max_items=2, rounds=2),
+        lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2),
+    ],
+)
 def test_efce_solver_converges_with_feasible_iterates(make):
     game = make()
     result = solve_efce(game, iterations=20_000, target_gap=1e-3, check_feasibility_every_iteration=True)
@@ -39,14 +44,21 @@ def test_saddle_point_value_is_the_max_deviation():
     xi = model.xi_chain.to_natural(xi_entry, len(model.pairs))
     gains = EFCEGapEvaluator(game, model.pairs)(xi)
     from efce.solvers.regret.engine import chain_minimum
+
     # max over Y of ξᵀAy = −min over Y of (−Aᵀξ)·y
     best = -chain_minimum(model.triggers.chain, -model.operator.transpose_matmul(xi_entry))
     assert best == pytest.approx(max(np.nanmax(g) for g in gains.gains), abs=1e-12)
 
 
-@pytest.mark.parametrize("make", [games.farina_fig1, lambda: games.goofspiel(2, 2, prizes="sorted"),
-                                  lambda: games.sheriff(max_bribe=1, max_items=2, rounds=2),
-                                  lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        games.farina_fig1,
+        lambda: games.goofspiel(2, 2, prizes="sorted"),
+        lambda: games.sheriff(max_bribe=1, max_items=2, rounds=2),
+        lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2),
+    ],
+)
 def test_saddle_point_gap_is_the_evaluators_gap(make):
     """The checkpoints' gap (saddle point) against the evaluator's (backward induction per
     trigger), on scaled points in float64 and float32 like the solver's running sum."""
@@ -55,7 +67,11 @@ def test_saddle_point_gap_is_the_evaluators_gap(make):
     evaluator = EFCEGapEvaluator(game, tables=model.tables)
     work = np.empty(model.triggers.chain.num_entries)
     rng = np.random.default_rng(11)
-    for vertex, dtype, scale in ((False, np.float64, 1.0), (True, np.float64, 0.25), (False, np.float32, 1 / 7)):
+    for vertex, dtype, scale in (
+        (False, np.float64, 1.0),
+        (True, np.float64, 0.25),
+        (False, np.float32, 1 / 7),
+    ):
         values = (model.xi_chain.random_point(rng, vertex=vertex) / scale).astype(dtype)
         report = evaluator.evaluate(values, scale)
         assert saddle_point_gap(model, values, scale, work) == pytest.approx(report.gap, abs=1e-12)
@@ -69,11 +85,14 @@ def test_the_idle_buffer_is_not_read_by_the_next_step(alternating):
     """Scratch written between steps (NaN here) must not reach the iterates."""
     from efce.solvers.methods.efce import saddle_point_play
     from efce.solvers.regret.engine import minimizer_factory
+
     model = build_efce_model(games.sheriff(max_bribe=1, max_items=2, rounds=2))
-    plays = [saddle_point_play(model, minimizer_factory("prm+", None, None), alternating=alternating)
-             for _ in range(2)]
+    plays = [
+        saddle_point_play(model, minimizer_factory("prm+", None, None), alternating=alternating)
+        for _ in range(2)
+    ]
     size = model.triggers.chain.num_entries
-    assert plays[1].idle_buffer(10 ** 9) is None
+    assert plays[1].idle_buffer(10**9) is None
     for t in range(1, 6):
         plays[1].idle_buffer(size)[:] = np.nan
         for play in plays:
@@ -98,12 +117,13 @@ def test_trigger_chain_covers_every_trigger_subtree():
     chain = space.chain
     assert space.num_triggers == (game.sequences(0).num_sequences - 1) + (game.sequences(1).num_sequences - 1)
     x = chain.random_point(np.random.default_rng(0))
-    assert x[1:1 + space.num_triggers].sum() == pytest.approx(1.0)
+    assert x[1 : 1 + space.num_triggers].sum() == pytest.approx(1.0)
     chain.validate()
 
 
 def test_welfare_threshold_below_and_above_the_lp_optimum():
     from efce.baselines import solve_lp_highs
+
     game = games.sheriff(max_bribe=2, max_items=2, rounds=2)
     optimum = solve_lp_highs(game, objective="welfare").info["welfare"]
     below = solve_efce(game, iterations=20_000, target_gap=1e-3, welfare_threshold=optimum - 0.05)
@@ -140,11 +160,33 @@ def test_cfr_and_cfr_plus_agree_on_the_equilibrium_value():
 
 def test_solve_command_json_contract(capsys):
     from efce.experiments.cli import main
-    assert main(["solve", "sheriff:max_bribe=1,max_items=1,rounds=2", "--method", "rm", "--json",
-                 "--iterations", "3000"]) == 0
+
+    assert (
+        main(
+            [
+                "solve",
+                "sheriff:max_bribe=1,max_items=1,rounds=2",
+                "--method",
+                "rm",
+                "--json",
+                "--iterations",
+                "3000",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
-    for key in ("method", "iterations", "setup_seconds", "seconds", "efce_gap", "welfare", "utilities",
-                "max_violation", "status"):
+    for key in (
+        "method",
+        "iterations",
+        "setup_seconds",
+        "seconds",
+        "efce_gap",
+        "welfare",
+        "utilities",
+        "max_violation",
+        "status",
+    ):
         assert key in out
     assert out["status"] in ("converged", "iteration_limit") and out["max_violation"] <= 1e-9
     assert main(["solve", "kuhn", "--method", "cfr+", "--json", "--iterations", "500"]) == 0
@@ -157,6 +199,7 @@ def test_solve_command_json_contract(capsys):
 def test_a_model_over_the_memory_budget_is_refused_up_front():
     from efce.games.resources.memory import MemoryBudgetExceeded
     from efce.solvers.methods.efce import estimate_efce_bytes
+
     game = games.sheriff(max_bribe=1, max_items=1, rounds=2)
     with pytest.raises(MemoryBudgetExceeded, match="too large: about .* GiB, over the memory budget"):
         solve_efce(game, memory_budget=estimate_efce_bytes(game) - 1)
@@ -165,7 +208,9 @@ def test_a_model_over_the_memory_budget_is_refused_up_front():
 
 def _untimed(values: dict) -> dict:
     """The values to compare between runs: no timings, arrays as lists."""
-    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in values.items() if "seconds" not in k}
+    return {
+        k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in values.items() if "seconds" not in k
+    }
 
 
 def _rows(result):
@@ -178,6 +223,7 @@ def test_parking_the_pairs_changes_nothing(welfare_threshold, monkeypatch, tmp_p
     the same plan, trace and report; the model gets them back and no file is left."""
     import tempfile
     from efce.games.resources import memory
+
     game = games.sheriff(max_bribe=1, max_items=2, rounds=2)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     results = {}
@@ -190,11 +236,20 @@ def test_parking_the_pairs_changes_nothing(welfare_threshold, monkeypatch, tmp_p
         def progress(row):
             seen.append((model.pairs, model.entry_of_pair, len(os.listdir(tmp_path))))
 
-        results[min_bytes] = solve_efce(game, model=model, iterations=300, target_gap=None, check_every=9,
-                                        welfare_threshold=welfare_threshold, progress=progress)
+        results[min_bytes] = solve_efce(
+            game,
+            model=model,
+            iterations=300,
+            target_gap=None,
+            check_every=9,
+            welfare_threshold=welfare_threshold,
+            progress=progress,
+        )
         assert all(pairs is None and eop is None for pairs, eop, _ in seen)
         assert all(files == (1 if min_bytes == 0 else 0) for _, _, files in seen)
-        assert np.array_equal(model.pairs.sigma2, columns) and np.array_equal(model.entry_of_pair, entry_of_pair)
+        assert np.array_equal(model.pairs.sigma2, columns) and np.array_equal(
+            model.entry_of_pair, entry_of_pair
+        )
         assert not os.listdir(tmp_path)
     parked, held = results[0], results[2**62]
     assert np.array_equal(parked.point, held.point) and _rows(parked) == _rows(held)
@@ -204,6 +259,7 @@ def test_parking_the_pairs_changes_nothing(welfare_threshold, monkeypatch, tmp_p
 def test_an_interrupted_solve_gives_the_pairs_back(monkeypatch, tmp_path):
     import tempfile
     from efce.games.resources import memory
+
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(memory, "PARK_MIN_BYTES", 0)
     game = games.sheriff(max_bribe=1, max_items=2, rounds=2)
@@ -223,6 +279,7 @@ def test_the_reported_plan_is_checked_against_definition_3(monkeypatch):
     """The checkpoints read the chain's constraints; the plan returned is also checked by the
     independent Definition-3 check, which counts in ``max_violation``."""
     from efce.solvers.methods import efce as method
+
     monkeypatch.setattr(method.FeasibilityCheck, "__call__", lambda self, xi, *args: 0.5)
     result = solve_efce(games.farina_fig2(), iterations=20, target_gap=None)
     assert max(row.infeasibility for row in result.trace) <= 1e-12
@@ -232,6 +289,7 @@ def test_the_reported_plan_is_checked_against_definition_3(monkeypatch):
 def test_the_labelled_chain_is_refused_while_the_pairs_are_parked(monkeypatch):
     from efce.games.resources import memory
     from efce.solvers.methods.efce import pair_arrays_parked
+
     model = build_efce_model(games.farina_fig2())
     labelled = model.xi_chain.natural_entry.copy()
     monkeypatch.setattr(memory, "PARK_MIN_BYTES", 0)  # park even these few bytes (on disk unless RAM-backed)

@@ -15,8 +15,13 @@ from efce.solvers.regret.local import Hedge, PredictiveRMPlus, RegretMatching, S
 
 from .rules import DecayedRegretMatching, every_rule, reference_step
 
-RULES = {"rm": RegretMatching(), "rm+": RegretMatching(plus=True), "hedge": Hedge(eta=0.7),
-         "prm+": PredictiveRMPlus(), "dcfr": RegretMatching(alpha=1.5, beta=0.0)}
+RULES = {
+    "rm": RegretMatching(),
+    "rm+": RegretMatching(plus=True),
+    "hedge": Hedge(eta=0.7),
+    "prm+": PredictiveRMPlus(),
+    "dcfr": RegretMatching(alpha=1.5, beta=0.0),
+}
 
 
 def _chains():
@@ -64,7 +69,7 @@ def test_engine_and_algebra_give_identical_iterates(chain_name, rule_name):
         # Half random losses, half adversarial ones that punish the current point.
         loss = rng.normal(size=chain.num_entries) if t % 2 else x + 0.1 * rng.normal(size=chain.num_entries)
         state = reference.observe(state, loss)
-        engine.observe(loss, overwrite=bool(t % 3 == 0))       # may overwrite loss: last
+        engine.observe(loss, overwrite=bool(t % 3 == 0))  # may overwrite loss: last
 
 
 @pytest.mark.parametrize("chain_name", sorted(CHAINS))
@@ -79,6 +84,7 @@ def test_chain_minimum_matches_the_algebra_oracle(chain_name):
 
 def test_engine_iterates_are_feasible_correlation_plans():
     from efce.polytopes import vsf_constraints
+
     game = games.sheriff(max_bribe=2, max_items=1, rounds=2)
     chain = correlation_plan(game)
     constraints = vsf_constraints(game)
@@ -98,7 +104,9 @@ def test_engine_runs_rules_without_kernel():
         rule = every_rule()[name]
         engine = ChainEngine(chain, rule)
         assert engine.minimizer.backend == "numpy"
-        _assert_engine_tracks(engine, algebra.nested_chain_minimizer(chain, rule), rounds=30, seed=2, atol=1e-12)
+        _assert_engine_tracks(
+            engine, algebra.nested_chain_minimizer(chain, rule), rounds=30, seed=2, atol=1e-12
+        )
 
 
 @pytest.mark.parametrize("rule_name", ["rm", "rm+", "dcfr", "hedge", "prm+"])
@@ -114,7 +122,7 @@ def test_compiled_rules_equal_textbook_formulas(rule_name):
         np.testing.assert_allclose(x, reference_step(rule, reference, None, seg), rtol=0, atol=1e-12)
         loss = rng.normal(size=seg.total) * (5.0 if t % 11 == 0 else 1.0)
         if t % 3 == 0:
-            loss = x + 0.1 * loss           # punish the current point
+            loss = x + 0.1 * loss  # punish the current point
         rule.observe(state, loss, seg)
         reference_step(rule, reference, loss, seg)
         for key in state:
@@ -133,8 +141,8 @@ def test_observe_overwrite_and_out():
         loss = rng.normal(size=chain.num_entries)
         copy = loss.copy()
         kept.observe(loss)
-        np.testing.assert_array_equal(loss, copy)             # overwrite=False: untouched
-        overwritten.observe(loss, overwrite=True)             # the buffer is work space
+        np.testing.assert_array_equal(loss, copy)  # overwrite=False: untouched
+        overwritten.observe(loss, overwrite=True)  # the buffer is work space
         assert not np.array_equal(loss, copy)
     assert kept.iterations == overwritten.iterations == 10
     with pytest.raises(ValueError, match="expected"):
@@ -145,14 +153,19 @@ def test_observe_overwrite_and_out():
 def test_recommend_adds_the_point_into_a_running_sum_exactly(kind, monkeypatch):
     # recommend(out, accumulate=(total, w)) must leave total exactly as total += w * point would.
     from efce.solvers.regret import engine as engine_module
+
     chain = CHAINS["sheriff Ξ"]
     if kind == "compiled, parallel passes":
         monkeypatch.setattr(engine_module, "PARALLEL_MIN_ENTRIES", 1)
     if kind == "numpy":
         make = lambda: ChainEngine(chain, minimizer=algebra.chain_minimizer(chain, "rm+", backend="numpy"))
     elif kind == "composite":
-        make = lambda: ChainEngine(chain, minimizer=algebra.convex_hull(
-            algebra.chain_minimizer(chain, "rm+"), algebra.chain_minimizer(chain, "hedge"), rule="rm"))
+        make = lambda: ChainEngine(
+            chain,
+            minimizer=algebra.convex_hull(
+                algebra.chain_minimizer(chain, "rm+"), algebra.chain_minimizer(chain, "hedge"), rule="rm"
+            ),
+        )
     else:
         make = lambda: ChainEngine(chain, "prm+")
     fused, plain = make(), make()
@@ -181,8 +194,11 @@ def test_engine_of_a_composite_minimizer():
     """ChainEngine drives any RegretMinimizer of the chain's dimension, e.g. the convex hull of
     two chain minimizers with different rules."""
     chain = CHAINS["fig2 Ξ"]
-    hull = algebra.convex_hull(algebra.chain_minimizer(chain, "rm+"),
-                               algebra.chain_minimizer(chain, DecayedRegretMatching()), rule="hedge")
+    hull = algebra.convex_hull(
+        algebra.chain_minimizer(chain, "rm+"),
+        algebra.chain_minimizer(chain, DecayedRegretMatching()),
+        rule="hedge",
+    )
     _assert_engine_tracks(ChainEngine(chain, minimizer=hull), hull, rounds=20, seed=6, atol=1e-15)
     with pytest.raises(ValueError, match="exactly one"):
         ChainEngine(chain)
@@ -226,8 +242,9 @@ def _reference_saddle_point(model, make, iterations):
     return total / weight
 
 
-@pytest.mark.parametrize("game", [games.farina_fig2(), games.sheriff(max_bribe=1, max_items=1, rounds=1)],
-                         ids=["fig2", "sheriff"])
+@pytest.mark.parametrize(
+    "game", [games.farina_fig2(), games.sheriff(max_bribe=1, max_items=1, rounds=1)], ids=["fig2", "sheriff"]
+)
 def test_user_rule_in_the_efce_solver_matches_the_object_algebra(game):
     """A local rule the engine does not know, handed to solve_efce, gives the iterates of the
     literal nesting of Algorithm 1 (compared through the average plan after 1, 2 and 40
@@ -238,7 +255,8 @@ def test_user_rule_in_the_efce_solver_matches_the_object_algebra(game):
     for iterations in (1, 2, 40):
         result = solve_efce(game, iterations=iterations, target_gap=None, rule=rule, model=model)
         expected = _reference_saddle_point(
-            model, lambda chain: algebra.nested_chain_minimizer(chain, rule), iterations)
+            model, lambda chain: algebra.nested_chain_minimizer(chain, rule), iterations
+        )
         got = model.xi_chain.from_natural(result.point)
         np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
     # A composite minimizer through minimizer=: the convex hull of two chain minimizers of the
@@ -247,8 +265,10 @@ def test_user_rule_in_the_efce_solver_matches_the_object_algebra(game):
 
     def composite(chain):
         made.append(chain.num_entries)
-        return algebra.convex_hull(algebra.chain_minimizer(chain, "rm+"),
-                                   algebra.chain_minimizer(chain, rule), rule="rm+")
+        return algebra.convex_hull(
+            algebra.chain_minimizer(chain, "rm+"), algebra.chain_minimizer(chain, rule), rule="rm+"
+        )
+
     result = solve_efce(game, iterations=40, target_gap=None, minimizer=composite, model=model)
     assert made == [model.xi_chain.num_entries, model.triggers.chain.num_entries]
     expected = _reference_saddle_point(model, composite, 40)
@@ -269,8 +289,12 @@ def test_cfr_with_a_user_rule_and_a_minimizer():
     value, and a user rule runs to a small exploitability."""
     kuhn = games.kuhn(2)
     a = solve_cfr(kuhn, iterations=200, variant="cfr", rule=RegretMatching())
-    b = solve_cfr(kuhn, iterations=200, variant="cfr",
-                  minimizer=lambda c: algebra.chain_minimizer(c, RegretMatching(), backend="numpy"))
+    b = solve_cfr(
+        kuhn,
+        iterations=200,
+        variant="cfr",
+        minimizer=lambda c: algebra.chain_minimizer(c, RegretMatching(), backend="numpy"),
+    )
     for pa, pb in zip(a.point, b.point):
         np.testing.assert_allclose(pa, pb, rtol=0, atol=1e-12)
     user = solve_cfr(kuhn, iterations=300, variant="cfr+", rule=DecayedRegretMatching(gamma=0.99, floor=0.0))

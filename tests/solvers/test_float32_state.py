@@ -35,8 +35,11 @@ def test_float32_state_converges_like_float64_and_stays_feasible(rule, monkeypat
     monkeypatch.setattr(local, "FLOAT32_STATE_MIN_ENTRIES", 1)
     engine = ChainEngine(model.xi_chain, make_rule(rule))
     # PRM+'s prediction is bfloat16 bits (test_bfloat16_prediction.py)
-    assert all(a.dtype == (np.uint16 if key == "prediction" else np.float32)
-               for key, a in engine.state.items() if key != "t")
+    assert all(
+        a.dtype == (np.uint16 if key == "prediction" else np.float32)
+        for key, a in engine.state.items()
+        if key != "t"
+    )
     narrow = solve_efce(game, model=model, rule=rule, iterations=2000, target_gap=None)
     # The points are float64 and feasible to float64 rounding whatever the state's dtype.
     assert narrow.info["max_violation"] <= 1e-12
@@ -46,25 +49,34 @@ def test_float32_state_converges_like_float64_and_stays_feasible(rule, monkeypat
     # this game the gap of either fluctuates by 4x from one checkpoint to the next before 1,000
     # iterations), but the convergence is that of float64.
     assert narrow.info["efce_gap"] < 1e-3 and wide.info["efce_gap"] < 1e-3
-    assert narrow.info["efce_gap"] < 3 * wide.info["efce_gap"] and wide.info["efce_gap"] < 3 * narrow.info["efce_gap"]
-    assert narrow.info["efce_gap"] < 0.05 * solve_efce(game, model=model, rule=rule, iterations=2,
-                                                        target_gap=None).info["efce_gap"]
+    assert (
+        narrow.info["efce_gap"] < 3 * wide.info["efce_gap"]
+        and wide.info["efce_gap"] < 3 * narrow.info["efce_gap"]
+    )
+    assert (
+        narrow.info["efce_gap"]
+        < 0.05 * solve_efce(game, model=model, rule=rule, iterations=2, target_gap=None).info["efce_gap"]
+    )
 
 
 def test_float32_state_is_the_same_on_every_thread_count(float32_everywhere, monkeypatch):
     from efce.solvers.regret import engine as engine_module
     from efce.solvers.evaluation import payoff_operator
+
     monkeypatch.setattr(engine_module, "PARALLEL_MIN_ENTRIES", 1)
     monkeypatch.setattr(payoff_operator, "PARALLEL_MIN_ROWS", 1)
     game = make_game(GAME)
-    runs = [solve_efce(game, iterations=100, target_gap=None, threads=t, rule="prm+")
-            for t in range(1, min(2, available_threads()) + 1)]
+    runs = [
+        solve_efce(game, iterations=100, target_gap=None, threads=t, rule="prm+")
+        for t in range(1, min(2, available_threads()) + 1)
+    ]
     assert all(np.array_equal(runs[0].point, r.point) for r in runs)
 
 
 def test_float32_running_sum_reports_a_plan_feasible_to_float64(float32_everywhere, monkeypatch):
     from efce.solvers.regret import engine as engine_module
     from efce.solvers.evaluation import payoff_operator
+
     game = make_game(GAME)
     model = build_efce_model(game)
     wide = solve_efce(game, model=model, iterations=2000, target_gap=None, check_every=500)
@@ -88,6 +100,7 @@ def test_float32_running_sum_reports_a_plan_feasible_to_float64(float32_everywhe
 
 def test_average_point_divides_float64_sums_and_rescales_float32_ones():
     from efce.solvers.methods.efce import average_point
+
     game = make_game(GAME)
     chain = build_efce_model(game).xi_steps
     rng = np.random.default_rng(3)

@@ -16,7 +16,9 @@ def _subtree_infosets(space, root):
     out, frontier = [root], [root]
     while frontier:
         inf = frontier.pop()
-        seqs = range(space.infoset_first_seq[inf], space.infoset_first_seq[inf] + space.infoset_num_actions[inf])
+        seqs = range(
+            space.infoset_first_seq[inf], space.infoset_first_seq[inf] + space.infoset_num_actions[inf]
+        )
         kids = [j for j in range(space.num_infosets) if space.infoset_parent_seq[j] in seqs]
         out += kids
         frontier += kids
@@ -67,10 +69,13 @@ def _brute_force_gains(game, xi):
     return gains
 
 
-GAMES = [games.farina_fig1, games.farina_fig2,
-         lambda: games.sheriff(max_bribe=1, max_items=1, rounds=1),
-         lambda: games.goofspiel(2, 2, prizes="sorted"),
-         lambda: games.battleship(rows=1, cols=2, ship_sizes=[1], shots=1)]
+GAMES = [
+    games.farina_fig1,
+    games.farina_fig2,
+    lambda: games.sheriff(max_bribe=1, max_items=1, rounds=1),
+    lambda: games.goofspiel(2, 2, prizes="sorted"),
+    lambda: games.battleship(rows=1, cols=2, ship_sizes=[1], shots=1),
+]
 
 
 @pytest.mark.parametrize("make", GAMES)
@@ -95,6 +100,7 @@ def test_utilities_of_a_product_plan_match_sequence_form():
     rng = np.random.default_rng(3)
     from efce.polytopes import sequence_form
     from efce.games.payoffs import sequence_form_payoffs
+
     x = [sequence_form(game.sequences(p)).random_point(rng) for p in (0, 1)]
     xi = x[0][pairs.sigma1] * x[1][pairs.sigma2]  # independent play is a correlation plan
     a1, a2 = sequence_form_payoffs(game)
@@ -110,6 +116,7 @@ def test_rejects_wrong_shape():
 
 def test_an_evaluator_built_from_entry_order_tables_alone_reads_only_entry_order():
     from efce.solvers.methods.efce import build_efce_model
+
     game = games.farina_fig2()
     model = build_efce_model(game)
     evaluator = EFCEGapEvaluator(game, tables=model.tables)  # the solver loop's evaluator

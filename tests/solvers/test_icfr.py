@@ -34,8 +34,9 @@ def test_cfr_s_efcce_gap_decreases_on_kuhn3():
 
 
 @pytest.mark.parametrize("method", ["icfr", "cfr-s"])
-@pytest.mark.parametrize("game", [KUHN3, games.goofspiel(2, 3), games.battleship(rows=1, cols=2,
-                                                                                  ship_sizes=[1], shots=2)])
+@pytest.mark.parametrize(
+    "game", [KUHN3, games.goofspiel(2, 3), games.battleship(rows=1, cols=2, ship_sizes=[1], shots=2)]
+)
 def test_sampled_plans_are_valid(method, game):
     dyn = Dynamics(game, method, seed=3)
     for _ in range(30):
@@ -93,8 +94,15 @@ def shapley_game() -> Game:
             player.append(TERMINAL)
             key.append(-1)
             payoffs.append((float(b == a), float(b == (a + 1) % 3)))
-    return Game.from_tree(num_players=2, parent=parent, action=action, player=player, infoset_key=key,
-                          terminal_payoffs=np.array(payoffs), name="shapley")
+    return Game.from_tree(
+        num_players=2,
+        parent=parent,
+        action=action,
+        player=player,
+        infoset_key=key,
+        terminal_payoffs=np.array(payoffs),
+        name="shapley",
+    )
 
 
 def correlated_equilibrium_gap(game: Game, device) -> float:
@@ -131,15 +139,24 @@ def test_icfr_reaches_a_correlated_equilibrium_where_cfr_s_does_not():
         assert cfr_s.info["efce_gap"] > 0.06 and cfr_s.trace[-1].gap > 0.6 * cfr_s.trace[0].gap, cfr_s.trace
         assert [row.gap for row in external.trace] == [row.gap for row in cfr_s.trace]
         for result in (icfr, cfr_s):
-            assert correlated_equilibrium_gap(game, result.point) == pytest.approx(result.info["efce_gap"], abs=1e-12)
+            assert correlated_equilibrium_gap(game, result.point) == pytest.approx(
+                result.info["efce_gap"], abs=1e-12
+            )
 
 
 def test_icfr_takes_local_rules():
     """The defaults are regret matching and Blum–Mansour over it; other rules change the run;
     a wrong rule is refused before any iteration."""
     default = solve_icfr(KUHN3, 60, seed=4, method="icfr", check_every=60)
-    explicit = solve_icfr(KUHN3, 60, seed=4, method="icfr", check_every=60, rule=RegretMatching(),
-                          internal_rule=BlumMansour(RegretMatching()))
+    explicit = solve_icfr(
+        KUHN3,
+        60,
+        seed=4,
+        method="icfr",
+        check_every=60,
+        rule=RegretMatching(),
+        internal_rule=BlumMansour(RegretMatching()),
+    )
     same, other = default.point.to_device().merged(), explicit.point.to_device().merged()
     assert np.array_equal(same.plans, other.plans) and np.array_equal(same.probs, other.probs)
     plus = solve_icfr(KUHN3, 60, seed=4, method="icfr", check_every=60, rule="rm+").point.to_device().merged()
@@ -171,11 +188,14 @@ def test_cli_gap_json(tmp_path, capsys):
     assert "EFCE gap" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("mutate,match", [
-    (lambda d: d["device"][0]["plans"][0].update({"bogus": "bet"}), "no infoset labelled 'bogus'"),
-    (lambda d: d["device"][0].update(p=0.123), "sum to"),
-    (lambda d: d["device"][0]["plans"].pop(), "expected 3 plans"),
-])
+@pytest.mark.parametrize(
+    "mutate,match",
+    [
+        (lambda d: d["device"][0]["plans"][0].update({"bogus": "bet"}), "no infoset labelled 'bogus'"),
+        (lambda d: d["device"][0].update(p=0.123), "sum to"),
+        (lambda d: d["device"][0]["plans"].pop(), "expected 3 plans"),
+    ],
+)
 def test_cli_gap_errors(tmp_path, capsys, mutate, match):
     dev = Device(np.zeros((1, 36), dtype=np.int64), [1.0])
     data = device_to_dict(KUHN3, dev)

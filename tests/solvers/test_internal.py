@@ -54,8 +54,11 @@ def test_internal_regret_measure():
     L = rng.normal(size=(30, 6))
     got = internal_regret(P, L, seg)
     for s, (lo, hi) in enumerate(zip(seg.ptr[:-1], seg.ptr[1:])):
-        best = max(sum(P[t, lo + a] * (L[t, lo + a] - L[t, lo + b]) for t in range(30))
-                   for a in range(hi - lo) for b in range(hi - lo))
+        best = max(
+            sum(P[t, lo + a] * (L[t, lo + a] - L[t, lo + b]) for t in range(30))
+            for a in range(hi - lo)
+            for b in range(hi - lo)
+        )
         assert got[s] == pytest.approx(best, abs=1e-12)
 
 
@@ -74,7 +77,7 @@ def test_blum_mansour_plays_a_stationary_distribution_of_its_rows():
         rows = rule.base.recommend(base, rows_seg)
         block = 0
         for lo, m in zip(seg.ptr[:-1], seg.sizes):
-            Q = rows[block:block + m * m].reshape(m, m)
-            np.testing.assert_allclose(p[lo:lo + m] @ Q, p[lo:lo + m], atol=1e-12)
-            assert p[lo:lo + m].sum() == pytest.approx(1.0, abs=1e-12)
+            Q = rows[block : block + m * m].reshape(m, m)
+            np.testing.assert_allclose(p[lo : lo + m] @ Q, p[lo : lo + m], atol=1e-12)
+            assert p[lo : lo + m].sum() == pytest.approx(1.0, abs=1e-12)
             block += m * m

@@ -10,6 +10,7 @@ from efce.solvers.regret.local import LocalRule, Segments
 
 def test_one_registry_names_every_rule_and_the_cli_uses_it():
     from efce.experiments.solve import OPTIONS
+
     assert RULE_NAMES == tuple(RULES) == ("rm", "rm+", "hedge", "prm+", "dcfr")
     assert tuple(OPTIONS["local"].choices) == RULE_NAMES
     assert local.make_rule is make_rule and local.as_rule is as_rule  # one place

@@ -27,8 +27,9 @@ def reference_payoff_matrix(game, pairs, triggers, tau, entry_of_pair) -> sp.csr
         count = np.bincount(own, minlength=space.num_sequences)
         start = np.cumsum(count) - count
         trig_of_entry = triggers.entry_trigger.astype(np.int64)
-        entries = np.flatnonzero((trig_of_entry >= 0)
-                                 & (triggers.trigger_player[np.maximum(trig_of_entry, 0)] == i))
+        entries = np.flatnonzero(
+            (trig_of_entry >= 0) & (triggers.trigger_player[np.maximum(trig_of_entry, 0)] == i)
+        )
         seq = triggers.entry_sequence[entries].astype(np.int64)
         trig = trig_of_entry[entries]
         s_hat = triggers.trigger_sequence[trig].astype(np.int64)
@@ -50,15 +51,20 @@ def reference_payoff_matrix(game, pairs, triggers, tau, entry_of_pair) -> sp.csr
         rows += [term_pair, np.array([0])]
         cols += [np.full(len(term_pair), lam), np.array([lam])]
         vals += [-weighted.sum(axis=1), np.array([float(tau)])]
-    A = sp.csr_matrix((np.concatenate(vals), (entry_of_pair[np.concatenate(rows)], np.concatenate(cols))),
-                      shape=(len(pairs), triggers.chain.num_entries))
+    A = sp.csr_matrix(
+        (np.concatenate(vals), (entry_of_pair[np.concatenate(rows)], np.concatenate(cols))),
+        shape=(len(pairs), triggers.chain.num_entries),
+    )
     A.sum_duplicates()
     return A
 
 
-GAMES = [lambda: games.farina_fig1(), lambda: games.sheriff(max_bribe=1, max_items=2, rounds=2),
-         lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2),
-         lambda: games.goofspiel(players=2, ranks=3, prizes="sorted")]
+GAMES = [
+    lambda: games.farina_fig1(),
+    lambda: games.sheriff(max_bribe=1, max_items=2, rounds=2),
+    lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2),
+    lambda: games.goofspiel(players=2, ranks=3, prizes="sorted"),
+]
 
 
 @pytest.mark.parametrize("make", GAMES)
@@ -90,6 +96,7 @@ def _reference_iterates(game, iterations, tau=None):
     """The saddle-point loop with an explicit scipy ``A`` and ``Aᵀ`` (the pre-operator code)."""
     from efce.solvers.regret.engine import ChainEngine
     from efce.solvers.regret.local import RegretMatching
+
     pairs = relevant_pairs(game)
     chain = correlation_plan(game, pairs)
     triggers = trigger_deviations(game, welfare=tau is not None)
@@ -112,16 +119,23 @@ def _reference_iterates(game, iterations, tau=None):
     return chain.to_natural(sum_x / weight, len(pairs)), x[entry_of_pair]
 
 
-@pytest.mark.parametrize("make", [lambda: games.sheriff(max_bribe=1, max_items=2, rounds=2),
-                                  lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: games.sheriff(max_bribe=1, max_items=2, rounds=2),
+        lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2),
+    ],
+)
 def test_solver_iterates_equal_the_explicit_matrix_loop(make):
     from efce.solvers.methods.efce import solve_efce
+
     game = make()
     iterations = 300
     for tau in (None, -1.0):
         expected_avg, _ = _reference_iterates(game, iterations, tau)
-        result = solve_efce(game, iterations=iterations, target_gap=None, welfare_threshold=tau,
-                            check_every=100)
+        result = solve_efce(
+            game, iterations=iterations, target_gap=None, welfare_threshold=tau, check_every=100
+        )
         assert result.iterations == iterations
         # Sums run in the explicit matrix's order, so regret matching breaks every tie alike.
         np.testing.assert_array_equal(result.point, expected_avg)
@@ -133,13 +147,14 @@ def test_trigger_chain_levels_and_entry_labels(make):
     """The trigger chain's precomputed levels equal the generic fixed point; the on-demand
     entry labels match the block layout."""
     from efce.polytopes.chain import Chain
+
     game = make()
     for welfare in (False, True):
         space = trigger_deviations(game, welfare=welfare)
         c = space.chain
         fresh = Chain(c.kind, c.target_ptr, c.source_ptr, c.source, c.entry_index)
         np.testing.assert_array_equal(fresh.level, c.level)
-        blocks = space.entry_trigger[space.block_start[0]:]
+        blocks = space.entry_trigger[space.block_start[0] :]
         assert np.all(np.diff(blocks) >= 0) and len(np.unique(blocks)) <= space.num_triggers
         # Every block starts at its trigger's own sequence... below the trigger infoset.
         for k in range(space.num_triggers - welfare):
@@ -153,6 +168,7 @@ def test_trigger_chain_levels_and_entry_labels(make):
 @pytest.mark.parametrize("make", GAMES[:3])
 def test_memory_estimate_counts_what_the_model_builds(make):
     from efce.solvers.methods.efce import build_efce_model, saddle_point_sizes
+
     game = make()
     sizes = saddle_point_sizes(game)
     model = build_efce_model(game)

@@ -92,7 +92,8 @@ def test_many_chunks_per_level_keep_the_iterates_bit_identical(spec, monkeypatch
     _kernels(monkeypatch, parallel=True)
     for chain, dealt in ((parallel_model.xi_chain, False), (parallel_model.triggers.chain, True)):
         kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk = ChainEngine(
-            chain, make_rule("prm+"))._parallel._static
+            chain, make_rule("prm+")
+        )._parallel._static
         assert np.diff(level_chunk).max() >= 6
         assert (len(order) > 0) == dealt  # the kernels deal a level's chunks iff the chain has an order
     for threads in sorted({1, TWO}):
@@ -113,10 +114,16 @@ def test_operator_products_are_bit_identical(spec, monkeypatch):
         assert model.operator._parallel == (model is parallel_model)
         for threads in counts:
             with thread_count(threads):
-                products.append((model.operator.matvec(y, np.empty(shape[0])),
-                                 model.operator.rmatvec(x, np.empty(shape[1]), -1.0)))
+                products.append(
+                    (
+                        model.operator.matvec(y, np.empty(shape[0])),
+                        model.operator.rmatvec(x, np.empty(shape[1]), -1.0),
+                    )
+                )
     reference = products[0]
-    assert all(np.array_equal(p[0], reference[0]) and np.array_equal(p[1], reference[1]) for p in products[1:])
+    assert all(
+        np.array_equal(p[0], reference[0]) and np.array_equal(p[1], reference[1]) for p in products[1:]
+    )
 
 
 @pytest.mark.parametrize("spec", GAMES)
@@ -133,7 +140,9 @@ def test_gap_evaluation_is_the_same_on_every_thread_count(spec):
     assert np.isfinite(serial.gap) and serial.gap > 0
     # Called on ξ in relevant-pair order, through the pair → entry map: the plain evaluator's gap.
     natural = x[model.entry_of_pair]
-    assert evaluator(natural).gap == pytest.approx(EFCEGapEvaluator(game, model.pairs)(natural).gap, abs=1e-12)
+    assert evaluator(natural).gap == pytest.approx(
+        EFCEGapEvaluator(game, model.pairs)(natural).gap, abs=1e-12
+    )
     for report in reports.values():
         assert report.gap == serial.gap and report.worst == serial.worst
         assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(report.gains, serial.gains))
@@ -165,8 +174,9 @@ def test_bad_thread_counts_are_refused(value, capsys):
         solve_efce(make_game("farina-fig2"), threads=value)
 
 
-@pytest.mark.parametrize("width, dtype", [(1, np.float64), (6, np.float64), (16, np.float64), (17, np.int64),
-                                          (3, np.float32)])
+@pytest.mark.parametrize(
+    "width, dtype", [(1, np.float64), (6, np.float64), (16, np.float64), (17, np.int64), (3, np.float32)]
+)
 def test_thread_rows_share_no_cache_line(width, dtype):
     """Per-thread scratch: one row per thread of numba's pool, ``width`` usable slots each, and
     at least two cache lines between the used part of a row and the next row (a plain

@@ -12,9 +12,16 @@ from efce.experiments.cli import main
 from efce.solvers.evaluation.device import DEVICE_PLAN_LIMIT, device_from_json
 from efce.solvers.evaluation.device_gaps import device_gaps
 from efce.solvers.regret.local import RegretMatching
-from efce.solvers.methods.trigger import (TriggerDynamics, _behaviour_to_sequence, _fixed_point,
-                             device_size_bound, joint_plan_count, reduced_plan_count,
-                             solve_trigger, trigger_layout)
+from efce.solvers.methods.trigger import (
+    TriggerDynamics,
+    _behaviour_to_sequence,
+    _fixed_point,
+    device_size_bound,
+    joint_plan_count,
+    reduced_plan_count,
+    solve_trigger,
+    trigger_layout,
+)
 
 KUHN3 = games.kuhn(3, 3)
 FIG1 = games.farina_fig1()
@@ -34,8 +41,9 @@ ITERATIONS = {"fig1": 40, "fig2": 40, "kuhn3": 25, "goofspiel2": 12, "battleship
 def test_exact_gaps_equal_gaps_of_expanded_distribution(name, coarse, averaging):
     """The accumulators' gaps (module doc) = the device-gap code on the joint-plan expansion."""
     game = SMALL[name]
-    res = solve_trigger(game, ITERATIONS[name], coarse=coarse, averaging=averaging, device=True,
-                        check_every=ITERATIONS[name])
+    res = solve_trigger(
+        game, ITERATIONS[name], coarse=coarse, averaging=averaging, device=True, check_every=ITERATIONS[name]
+    )
     exact = device_gaps(game, res.point.to_device())
     assert res.info["efce_gap"] > 0  # not a vacuous comparison
     assert res.info["efce_gap"] == pytest.approx(exact.efce, abs=1e-9)
@@ -49,6 +57,7 @@ def test_reduced_plan_count_by_enumeration():
     """The bottom-up count against the number of distinct reduced plans of all pure plans."""
     import itertools
     from efce.solvers.evaluation.device import plans_reach_infosets
+
     for game in (FIG1, games.kuhn(2, 3), games.sheriff(max_bribe=1, max_items=1, rounds=1)):
         for p in range(game.num_players):
             A = game.sequences(p).infoset_num_actions
@@ -103,18 +112,30 @@ def test_fixed_point_is_fixed_and_feasible(game, coarse):
                 lam[rng.random(layout.num_triggers) < 0.5] *= 1e-18
             lam /= lam.sum()
             b = rng.random(layout.size) ** 3 * (rng.random(layout.size) < 0.8)
-            b = np.where(layout.seg.sums(b)[layout.seg.owner] > 0,
-                         b / np.maximum(layout.seg.sums(b)[layout.seg.owner], 1e-300),
-                         1.0 / layout.seg.sizes[layout.seg.owner])
+            b = np.where(
+                layout.seg.sums(b)[layout.seg.owner] > 0,
+                b / np.maximum(layout.seg.sums(b)[layout.seg.owner], 1e-300),
+                1.0 / layout.seg.sizes[layout.seg.owner],
+            )
             pi = np.zeros(layout.size)
             _behaviour_to_sequence(b, layout.seg.ptr, layout.seg_parent_entry, pi)
             x = np.zeros(space.num_sequences)
-            _fixed_point(coarse, lam, pi, space.infoset_first_seq.astype(np.int64),
-                         space.infoset_num_actions.astype(np.int64),
-                         space.infoset_parent_seq.astype(np.int64),
-                         space.seq_infoset.astype(np.int64), layout.root_seg, layout.seg.ptr,
-                         layout.entry_hi, layout.entry_seq, x, np.zeros(space.num_sequences),
-                         np.zeros(space.num_sequences if not coarse else space.num_infosets))
+            _fixed_point(
+                coarse,
+                lam,
+                pi,
+                space.infoset_first_seq.astype(np.int64),
+                space.infoset_num_actions.astype(np.int64),
+                space.infoset_parent_seq.astype(np.int64),
+                space.seq_infoset.astype(np.int64),
+                layout.root_seg,
+                layout.seg.ptr,
+                layout.entry_hi,
+                layout.entry_seq,
+                x,
+                np.zeros(space.num_sequences),
+                np.zeros(space.num_sequences if not coarse else space.num_infosets),
+            )
             M = _dense_M(space, layout, lam, pi, coarse)
             np.testing.assert_allclose(M @ x, x, atol=1e-12)
             assert x[0] == 1.0 and np.all(x >= 0)
@@ -144,13 +165,20 @@ def test_trigger_regret_within_local_regrets(coarse):
 
 
 # ---------------------------------------------------------------------- two players
-@pytest.mark.parametrize("game", [FIG1, games.battleship(rows=1, cols=2, ship_sizes=[1], shots=2),
-                                  games.sheriff(max_bribe=1, max_items=1, rounds=1)])
+@pytest.mark.parametrize(
+    "game",
+    [
+        FIG1,
+        games.battleship(rows=1, cols=2, ship_sizes=[1], shots=2),
+        games.sheriff(max_bribe=1, max_items=1, rounds=1),
+    ],
+)
 def test_two_player_correlation_plan_gap(game):
     """ξ = Σ_t w_t x_1^t ⊗ x_2^t (relevant pairs) accumulated outside the solver: the toolkit's
     correlation-plan EFCE gap equals the trigger method's reported gap."""
     from efce.games.relevant import relevant_pairs
     from efce.solvers.evaluation.gaps import efce_gap
+
     pairs = relevant_pairs(game)
     s1, s2 = pairs.sigma1.astype(np.int64), pairs.sigma2.astype(np.int64)
     dyn = TriggerDynamics(game, averaging="linear")
@@ -174,6 +202,7 @@ def test_trigger_reaches_small_efce_gap_on_kuhn3():
 
 def test_bad_averaging_and_device_limit():
     from efce.games.game import GameError
+
     with pytest.raises(GameError, match="averaging"):
         TriggerDynamics(FIG1, averaging="cubic")
     assert device_size_bound(KUHN3, 10_000) > DEVICE_PLAN_LIMIT >= joint_plan_count(FIG1)
@@ -189,24 +218,60 @@ def _run(capsys, argv):
 
 
 def test_cli_solve_trigger_json(capsys):
-    code, out = _run(capsys, ["solve", "kuhn:players=3,ranks=3", "--method", "trigger",
-                              "--iterations", "200", "--json"])
+    code, out = _run(
+        capsys, ["solve", "kuhn:players=3,ranks=3", "--method", "trigger", "--iterations", "200", "--json"]
+    )
     assert code == 0 and out.count("\n") == 1
     data = json.loads(out)
-    for key in ("method", "iterations", "seconds", "setup_seconds", "status", "efce_gap",
-                "efcce_gap", "nfcce_gap", "welfare", "utilities", "iteration_seconds"):
+    for key in (
+        "method",
+        "iterations",
+        "seconds",
+        "setup_seconds",
+        "status",
+        "efce_gap",
+        "efcce_gap",
+        "nfcce_gap",
+        "welfare",
+        "utilities",
+        "iteration_seconds",
+    ):
         assert key in data
     assert data["method"] == "trigger" and data["status"] == "iteration_limit"
-    code, out = _run(capsys, ["solve", "kuhn:players=3,ranks=3", "--method", "coarse-trigger",
-                              "--target-gap", "0.01", "--local", "prm+", "--json"])
+    code, out = _run(
+        capsys,
+        [
+            "solve",
+            "kuhn:players=3,ranks=3",
+            "--method",
+            "coarse-trigger",
+            "--target-gap",
+            "0.01",
+            "--local",
+            "prm+",
+            "--json",
+        ],
+    )
     assert code == 0 and json.loads(out)["status"] == "converged"
 
 
 @pytest.mark.parametrize("method", ["trigger", "coarse-trigger", "icfr"])
 def test_cli_device_out_round_trips_through_gap(capsys, tmp_path, method):
     path = tmp_path / "device.json"
-    code, out = _run(capsys, ["solve", "kuhn:players=2,ranks=3", "--method", method,
-                              "--iterations", "30", "--device-out", str(path), "--json"])
+    code, out = _run(
+        capsys,
+        [
+            "solve",
+            "kuhn:players=2,ranks=3",
+            "--method",
+            method,
+            "--iterations",
+            "30",
+            "--device-out",
+            str(path),
+            "--json",
+        ],
+    )
     assert code == 0, out
     solved = json.loads(out)
     code, out = _run(capsys, ["gap", "kuhn:players=2,ranks=3", "--device", str(path), "--json"])
@@ -220,12 +285,15 @@ def test_cli_device_out_round_trips_through_gap(capsys, tmp_path, method):
 
 def test_cli_device_out_refusals(capsys, tmp_path):
     path = tmp_path / "device.json"
-    code, out = _run(capsys, ["solve", "kuhn:players=3,ranks=3", "--method", "trigger",
-                              "--device-out", str(path), "--json"])
+    code, out = _run(
+        capsys,
+        ["solve", "kuhn:players=3,ranks=3", "--method", "trigger", "--device-out", str(path), "--json"],
+    )
     assert code != 0 and out.count("\n") == 1
     message = json.loads(out)["error"]
     assert "over the limit of 1,000,000" in message and "21,970,000" in message
     assert "\n" not in message and not path.exists()
-    code, out = _run(capsys, ["solve", "kuhn:players=3,ranks=3", "--method", "rm",
-                              "--device-out", str(path), "--json"])
+    code, out = _run(
+        capsys, ["solve", "kuhn:players=3,ranks=3", "--method", "rm", "--device-out", str(path), "--json"]
+    )
     assert code != 0 and "--device-out is an option of" in json.loads(out)["error"]

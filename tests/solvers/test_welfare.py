@@ -43,8 +43,7 @@ def test_welfare_bounds_hold_every_plan():
 def test_interval_brackets_the_lp_optimum(name):
     game = GAMES[name]()
     optimum = solve_lp_highs(game, solver="ipm").info["welfare"]
-    r = solve_optimal_welfare(game, tolerance=1e-2, gap_tolerance=1e-4, step_iterations=5000,
-                              time_limit=60)
+    r = solve_optimal_welfare(game, tolerance=1e-2, gap_tolerance=1e-4, step_iterations=5000, time_limit=60)
     lower, upper = r.info["welfare_interval"]
     assert r.status == "converged" and upper - lower <= 1e-2
     # The upper end is certified (no EFCE has welfare ≥ upper): never below the LP optimum.

@@ -41,20 +41,35 @@ def main(spec: str) -> None:
     x, total, scale = play.points[0], play.sums[0], 1.0 / play.weight
     violations = model.xi_steps.violations((x, total), (1.0, scale))  # before work overwrites x
     work = play.idle_buffer(model.triggers.chain.num_entries)
-    print(json.dumps({"game": spec, "xi_entries": len(x), "y_entries": len(work),
-                      "evaluator_gap": evaluator.evaluate(total, scale).gap,
-                      "saddle_point_gap": saddle_point_gap(model, total, scale, work),
-                      "violations": violations}), flush=True)
+    print(
+        json.dumps(
+            {
+                "game": spec,
+                "xi_entries": len(x),
+                "y_entries": len(work),
+                "evaluator_gap": evaluator.evaluate(total, scale).gap,
+                "saddle_point_gap": saddle_point_gap(model, total, scale, work),
+                "violations": violations,
+            }
+        ),
+        flush=True,
+    )
     for threads in (2, 1, 2):
         numba.set_num_threads(threads)
-        print(json.dumps({"threads": threads,
-                          "evaluator_gap_ms": timed(lambda: evaluator.evaluate(total, scale)),
-                          "saddle_point_gap_ms": timed(lambda: saddle_point_gap(model, total, scale, work)),
-                          "transpose_product_ms": timed(lambda: model.operator.rmatvec(total, out=work, sign=-1.0)),
-                          # x now holds the saddle point's scratch: the pass's time does not
-                          # depend on the values
-                          "violations_ms": timed(lambda: model.xi_steps.violations((x, total), (1.0, scale)))}),
-              flush=True)
+        print(
+            json.dumps(
+                {
+                    "threads": threads,
+                    "evaluator_gap_ms": timed(lambda: evaluator.evaluate(total, scale)),
+                    "saddle_point_gap_ms": timed(lambda: saddle_point_gap(model, total, scale, work)),
+                    "transpose_product_ms": timed(lambda: model.operator.rmatvec(total, out=work, sign=-1.0)),
+                    # x now holds the saddle point's scratch: the pass's time does not
+                    # depend on the values
+                    "violations_ms": timed(lambda: model.xi_steps.violations((x, total), (1.0, scale))),
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

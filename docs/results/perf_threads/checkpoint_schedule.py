@@ -22,13 +22,23 @@ from efce.solvers.result import TraceRow
 def trace(spec: str, iterations: int, out: str) -> None:
     from efce.games.spec import make_game
     from efce.solvers.methods.efce import solve_efce
+
     game = make_game(spec)
     solve_efce(game, iterations=2, rule="prm+")  # loads the cached kernels
     result = solve_efce(game, iterations=iterations, target_gap=None, check_every=1, rule="prm+")
     with open(out, "w") as f:
         for row in result.trace:
-            f.write(json.dumps({"t": row.iteration, "gap": row.gap, "elapsed": round(row.seconds, 4),
-                                "iteration_seconds": round(row.extra["iteration_seconds"], 4)}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "t": row.iteration,
+                        "gap": row.gap,
+                        "elapsed": round(row.seconds, 4),
+                        "iteration_seconds": round(row.extra["iteration_seconds"], 4),
+                    }
+                )
+                + "\n"
+            )
 
 
 class FarSchedule(IterationDriver):
@@ -52,9 +62,11 @@ class FarSchedule(IterationDriver):
         return super().record(row, converged=converged, aim=aim)
 
 
-VARIANTS = {"driver (1.15, aimed)": (IterationDriver, {}),
-            "x1.5 while gap > 10 target": (FarSchedule, {"far": 10, "growth_far": 1.5}),
-            "x2 while gap > 20 target": (FarSchedule, {"far": 20, "growth_far": 2.0})}
+VARIANTS = {
+    "driver (1.15, aimed)": (IterationDriver, {}),
+    "x1.5 while gap > 10 target": (FarSchedule, {"far": 10, "growth_far": 1.5}),
+    "x2 while gap > 20 target": (FarSchedule, {"far": 20, "growth_far": 2.0}),
+}
 
 
 def replay(gaps: dict, target: float, cls, kw) -> tuple[int, int, str]:
@@ -79,13 +91,20 @@ def simulate(paths: list[str]) -> None:
             if first is None:
                 continue
             oracle = first * per_iteration + per_check
-            line = {"trace": path, "target": target, "first_iteration": first,
-                    "check_over_iteration": round(per_check / per_iteration, 2)}
+            line = {
+                "trace": path,
+                "target": target,
+                "first_iteration": first,
+                "check_over_iteration": round(per_check / per_iteration, 2),
+            }
             for name, (cls, kw) in VARIANTS.items():
                 stop, checks, status = replay(gaps, target, cls, kw)
                 seconds = stop * per_iteration + checks * per_check
-                line[name] = {"stop": stop, "checks": checks,
-                              "over_oracle": round(seconds / oracle, 3) if status == "converged" else None}
+                line[name] = {
+                    "stop": stop,
+                    "checks": checks,
+                    "over_oracle": round(seconds / oracle, 3) if status == "converged" else None,
+                }
             print(json.dumps(line))
 
 

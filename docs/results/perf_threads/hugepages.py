@@ -58,19 +58,35 @@ def main(spec: str, iterations: int) -> None:
     def measure(pages: str) -> None:
         for threads in (1, 2):
             numba.set_num_threads(threads)
-            passes = dict.fromkeys(("A y", "Xi observe", "Xi recommend", "A^T x", "Y observe", "Y recommend"), 0.0)
+            passes = dict.fromkeys(
+                ("A y", "Xi observe", "Xi recommend", "A^T x", "Y observe", "Y recommend"), 0.0
+            )
             for t in range(11, 11 + iterations):
-                steps = ((lambda: loss_xi(z, x)), (lambda: xi.observe(x, overwrite=True)),
-                         (lambda: xi.recommend(out=x, accumulate=(play.sums[0], float(t)))),
-                         (lambda: loss_y(x, z)), (lambda: y.observe(z, overwrite=True)),
-                         (lambda: y.recommend(out=z)))
+                steps = (
+                    (lambda: loss_xi(z, x)),
+                    (lambda: xi.observe(x, overwrite=True)),
+                    (lambda: xi.recommend(out=x, accumulate=(play.sums[0], float(t)))),
+                    (lambda: loss_y(x, z)),
+                    (lambda: y.observe(z, overwrite=True)),
+                    (lambda: y.recommend(out=z)),
+                )
                 for name, step in zip(passes, steps):
                     started = time.perf_counter()
                     step()
                     passes[name] += time.perf_counter() - started
             ms = {k: round(v / iterations * 1e3, 1) for k, v in passes.items()}
-            print(json.dumps({"pages": pages, "threads": threads, "passes_ms": ms,
-                              "iteration_ms": round(sum(ms.values()), 1), **resident()}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "pages": pages,
+                        "threads": threads,
+                        "passes_ms": ms,
+                        "iteration_ms": round(sum(ms.values()), 1),
+                        **resident(),
+                    }
+                ),
+                flush=True,
+            )
 
     measure("4 KiB")
     print(json.dumps(collapse_anonymous_mappings()), flush=True)

@@ -66,19 +66,29 @@ def main(spec: str, iterations: int) -> None:
         play.step(t)
     for threads in (1, 2, 1, 2):
         numba.set_num_threads(threads)
-        passes = dict.fromkeys(("A y", "Xi observe", "Xi recommend", "A^T x", "Y observe", "Y recommend"), 0.0)
+        passes = dict.fromkeys(
+            ("A y", "Xi observe", "Xi recommend", "A^T x", "Y observe", "Y recommend"), 0.0
+        )
         for t in range(11, 11 + iterations):
-            steps = ((lambda: loss_xi(z, x)), (lambda: xi.observe(x, overwrite=True)),
-                     (lambda: xi.recommend(out=x, accumulate=(play.sums[0], float(t)))),
-                     (lambda: loss_y(x, z)), (lambda: y.observe(z, overwrite=True)),
-                     (lambda: y.recommend(out=z)))
+            steps = (
+                (lambda: loss_xi(z, x)),
+                (lambda: xi.observe(x, overwrite=True)),
+                (lambda: xi.recommend(out=x, accumulate=(play.sums[0], float(t)))),
+                (lambda: loss_y(x, z)),
+                (lambda: y.observe(z, overwrite=True)),
+                (lambda: y.recommend(out=z)),
+            )
             for name, step in zip(passes, steps):
                 started = time.perf_counter()
                 step()
                 passes[name] += time.perf_counter() - started
-        line = {"threads": threads, "stream_ms": best_of(lambda: stream(a, b)),
-                "compute_ms": best_of(lambda: compute(20_000_000), 2), "game": spec,
-                "passes_ms": {k: round(v / iterations * 1e3, 1) for k, v in passes.items()}}
+        line = {
+            "threads": threads,
+            "stream_ms": best_of(lambda: stream(a, b)),
+            "compute_ms": best_of(lambda: compute(20_000_000), 2),
+            "game": spec,
+            "passes_ms": {k: round(v / iterations * 1e3, 1) for k, v in passes.items()},
+        }
         line["iteration_ms"] = round(sum(line["passes_ms"].values()), 1)
         print(json.dumps(line), flush=True)
 

@@ -8,6 +8,7 @@ serial ``fill(0)`` of ``A y``'s output, for scale), ``matvec`` (``A y``), ``rmat
 (``Aᵀ x``), and on 2 threads each parallel kernel alone: the following parts (``foll_mv``,
 ``foll_rmv``) and each player's deviation part (``dev_mv0/1``, ``dev_rmv0/1``).
 """
+
 import json
 import sys
 import time
@@ -40,30 +41,76 @@ def main(spec: str, repeats: int) -> None:
     op = model.operator
     x, y = play.points
     out, out_y = np.empty(op.shape[0]), np.empty(op.shape[1])
-    print(json.dumps({"rows": op.shape[0], "columns": op.shape[1],
-                      "deviation_nonzeros": [len(t.rows) for t in op.tables.players],
-                      "zero_share_of_y": float(np.mean(y == 0))}))
+    print(
+        json.dumps(
+            {
+                "rows": op.shape[0],
+                "columns": op.shape[1],
+                "deviation_nonzeros": [len(t.rows) for t in op.tables.players],
+                "zero_share_of_y": float(np.mean(y == 0)),
+            }
+        )
+    )
     for threads in (1, 2, 1, 2):
         numba.set_num_threads(threads)
-        line = {"threads": threads, "memset": best_of(lambda: out.fill(0.0), repeats),
-                "matvec": best_of(lambda: op.matvec(y, out), repeats),
-                "rmatvec": best_of(lambda: op.rmatvec(x, out_y, -1.0), repeats)}
+        line = {
+            "threads": threads,
+            "memset": best_of(lambda: out.fill(0.0), repeats),
+            "matvec": best_of(lambda: op.matvec(y, out), repeats),
+            "rmatvec": best_of(lambda: op.rmatvec(x, out_y, -1.0), repeats),
+        }
         if threads > 1 and op._parallel:
-            following = (op._seq_parent[0], op._seq_parent[1], op._own[0], op._own[1], op.tables.weighted,
-                         op._welfare_weight, op.tables.terminal_row)
-            line["foll_mv"] = best_of(lambda: po._following_matvec_parallel(
-                *following, op._trigger_base[1], op._lambda_tau, 0.0, y, op._stacks, out, threads), repeats)
+            following = (
+                op._seq_parent[0],
+                op._seq_parent[1],
+                op._own[0],
+                op._own[1],
+                op.tables.weighted,
+                op._welfare_weight,
+                op.tables.terminal_row,
+            )
+            line["foll_mv"] = best_of(
+                lambda: po._following_matvec_parallel(
+                    *following, op._trigger_base[1], op._lambda_tau, 0.0, y, op._stacks, out, threads
+                ),
+                repeats,
+            )
             for i, t in enumerate(op.tables.players):
-                tables = (*op._trigger_work[i], t.first, t.pos, t.end, t.cum, t.term_ptr, t.term_weight,
-                          t.line_start, t.line_term, t.row_start, t.rows, op._trigger_base[i],
-                          op.triggers.block_start)
-                line[f"dev_mv{i}"] = best_of(lambda: po._deviation_matvec_parallel(*tables, y, out, threads),
-                                             repeats)
-                line[f"dev_rmv{i}"] = best_of(lambda: po._deviation_rmatvec_parallel(
-                    *tables, x, -1.0, out_y, threads), repeats)
-            line["foll_rmv"] = best_of(lambda: po._following_rmatvec_parallel(
-                *following, op._term_order, op._trigger_base[1], op.triggers.num_triggers, op._lambda_tau, 0.0,
-                x, -1.0, out_y), repeats)
+                tables = (
+                    *op._trigger_work[i],
+                    t.first,
+                    t.pos,
+                    t.end,
+                    t.cum,
+                    t.term_ptr,
+                    t.term_weight,
+                    t.line_start,
+                    t.line_term,
+                    t.row_start,
+                    t.rows,
+                    op._trigger_base[i],
+                    op.triggers.block_start,
+                )
+                line[f"dev_mv{i}"] = best_of(
+                    lambda: po._deviation_matvec_parallel(*tables, y, out, threads), repeats
+                )
+                line[f"dev_rmv{i}"] = best_of(
+                    lambda: po._deviation_rmatvec_parallel(*tables, x, -1.0, out_y, threads), repeats
+                )
+            line["foll_rmv"] = best_of(
+                lambda: po._following_rmatvec_parallel(
+                    *following,
+                    op._term_order,
+                    op._trigger_base[1],
+                    op.triggers.num_triggers,
+                    op._lambda_tau,
+                    0.0,
+                    x,
+                    -1.0,
+                    out_y,
+                ),
+                repeats,
+            )
         print(json.dumps(line), flush=True)
 
 

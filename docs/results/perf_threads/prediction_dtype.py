@@ -1,7 +1,8 @@
 """Iterations and time to a max deviation with PRM+'s prediction in bfloat16 (the code) or float32.
 
-    python docs/results/perf_threads/prediction_dtype.py bf16|f32 GAME TARGET [MAX_ITERATIONS]
+python docs/results/perf_threads/prediction_dtype.py bf16|f32 GAME TARGET [MAX_ITERATIONS]
 """
+
 import json
 import sys
 import time
@@ -21,6 +22,17 @@ solve(game, "rm", iterations=2)  # loads the cached kernels
 started = time.perf_counter()
 result = solve(game, "rm", target_gap=target, iterations=int(sys.argv[4]) if len(sys.argv) > 4 else 10_000)
 total = time.perf_counter() - started
-print(json.dumps({"mode": mode, "spec": spec, "target": target, "iterations": result.iterations,
-                  "gap": result.info["efce_gap"], "to_target_wall": round(total - result.setup_seconds, 2),
-                  "plan_violation": result.info["plan_violation"]}), flush=True)
+print(
+    json.dumps(
+        {
+            "mode": mode,
+            "spec": spec,
+            "target": target,
+            "iterations": result.iterations,
+            "gap": result.info["efce_gap"],
+            "to_target_wall": round(total - result.setup_seconds, 2),
+            "plan_violation": result.info["plan_violation"],
+        }
+    ),
+    flush=True,
+)

@@ -9,6 +9,7 @@ given thread count.  Prints one JSON line per run (iterations,
 line with the medians and the 2 / 1 ratio: the per-iteration cost averaged over the iterates a
 real run visits (``per_iteration.py`` times the first few iterations only, whose uniform points
 make ``A y`` touch every nonzero)."""
+
 import json
 import sys
 
@@ -28,9 +29,29 @@ for threads in order:
     r = solve_efce(game, model=model, target_gap=1e-3, threads=threads, rule="prm+")
     s = r.info["iteration_seconds"] / r.iterations
     per_iteration.setdefault(threads, []).append(s)
-    print(json.dumps({"spec": spec, "rule": "prm+", "threads": threads, "iterations": r.iterations, "status": r.status,
-                      "iteration_seconds": round(r.info["iteration_seconds"], 2), "seconds": round(r.seconds, 2),
-                      "seconds_per_iteration": round(s, 4)}), flush=True)
+    print(
+        json.dumps(
+            {
+                "spec": spec,
+                "rule": "prm+",
+                "threads": threads,
+                "iterations": r.iterations,
+                "status": r.status,
+                "iteration_seconds": round(r.info["iteration_seconds"], 2),
+                "seconds": round(r.seconds, 2),
+                "seconds_per_iteration": round(s, 4),
+            }
+        ),
+        flush=True,
+    )
 medians = {t: float(np.median(v)) for t, v in per_iteration.items()}
-print(json.dumps({"spec": spec, "median_1": medians.get(1), "median_2": medians.get(2),
-                  "ratio": medians[2] / medians[1] if 1 in medians and 2 in medians else None}))
+print(
+    json.dumps(
+        {
+            "spec": spec,
+            "median_1": medians.get(1),
+            "median_2": medians.get(2),
+            "ratio": medians[2] / medians[1] if 1 in medians and 2 in medians else None,
+        }
+    )
+)
