@@ -8,7 +8,8 @@ import re
 import sys
 import tomllib
 
-project = tomllib.load(open(sys.argv[1] if len(sys.argv) > 1 else "pyproject.toml", "rb"))["project"]
+with open(sys.argv[1] if len(sys.argv) > 1 else "pyproject.toml", "rb") as fh:
+    project = tomllib.load(fh)["project"]
 requirements = list(project["dependencies"]) + list(project["optional-dependencies"]["test"])
 for requirement in requirements:
     match = re.fullmatch(

@@ -18,11 +18,12 @@ one process are kept apart.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 
-from efce.games.game import Game
 from efce.errors import BackendError, GameError
+from efce.games.game import Game
 
 #: Payoffs beyond this magnitude make sums over terminals overflow or lose every digit of the
 #: other payoffs (the LP's welfare row adds all of them); such a game is refused up front.
@@ -165,6 +166,7 @@ class IsolatedWorker:
         """
         import pickle
         import select
+
         from efce.solvers.driver import stop_requested
 
         try:
@@ -192,10 +194,8 @@ class IsolatedWorker:
 
     def close(self):
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(BrokenPipeError):
                 self.proc.stdin.close()
-            except BrokenPipeError:
-                pass
             self.proc.wait()
 
     def __enter__(self):

@@ -37,11 +37,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from efce.errors import MemoryBudgetExceeded
 from efce.games.game import Game
-from efce.errors import GameError, MemoryBudgetExceeded
-from efce.games.resources.memory import check_budget, default_memory_budget, gib
 from efce.games.payoffs import terminal_map
 from efce.games.relevant import RelevantPairs, connected_infosets, count_relevant_pairs, relevant_pairs
+from efce.games.resources.memory import check_budget, default_memory_budget, gib
 from efce.polytopes.decompose import check_decomposable
 from efce.polytopes.vsf import VSFConstraints, vsf_constraints
 
@@ -59,7 +59,7 @@ CVXPY_FACTOR = 2.5
 class ModelTooLarge(MemoryBudgetExceeded):
     """The LP's estimated size exceeds the memory budget; ``estimate`` and ``budget`` say by how much."""
 
-    def __init__(self, message: str, estimate: "ModelSize", budget: int):
+    def __init__(self, message: str, estimate: ModelSize, budget: int):
         super().__init__(message)
         self.estimate = estimate
         self.budget = budget

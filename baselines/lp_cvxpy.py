@@ -12,16 +12,14 @@ import time
 
 import numpy as np
 
+from efce.errors import BackendError
 from efce.games.game import Game
 from efce.games.resources.memory import peak_rss_bytes
 from efce.solvers.result import SolveResult, TraceRow
 
-
 from .backends import Interrupted, call_solver, check_lp_inputs, must_isolate
-from efce.errors import BackendError
 from .efce_lp import CVXPY_FACTOR, EFCELP, build_efce_lp
 from .lp_highs import evaluate_plan, interrupted_result
-
 
 #: Accuracy settings for the first-order and splitting solvers, whose defaults (1e-4 .. 1e-3)
 #: are too loose for the 1e-6 max deviation the project asks of an LP solution; the user's own
@@ -58,6 +56,7 @@ def _solve_arrays(A_eq, b_eq, A_ge, b_ge, c, num_xi, solver, verbose, options):
         # Load OR-Tools' HiGHS before cvxpy's solver discovery tries highspy's (which then fails
         # to import here, expectedly: silence cvxpy's report of it).
         import logging
+
         import ortools.linear_solver.pywraplp  # noqa: F401
         import ortools.pdlp.python.pdlp  # noqa: F401
 

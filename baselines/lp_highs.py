@@ -11,12 +11,12 @@ import time
 
 import numpy as np
 
+from efce.errors import BackendError
 from efce.games.game import Game
 from efce.games.resources.memory import peak_rss_bytes
 from efce.solvers.result import SolveResult, TraceRow
 
 from .backends import Interrupted, call_solver, check_lp_inputs, must_isolate
-from efce.errors import BackendError
 from .efce_lp import EFCELP, build_efce_lp
 
 SOLVERS = ("choose", "simplex", "ipm", "ipx", "pdlp", "hipdlp")

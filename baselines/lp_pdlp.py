@@ -17,18 +17,17 @@ max deviation and the violation are at most ``tolerance`` at a stage PDLP calls 
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
+from efce.errors import BackendError
 from efce.games.game import Game
 from efce.games.resources.memory import check_budget, peak_rss_bytes
+from efce.solvers.driver import stop_requested
 from efce.solvers.result import SolveResult, TraceRow
 
-from efce.solvers.driver import stop_requested
-
 from .backends import Interrupted, IsolatedWorker, check_lp_inputs, must_isolate, stoppable
-from efce.errors import BackendError
 from .efce_lp import EFCELP, build_efce_lp, estimate_efce_lp
 
 #: Peak memory model of a PDLP run (model build + OR-Tools' copies + evaluation), calibrated on
@@ -361,7 +360,7 @@ def solve_lp_pdlp(
         )
     info["peak_memory_bytes"] = peak_rss_bytes()
     if status == "infeasible":
-        info["message"] = f"PDLP certifies that the EFCE LP is infeasible" + (
+        info["message"] = "PDLP certifies that the EFCE LP is infeasible" + (
             f" (no EFCE has welfare ≥ {welfare_threshold})" if welfare_threshold is not None else ""
         )
     return SolveResult("lp-pdlp", xi, status, iterations, setup_seconds, seconds, trace, info)

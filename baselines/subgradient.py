@@ -20,16 +20,15 @@ with disjoint supports is projected at once (exactly the sequential projections)
 from __future__ import annotations
 
 import time
-
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
 
 from efce.games.game import Game
-from efce.games.resources.memory import peak_rss_bytes
 from efce.games.payoffs import terminal_map
 from efce.games.relevant import relevant_pairs
+from efce.games.resources.memory import peak_rss_bytes
 from efce.polytopes.decompose import check_decomposable
 from efce.polytopes.vsf import vsf_constraints
 from efce.solvers.driver import IterationDriver

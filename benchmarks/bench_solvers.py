@@ -12,7 +12,6 @@ two sparse products with A; ``bytes_per_iteration`` counts the arrays those pass
 import time
 
 import numpy as np
-
 from bench_games import INSTANCES
 from harness import main, timed
 
@@ -32,8 +31,8 @@ def copy_bandwidth() -> float:
 def efce_case(kwargs, iterations):
     def run():
         from efce import games
-        from efce.solvers.methods.efce import build_efce_model, solve_efce
         from efce.solvers.evaluation.gaps import EFCEGapEvaluator
+        from efce.solvers.methods.efce import build_efce_model, solve_efce
 
         game = games.battleship(rows=3, cols=2, **kwargs)
         model, setup = timed(build_efce_model, game)

@@ -32,7 +32,6 @@ import os
 import sys
 import time
 
-
 LARGE = "battleship:rows=3,cols=2,ship_sizes=[2],shots=4"
 FIELDS = [
     "iteration",
@@ -72,12 +71,12 @@ def main() -> None:
         plot(args.out)
         return
 
-    from efce.games.resources.memory import available_memory_bytes, peak_memory_mib
+    from efce.experiments.solve import validate_options
     from efce.games.relevant import relevant_pairs
+    from efce.games.resources.memory import available_memory_bytes, peak_memory_mib
     from efce.games.spec import make_game
     from efce.polytopes.decompose import correlation_plan
     from efce.solvers.driver import stop_on_signals
-    from efce.experiments.solve import validate_options
     from efce.solvers.methods.efce import build_efce_model, estimate_efce_bytes, solve_efce
     from efce.solvers.regret.registry import make_rule
 

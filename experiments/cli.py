@@ -18,7 +18,7 @@ import os
 import re
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from efce.errors import EFCEError
 

@@ -106,7 +106,7 @@ def run_compare(args):
             "subgradient[step_size=1e-6,start=random])"
         )
     out_dirs = [args.out if len(games) == 1 else os.path.join(args.out, _slug(spec)) for spec in games]
-    for spec, out_dir in zip(games, out_dirs):  # every game checked before the first run
+    for spec, out_dir in zip(games, out_dirs, strict=True):  # every game checked before the first run
         check_compare_arguments(
             spec,
             methods,
@@ -118,7 +118,7 @@ def run_compare(args):
     summaries, texts = {}, []
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
     with stop_on_signals():
-        for spec, out_dir in zip(games, out_dirs):
+        for spec, out_dir in zip(games, out_dirs, strict=True):
             if stop_requested():
                 break
             summary = compare(
@@ -140,7 +140,9 @@ def run_compare(args):
     if len(games) > 1:
         # The games' panels side by side: Figure 3 of the paper with --preset paper.
         compared = [
-            d for spec, d in zip(games, out_dirs) if spec in summaries and not summaries[spec].get("unsaved")
+            d
+            for spec, d in zip(games, out_dirs, strict=True)
+            if spec in summaries and not summaries[spec].get("unsaved")
         ]
         figure = os.path.join(args.out, "figure.png")
         try:

@@ -61,6 +61,7 @@ def _cli_type(kind):
 def run_solve(args):
     """Solve a game with one method and report gaps, welfare and feasibility."""
     from efce.games.spec import make_game
+
     from .solve import validate_options
 
     options = {name: getattr(args, name) for name in OPTIONS}
@@ -139,6 +140,7 @@ def _write_device(game, point, path: str) -> int:
         More joint plans than :data:`solvers.evaluation.device.DEVICE_PLAN_LIMIT` (checked before expanding).
     """
     import json
+
     from efce.games.resources.atomic import atomic_open
     from efce.solvers.evaluation.device import check_device_size, device_to_dict
 

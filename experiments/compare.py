@@ -24,8 +24,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from efce.games.resources.atomic import atomic_open, atomic_savefig
 from efce.errors import GameError, OptionError
+from efce.games.resources.atomic import atomic_open, atomic_savefig
 from efce.games.spec import check_spec
 from efce.solvers.driver import graceful, stop_requested
 
@@ -506,7 +506,7 @@ def plot_games(out_dirs: list[str], path: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(out_dirs), figsize=(5.5 * len(out_dirs), 4.2), squeeze=False)
-    for ax, out_dir in zip(axes[0], out_dirs):
+    for ax, out_dir in zip(axes[0], out_dirs, strict=True):
         rows, summary = load_comparison(out_dir)
         missing = {
             m: _why_missing(run["status"], run["error"])
@@ -521,7 +521,10 @@ def plot_games(out_dirs: list[str], path: str) -> None:
 
 def summary_table(summary: dict) -> str:
     """Method, time to 1e-1/1e-2/1e-3, final gap, peak memory, status."""
-    head = f"{'method':<13}{'t(1e-1)':>10}{'t(1e-2)':>10}{'t(1e-3)':>10}{'final gap':>12}{'peak MiB':>10}  status"
+    head = (
+        f"{'method':<13}{'t(1e-1)':>10}{'t(1e-2)':>10}{'t(1e-3)':>10}"
+        f"{'final gap':>12}{'peak MiB':>10}  status"
+    )
     lines = [f"game: {summary['game']}", head, "-" * len(head)]
     for method, run in summary["methods"].items():
         times = [run["time_to_gap"].get(f"{t:g}") for t in THRESHOLDS]

@@ -13,11 +13,12 @@ from __future__ import annotations
 import math
 import numbers
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
+from efce.errors import OptionError
 from efce.games.game import Game
-from efce.errors import GameError, OptionError
 from efce.solvers.regret.registry import RULE_NAMES
 from efce.solvers.result import SolveResult
 
@@ -169,8 +170,8 @@ def _run_rm(game, *, progress, **o):
     from efce.solvers.regret.registry import make_rule
 
     if o["objective"] == "welfare":
-        from efce.solvers.regret.engine import thread_count
         from efce.solvers.methods.welfare import solve_optimal_welfare
+        from efce.solvers.regret.engine import thread_count
 
         # Each bisection step is one rm run, so --iterations caps a step (as it caps a plain run);
         # the bisection itself ends at the interval width, the time limit, or when no step decides.

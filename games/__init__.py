@@ -5,16 +5,20 @@ Generators: :func:`kuhn`, :func:`leduc`, :func:`goofspiel`, :func:`battleship`, 
 :func:`make_game` builds a game from a spec string such as ``kuhn:players=3,ranks=3``.
 """
 
-from .resources import numba_cache  # noqa: F401  (first: decides numba's cache before any kernel compiles)
+# First: decides numba's cache location before any kernel compiles.
+from .resources import numba_cache  # noqa: F401
+
+# isort: split
+from efce.errors import GameError
 from efce.games.generators.battleship import battleship
 from efce.games.generators.figures import farina_fig1, farina_fig2
-from .game import CHANCE, TERMINAL, ExplicitLabels, Game, Labels, SequenceSpace
-from efce.errors import GameError
 from efce.games.generators.goofspiel import goofspiel
 from efce.games.generators.kuhn import kuhn
 from efce.games.generators.leduc import leduc
-from .relevant import connected_infosets, count_relevant_pairs, relevant_pairs
 from efce.games.generators.sheriff import sheriff
+
+from .game import CHANCE, TERMINAL, ExplicitLabels, Game, Labels, SequenceSpace
+from .relevant import connected_infosets, count_relevant_pairs, relevant_pairs
 from .spec import make_game
 
 

@@ -17,9 +17,9 @@ Conventions
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -149,13 +149,13 @@ class Labels:
     """Names of players, infosets and actions.  The base class derives plain names; games read
     from files or built by generators supply their own (possibly lazily computed) names."""
 
-    def infoset(self, game: "Game", player: int, infoset: int) -> str:
+    def infoset(self, game: Game, player: int, infoset: int) -> str:
         return f"{player + 1}:{infoset}"
 
-    def actions(self, game: "Game", player: int, infoset: int) -> list[str]:
+    def actions(self, game: Game, player: int, infoset: int) -> list[str]:
         return [str(a) for a in range(int(game.sequences(player).infoset_num_actions[infoset]))]
 
-    def chance_actions(self, game: "Game", node: int) -> list[str]:
+    def chance_actions(self, game: Game, node: int) -> list[str]:
         return [str(a) for a in range(int(game.num_children[node]))]
 
 
@@ -181,7 +181,7 @@ class ExplicitLabels(Labels):
                 f"ExplicitLabels: {len(infoset_names)} players have infoset names "
                 f"but {len(action_names)} have action names"
             )
-        for p, (names, actions) in enumerate(zip(infoset_names, action_names)):
+        for p, (names, actions) in enumerate(zip(infoset_names, action_names, strict=True)):
             if len(names) != len(actions):
                 raise GameError(
                     f"ExplicitLabels: player {p + 1} has {len(names)} infoset names "
@@ -194,7 +194,7 @@ class ExplicitLabels(Labels):
         }
 
     @classmethod
-    def from_game(cls, game: Game) -> "ExplicitLabels":
+    def from_game(cls, game: Game) -> ExplicitLabels:
         """Materialize every name of ``game`` (whatever its labels class)."""
         infosets, actions = [], []
         for p in range(game.num_players):
@@ -267,7 +267,7 @@ class Game:
         comment: str = "",
         outcome_names=None,
         openspiel_actions=None,
-        finish: Callable[["Game"], dict] | None = None,
+        finish: Callable[[Game], dict] | None = None,
     ):
         self.num_players = int(num_players)
         self.name = name
@@ -329,9 +329,9 @@ class Game:
         name: str = "game",
         player_names: Sequence[str] | None = None,
         infoset_describer: Callable[[int, int], str] | None = None,
-        finish: Callable[["Game"], dict] | None = None,
+        finish: Callable[[Game], dict] | None = None,
         comment: str = "",
-    ) -> "Game":
+    ) -> Game:
         """Validate and canonicalize a tree given in any topological order.
 
         Parameters

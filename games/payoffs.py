@@ -10,11 +10,15 @@ correlation plan ξ (Farina et al. 2019, section 2.2) gives ``Σ_z p_c(z) u_i(z)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .game import Game
 from .relevant import require_two_players
+
+if TYPE_CHECKING:  # annotations only: importing scipy here would load it for every solve
+    import scipy.sparse as sp
 
 
 @dataclass(frozen=True, eq=False)

@@ -21,9 +21,10 @@ from functools import cached_property
 import numba
 import numpy as np
 
+from efce.errors import GameError
+
 from .arrays import find_in_row
 from .game import Game
-from efce.errors import GameError
 
 
 def require_two_players(game: Game, what: str) -> None:

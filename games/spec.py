@@ -23,13 +23,16 @@ import math
 import os
 import re
 
-from efce.games.generators import battleship as _battleship, figures as _figures
-from efce.games.generators import goofspiel as _goofspiel, kuhn as _kuhn, leduc as _leduc
+from efce.errors import GameError
+from efce.games.generators import battleship as _battleship
+from efce.games.generators import figures as _figures
+from efce.games.generators import goofspiel as _goofspiel
+from efce.games.generators import kuhn as _kuhn
+from efce.games.generators import leduc as _leduc
 from efce.games.generators import sheriff as _sheriff
 from efce.games.generators.params import NUMBER_LIMIT, Param  # Param: re-exported
 
 from .game import Game
-from efce.errors import GameError
 
 #: Generator name → "module:function" (the function is looked up on first use).
 GENERATORS: dict[str, str] = {

@@ -8,8 +8,9 @@
 * :mod:`polytopes.render` — text, fill-in grid and DAG views for teaching.
 """
 
-from .chain import SIMPLEX, SINGLETON, Chain
 from efce.errors import ChainError
+
+from .chain import SIMPLEX, SINGLETON, Chain
 from .decompose import check_decomposable, correlation_plan
 from .sequence_form import sequence_form
 from .verify import VerificationReport, verify

@@ -17,15 +17,15 @@ sources are all filled by earlier levels, which is what the vectorized passes it
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable
 
 import numba
 import numpy as np
 
-from efce.games.arrays import U, concat_ranges
 from efce.errors import ChainError
+from efce.games.arrays import U, concat_ranges
 
 SIMPLEX = 0
 SINGLETON = 1
@@ -111,14 +111,14 @@ class Chain:
             return int(np.flatnonzero(self.natural_entry == entry)[0])
         return int(entry)
 
-    def unlabelled(self) -> "Chain":
+    def unlabelled(self) -> Chain:
         """This chain's steps without natural labels (no ``entry_index``, ``natural_entry`` or
         ``describe_entry``): all a regret minimizer reads.  A solver runs on it so that no array
         per entry beyond the steps, and nothing a label function refers to, stays reachable
         from its engines.  Shares every array with this chain."""
         return dataclasses.replace(self, entry_index=None, natural_entry=None, describe_entry=str)
 
-    def labelled(self, natural_entry: np.ndarray, describe_entry: Callable[[int], str]) -> "Chain":
+    def labelled(self, natural_entry: np.ndarray, describe_entry: Callable[[int], str]) -> Chain:
         """This chain keeping ``natural_entry`` (natural index → entry, the inverse of
         ``entry_index``) instead of ``entry_index`` — one int per entry, not two, for a solver that
         needs one direction — and labelled by ``describe_entry``.  Shares every other array."""
@@ -257,9 +257,9 @@ class Chain:
         whose violation here is 0 satisfies Definition 3 exactly.  Nonzero violations are not
         the same numbers as :class:`polytopes.feasibility.FeasibilityCheck`'s (a Definition-3
         equation is a linear combination of step equations), which is why the solver still checks
-        the plan it reports with that independent check.  Unlike it it reads neither the relevant pairs nor a pair → entry map, only the
-        chain the solver already holds, so a solver can check its iterates while those arrays
-        are out of memory.
+        the plan it reports with that independent check.  Unlike it it reads neither the relevant
+        pairs nor a pair → entry map, only the chain the solver already holds, so a solver can
+        check its iterates while those arrays are out of memory.
 
         The steps are split into ranges of about equal work (targets plus sources) among numba's
         threads; each step's sums are computed by one thread in a fixed order and the result is

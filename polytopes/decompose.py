@@ -24,9 +24,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from efce.games.arrays import concat_ranges, find_in_row, lower_bound
-from efce.games.game import Game
 from efce.errors import GameError
+from efce.games.arrays import find_in_row, lower_bound
+from efce.games.game import Game
 from efce.games.relevant import RelevantPairs, connected_infosets, relevant_pairs
 
 from .chain import SIMPLEX, SINGLETON, Chain
@@ -65,8 +65,8 @@ def check_correlation_plan_budget(game: Game, memory_budget: int | None = None) 
     games.resources.memory.MemoryBudgetExceeded
         Naming the game and its number of relevant pairs.
     """
-    from efce.games.resources.memory import check_budget
     from efce.games.relevant import count_relevant_pairs
+    from efce.games.resources.memory import check_budget
 
     count = count_relevant_pairs(game)
     check_budget(

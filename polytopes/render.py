@@ -109,7 +109,7 @@ def entry_levels(chain: Chain) -> np.ndarray:
     return out
 
 
-def fill_grid(chain: Chain, game: "Game") -> tuple[list[str], list[str], np.ndarray]:
+def fill_grid(chain: Chain, game: Game) -> tuple[list[str], list[str], np.ndarray]:
     """``(labels1, labels2, grid)`` with ``grid[σ1, σ2]`` the fill-in phase of ``ξ[σ1, σ2]``
     (``level + 1``: ``ξ[∅, ∅]`` is phase 1, as in Figure 2 (right)) and 0 for irrelevant pairs.
 
@@ -134,7 +134,7 @@ def fill_grid(chain: Chain, game: "Game") -> tuple[list[str], list[str], np.ndar
     return list(game.sequence_labels(0)), list(game.sequence_labels(1)), grid
 
 
-def fill_grid_text(chain: Chain, game: "Game") -> str:
+def fill_grid_text(chain: Chain, game: Game) -> str:
     """:func:`fill_grid` as an aligned table: rows σ1, columns σ2, ``·`` for irrelevant pairs.
 
     For Figure 2's game::
@@ -149,20 +149,22 @@ def fill_grid_text(chain: Chain, game: "Game") -> str:
     corner = "σ1\\σ2"
     w_row = max([len(corner)] + [len(s) for s in labels1])
     widths = [max([len(lab)] + [len(r[j]) for r in cells]) for j, lab in enumerate(labels2)]
-    lines = [" ".join([f"{corner:>{w_row}}"] + [f"{lab:>{w}}" for lab, w in zip(labels2, widths)])]
-    for lab, row in zip(labels1, cells):
-        lines.append(" ".join([f"{lab:>{w_row}}"] + [f"{c:>{w}}" for c, w in zip(row, widths)]))
+    lines = [
+        " ".join([f"{corner:>{w_row}}"] + [f"{lab:>{w}}" for lab, w in zip(labels2, widths, strict=True)])
+    ]
+    for lab, row in zip(labels1, cells, strict=True):
+        lines.append(" ".join([f"{lab:>{w_row}}"] + [f"{c:>{w}}" for c, w in zip(row, widths, strict=True)]))
     return "\n".join(lines)
 
 
 def fill_grid_figure(
     chain: Chain,
-    game: "Game",
-    ax: "Axes | None" = None,
+    game: Game,
+    ax: Axes | None = None,
     *,
     annotate: bool | None = None,
     cmap: str = "viridis",
-) -> "Figure":
+) -> Figure:
     """Draw :func:`fill_grid` (Figure 2, right): cells colored by fill-in phase with the phase
     number inside, irrelevant pairs grey and hatched, rows σ1 and columns σ2.
 
@@ -196,14 +198,14 @@ def fill_grid_figure(
         aspect="auto",
     )
     relevant = grid > 0
-    for i, j in zip(*np.nonzero(~relevant)):
+    for i, j in zip(*np.nonzero(~relevant), strict=True):
         ax.add_patch(
             Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.85", edgecolor="0.6", hatch="//", linewidth=0.0)
         )
     if annotate is None:
         annotate = int(relevant.sum()) <= MAX_ANNOTATED_CELLS
     if annotate:
-        for i, j in zip(*np.nonzero(relevant)):
+        for i, j in zip(*np.nonzero(relevant), strict=True):
             v = int(grid[i, j])
             dark = colors[v - 1][:3] @ np.array([0.299, 0.587, 0.114]) < 0.5
             ax.text(j, i, str(v), ha="center", va="center", color="white" if dark else "black")
@@ -222,7 +224,7 @@ def fill_grid_figure(
 
 
 # ---------------------------------------------------------------------------------- DAG
-def chain_dag(chain: Chain) -> "nx.DiGraph":
+def chain_dag(chain: Chain) -> nx.DiGraph:
     """The steps of ``chain`` as a DAG.
 
     Nodes: ``"root"`` (the constant entry, level 0) and one node ``k`` per step (0-based, step
@@ -252,11 +254,13 @@ def chain_dag(chain: Chain) -> "nx.DiGraph":
     kinds = np.where(chain.kind == SINGLETON, "singleton", "simplex")
     g.add_nodes_from(
         (k, {"kind": str(kinds[k]), "size": int(s), "level": int(lv), "label": chain.step_description(k)})
-        for k, (s, lv) in enumerate(zip(chain.step_size.tolist(), np.asarray(chain.level).tolist()))
+        for k, (s, lv) in enumerate(
+            zip(chain.step_size.tolist(), np.asarray(chain.level).tolist(), strict=True)
+        )
     )
     g.add_edges_from(
         ("root" if a < 0 else a, b, {"entries": c})
-        for a, b, c in zip(u.tolist(), v.tolist(), counts.tolist())
+        for a, b, c in zip(u.tolist(), v.tolist(), counts.tolist(), strict=True)
     )
     return g
 

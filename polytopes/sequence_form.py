@@ -7,7 +7,7 @@ Farina, Ling, Fang, Sandholm 2019, section 3.1: starting from ``x[∅] = 1``, ev
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

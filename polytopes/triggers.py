@@ -114,7 +114,7 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
     for i in (0, 1):
         space = game.sequences(i)
         tree = space.tree
-        pos, pre, sub_lo, sub_hi = tree.position, tree.preorder, tree.subtree_lo, tree.subtree_hi
+        pos, pre, sub_hi = tree.position, tree.preorder, tree.subtree_hi
         k = space.infoset_num_actions.astype(np.int64)
         # Sequences laid out in preorder of their infosets.
         pre_k = k[pre]
@@ -153,7 +153,7 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
     block_starts, preorder_starts = [], []
     next_entry = 1 + num_triggers
     trigger_base = 0
-    for i, b in enumerate(blocks):
+    for b in blocks:
         space = b["space"]
         n_trig = len(b["start_inf"])
         n_inf = b["end_inf"] - b["start_inf"]

@@ -14,6 +14,7 @@ both use it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from efce.games.game import Game
 from efce.games.relevant import RelevantPairs, connected_infosets, relevant_pairs
 
 from .decompose import check_decomposable
+
+if TYPE_CHECKING:  # annotations only: importing scipy here would load it for every solve
+    import scipy.sparse as sp
 
 
 @dataclass(frozen=True, eq=False)

@@ -40,7 +40,7 @@ import math
 import signal
 import threading
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from .result import TraceRow
 
@@ -229,12 +229,12 @@ class IterationDriver:
         speed can be read from any trace.
 
         ``aim = (gap, target)``: the quantity the method's stopping rule compares, and its
-        target (``None``: no target, nothing to aim at).  While the gap is above the target and falling, the next checkpoint moves forward
-        to the iteration where the power law through this and the previous aimed checkpoint,
-        ``gap(t) = gap · (t / t_now)^b``, meets the target: ``t* = t_now · (target/gap)^(1/b)``,
-        rounded up, but at least ``(growth − 1) / AIM_SPLIT · t_now`` later and never later
-        than the geometric schedule (with ``check_every`` the schedule is the caller's and
-        stays)."""
+        target (``None``: no target, nothing to aim at).  While the gap is above the target and
+        falling, the next checkpoint moves forward to the iteration where the power law through
+        this and the previous aimed checkpoint, ``gap(t) = gap · (t / t_now)^b``, meets the
+        target: ``t* = t_now · (target/gap)^(1/b)``, rounded up, but at least
+        ``(growth − 1) / AIM_SPLIT · t_now`` later and never later than the geometric schedule
+        (with ``check_every`` the schedule is the caller's and stays)."""
         row.extra.setdefault("iteration_seconds", self.iteration_seconds)
         self.trace.append(row)
         if self.progress is not None:

@@ -10,8 +10,8 @@ their own code).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import time
+from pathlib import Path
 
 import pytest
 

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-import efce
-
 #: Modules whose examples are known to be stale, with the reason (kept short: fix, then remove).
 KNOWN_STALE: dict[str, str] = {}
 

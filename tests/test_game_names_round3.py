@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -45,7 +46,7 @@ def test_a_folder_named_like_a_built_in_game_does_not_shadow_it(tmp_path, monkey
 
 def test_a_path_must_end_in_efg_or_contain_a_slash(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "mygame").write_text(open(TWINS).read())
+    (tmp_path / "mygame").write_text(Path(TWINS).read_text())
     with pytest.raises(
         GameError,
         match=r"unknown game 'mygame'.*'mygame' exists, but a path must "

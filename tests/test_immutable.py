@@ -39,7 +39,7 @@ def _refuses_writes(obj):
 def test_games_refuse_writes_after_construction(game):
     if game.num_players == 2:
         games.connected_infosets(game)  # derived facts are computed views, not assignments
-    game.depth, game.reach_chance
+    _ = game.depth, game.reach_chance
     _refuses_writes(game)
     with pytest.raises(AttributeError):
         del game.name
@@ -55,11 +55,11 @@ def test_chains_and_minimizers_refuse_writes():
     game = games.farina_fig1()
     chains = [sequence_form(game.sequences(0)), correlation_plan(game), trigger_deviations(game).chain]
     for chain in chains:
-        chain.levels, chain.step_order  # lazily computed views
+        _ = chain.levels, chain.step_order  # lazily computed views
         _refuses_writes(chain)
         for backend in ("compiled", "numpy"):
             minimizer = chain_minimizer(chain, "rm", backend=backend)
-            minimizer.recommend(minimizer.init()), minimizer.segments
+            _ = minimizer.recommend(minimizer.init()), minimizer.segments
             _refuses_writes(minimizer)
 
 
@@ -72,7 +72,8 @@ def test_no_library_code_writes_through_dict_or_object_setattr():
             for name in files:
                 if name.endswith(".py"):
                     path = os.path.join(base, name)
-                    text = open(path, encoding="utf-8").read()
+                    with open(path, encoding="utf-8") as fh:
+                        text = fh.read()
                     for needle in ('.__dict__["', "object.__setattr__(self"):
                         if needle in text:
                             offenders.append(f"{os.path.relpath(path, ROOT)}: {needle}")

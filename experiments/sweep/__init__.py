@@ -35,55 +35,33 @@ The package follows the stages of a sweep: :mod:`.grid` (the sweep file and its 
 the :func:`sweep` entry), :mod:`.aggregation` (tables) and :mod:`.plots`.
 """
 
-from efce.errors import SweepError  # noqa: F401  (re-exported: its old home)
+from efce.errors import SweepError
 
-from .grid import (
-    LIMIT_KEYS,
-    MAX_RUNS,
-    Run,
-    START_TOPIC,
-    STOP_POLL_SECONDS,
-    SWEEP_KEYS,
-    Sweep,
-    _games,
-    _limits,
-    _methods,
-    _option_grid,
-    _seeds,
-    _slug,
-    load_sweep,
-    run_key,
-)  # noqa: F401
-from .runs import _announce_start, _stop_poller, execute_run, read_trace  # noqa: F401
-from .storage import finished, load_records, runs_folder, write_record  # noqa: F401
-from .execution import (
-    SCHEDULER_TIMEOUT,
-    _check_reachable,
-    _execute,
-    _record,
-    _workers_ignore_sigint,
-    check_sweep_arguments,
-    dask_client,
-    default_workers,
-    sweep,
-)  # noqa: F401
 from .aggregation import (
     GAP_COLUMNS,
     SweepTable,
-    _cell,
-    _final,
-    _mean_std,
-    _options_text,
-    _series_options,
-    _time_to,
     aggregate,
     markdown_table,
     option_columns,
     shown_options,
     text_table,
     write_table,
-)  # noqa: F401
-from .plots import _draw_band, _series_label, plot_sweep, seed_band  # noqa: F401
+)
+from .execution import SCHEDULER_TIMEOUT, check_sweep_arguments, dask_client, default_workers, sweep
+from .grid import (
+    LIMIT_KEYS,
+    MAX_RUNS,
+    START_TOPIC,
+    STOP_POLL_SECONDS,
+    SWEEP_KEYS,
+    Run,
+    Sweep,
+    load_sweep,
+    run_key,
+)
+from .plots import plot_sweep, seed_band
+from .runs import execute_run, read_trace
+from .storage import finished, load_records, runs_folder, write_record
 
 __all__ = [
     "GAP_COLUMNS",

@@ -6,13 +6,11 @@ import csv
 import json
 import math
 import os
-import time
 
 from efce.games.resources.atomic import atomic_open
 
 from ..compare import THRESHOLDS
 from .storage import finished
-
 
 #: Final values aggregated over seeds: the trace's last gap (EFCE max deviation; exploitability
 #: for cfr/cfr+) and the solve JSON's gaps.

@@ -9,15 +9,15 @@ import re
 import time
 import uuid
 
-from efce.games.resources.atomic import atomic_open
 from efce.errors import OptionError, SweepError
+from efce.games.resources.atomic import atomic_open
 from efce.solvers.driver import graceful, stop_requested
 
 from ..compare import SUCCESS_STATUSES
 from ..paths import check_output_folder
 from ..solve import check_folder_argument, describe_value, is_integer
 from .aggregation import SweepTable, aggregate, write_table
-from .grid import Run, START_TOPIC, load_sweep
+from .grid import START_TOPIC, Run, load_sweep
 from .plots import plot_sweep
 from .runs import execute_run
 from .storage import finished, load_records, runs_folder, write_record

@@ -8,7 +8,6 @@ import json
 import math
 import os
 import re
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +16,6 @@ from efce.errors import GameError, OptionError, SweepError
 from ..compare import check_game, option_arguments
 from ..harness import MAX_MEMORY_LIMIT_GIB, efce_command
 from ..solve import METHODS, describe_value, is_integer, is_real, validate_options
-
 
 #: Top-level keys of a sweep file.
 SWEEP_KEYS = ("name", "games", "methods", "seeds", "limits", "options")
@@ -323,4 +321,4 @@ def _option_grid(method: str, axes) -> list[dict[str, Any]]:
         if not value:
             raise SweepError(f"[options.{method}]: {name} is an empty list")
         values.append(value)
-    return [dict(zip(names, combo)) for combo in itertools.product(*values)]
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]

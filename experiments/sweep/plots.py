@@ -47,18 +47,18 @@ def seed_band(records: list[dict], metric: str = "gap", x: str = "iterations"):
 def _draw_band(ax, band, label):
     xs, mean, std = band
     floor = 1e-12
-    points = [(x, m, s) for x, m, s in zip(xs, mean, std) if x > 0]
+    points = [(x, m, s) for x, m, s in zip(xs, mean, std, strict=True) if x > 0]
     if not points:
         return
-    xs, mean, std = zip(*points)
+    xs, mean, std = zip(*points, strict=True)
     (line,) = ax.plot(
         xs, [max(m, floor) for m in mean], "o-" if len(xs) < 3 else "-", markersize=3, label=label
     )
     if any(std):
         ax.fill_between(
             xs,
-            [max(m - s, floor) for m, s in zip(mean, std)],
-            [max(m + s, floor) for m, s in zip(mean, std)],
+            [max(m - s, floor) for m, s in zip(mean, std, strict=True)],
+            [max(m + s, floor) for m, s in zip(mean, std, strict=True)],
             alpha=0.2,
             color=line.get_color(),
         )
@@ -105,11 +105,11 @@ def plot_sweep(source, folder: str) -> list[str]:
         fig, axes = plt.subplots(1, 2, figsize=(11, 4))
         for name in series:
             members = [r for r in records if r["game"] == game and _series_label(r) == name]
-            for ax, x in zip(axes, ("iterations", "seconds")):
+            for ax, x in zip(axes, ("iterations", "seconds"), strict=True):
                 band = seed_band(members, "gap", x) if members else None
                 if band:
                     _draw_band(ax, band, f"{name} ({len(members)} run{'s' if len(members) > 1 else ''})")
-        for ax, x in zip(axes, ("iterations", "runtime [s]")):
+        for ax, x in zip(axes, ("iterations", "runtime [s]"), strict=True):
             ax.set_xscale("log" if x == "iterations" else "linear")
             ax.set_yscale("log")
             ax.set_xlabel(x)

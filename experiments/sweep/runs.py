@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import tempfile
 import time
 
-from efce.solvers.driver import stop_requested
-
 from ..compare import child_status, child_timeout
 from ..harness import run_child
-from .grid import Run, START_TOPIC, STOP_POLL_SECONDS
+from .grid import START_TOPIC, STOP_POLL_SECONDS, Run
 
 
 def read_trace(path: str) -> list[dict]:
@@ -94,10 +93,9 @@ def _stop_poller(name: str | None):
         now = time.monotonic()
         if not state["set"] and now - state["checked"] >= STOP_POLL_SECONDS:
             state["checked"] = now
-            try:
+            # scheduler unreachable for a moment: the run goes on
+            with contextlib.suppress(Exception):
                 state["set"] = event.is_set()
-            except Exception:  # scheduler unreachable for a moment: the run goes on
-                pass
         return state["set"]
 
     return poll

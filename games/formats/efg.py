@@ -44,12 +44,11 @@ from __future__ import annotations
 import os
 import re
 from fractions import Fraction
-from typing import Sequence
 
 import numpy as np
 
-from efce.games.game import CHANCE, MAX_ABS_PAYOFF, PROBABILITY_TOLERANCE, TERMINAL, ExplicitLabels, Game
 from efce.errors import GameError
+from efce.games.game import CHANCE, MAX_ABS_PAYOFF, PROBABILITY_TOLERANCE, TERMINAL, ExplicitLabels, Game
 
 __all__ = ["load", "loads", "save", "dumps"]
 
@@ -405,8 +404,8 @@ class _Parser:
         name = self.next().text
         names, probs_lines = self.parse_action_list("infoset name", with_probs=True)
         probs = [q for q, _ in probs_lines]
-        where = f"chance node {_quote(node_name)}" if node_name else f"the chance node"
-        for a, (q, qline) in zip(names, probs_lines):
+        where = f"chance node {_quote(node_name)}" if node_name else "the chance node"
+        for a, (q, qline) in zip(names, probs_lines, strict=True):
             if q < 0:
                 raise self.error(
                     qline,
@@ -488,7 +487,7 @@ class _Parser:
         self.last_outcome_name = self.outcome_names.get(number, "")
         if acc is None:
             return payoffs
-        return tuple(a + b for a, b in zip(acc, payoffs))
+        return tuple(a + b for a, b in zip(acc, payoffs, strict=True))
 
     def check_recall(self, p: int, number: int, hist, line: int) -> None:
         own = hist[p]
@@ -691,7 +690,7 @@ def dumps(game: Game) -> str:
             chance_number += 1
             names = labels.chance_actions(game, v)
             probs = game.chance_prob[first : first + k]
-            body = " ".join(f"{_quote(a)} {_format_number(q)}" for a, q in zip(names, probs))
+            body = " ".join(f"{_quote(a)} {_format_number(q)}" for a, q in zip(names, probs, strict=True))
             out.append(f'c "" {chance_number} "" {{ {body} }} 0')
         else:
             i = int(infoset[v])

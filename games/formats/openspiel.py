@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from efce.games.formats.efg import _bfs_infoset_keys
-from efce.games.game import ExplicitLabels
-from efce.games.game import CHANCE, TERMINAL, Game
 from efce.errors import GameError
+from efce.games.formats.efg import _bfs_infoset_keys
+from efce.games.game import CHANCE, TERMINAL, ExplicitLabels, Game
 
 __all__ = ["from_openspiel"]
 

@@ -14,13 +14,13 @@ checks it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
-from efce.games.game import CHANCE, TERMINAL, Game, Labels
 from efce.errors import GameError
+from efce.games.game import CHANCE, TERMINAL, Game, Labels
 
 
 @dataclass

@@ -30,11 +30,9 @@ Payoffs are written (Player 1, Player 2).
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from efce.games.game import TERMINAL, ExplicitLabels, Game
-
 
 #: Parameters of a game spec string (type and range; defaults: the function's own), read by
 #: :data:`efce.games.spec.PARAMETERS`.
@@ -49,7 +47,7 @@ def _tree_game(
 ) -> Game:
     """``nodes``: (parent, action, player, infoset_key) in a topological order; terminals use
     player TERMINAL and take their payoffs from ``payoffs`` in order of appearance."""
-    parent, action, player, key = (np.array(col, dtype=np.int64) for col in zip(*nodes))
+    parent, action, player, key = (np.array(col, dtype=np.int64) for col in zip(*nodes, strict=True))
     infoset_names, action_names = labels
 
     def finish(game: Game) -> dict:

@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from efce.games.generators.builder import Expansion, build_game
-from efce.games.resources.estimate import check_size
-from efce.games.game import CHANCE, TERMINAL, Game
 from efce.errors import GameError
+from efce.games.game import CHANCE, TERMINAL, Game
+from efce.games.generators.builder import Expansion, build_game
 from efce.games.generators.params import Param
+from efce.games.resources.estimate import check_size
 
 _PRIZE_ORDERS = ("random", "sorted")
 

@@ -41,11 +41,11 @@ from itertools import product
 
 import numpy as np
 
-from efce.games.generators.builder import Expansion, build_game, edges_from_counts
-from efce.games.resources.estimate import check_size
-from efce.games.game import CHANCE, TERMINAL, Game
 from efce.errors import GameError
+from efce.games.game import CHANCE, TERMINAL, Game
+from efce.games.generators.builder import Expansion, build_game, edges_from_counts
 from efce.games.generators.params import Param
+from efce.games.resources.estimate import check_size
 
 # Action codes (edge labels) of betting actions.
 FOLD, CHECK, CALL, BET, RAISE = range(5)

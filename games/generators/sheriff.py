@@ -32,11 +32,11 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from efce.games.generators.builder import Expansion, build_game, edges_from_counts
-from efce.games.resources.estimate import check_size
-from efce.games.game import TERMINAL, Game
 from efce.errors import GameError
+from efce.games.game import TERMINAL, Game
+from efce.games.generators.builder import Expansion, build_game, edges_from_counts
 from efce.games.generators.params import Param
+from efce.games.resources.estimate import check_size
 
 SMUGGLER, SHERIFF = 0, 1
 

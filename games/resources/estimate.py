@@ -25,7 +25,7 @@ import math
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from itertools import product
 
 #: Peak bytes per node of building a game and reading its sizes (builder states, observation
@@ -108,8 +108,8 @@ def check_estimate(estimate: SizeEstimate, display: str, budget: int | None = No
     games.resources.memory.MemoryBudgetExceeded
         Over the budget, or only a lower bound is known.
     """
-    from efce.games.resources.memory import check_budget, gib
     from efce.errors import MemoryBudgetExceeded
+    from efce.games.resources.memory import check_budget, gib
 
     check_budget(estimate.bytes, f"game {display} ({estimate.describe()})", budget)
     if estimate.lower_bound:
@@ -221,7 +221,7 @@ def _fleet_prefixes(rows: int, cols: int, sizes: list[int]) -> list[int] | None:
     class TooMany(Exception):
         pass
 
-    @lru_cache(maxsize=None)
+    @cache
     def completable(k: int, occupied: int) -> bool:
         nonlocal visited
         visited += 1
@@ -333,7 +333,7 @@ def _leduc(
                 return p
         return actor
 
-    @lru_cache(maxsize=None)
+    @cache
     def round_tree(
         second: bool, cur: int, folded: int, matched: int, raises: int, praises: tuple, calls: int
     ):

@@ -250,7 +250,7 @@ class ParkedArrays:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
 
-    def __enter__(self) -> "ParkedArrays":
+    def __enter__(self) -> ParkedArrays:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from efce.games.game import Game
 from efce.errors import GameError
+from efce.games.game import Game
 
 #: Tolerance on the probabilities of a device summing to one.
 DEVICE_TOLERANCE = 1e-9
@@ -122,7 +122,7 @@ class Device:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_counts(cls, plans, counts, merge: bool = True) -> "Device":
+    def from_counts(cls, plans, counts, merge: bool = True) -> Device:
         """Empirical distribution: ``counts[k]`` occurrences of joint plan ``plans[k]``."""
         plans = np.asarray(plans, dtype=np.int64)
         counts = np.asarray(counts, dtype=np.float64)
@@ -137,7 +137,7 @@ class Device:
         return dev.merged() if merge else dev
 
     @classmethod
-    def from_player_plans(cls, game: Game, player_plans, probs) -> "Device":
+    def from_player_plans(cls, game: Game, player_plans, probs) -> Device:
         """``player_plans[i]`` : int[K, num_infosets(i)] → one joint-plan matrix."""
         return cls(np.concatenate([np.asarray(p, dtype=np.int64) for p in player_plans], axis=1), probs)
 
@@ -146,7 +146,7 @@ class Device:
         off = infoset_offsets(game)
         return self.plans[:, off[player] : off[player + 1]]
 
-    def merged(self) -> "Device":
+    def merged(self) -> Device:
         """Merge identical rows (summing probabilities); drops zero-probability rows."""
         keep = self.probs > 0
         plans, probs = self.plans[keep], self.probs[keep]
@@ -156,7 +156,7 @@ class Device:
         merged = np.bincount(inverse.ravel(), weights=probs, minlength=len(uniq))
         return Device(uniq, merged)
 
-    def reduced(self, game: Game) -> "Device":
+    def reduced(self, game: Game) -> Device:
         """Set actions at infosets a player's own plan does not reach to ``-1`` and merge."""
         plans = self.plans.copy()
         off = infoset_offsets(game)
@@ -167,7 +167,7 @@ class Device:
         return Device(plans, self.probs).merged()
 
     # ------------------------------------------------------------------ checks
-    def validate(self, game: Game) -> "Device":
+    def validate(self, game: Game) -> Device:
         off = infoset_offsets(game)
         if self.plans.shape[1] != off[-1]:
             raise GameError(
@@ -480,6 +480,6 @@ def device_to_dict(game: Game, device: Device) -> dict:
         plans = []
         for p in range(game.num_players):
             row = device.plans[k, off[p] : off[p + 1]]
-            plans.append({lab: acts[max(int(a), 0)] for (lab, acts), a in zip(labels[p], row)})
+            plans.append({lab: acts[max(int(a), 0)] for (lab, acts), a in zip(labels[p], row, strict=True)})
         out.append({"p": float(device.probs[k]), "plans": plans})
     return {"device": out}

@@ -33,8 +33,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from efce.games.game import CHANCE, Game
-
+from efce.games.game import Game
 from efce.solvers.evaluation.device import Device, infoset_offsets, plays_sequences
 
 
@@ -157,7 +156,7 @@ class FactoredDevice:
     probs: np.ndarray
 
     @classmethod
-    def from_device(cls, game: Game, device: Device) -> "FactoredDevice":
+    def from_device(cls, game: Game, device: Device) -> FactoredDevice:
         off = infoset_offsets(game)
         tables, ids = [], []
         for p in range(game.num_players):
@@ -277,16 +276,20 @@ class DeviceGapEvaluator:
             efce_g.append(ef)
             efcce_g.append(ecc)
             nf_g[i] = nf
-        best = lambda arrs: max((float(a.max()) if a.size else -np.inf) for a in arrs)
         return DeviceGaps(
-            efce=max(0.0, best(efce_g)),
-            efcce=max(0.0, best(efcce_g)),
+            efce=max(0.0, _largest(efce_g)),
+            efcce=max(0.0, _largest(efcce_g)),
             nfcce=max(0.0, float(nf_g.max())),
             utilities=utilities,
             efce_gains=efce_g,
             efcce_gains=efcce_g,
             nfcce_gains=nf_g,
         )
+
+
+def _largest(arrays: list[np.ndarray]) -> float:
+    """The largest entry of any of ``arrays`` (−inf when all are empty)."""
+    return max((float(a.max()) if a.size else -np.inf) for a in arrays)
 
 
 def _induction(t: _PlayerTables, L: np.ndarray, F: np.ndarray):
@@ -306,9 +309,9 @@ def _induction(t: _PlayerTables, L: np.ndarray, F: np.ndarray):
     efcce = np.zeros(space.num_infosets)
     if space.num_infosets:
         seqs = np.arange(1, S)
-        I = space.seq_infoset[1:]
-        slot = space.infoset_depth[I] + 1
-        efce[1:] = V[I, slot, space.seq_action[1:]] - F[1:]
+        infoset = space.seq_infoset[1:]
+        slot = space.infoset_depth[infoset] + 1
+        efce[1:] = V[infoset, slot, space.seq_action[1:]] - F[1:]
         follow_cc = np.add.reduceat(F[1:], space.infoset_first_seq - 1)
         Js = np.arange(space.num_infosets)
         efcce = V[Js, space.infoset_depth + 1, t.A] - follow_cc

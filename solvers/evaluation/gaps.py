@@ -27,7 +27,6 @@ import numpy as np
 from efce.games.arrays import balanced_part
 from efce.games.game import Game
 from efce.games.relevant import RelevantPairs, relevant_pairs, require_two_players
-
 from efce.solvers.evaluation.payoff_operator import TriggerTables, trigger_tables
 
 

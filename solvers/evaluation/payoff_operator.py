@@ -29,6 +29,7 @@ the gap evaluator (:mod:`solvers.gaps`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
@@ -39,6 +40,9 @@ from efce.games.payoffs import terminal_map
 from efce.games.relevant import RelevantPairs, pair_positions
 from efce.polytopes.chain import index_dtype
 from efce.polytopes.triggers import TriggerSpace
+
+if TYPE_CHECKING:  # annotations only: importing scipy here would load it for every solve
+    import scipy.sparse as sp
 
 
 @dataclass(frozen=True, eq=False)

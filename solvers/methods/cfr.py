@@ -16,18 +16,17 @@ import time
 
 import numpy as np
 
-from efce.games.game import Game
 from efce.errors import GameError
+from efce.games.game import Game
 from efce.games.payoffs import sequence_form_payoffs
 from efce.polytopes.sequence_form import sequence_form
-
+from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.best_response import best_response
+from efce.solvers.methods.selfplay import SelfPlay
 from efce.solvers.regret.engine import ChainEngine, minimizer_factory
 from efce.solvers.regret.local import LocalRule, RegretMatching
-from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.regret.protocol import MinimizerFactory
 from efce.solvers.result import SolveResult, TraceRow
-from efce.solvers.methods.selfplay import SelfPlay
 
 
 def exploitability(game: Game, strategies, payoffs=None) -> tuple[float, np.ndarray]:

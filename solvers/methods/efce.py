@@ -25,30 +25,28 @@ itself, matrix-free (:mod:`polytopes.feasibility`).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 import numpy as np
 
 from efce.games.game import Game
-from efce.games.resources.memory import ParkedArrays, check_budget, release_free_memory
 from efce.games.relevant import RelevantPairs, count_relevant_pairs, relevant_pairs
+from efce.games.resources.memory import ParkedArrays, check_budget, release_free_memory
 from efce.polytopes.chain import Chain, index_dtype
 from efce.polytopes.decompose import PairNames, check_decomposable, correlation_plan
 from efce.polytopes.feasibility import FeasibilityCheck
 from efce.polytopes.triggers import TriggerSpace, trigger_deviations
 from efce.polytopes.triggers import triggers_above as count_triggers_above
-
 from efce.solvers.driver import IterationDriver, ProgressCallback
-from efce.solvers.regret.engine import ChainEngine, chain_minimum, minimizer_factory, on_threads
-from efce.solvers.methods.selfplay import SelfPlay
 from efce.solvers.evaluation.gaps import EFCEGapEvaluator, GapReport
 from efce.solvers.evaluation.payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
+from efce.solvers.methods.selfplay import SelfPlay
+from efce.solvers.regret.engine import ChainEngine, chain_minimum, minimizer_factory, on_threads
 from efce.solvers.regret.local import LocalRule, RegretMatching
 from efce.solvers.regret.protocol import MinimizerFactory
 from efce.solvers.result import SolveResult, TraceRow
-
 
 #: Weight ``t^p`` of iteration ``t`` in the average plan, per averaging scheme.
 AVERAGING = {"uniform": 0.0, "linear": 1.0, "quadratic": 2.0}
@@ -427,7 +425,8 @@ def saddle_point_gap(model: EFCEModel, values: np.ndarray, scale: float, work: n
 
     .. math::
 
-        \\max\\Big(0, \\max_{y ∈ Y} ξ^⊤ A y\\Big) = \\max\\Big(0, -\\min_{y ∈ Y} \\langle -A^⊤ ξ, y \\rangle\\Big),
+        \\max\\Big(0, \\max_{y ∈ Y} ξ^⊤ A y\\Big)
+        = \\max\\Big(0, -\\min_{y ∈ Y} \\langle -A^⊤ ξ, y \\rangle\\Big),
 
     since ``ξᵀ A y`` at the vertex of ``Y`` that triggers ``σ̂`` and plays a deviation is that
     deviation's gain (Farina, Ling, Fang, Sandholm 2019, section 2.3; module docstring), so the

@@ -29,13 +29,12 @@ import time
 
 import numpy as np
 
-from efce.games.game import Game
 from efce.errors import GameError
+from efce.games.game import Game
 from efce.games.payoffs import terminal_map
-
+from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.device_gaps import FactoredDevice, evaluator
 from efce.solvers.regret.internal import BlumMansour
-from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.regret.local import LocalRule, RegretMatching, Segments
 from efce.solvers.regret.registry import as_rule
 from efce.solvers.result import SolveResult, TraceRow
@@ -161,12 +160,12 @@ class _Learner:
             anc_act[live, d[live] - 1] = space.seq_action[s[live]]
             s[live] = space.seq_parent[s[live]]
             d[live] -= 1
-        I, j, b = np.nonzero(np.ones_like(self.ext_table, dtype=bool))
-        valid = (anc_inf[I, j] >= 0) & (b < self.A[np.maximum(anc_inf[I, j], 0)]) & (b != anc_act[I, j])
-        I, j, b = I[valid], j[valid], b[valid]
-        self.ext_table[I, j, b] = np.arange(len(I))
-        self.ext_seg = Segments.from_sizes(self.A[I]) if len(I) else Segments.from_sizes([])
-        self.ext_infoset = I
+        inf, j, b = np.nonzero(np.ones_like(self.ext_table, dtype=bool))
+        valid = (anc_inf[inf, j] >= 0) & (b < self.A[np.maximum(anc_inf[inf, j], 0)]) & (b != anc_act[inf, j])
+        inf, j, b = inf[valid], j[valid], b[valid]
+        self.ext_table[inf, j, b] = np.arange(len(inf))
+        self.ext_seg = Segments.from_sizes(self.A[inf]) if len(inf) else Segments.from_sizes([])
+        self.ext_infoset = inf
 
     # -------------------------------------------------------------- sampling
     def sample(self, rng: np.random.Generator):

@@ -18,7 +18,7 @@ which the engine adds into the player's running sum as it writes it.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -81,12 +81,13 @@ class SelfPlay:
         sum_dtypes = [e.sum_dtype if narrow else np.float64 for e in engines]
         self.points = [np.empty(d) for d in dims]
         self.sums = [
-            np.zeros(d, dtype) if keep else None for d, dtype, keep in zip(dims, sum_dtypes, averaged)
+            np.zeros(d, dtype) if keep else None
+            for d, dtype, keep in zip(dims, sum_dtypes, averaged, strict=True)
         ]
         # Simultaneous updates need both losses before either point changes.
         self._scratch = None if alternating else [np.empty(d) for d in dims]
         self.weight = 0.0
-        for engine, point in zip(engines, self.points):
+        for engine, point in zip(engines, self.points, strict=True):
             engine.recommend(out=point)
 
     def step(self, t: int) -> None:

@@ -51,14 +51,13 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from efce.games.game import Game
 from efce.errors import GameError
+from efce.games.game import Game
 from efce.games.payoffs import terminal_map
-
+from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.device import DEVICE_PLAN_LIMIT, check_device_size
 from efce.solvers.evaluation.device_gaps import FactoredDevice
-from efce.solvers.driver import IterationDriver, ProgressCallback
-from efce.solvers.regret.local import LocalRule, RegretMatching, Segments
+from efce.solvers.regret.local import LocalRule, Segments
 from efce.solvers.regret.registry import as_rule
 from efce.solvers.result import SolveResult, TraceRow
 
@@ -661,7 +660,7 @@ class _DeviceRecorder:
 
     def record(self, xs: list[np.ndarray], weight: float) -> None:
         ids, alphas = [], []
-        for p, (x, space) in enumerate(zip(xs, self.spaces)):
+        for p, (x, space) in enumerate(zip(xs, self.spaces, strict=True)):
             cap = plans_per_iteration(space)
             plans = np.empty((cap, space.num_infosets), np.int16)
             alpha = np.empty(cap)
@@ -702,7 +701,7 @@ class _DeviceRecorder:
         merged = np.bincount(inverse.ravel(), weights=probs, minlength=len(unique))
         tables = [
             np.array(rows, dtype=np.int16).reshape(len(rows), space.num_infosets)
-            for rows, space in zip(self.plans, self.spaces)
+            for rows, space in zip(self.plans, self.spaces, strict=True)
         ]
         tables = [t.astype(np.int8) if t.size == 0 or t.max() < 127 else t.astype(np.int32) for t in tables]
         return FactoredDevice(tables, unique.astype(np.int64), merged / merged.sum())
@@ -815,7 +814,7 @@ class TriggerDynamics:
         us = _utilities(self.term_seq, self.weighted_payoffs, xs, self.offsets)
         if self.recorder is not None:
             self.recorder.record(xs, weight)
-        for p, u in zip(self.players, us):
+        for p, u in zip(self.players, us, strict=True):
             p.observe(u, weight)
         self.total_weight += weight
 

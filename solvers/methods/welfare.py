@@ -32,7 +32,6 @@ import time
 import numpy as np
 
 from efce.games.game import Game
-
 from efce.solvers.driver import stop_requested
 from efce.solvers.methods.efce import build_efce_model, set_welfare_threshold, solve_efce
 from efce.solvers.regret.local import LocalRule

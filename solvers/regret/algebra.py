@@ -47,20 +47,19 @@ array([0. , 0.5, 0.5])
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Sequence
 
 import numpy as np
 
 from efce.games.arrays import concat_ranges
 from efce.polytopes.chain import SIMPLEX, Chain
 from efce.polytopes.sequence_form import sequence_form
-
 from efce.solvers.regret import kernels
 from efce.solvers.regret.local import Kernel, LocalRule, Segments
-from efce.solvers.regret.registry import as_rule
 from efce.solvers.regret.protocol import RegretMinimizer, State, copy_state
+from efce.solvers.regret.registry import as_rule
 
 #: Tolerance for checking ``h >= 0`` on ``X`` when building a scaled extension.
 H_TOLERANCE = 1e-9
@@ -265,14 +264,19 @@ class CartesianProduct:
         return tuple(rm.init() for rm in self.rms)
 
     def recommend(self, state: State) -> np.ndarray:
-        return np.concatenate([rm.recommend(s) for rm, s in zip(self.rms, state)])
+        return np.concatenate([rm.recommend(s) for rm, s in zip(self.rms, state, strict=True)])
 
     def observe(self, state: State, loss, *, donate: bool = False) -> State:
         parts = self._split(_as_loss(loss, self.dim))  # disjoint views: each may be donated
-        return tuple(rm.observe(s, l, donate=donate) for rm, s, l in zip(self.rms, state, parts))
+        return tuple(
+            rm.observe(s, part, donate=donate) for rm, s, part in zip(self.rms, state, parts, strict=True)
+        )
 
     def minimize(self, loss) -> tuple[float, np.ndarray]:
-        results = [rm.minimize(l) for rm, l in zip(self.rms, self._split(_as_loss(loss, self.dim)))]
+        results = [
+            rm.minimize(part)
+            for rm, part in zip(self.rms, self._split(_as_loss(loss, self.dim)), strict=True)
+        ]
         return float(sum(v for v, _ in results)), np.concatenate([p for _, p in results])
 
 
@@ -298,7 +302,7 @@ class ConvexHull:
         return (self.mixer.init(), tuple(rm.init() for rm in self.rms))
 
     def _points(self, children: tuple) -> np.ndarray:
-        return np.stack([rm.recommend(s) for rm, s in zip(self.rms, children)])
+        return np.stack([rm.recommend(s) for rm, s in zip(self.rms, children, strict=True)])
 
     def recommend(self, state: State) -> np.ndarray:
         s_lambda, children = state
@@ -312,7 +316,7 @@ class ConvexHull:
         # Every child observes the same loss: only the last one may be handed the donated buffer.
         observed = tuple(
             rm.observe(s, loss if not donate or i == last else loss.copy(), donate=donate)
-            for i, (rm, s) in enumerate(zip(self.rms, children))
+            for i, (rm, s) in enumerate(zip(self.rms, children, strict=True))
         )
         return (self.mixer.observe(s_lambda, loss_lambda, donate=donate), observed)
 
@@ -380,7 +384,8 @@ class ChainMinimizer:
                 f"compiled kernel; use backend='numpy' (or 'auto')"
             )
         if self.backend == "compiled":
-            self._recommend_args, self._observe_args  # bound once, here, not on the first pass
+            # bound once, here, not on the first pass
+            _ = self._recommend_args, self._observe_args
 
     @cached_property
     def kernel(self) -> Kernel | None:

@@ -22,10 +22,10 @@ import numpy as np
 from efce.games.arrays import thread_rows
 from efce.polytopes.chain import Chain
 
+from . import kernels
 from .algebra import SUM_DTYPES, _accumulation, chain_linear_minimum, chain_minimizer, widest_step
 from .local import LocalRule, as_rule, state_dtype
 from .protocol import MinimizerFactory, RegretMinimizer
-from . import kernels
 
 #: Chains with fewer entries run the serial passes whatever the thread count: below this a
 #: pass takes tens of microseconds and the threads' fork/join costs more than it saves.  The

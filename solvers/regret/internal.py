@@ -58,7 +58,10 @@ def stationary_distributions(Q: np.ndarray) -> np.ndarray:
         if m == 2:
             w = np.stack([Q[:, 1, 0], Q[:, 0, 1]], axis=1)
         else:
-            q = lambda a, b: Q[:, a, b]
+
+            def q(a: int, b: int) -> np.ndarray:
+                return Q[:, a, b]
+
             w = np.stack(
                 [
                     q(1, 0) * q(2, 0) + q(1, 2) * q(2, 0) + q(1, 0) * q(2, 1),
@@ -161,7 +164,7 @@ def internal_regret(history_p, history_loss, seg: Segments) -> np.ndarray:
     L = np.asarray(history_loss, dtype=np.float64)
     for s in range(seg.count):
         lo, hi = seg.ptr[s], seg.ptr[s + 1]
-        p, l = P[:, lo:hi], L[:, lo:hi]
-        R = np.einsum("ta,ta->a", p, l)[:, None] - np.einsum("ta,tb->ab", p, l)
+        p, loss = P[:, lo:hi], L[:, lo:hi]
+        R = np.einsum("ta,ta->a", p, loss)[:, None] - np.einsum("ta,tb->ab", p, loss)
         out[s] = R.max()
     return out

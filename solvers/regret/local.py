@@ -45,7 +45,7 @@ class Segments:
     ptr: np.ndarray
 
     @classmethod
-    def from_sizes(cls, sizes) -> "Segments":
+    def from_sizes(cls, sizes) -> Segments:
         sizes = np.asarray(sizes, dtype=np.int64)
         ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
         np.cumsum(sizes, out=ptr[1:])

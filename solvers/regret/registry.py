@@ -32,7 +32,7 @@ RULES: dict[str, tuple[str, dict[str, Any]]] = {
 RULE_NAMES: tuple[str, ...] = tuple(RULES)
 
 
-def make_rule(name: str) -> "LocalRule":
+def make_rule(name: str) -> LocalRule:
     """A fresh local rule by name.
 
     Parameters
@@ -57,7 +57,7 @@ def make_rule(name: str) -> "LocalRule":
     return getattr(local, cls)(**kwargs)
 
 
-def as_rule(rule: "LocalRule | str") -> "LocalRule":
+def as_rule(rule: LocalRule | str) -> LocalRule:
     """``rule`` itself, or the rule of that name (:func:`make_rule`).
 
     Parameters

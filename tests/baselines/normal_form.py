@@ -8,6 +8,7 @@ import itertools
 
 import numpy as np
 import scipy.optimize
+
 from efce.games.payoffs import sequence_form_payoffs
 
 

@@ -1,5 +1,6 @@
 """lp-pdlp, lp-cvxpy solver choice, HiGHS settings and the backends' input checks and errors."""
 
+import itertools
 import re
 
 import numpy as np
@@ -7,7 +8,7 @@ import pytest
 
 from efce import games
 from efce.baselines import build_efce_lp, estimate_pdlp_bytes, solve_lp_cvxpy, solve_lp_highs, solve_lp_pdlp
-from efce.baselines.backends import BackendError, MAX_ABS_PAYOFF, highs_copies_coexist
+from efce.baselines.backends import MAX_ABS_PAYOFF, BackendError, highs_copies_coexist
 from efce.baselines.lp_cvxpy import installed_lp_solvers
 from efce.games.game import Game, GameError
 from efce.games.resources.memory import MemoryBudgetExceeded
@@ -76,7 +77,7 @@ def test_pdlp_stages_give_an_anytime_trace():
     secs = [row.seconds for row in r.trace]
     assert its == sorted(its) and secs == sorted(secs)
     tols = [row.extra["stage_tolerance"] for row in r.trace]
-    assert all(b < a for a, b in zip(tols, tols[1:]))
+    assert all(b < a for a, b in itertools.pairwise(tols))
     # The first stage is loose: its iterate is visibly worse than the last.
     assert r.trace[0].gap + r.trace[0].infeasibility > r.trace[-1].gap + r.trace[-1].infeasibility
     assert abs(r.trace[-1].extra["welfare"] - _reference("sheriff222")) <= 1e-6
@@ -180,6 +181,7 @@ def test_unusable_inputs_are_refused_before_the_backend(front_end, monkeypatch):
 
 def test_cli_methods_and_flags(capsys):
     import json
+
     from efce.experiments.cli import main
 
     game = "sheriff:max_bribe=1,max_items=1,rounds=1"

@@ -12,8 +12,8 @@ import pytest
 
 from efce.experiments import cmd_solve as cmd_solve
 from efce.experiments.cli import main
-from efce.games.resources.atomic import atomic_open
 from efce.experiments.sweep import load_records, write_record
+from efce.games.resources.atomic import atomic_open
 
 K33 = "kuhn:players=3,ranks=3"
 
@@ -21,10 +21,9 @@ K33 = "kuhn:players=3,ranks=3"
 def test_atomic_open_leaves_no_partial_file(tmp_path):
     path = tmp_path / "out.csv"
     path.write_text("old\n")
-    with pytest.raises(RuntimeError):
-        with atomic_open(str(path)) as fh:
-            fh.write("half")
-            raise RuntimeError("disk full")
+    with pytest.raises(RuntimeError), atomic_open(str(path)) as fh:
+        fh.write("half")
+        raise RuntimeError("disk full")
     assert path.read_text() == "old\n" and os.listdir(tmp_path) == ["out.csv"]
     with atomic_open(str(path)) as fh:
         fh.write("new\n")
@@ -147,7 +146,7 @@ def test_damaged_record_is_named_and_set_aside(tmp_path):
 
 
 def test_failed_run_is_not_recorded_as_finished():
-    from efce.experiments.sweep import _record, Run  # noqa: F401  (Run: the record's params)
+    from efce.experiments.sweep.execution import _record
 
     class Done:
         status = "finished"

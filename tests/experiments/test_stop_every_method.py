@@ -8,11 +8,10 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
-
-from pathlib import Path
 
 from tests.experiments.signals import handles_sigterm, wait_until
 

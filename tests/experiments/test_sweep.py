@@ -259,7 +259,7 @@ def cluster(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("cluster")
     scheduler_file = folder / "scheduler.json"
-    log = open(folder / "cluster.log", "w")
+    log = open(folder / "cluster.log", "w")  # noqa: SIM115  (the cluster writes it until teardown closes it)
     processes = [
         _spawn(
             [
@@ -412,7 +412,7 @@ def test_a_run_dies_with_the_process_that_started_it(tmp_path):
 def test_a_run_lost_twice_is_recorded_as_failed_with_the_reason():
     from distributed import KilledWorker
 
-    from efce.experiments.sweep import _record
+    from efce.experiments.sweep.execution import _record
 
     class Lost:  # a future whose task killed its worker on both attempts
         status = "error"

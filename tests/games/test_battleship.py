@@ -8,8 +8,8 @@ import itertools
 import numpy as np
 import pytest
 
-from efce.games.generators.battleship import battleship
 from efce.games.game import CHANCE, TERMINAL, GameError
+from efce.games.generators.battleship import battleship
 from tests.games.treewalk import play, sizes
 
 

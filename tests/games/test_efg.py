@@ -236,7 +236,10 @@ t "" 4 "" { 4 }
 
 
 def test_tokens_split_across_lines_and_commas():
-    text = 'EFG\n2\nR\n"t"\n{\n"P1"\n}\np\n""\n1\n1\n"I"\n{\n"a"\n"b"\n}\n0\nt "" 1 "" {\n4,\n}\nt "" 2 "" { 5 }\n'
+    text = (
+        'EFG\n2\nR\n"t"\n{\n"P1"\n}\np\n""\n1\n1\n"I"\n{\n"a"\n"b"\n}\n0\n'
+        't "" 1 "" {\n4,\n}\nt "" 2 "" { 5 }\n'
+    )
     g = efg.loads(text)
     assert sorted(g.payoffs[:, 0].tolist()) == [4.0, 5.0]
     assert g.action_labels(0, 0) == ["a", "b"]
@@ -552,7 +555,7 @@ def test_outcome_names_and_comment_round_trip(tmp_path):
     g = efg.load(DATA / "one_card_poker.efg")
     # Every name stands for one payoff vector (names are aligned with the terminals).
     by_name = {}
-    for name, row in zip(g.outcome_names, g.payoffs.tolist()):
+    for name, row in zip(g.outcome_names, g.payoffs.tolist(), strict=True):
         assert by_name.setdefault(name, row) == row, name
     assert by_name["Dealer wins big"] == [2, -2]
     assert by_name["Dealer loses ante"] == [-1, 1]

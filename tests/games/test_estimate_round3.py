@@ -76,9 +76,9 @@ def test_huge_fleets_fall_back_to_an_upper_bound_quickly():
 
 
 def test_efg_relevant_pairs_are_checked_before_they_are_built(monkeypatch, capsys):
-    from efce import games
-    import efce.games.resources.memory  # noqa: F401 (binds games.resources.memory)
     import efce.games.relevant  # noqa: F401
+    import efce.games.resources.memory  # noqa: F401 (binds games.resources.memory)
+    from efce import games
 
     path = os.path.join(os.path.dirname(__file__), "data", "twins.efg")
     built = []

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from efce.games.generators.figures import farina_fig1, farina_fig2
 from efce.games.game import TERMINAL
+from efce.games.generators.figures import farina_fig1, farina_fig2
 
 
 def labelled_sequences(game, player):

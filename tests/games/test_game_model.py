@@ -169,9 +169,9 @@ def test_relevant_pairs_match_an_ancestor_walk(make):
     game = make()
     conn, pairs = _brute_relevant(game)
     c1, c2 = connected_infosets(game)
-    assert list(zip(c1.tolist(), c2.tolist())) == conn
+    assert list(zip(c1.tolist(), c2.tolist(), strict=True)) == conn
     rp = relevant_pairs(game)
-    assert list(zip(rp.sigma1.tolist(), rp.sigma2.tolist())) == pairs
+    assert list(zip(rp.sigma1.tolist(), rp.sigma2.tolist(), strict=True)) == pairs
     assert count_relevant_pairs(game) == len(pairs)
     k = len(pairs) // 2
     assert rp.index([pairs[k][0]], [pairs[k][1]])[0] == k

@@ -68,10 +68,12 @@ def test_ram_backed_file_systems_are_not_used(tmp_path, monkeypatch):
 
 def test_the_directory_goes_on_an_exception_or_interrupt(tmp_path):
     for error in (ValueError, KeyboardInterrupt):
-        with pytest.raises(error):
-            with ParkedArrays(min_bytes=0, directory=str(tmp_path), **_arrays()) as parked:
-                assert parked.on_disk and _parked_dirs(tmp_path)
-                raise error()
+        with (
+            pytest.raises(error),
+            ParkedArrays(min_bytes=0, directory=str(tmp_path), **_arrays()) as parked,
+        ):
+            assert parked.on_disk and _parked_dirs(tmp_path)
+            raise error()
         assert not _parked_dirs(tmp_path)
 
 

@@ -56,6 +56,7 @@ def test_bad_values_name_game_parameter_and_expected_type(spec, fragments):
 
 def test_every_declared_parameter_exists_in_its_generator():
     import inspect
+
     from efce.games.spec import _generator
 
     for name, declared in PARAMETERS.items():
@@ -159,7 +160,6 @@ def test_generators_called_directly_check_their_size_first(build):
 
 
 def test_make_game_budget_replaces_the_generators_own_check(monkeypatch):
-    import efce.games.resources.memory
 
     monkeypatch.setattr(games.resources.memory, "default_memory_budget", lambda: 1000)
     with pytest.raises(MemoryBudgetExceeded, match=r"game kuhn:players=2,ranks=3 \(about 55 nodes\)"):

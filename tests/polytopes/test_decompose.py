@@ -16,7 +16,7 @@ from efce.polytopes import SIMPLEX, SINGLETON, Chain, correlation_plan, sequence
 def literal_decompose(game):
     """The recursion of section 4.3 written as plainly as possible (sets, recursion)."""
     sp = (game.sequences(0), game.sequences(1))
-    conn = set(zip(*(a.tolist() for a in connected_infosets(game))))
+    conn = set(zip(*(a.tolist() for a in connected_infosets(game)), strict=True))
 
     def connected(p, i, j):  # infoset i of player p, infoset j of the other player
         return ((i, j) if p == 0 else (j, i)) in conn
@@ -84,7 +84,7 @@ def literal_decompose(game):
 def chain_steps(chain, pairs):
     def lab(entries):
         idx = chain.entry_index[entries]
-        return frozenset(zip(pairs.sigma1[idx].tolist(), pairs.sigma2[idx].tolist()))
+        return frozenset(zip(pairs.sigma1[idx].tolist(), pairs.sigma2[idx].tolist(), strict=True))
 
     return [
         (

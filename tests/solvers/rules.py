@@ -71,7 +71,7 @@ def reference_step(rule: LocalRule, state: dict, loss: np.ndarray | None, seg: S
             pos = t**rule.alpha / (t**rule.alpha + 1)
         if rule.beta is not None:
             neg = t**rule.beta / (t**rule.beta + 1)
-    for lo, hi in zip(seg.ptr[:-1], seg.ptr[1:]):
+    for lo, hi in zip(seg.ptr[:-1], seg.ptr[1:], strict=True):
         if isinstance(rule, Hedge):
             z = -rule.eta * state["cumulative_loss"][lo:hi]
             w = np.exp(z - z.max())

@@ -28,7 +28,7 @@ from efce.solvers.regret.internal import BlumMansour
 from efce.solvers.regret.local import Hedge, PredictiveRMPlus, RegretMatching
 from efce.solvers.regret.protocol import LinearOracle, RegretMinimizer, copy_state
 
-from .rules import DecayedRegretMatching, ClippedLossRM, every_rule
+from .rules import ClippedLossRM, DecayedRegretMatching, every_rule
 
 RULES = {
     "rm": RegretMatching,
@@ -69,7 +69,9 @@ def run_scaled(rm, loss_fn, T):
         np.testing.assert_allclose(z, np.concatenate([x, rm.h(x) * y]), atol=1e-14)
         loss = loss_fn(t, z)
         lx_tilde = loss[:m] + (loss[m:] @ y) * rm.a
-        for key, val in zip(("z", "lz", "x", "lx", "y", "ly"), (z, loss, x, lx_tilde, y, loss[m:])):
+        for key, val in zip(
+            ("z", "lz", "x", "lx", "y", "ly"), (z, loss, x, lx_tilde, y, loss[m:]), strict=True
+        ):
             rec[key].append(val)
         state = rm.observe(state, loss)
     return rec
@@ -102,7 +104,10 @@ def chain_feasibility(chain: Chain, x: np.ndarray) -> float:
 
 def chain_vertices(chain: Chain):
     """All points of the chain with every simplex at a vertex."""
-    choices = [range(int(s)) if kind == SIMPLEX else range(1) for kind, s in zip(chain.kind, chain.step_size)]
+    choices = [
+        range(int(s)) if kind == SIMPLEX else range(1)
+        for kind, s in zip(chain.kind, chain.step_size, strict=True)
+    ]
     for pick in itertools.product(*choices):
         w = np.zeros(chain.num_entries)
         w[0] = 1.0
@@ -239,14 +244,14 @@ def test_observe_does_not_mutate_state(rule_name):
         loss_copy = loss.copy()
         np.testing.assert_array_equal(rm.recommend(state), before)  # recommend is pure
         new = rm.observe(state, loss)
-        assert all(np.array_equal(a, b) for a, b in zip(frozen, copy)), rm
+        assert all(np.array_equal(a, b) for a, b in zip(frozen, copy, strict=True)), rm
         np.testing.assert_array_equal(loss, loss_copy)
         np.testing.assert_array_equal(rm.recommend(state), before)
         if rm.dim > 1:
-            assert any(not np.array_equal(a, b) for a, b in zip(_flatten(new), copy)), rm
+            assert any(not np.array_equal(a, b) for a, b in zip(_flatten(new), copy, strict=True)), rm
         # Donation gives the same next state and point as the pure call.
         donated = rm.observe(copy_state(state), loss.copy(), donate=True)
-        assert all(np.array_equal(a, b) for a, b in zip(_flatten(donated), _flatten(new))), rm
+        assert all(np.array_equal(a, b) for a, b in zip(_flatten(donated), _flatten(new), strict=True)), rm
         np.testing.assert_array_equal(rm.recommend(donated), rm.recommend(new))
 
 
@@ -295,16 +300,16 @@ def test_flat_chain_equals_nested_algorithm_1(chain_name, rule_name):
     states, sn = [rm.init() for rm in flats], nested.init()
     for t in range(150):
         x_nested = nested.recommend(sn)
-        points = [rm.recommend(s) for rm, s in zip(flats, states)]
+        points = [rm.recommend(s) for rm, s in zip(flats, states, strict=True)]
         for x in points:
             np.testing.assert_allclose(x, x_nested, rtol=0, atol=1e-12)
         # Mixed scales and an occasional loss on the current point (adversarial).
         loss = rng.normal(size=chain.num_entries) * (10.0 if t % 7 == 0 else 1.0)
         if t % 5 == 0:
             loss = x_nested.copy()
-        states = [rm.observe(s, loss) for rm, s in zip(flats, states)]
+        states = [rm.observe(s, loss) for rm, s in zip(flats, states, strict=True)]
         sn = nested.observe(sn, loss)
-        for a, b in zip(_flatten(states[0]), _flatten(states[-1])):
+        for a, b in zip(_flatten(states[0]), _flatten(states[-1]), strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
         value = nested.minimize(loss)[0]
         for rm in flats:
@@ -362,7 +367,7 @@ def test_nested_chain_limit():
 def test_iterates_feasible(chain_name, rule_name, backend):
     chain = CHAINS[chain_name]
     rm = chain_minimizer(chain, RULES[rule_name](), backend=backend)
-    for kind, loss_fn in loss_sequences(rm.dim, 11).items():
+    for loss_fn in loss_sequences(rm.dim, 11).values():
         _, points, _ = run(rm, loss_fn, 100)
         for x in points:
             assert chain_feasibility(chain, x) <= 1e-12
@@ -376,12 +381,12 @@ def test_iterates_satisfy_definition_3_and_sequence_form():
         chain = correlation_plan(game)
         cons = vsf_constraints(game)
         rm = chain_minimizer(chain, RegretMatching(plus=True))
-        _, points, _ = run(rm, lambda t, z: rng.normal(size=rm.dim), 60)
+        _, points, _ = run(rm, lambda t, z, dim=rm.dim: rng.normal(size=dim), 60)
         for x in points:
             assert cons.max_violation(chain.to_natural(x, len(cons.pairs))) <= 1e-12
     for space in [games.kuhn(2).sequences(1), games.farina_fig1().sequences(0)]:
         rm = sequence_form_minimizer(space, PredictiveRMPlus())
-        _, points, _ = run(rm, lambda t, z: rng.normal(size=rm.dim), 60)
+        _, points, _ = run(rm, lambda t, z, dim=rm.dim: rng.normal(size=dim), 60)
         for x in points:
             assert x[0] == 1.0 and x.min() >= 0
             for i in range(space.num_infosets):
@@ -418,7 +423,7 @@ def test_average_regret_vanishes(rule_name):
     fixed = rng.uniform(-1, 1, size=(2000, rm.dim))
     _, points, losses = run(rm, lambda t, z: fixed[t], 2000)
     averages = [regret(rm, losses[:T], points[:T]) / T for T in (50, 200, 500, 2000)]
-    assert all(b < a for a, b in zip(averages, averages[1:])), averages
+    assert all(b < a for a, b in itertools.pairwise(averages)), averages
     assert averages[-1] < 0.4 * averages[0] and averages[-1] < 0.1, averages
 
 
@@ -449,19 +454,22 @@ def textbook_cfr(game, iterations):
         plans.append(tuple(plan(spaces[p], strat[p]) for p in range(2)))
         cfv = [[np.zeros(n) for n in s.infoset_num_actions] for s in spaces]
 
-        def walk(node, reach, chance):
+        def walk(node, reach, chance, strat=strat, cfv=cfv):
             if game.terminal_index[node] >= 0:
                 return game.payoffs[game.terminal_index[node]]
             kids = game.first_child[node] + np.arange(game.num_children[node])
             if game.player[node] == CHANCE:
-                return sum(game.chance_prob[k] * walk(k, reach, chance * game.chance_prob[k]) for k in kids)
+                return sum(
+                    game.chance_prob[k] * walk(k, reach, chance * game.chance_prob[k], strat, cfv)
+                    for k in kids
+                )
             p, i = int(game.player[node]), int(game.infoset[node])
             s = strat[p][i]
             values = []
             for a, k in enumerate(kids):
                 r = list(reach)
                 r[p] *= s[a]
-                values.append(walk(k, r, chance))
+                values.append(walk(k, r, chance, strat, cfv))
             values = np.array(values)
             cfv[p][i] += reach[1 - p] * chance * values[:, p]
             return s @ values
@@ -483,14 +491,14 @@ def test_sequence_form_minimizer_with_rm_is_cfr():
     states = [rm.init() for rm in rms]
     vstates = [rm.init() for rm in vec]
     for t in range(T):
-        x, y = (rm.recommend(s) for rm, s in zip(rms, states))
+        x, y = (rm.recommend(s) for rm, s in zip(rms, states, strict=True))
         np.testing.assert_allclose(x, expected[t][0], rtol=0, atol=1e-12)
         np.testing.assert_allclose(y, expected[t][1], rtol=0, atol=1e-12)
-        for rm, s, z in zip(vec, vstates, (x, y)):
+        for rm, s, z in zip(vec, vstates, (x, y), strict=True):
             np.testing.assert_allclose(rm.recommend(s), z, rtol=0, atol=1e-12)
         losses = (-(A1 @ y), -(A2.T @ x))
-        states = [rm.observe(s, l) for rm, s, l in zip(rms, states, losses)]
-        vstates = [rm.observe(s, l) for rm, s, l in zip(vec, vstates, losses)]
+        states = [rm.observe(s, loss) for rm, s, loss in zip(rms, states, losses, strict=True)]
+        vstates = [rm.observe(s, loss) for rm, s, loss in zip(vec, vstates, losses, strict=True)]
     # Not a degenerate run: the strategies moved away from uniform.
     assert np.abs(expected[-1][0] - expected[0][0]).max() > 0.1
 
@@ -516,7 +524,7 @@ def test_convex_hull_and_cartesian_product_bounds(rule_name):
             for t in range(T):
                 z = hull.recommend(state)
                 s_lam, s_children = state
-                pts = [rm.recommend(s) for rm, s in zip(children, s_children)]
+                pts = [rm.recommend(s) for rm, s in zip(children, s_children, strict=True)]
                 lam = hull.mixer.recommend(s_lam)
                 np.testing.assert_allclose(z, lam @ np.array(pts), atol=1e-14)
                 loss = loss_fn(t, z)
@@ -527,16 +535,16 @@ def test_convex_hull_and_cartesian_product_bounds(rule_name):
                 state = hull.observe(state, loss)
             r_hull = regret(hull, rec["l"], rec["z"])
             r_lam = regret(hull.mixer, rec["llam"], rec["lam"])
-            r_children = [regret(rm, rec["l"], zi) for rm, zi in zip(children, rec["zi"])]
+            r_children = [regret(rm, rec["l"], zi) for rm, zi in zip(children, rec["zi"], strict=True)]
             assert r_hull <= r_lam + max(r_children) + 1e-9, (kind, r_hull, r_lam, r_children)
         # Product: regret is exactly the sum of the factors' regrets.
         losses = rng.normal(size=(T, prod.dim))
-        state, points, _ = run(prod, lambda t, z: losses[t], T)
+        state, points, _ = run(prod, lambda t, z, losses=losses: losses[t], T)
         total = regret(prod, losses, points)
         bounds = np.cumsum([0] + [rm.dim for rm in prod.rms])
         parts = [
             regret(rm, losses[:, lo:hi], points[:, lo:hi])
-            for rm, lo, hi in zip(prod.rms, bounds[:-1], bounds[1:])
+            for rm, lo, hi in zip(prod.rms, bounds[:-1], bounds[1:], strict=True)
         ]
         assert total == pytest.approx(sum(parts), abs=1e-9)
     # Oracles agree with brute force (the hull of identical sets is the set itself).

@@ -55,9 +55,9 @@ def terminals_below(game, p):
         child, v = node, int(game.parent[node])
         while v >= 0:
             if game.player[v] == p:
-                I = int(game.infoset[v])
-                in_I[I, t] = True
-                in_seq[space.infoset_first_seq[I] + game.action[child], t] = True
+                infoset = int(game.infoset[v])
+                in_I[infoset, t] = True
+                in_seq[space.infoset_first_seq[infoset] + game.action[child], t] = True
             child, v = v, int(game.parent[v])
     return in_I, in_seq
 
@@ -86,16 +86,16 @@ def brute_gaps(game, device):
         # NFCCE
         dev = (R @ (device.probs @ (opp * pcu))).max()
         out["nfcce"] = max(out["nfcce"], dev - out["util"][i])
-        for I in range(space.num_infosets):
-            reaching = plays_all[:, space.infoset_parent_seq[I]]
-            RI = R[reaching] * in_I[I]
-            # EFCCE trigger at I
-            w = device.probs * own_plays[:, space.infoset_parent_seq[I]]
+        for infoset in range(space.num_infosets):
+            reaching = plays_all[:, space.infoset_parent_seq[infoset]]
+            RI = R[reaching] * in_I[infoset]
+            # EFCCE trigger at infoset
+            w = device.probs * own_plays[:, space.infoset_parent_seq[infoset]]
             dev = (RI @ (w @ (opp * pcu))).max()
-            fol = w @ (follow_tz * in_I[I]).sum(axis=1)
+            fol = w @ (follow_tz * in_I[infoset]).sum(axis=1)
             out["efcce"] = max(out["efcce"], dev - fol)
-            for a in range(space.infoset_num_actions[I]):
-                sig = space.infoset_first_seq[I] + a
+            for a in range(space.infoset_num_actions[infoset]):
+                sig = space.infoset_first_seq[infoset] + a
                 w = device.probs * own_plays[:, sig]
                 dev = (RI @ (w @ (opp * pcu))).max()
                 fol = w @ (follow_tz * in_seq[sig]).sum(axis=1)
@@ -106,7 +106,6 @@ def brute_gaps(game, device):
 
 
 def random_device(game, rng, K=5):
-    off = infoset_offsets(game)
     cols = []
     for p in range(game.num_players):
         A = game.sequences(p).infoset_num_actions
@@ -119,7 +118,7 @@ def random_device(game, rng, K=5):
 def test_gaps_match_brute_force(name):
     game = GAMES[name]
     rng = np.random.default_rng(7)
-    for trial in range(4):
+    for _ in range(4):
         dev = random_device(game, rng, K=int(rng.integers(1, 7)))
         got = device_gaps(game, dev)
         want = brute_gaps(game, dev)
@@ -161,8 +160,8 @@ def pure_nash(game):
     R1, R2 = terminal_reach(game, 0, P1), terminal_reach(game, 1, P2)
     U1 = (R1 * pc * game.payoffs[:, 0]) @ R2.T
     U2 = (R1 * pc * game.payoffs[:, 1]) @ R2.T
-    ok = (U1 >= U1.max(axis=0, keepdims=True) - 1e-12) & (U2 >= U2.max(axis=1, keepdims=True) - 1e-12)
-    return [(P1[a], P2[b]) for a, b in zip(*np.nonzero(ok))]
+    ok = (U1.max(axis=0, keepdims=True) - 1e-12 <= U1) & (U2.max(axis=1, keepdims=True) - 1e-12 <= U2)
+    return [(P1[a], P2[b]) for a, b in zip(*np.nonzero(ok), strict=True)]
 
 
 def test_some_small_game_has_a_pure_nash():

@@ -1,5 +1,6 @@
 """The iteration driver: budget, schedule, trace, stop requests."""
 
+import itertools
 import time
 
 import pytest
@@ -28,7 +29,7 @@ def test_geometric_schedule_always_ends_with_the_last_iteration():
     d = IterationDriver(iterations=1000)
     checked = run(d)
     assert checked[:5] == [1, 2, 3, 4, 5] and checked[-1] == 1000
-    assert all(b >= a * drv.CHECKPOINT_GROWTH - 1 for a, b in zip(checked[5:], checked[6:-1]))
+    assert all(b >= a * drv.CHECKPOINT_GROWTH - 1 for a, b in zip(checked[5:], checked[6:-1], strict=False))
     assert len(checked) < 60 and d.status == "iteration_limit" and d.iteration == 1000
 
 
@@ -47,13 +48,18 @@ def test_aimed_checkpoints_stop_near_the_first_iteration_that_meets_the_target()
         1000 <= aimed[-1] <= 1000 * (1 + (drv.CHECKPOINT_GROWTH - 1) / drv.AIM_SPLIT)
         and len(aimed) <= len(geometric) + 1
     )
+
     # a steeper curve than the last two checkpoints suggest: checkpoints every 2% at most
-    steep = lambda t: 1.0 / t if t < 800 else 800.0 / t**2
+    def steep(t):
+        return 1.0 / t if t < 800 else 800.0 / t**2
+
     aimed = run(IterationDriver(iterations=10**6), gaps=steep, target=1e-3, aim=True)
     first = next(t for t in range(1, 10**6) if steep(t) <= 1e-3)
     assert first <= aimed[-1] <= first * (1 + (drv.CHECKPOINT_GROWTH - 1) / drv.AIM_SPLIT) + 1
     assert all(
-        b - a >= (drv.CHECKPOINT_GROWTH - 1) / drv.AIM_SPLIT * a for a, b in zip(aimed, aimed[1:]) if a >= 50
+        b - a >= (drv.CHECKPOINT_GROWTH - 1) / drv.AIM_SPLIT * a
+        for a, b in itertools.pairwise(aimed)
+        if a >= 50
     )
 
 
@@ -67,12 +73,18 @@ def test_aim_without_target_or_with_a_fixed_schedule_changes_nothing():
         40,
         50,
     ]
+
     # a gap that rises between checkpoints gives no trend: the geometric schedule goes on
-    bumpy = lambda t: 1.0 / t * (3.0 if t % 2 else 1.0)
+    def bumpy(t):
+        return 1.0 / t * (3.0 if t % 2 else 1.0)
+
     aimed = run(IterationDriver(iterations=10**6), gaps=bumpy, target=1e-6, aim=True)
     assert aimed[-1] > 0 and len(aimed) < 200
+
     # an almost flat trend predicts an astronomically late crossing: the schedule goes on
-    flat = lambda t: 1.0 + 1e-12 / t
+    def flat(t):
+        return 1.0 + 1e-12 / t
+
     assert run(IterationDriver(iterations=5000), gaps=flat, target=1e-3, aim=True) == plain
 
 
@@ -129,8 +141,7 @@ def test_signal_outside_a_graceful_block_interrupts_at_once():
     import os
     import signal
 
-    with drv.stop_on_signals():
-        with pytest.raises(KeyboardInterrupt):
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(1)
+    with drv.stop_on_signals(), pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)
     drv.clear_stop()

@@ -9,9 +9,9 @@ import pytest
 from efce import games
 from efce.polytopes import vsf_constraints
 from efce.polytopes.triggers import trigger_deviations
+from efce.solvers.evaluation.gaps import EFCEGapEvaluator
 from efce.solvers.methods.cfr import exploitability, solve_cfr
 from efce.solvers.methods.efce import build_efce_model, saddle_point_gap, solve_efce
-from efce.solvers.evaluation.gaps import EFCEGapEvaluator
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,9 @@ def test_the_idle_buffer_is_not_read_by_the_next_step(alternating):
         plays[1].idle_buffer(size)[:] = np.nan
         for play in plays:
             play.step(t)
-        for mine, theirs in zip(plays[1].points + plays[1].sums, plays[0].points + plays[0].sums):
+        for mine, theirs in zip(
+            plays[1].points + plays[1].sums, plays[0].points + plays[0].sums, strict=True
+        ):
             if mine is not None:
                 np.testing.assert_array_equal(mine, theirs)
 
@@ -222,6 +224,7 @@ def test_parking_the_pairs_changes_nothing(welfare_threshold, monkeypatch, tmp_p
     """The pair arrays on disk during the loop (forced here: the game is tiny) or in memory give
     the same plan, trace and report; the model gets them back and no file is left."""
     import tempfile
+
     from efce.games.resources import memory
 
     game = games.sheriff(max_bribe=1, max_items=2, rounds=2)
@@ -233,7 +236,7 @@ def test_parking_the_pairs_changes_nothing(welfare_threshold, monkeypatch, tmp_p
         columns, entry_of_pair = model.pairs.sigma2.copy(), model.entry_of_pair.copy()
         seen = []
 
-        def progress(row):
+        def progress(row, seen=seen, model=model):
             seen.append((model.pairs, model.entry_of_pair, len(os.listdir(tmp_path))))
 
         results[min_bytes] = solve_efce(
@@ -258,6 +261,7 @@ def test_parking_the_pairs_changes_nothing(welfare_threshold, monkeypatch, tmp_p
 
 def test_an_interrupted_solve_gives_the_pairs_back(monkeypatch, tmp_path):
     import tempfile
+
     from efce.games.resources import memory
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
@@ -296,5 +300,5 @@ def test_the_labelled_chain_is_refused_while_the_pairs_are_parked(monkeypatch):
     with pair_arrays_parked(model):
         assert model.pairs is None and model.entry_of_pair is None
         with pytest.raises(RuntimeError, match="relevant pairs of the model are parked"):
-            model.xi_chain
+            _ = model.xi_chain
     np.testing.assert_array_equal(model.xi_chain.natural_entry, labelled)  # back after the block

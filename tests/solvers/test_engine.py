@@ -7,9 +7,9 @@ import pytest
 from efce import games
 from efce.polytopes import correlation_plan, sequence_form
 from efce.polytopes.triggers import trigger_deviations
-from efce.solvers.regret import algebra
 from efce.solvers.methods.cfr import solve_cfr
 from efce.solvers.methods.efce import build_efce_model, solve_efce
+from efce.solvers.regret import algebra
 from efce.solvers.regret.engine import ChainEngine, chain_minimum, minimizer_factory
 from efce.solvers.regret.local import Hedge, PredictiveRMPlus, RegretMatching, Segments
 
@@ -157,17 +157,17 @@ def test_recommend_adds_the_point_into_a_running_sum_exactly(kind, monkeypatch):
     chain = CHAINS["sheriff Ξ"]
     if kind == "compiled, parallel passes":
         monkeypatch.setattr(engine_module, "PARALLEL_MIN_ENTRIES", 1)
-    if kind == "numpy":
-        make = lambda: ChainEngine(chain, minimizer=algebra.chain_minimizer(chain, "rm+", backend="numpy"))
-    elif kind == "composite":
-        make = lambda: ChainEngine(
-            chain,
-            minimizer=algebra.convex_hull(
+
+    def make() -> ChainEngine:
+        if kind == "numpy":
+            return ChainEngine(chain, minimizer=algebra.chain_minimizer(chain, "rm+", backend="numpy"))
+        if kind == "composite":
+            hull = algebra.convex_hull(
                 algebra.chain_minimizer(chain, "rm+"), algebra.chain_minimizer(chain, "hedge"), rule="rm"
-            ),
-        )
-    else:
-        make = lambda: ChainEngine(chain, "prm+")
+            )
+            return ChainEngine(chain, minimizer=hull)
+        return ChainEngine(chain, "prm+")
+
     fused, plain = make(), make()
     if kind == "compiled, parallel passes":
         assert fused._parallel is not None
@@ -295,7 +295,7 @@ def test_cfr_with_a_user_rule_and_a_minimizer():
         variant="cfr",
         minimizer=lambda c: algebra.chain_minimizer(c, RegretMatching(), backend="numpy"),
     )
-    for pa, pb in zip(a.point, b.point):
+    for pa, pb in zip(a.point, b.point, strict=True):
         np.testing.assert_allclose(pa, pb, rtol=0, atol=1e-12)
     user = solve_cfr(kuhn, iterations=300, variant="cfr+", rule=DecayedRegretMatching(gamma=0.99, floor=0.0))
     assert user.info["exploitability"] < 0.05

@@ -60,8 +60,8 @@ def test_float32_state_converges_like_float64_and_stays_feasible(rule, monkeypat
 
 
 def test_float32_state_is_the_same_on_every_thread_count(float32_everywhere, monkeypatch):
-    from efce.solvers.regret import engine as engine_module
     from efce.solvers.evaluation import payoff_operator
+    from efce.solvers.regret import engine as engine_module
 
     monkeypatch.setattr(engine_module, "PARALLEL_MIN_ENTRIES", 1)
     monkeypatch.setattr(payoff_operator, "PARALLEL_MIN_ROWS", 1)
@@ -74,8 +74,8 @@ def test_float32_state_is_the_same_on_every_thread_count(float32_everywhere, mon
 
 
 def test_float32_running_sum_reports_a_plan_feasible_to_float64(float32_everywhere, monkeypatch):
-    from efce.solvers.regret import engine as engine_module
     from efce.solvers.evaluation import payoff_operator
+    from efce.solvers.regret import engine as engine_module
 
     game = make_game(GAME)
     model = build_efce_model(game)

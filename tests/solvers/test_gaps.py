@@ -30,7 +30,7 @@ def _brute_force_gains(game, xi):
     pairs = relevant_pairs(game)
     tm = terminal_map(game)
     weighted = tm.weighted_payoffs()
-    lookup = {(int(a), int(b)): k for k, (a, b) in enumerate(zip(pairs.sigma1, pairs.sigma2))}
+    lookup = {(int(a), int(b)): k for k, (a, b) in enumerate(zip(pairs.sigma1, pairs.sigma2, strict=True))}
     gains = []
     for i in (0, 1):
         space = game.sequences(i)
@@ -46,7 +46,7 @@ def _brute_force_gains(game, xi):
                         follow += weighted[z, i] * xi[lookup[(tm.sequences[z, 0], tm.sequences[z, 1])]]
                 best = -np.inf
                 for plan in itertools.product(*choices):
-                    chosen = {space.infoset_first_seq[j] + a for j, a in zip(sub, plan)}
+                    chosen = {space.infoset_first_seq[j] + a for j, a in zip(sub, plan, strict=True)}
                     dev = 0.0
                     for z in range(game.num_terminals):
                         s = tm.sequences[z, i]
@@ -98,8 +98,8 @@ def test_utilities_of_a_product_plan_match_sequence_form():
     game = games.sheriff(max_bribe=1, max_items=2, rounds=2)
     pairs = relevant_pairs(game)
     rng = np.random.default_rng(3)
-    from efce.polytopes import sequence_form
     from efce.games.payoffs import sequence_form_payoffs
+    from efce.polytopes import sequence_form
 
     x = [sequence_form(game.sequences(p)).random_point(rng) for p in (0, 1)]
     xi = x[0][pairs.sigma1] * x[1][pairs.sigma2]  # independent play is a correlation plan

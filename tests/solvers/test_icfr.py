@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from efce import games
-from efce.games.game import TERMINAL, Game
 from efce.experiments.cli import main
+from efce.games.game import TERMINAL, Game
 from efce.solvers.evaluation.device import Device, device_to_dict, plans_reach_infosets
 from efce.solvers.evaluation.device_gaps import device_gaps
 from efce.solvers.methods.icfr import Dynamics, PlanStore, solve_icfr

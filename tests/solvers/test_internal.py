@@ -53,7 +53,7 @@ def test_internal_regret_measure():
     P = np.concatenate([rng.dirichlet(np.ones(2), 30), rng.dirichlet(np.ones(4), 30)], axis=1)
     L = rng.normal(size=(30, 6))
     got = internal_regret(P, L, seg)
-    for s, (lo, hi) in enumerate(zip(seg.ptr[:-1], seg.ptr[1:])):
+    for s, (lo, hi) in enumerate(zip(seg.ptr[:-1], seg.ptr[1:], strict=True)):
         best = max(
             sum(P[t, lo + a] * (L[t, lo + a] - L[t, lo + b]) for t in range(30))
             for a in range(hi - lo)
@@ -76,7 +76,7 @@ def test_blum_mansour_plays_a_stationary_distribution_of_its_rows():
         base = {k[5:]: v for k, v in state.items() if k.startswith("base_")}
         rows = rule.base.recommend(base, rows_seg)
         block = 0
-        for lo, m in zip(seg.ptr[:-1], seg.sizes):
+        for lo, m in zip(seg.ptr[:-1], seg.sizes, strict=True):
             Q = rows[block : block + m * m].reshape(m, m)
             np.testing.assert_allclose(p[lo : lo + m] @ Q, p[lo : lo + m], atol=1e-12)
             assert p[lo : lo + m].sum() == pytest.approx(1.0, abs=1e-12)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from efce.solvers.regret import local
-from efce.solvers.regret.registry import RULE_NAMES, RULES, as_rule, make_rule
 from efce.solvers.regret.local import LocalRule, Segments
+from efce.solvers.regret.registry import RULE_NAMES, RULES, as_rule, make_rule
 
 
 def test_one_registry_names_every_rule_and_the_cli_uses_it():

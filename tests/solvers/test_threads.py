@@ -13,10 +13,10 @@ import efce
 from efce.experiments.cli import main
 from efce.games.arrays import THREAD_ROW_GAP, thread_rows
 from efce.games.spec import make_game
-from efce.solvers.regret import engine
 from efce.solvers.evaluation import payoff_operator
 from efce.solvers.evaluation.gaps import EFCEGapEvaluator
 from efce.solvers.methods.efce import build_efce_model, solve_efce
+from efce.solvers.regret import engine
 from efce.solvers.regret.engine import ChainEngine, available_threads, thread_count
 from efce.solvers.regret.local import make_rule
 
@@ -145,7 +145,9 @@ def test_gap_evaluation_is_the_same_on_every_thread_count(spec):
     )
     for report in reports.values():
         assert report.gap == serial.gap and report.worst == serial.worst
-        assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(report.gains, serial.gains))
+        assert all(
+            np.array_equal(a, b, equal_nan=True) for a, b in zip(report.gains, serial.gains, strict=True)
+        )
 
 
 def test_solve_efce_same_result_on_every_thread_count(parallel_everywhere):

@@ -9,9 +9,8 @@ import pytest
 
 from efce import games
 from efce.experiments.cli import main
-from efce.solvers.evaluation.device import DEVICE_PLAN_LIMIT, device_from_json
+from efce.solvers.evaluation.device import DEVICE_PLAN_LIMIT
 from efce.solvers.evaluation.device_gaps import device_gaps
-from efce.solvers.regret.local import RegretMatching
 from efce.solvers.methods.trigger import (
     TriggerDynamics,
     _behaviour_to_sequence,
@@ -22,6 +21,7 @@ from efce.solvers.methods.trigger import (
     solve_trigger,
     trigger_layout,
 )
+from efce.solvers.regret.local import RegretMatching
 
 KUHN3 = games.kuhn(3, 3)
 FIG1 = games.farina_fig1()
@@ -56,6 +56,7 @@ def test_exact_gaps_equal_gaps_of_expanded_distribution(name, coarse, averaging)
 def test_reduced_plan_count_by_enumeration():
     """The bottom-up count against the number of distinct reduced plans of all pure plans."""
     import itertools
+
     from efce.solvers.evaluation.device import plans_reach_infosets
 
     for game in (FIG1, games.kuhn(2, 3), games.sheriff(max_bribe=1, max_items=1, rounds=1)):

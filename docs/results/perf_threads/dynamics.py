@@ -1,4 +1,7 @@
-import sys, time, json, numba
+import json
+import sys
+import time
+
 from efce.games.spec import make_game
 from efce.solvers.methods.efce import build_efce_model, solve_efce
 

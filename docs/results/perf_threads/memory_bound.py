@@ -78,7 +78,7 @@ def main(spec: str, iterations: int) -> None:
                 (lambda: y.observe(z, overwrite=True)),
                 (lambda: y.recommend(out=z)),
             )
-            for name, step in zip(passes, steps):
+            for name, step in zip(passes, steps, strict=True):
                 started = time.perf_counter()
                 step()
                 passes[name] += time.perf_counter() - started

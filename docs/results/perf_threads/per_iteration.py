@@ -1,4 +1,8 @@
-import sys, time, json, numpy as np
+import json
+import sys
+
+import numpy as np
+
 from efce.games.spec import make_game
 from efce.solvers.methods.efce import build_efce_model, solve_efce
 

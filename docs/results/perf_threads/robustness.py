@@ -1,4 +1,6 @@
-import sys, json
+import json
+import sys
+
 from efce.games.spec import make_game
 from efce.solvers.methods.efce import build_efce_model, solve_efce
 

@@ -1,4 +1,7 @@
-import sys, time, json, resource
+import json
+import resource
+import sys
+import time
 
 mode, spec = sys.argv[1], sys.argv[2]
 opts = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
