@@ -12,8 +12,7 @@ from efce.games.formats.efg import dumps, loads
 from efce.polytopes import correlation_plan, sequence_form
 from efce.polytopes.triggers import trigger_deviations
 from efce.solvers.regret.algebra import chain_minimizer
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.paths import ROOT
 
 
 def _games():

@@ -5,9 +5,9 @@ import json
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.paths import ROOT
+
 FOLDERS = ("games", "polytopes", "solvers", "baselines", "experiments")
 
 

@@ -39,7 +39,7 @@ def dask_client(scheduler: str | None = None, workers: int | None = None):
     The local cluster's scheduler allows one failure per task (a run whose worker dies is
     retried once); on an existing cluster that is the scheduler's own setting
     ``distributed.scheduler.allowed-failures`` (Dask's default is 3; the examples in
-    ``docs/examples/`` set 1).
+    ``benchmarks/sweeps/`` set 1).
     """
     import logging
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from efce.baselines import backends
+from tests.paths import ROOT
 
 SHERIFF = "sheriff:max_bribe=2,max_items=2,rounds=2"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _ships_shared_libhighs(package: str) -> bool:

@@ -6,14 +6,13 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from efce.experiments.cli import main, stdout_to_stderr
 from efce.experiments.solve import METHODS
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 SHERIFF = "sheriff:max_bribe=1,max_items=1,rounds=2"
 KUHN3 = "kuhn:players=3,ranks=3"

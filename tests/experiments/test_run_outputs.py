@@ -121,7 +121,7 @@ def test_unreachable_scheduler_is_refused_in_seconds(tmp_path, capsys):
     code = main(
         [
             "sweep",
-            "docs/examples/tiny.sweep.toml",
+            "benchmarks/sweeps/tiny.sweep.toml",
             "--out",
             str(out),
             "--scheduler",

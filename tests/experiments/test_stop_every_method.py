@@ -8,15 +8,14 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import psutil
 import pytest
 
 from tests.experiments.signals import handles_sigterm, wait_until
+from tests.paths import ROOT
 
 EFCE = [sys.executable, "-P", "-m", "efce"]
-ROOT = Path(__file__).resolve().parents[2]
 #: The child runs this source tree (``-P`` keeps the working folder out of its path).
 ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")

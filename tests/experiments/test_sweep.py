@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import psutil
 import pytest
@@ -19,8 +18,8 @@ from efce.experiments.cli import main
 from efce.experiments.harness import efce_command, last_json_object
 from efce.experiments.solve import solve
 from efce.experiments.sweep import SweepError, aggregate, finished, load_records, load_sweep, run_key, sweep
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "docs" / "examples" / "tiny.sweep.toml"
 K33, G23 = "kuhn:players=3,ranks=3", "goofspiel:players=2,ranks=3"
 

@@ -10,7 +10,7 @@ import pytest
 
 from efce.games.game import CHANCE, TERMINAL, GameError
 from efce.games.generators.sheriff import sheriff
-from tests.games.treewalk import play, sizes
+from tests.games.generators.treewalk import play, sizes
 
 
 def payoff(game, actions):

@@ -1,6 +1,6 @@
 """How much of the time to a target the gap checks take, and how much any schedule could save.
 
-    python checkpoint_schedule.py trace GAME ITERATIONS OUT.jsonl   # the default solver, a check every iteration
+    python checkpoint_schedule.py trace GAME ITERATIONS OUT.jsonl  # default solver, a check per iteration
     python checkpoint_schedule.py simulate OUT.jsonl ...           # schedules replayed on those traces
 
 ``trace`` runs ``solve_efce`` (PRM+, linear averaging, alternating: the default of
@@ -82,7 +82,8 @@ def replay(gaps: dict, target: float, cls, kw) -> tuple[int, int, str]:
 
 def simulate(paths: list[str]) -> None:
     for path in paths:
-        rows = [json.loads(line) for line in open(path)]
+        with open(path) as fh:
+            rows = [json.loads(line) for line in fh]
         gaps = {r["t"]: r["gap"] for r in rows}
         per_iteration = rows[-1]["iteration_seconds"] / len(rows)
         per_check = (rows[-1]["elapsed"] - rows[-1]["iteration_seconds"]) / len(rows)

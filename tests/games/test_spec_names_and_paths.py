@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -12,9 +11,10 @@ from efce.experiments.cli import main
 from efce.games import GameError
 from efce.games.formats import efg
 from efce.games.spec import check_spec, make_game
+from tests.paths import TWINS as TWINS_FILE
 
 LEAF = 'EFG 2 R "leaf" { "P1" "P2" }\n""\nt "" 1 "" { 1 0 }\n'
-TWINS = os.path.join(os.path.dirname(__file__), "games", "data", "twins.efg")
+TWINS = str(TWINS_FILE)
 
 
 def test_a_game_without_decisions_is_refused_by_rm_naming_the_players(capsys, tmp_path):

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from efce.games import GameError
 from efce.games.formats import efg
 from efce.solvers.evaluation.device import device_from_dict, device_to_dict
+from tests.paths import TWINS
 
 # Player 1 has two infosets both named "again" (after her own "a" and "b"), with actions
 # labelled 1 and 2; player 2 has one infoset "I".
-TEXT = (Path(__file__).parents[1] / "games" / "data" / "twins.efg").read_text()
+TEXT = TWINS.read_text()
 
 
 @pytest.fixture(scope="module")

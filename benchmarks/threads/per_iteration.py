@@ -12,7 +12,7 @@ m = build_efce_model(g)
 solve_efce(g, model=m, iterations=2, target_gap=None, threads=2, rule=rule)
 solve_efce(g, model=m, iterations=2, target_gap=None, threads=1, rule=rule)
 res = {1: [], 2: []}
-for rep in range(reps):
+for _ in range(reps):
     for T in (1, 2):
         r = solve_efce(g, model=m, iterations=n, target_gap=None, threads=T, rule=rule, check_every=10**6)
         res[T].append(r.info["iteration_seconds"] / n)

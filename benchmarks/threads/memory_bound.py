@@ -73,7 +73,7 @@ def main(spec: str, iterations: int) -> None:
             steps = (
                 (lambda: loss_xi(z, x)),
                 (lambda: xi.observe(x, overwrite=True)),
-                (lambda: xi.recommend(out=x, accumulate=(play.sums[0], float(t)))),
+                (lambda t=t: xi.recommend(out=x, accumulate=(play.sums[0], float(t)))),
                 (lambda: loss_y(x, z)),
                 (lambda: y.observe(z, overwrite=True)),
                 (lambda: y.recommend(out=z)),

@@ -1,6 +1,6 @@
 """Iterations and time to a max deviation with PRM+'s prediction in bfloat16 (the code) or float32.
 
-python docs/results/perf_threads/prediction_dtype.py bf16|f32 GAME TARGET [MAX_ITERATIONS]
+python benchmarks/threads/prediction_dtype.py bf16|f32 GAME TARGET [MAX_ITERATIONS]
 """
 
 import json

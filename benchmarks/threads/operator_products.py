@@ -70,7 +70,7 @@ def main(spec: str, repeats: int) -> None:
                 op.tables.terminal_row,
             )
             line["foll_mv"] = best_of(
-                lambda: po._following_matvec_parallel(
+                lambda following=following, threads=threads: po._following_matvec_parallel(
                     *following, op._trigger_base[1], op._lambda_tau, 0.0, y, op._stacks, out, threads
                 ),
                 repeats,
@@ -92,13 +92,19 @@ def main(spec: str, repeats: int) -> None:
                     op.triggers.block_start,
                 )
                 line[f"dev_mv{i}"] = best_of(
-                    lambda: po._deviation_matvec_parallel(*tables, y, out, threads), repeats
+                    lambda tables=tables, threads=threads: po._deviation_matvec_parallel(
+                        *tables, y, out, threads
+                    ),
+                    repeats,
                 )
                 line[f"dev_rmv{i}"] = best_of(
-                    lambda: po._deviation_rmatvec_parallel(*tables, x, -1.0, out_y, threads), repeats
+                    lambda tables=tables, threads=threads: po._deviation_rmatvec_parallel(
+                        *tables, x, -1.0, out_y, threads
+                    ),
+                    repeats,
                 )
             line["foll_rmv"] = best_of(
-                lambda: po._following_rmatvec_parallel(
+                lambda following=following, threads=threads: po._following_rmatvec_parallel(
                     *following,
                     op._term_order,
                     op._trigger_base[1],

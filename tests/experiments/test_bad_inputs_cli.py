@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
 
 from efce.experiments.cli import main
+from tests.paths import ROOT
+from tests.paths import TWINS as TWINS_FILE
 
 HEADER = 'EFG 2 R "g" { "P1" "P2" }\n""\n'
 TWO_LEAVES = 'p "" 1 1 "I" { "a" "b" } 0\nt "" 1 "" { 1 2 }\nt "" 2 "" { 3 4 }\n'
 
 # Player 1 has two infosets labelled "again" whose actions are labelled with numbers.
-TWINS = (Path(__file__).parent / "games" / "data" / "twins.efg").read_text()
+TWINS = TWINS_FILE.read_text()
 
 FILES = {
     "random.efg": bytes(range(256)) * 2,
@@ -192,7 +193,6 @@ def test_version(capsys):
 def test_version_falls_back_to_pyproject(monkeypatch):
     import importlib.metadata as metadata
     import re
-    from pathlib import Path
 
     from efce.experiments.cli import _version
 
@@ -200,5 +200,5 @@ def test_version_falls_back_to_pyproject(monkeypatch):
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(metadata, "version", missing)
-    text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    text = (ROOT / "pyproject.toml").read_text()
     assert _version() == re.search(r'^version\s*=\s*"([^"]+)"', text, re.M).group(1)

@@ -13,8 +13,9 @@ from efce import games
 from efce.games import CHANCE, TERMINAL, Game, GameError
 from efce.games.formats import efg
 from efce.games.game import ExplicitLabels
+from tests.paths import GAME_DATA
 
-DATA = Path(__file__).parent / "data"
+DATA = GAME_DATA
 ARRAYS = ("parent", "action", "player", "infoset", "chance_prob", "payoffs", "terminal_index")
 
 

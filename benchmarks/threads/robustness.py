@@ -15,7 +15,7 @@ print(
             "avg": avg,
             "iterations": r.iterations,
             "gap": r.info["efce_gap"],
-            "trace": [(row.iteration, float("%.3g" % row.gap)) for row in r.trace],
+            "trace": [(row.iteration, float(f"{row.gap:.3g}")) for row in r.trace],
         }
     ),
     flush=True,

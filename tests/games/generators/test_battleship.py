@@ -10,7 +10,7 @@ import pytest
 
 from efce.games.game import CHANCE, TERMINAL, GameError
 from efce.games.generators.battleship import battleship
-from tests.games.treewalk import play, sizes
+from tests.games.generators.treewalk import play, sizes
 
 
 # --------------------------------------------------------------------------- published sizes

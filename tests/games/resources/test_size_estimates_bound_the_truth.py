@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -11,6 +10,7 @@ from efce.experiments.cli import main
 from efce.games import GameError
 from efce.games.resources.estimate import estimate_size
 from efce.games.spec import estimate_spec, make_game
+from tests.paths import TWINS
 
 # Multi-ship fleets, where the old product-of-placements bound was off by up to 100x (and
 # called fleets that cannot fit "too large").  Each builds in well under a second.
@@ -80,7 +80,7 @@ def test_efg_relevant_pairs_are_checked_before_they_are_built(monkeypatch, capsy
     import efce.games.resources.memory  # noqa: F401 (binds games.resources.memory)
     from efce import games
 
-    path = os.path.join(os.path.dirname(__file__), "data", "twins.efg")
+    path = str(TWINS)
     built = []
     monkeypatch.setattr(games.relevant, "_fill_rows", lambda *a: built.append(1))
     monkeypatch.setattr(games.resources.memory, "default_memory_budget", lambda: 100)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -13,8 +12,9 @@ from hypothesis import strategies as st
 
 from efce.games import Game, GameError
 from efce.games.formats import efg
+from tests.paths import GAME_DATA
 
-DATA = Path(__file__).parent / "data"
+DATA = GAME_DATA
 VALID = {path.name: path.read_bytes() for path in sorted(DATA.glob("*.efg"))}
 SOURCE = "fuzz.efg"
 LOCATED = re.compile(rf"^{re.escape(SOURCE)}:\d+: \S")

@@ -2,7 +2,7 @@
 the tests).
 
     pip install dask-jobqueue
-    python docs/examples/jobqueue.py slurm benchmarks/sweeps/icfr_fig3.sweep.toml results-icfr
+    python benchmarks/sweeps/jobqueue.py slurm benchmarks/sweeps/icfr_fig3.sweep.toml results-icfr
 
 Run it on the cluster's login node, in the environment where efce-toolkit is installed: the batch
 jobs start Dask workers with the same Python (``python -m distributed.cli.dask_worker``), and each
