@@ -1,4 +1,5 @@
-"""Run every code block of ``docs/*.md`` (and check the README's install commands).
+"""Run every code block of ``docs/*.md`` and ``CONTRIBUTING.md`` (and check the README's install
+commands).
 
 Conventions of the documentation (keep them in sync with the top of ``docs/guide.md``):
 
@@ -36,7 +37,8 @@ import pytest
 
 from tests.paths import ROOT
 
-DOCS = sorted((ROOT / "docs").glob("*.md"))
+# The pages, and the contributing guide (its local-rule walk-through is checked code).
+DOCS = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "CONTRIBUTING.md"]
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.S | re.M)
 
 
