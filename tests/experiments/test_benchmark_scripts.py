@@ -43,3 +43,28 @@ def test_large_battleship_script_writes_every_checkpoint_and_its_feasibility(tmp
     for r in rows:
         assert 0 <= float(r["iteration_seconds"]) <= float(r["seconds"]) + 1e-2
         assert max(float(r["max_violation_iterate"]), float(r["max_violation_average"])) <= 1e-9
+
+
+def _timing(*args: str) -> list[dict]:
+    child = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "benchmarks", "timing.py"), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return [json.loads(line) for line in child.stdout.splitlines()]
+
+
+def test_timing_script_measures_every_kind_of_run():
+    game = "sheriff:max_bribe=1,max_items=1,rounds=1"
+    *runs, summary = _timing("iterations", game, "--iterations", "3", "--repeats", "2")
+    assert [r["threads"] for r in runs] == [1, 2, 1, 2] and all(r["iterations"] == 3 for r in runs)
+    assert summary["ratio_to_first"]["1"] == 1.0
+    (run,) = _timing("to-target", game, "--options", '{"threads": 1}')
+    assert run["status"] == "converged" and run["gap"] <= 1e-3 and run["plan_violation"] <= 1e-9
+    configurations = _timing("configurations", game, "--configs", "0,6", "--trace")
+    assert [(c["rule"], c["alternating"]) for c in configurations] == [("rm+", True), ("prm+", False)]
+    assert all(c["to_1e-3"] is not None and c["trace"] for c in configurations)
+    *cfr, cfr_summary = _timing("cfr-iterations", "kuhn:players=2", "--iterations", "50", "--repeats", "2")
+    assert len(cfr) == 2 and cfr_summary["median_seconds_per_iteration"] > 0
