@@ -1,8 +1,11 @@
 """Extensive-form games as immutable arrays, their sequence spaces, and benchmark generators.
 
-Generators: :func:`kuhn`, :func:`leduc`, :func:`goofspiel`, :func:`battleship`, :func:`sheriff`,
-:func:`farina_fig1`, :func:`farina_fig2`; files: :func:`load`, :func:`save` (Gambit ``.efg``);
-:func:`make_game` builds a game from a spec string such as ``kuhn:players=3,ranks=3``.
+Generators: :func:`~efce.games.generators.kuhn.kuhn`, :func:`~efce.games.generators.leduc.leduc`,
+:func:`~efce.games.generators.goofspiel.goofspiel`,
+:func:`~efce.games.generators.battleship.battleship`, :func:`~efce.games.generators.sheriff.sheriff`,
+:func:`~efce.games.generators.figures.farina_fig1`, :func:`~efce.games.generators.figures.farina_fig2`;
+files: :func:`load`, :func:`save` (Gambit ``.efg``); :func:`~efce.games.spec.make_game` builds a
+game from a spec string such as ``kuhn:players=3,ranks=3``.
 """
 
 # First: decides numba's cache location before any kernel compiles.

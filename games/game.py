@@ -25,7 +25,9 @@ import numpy as np
 
 from efce.errors import GameError  # re-exported: games.game.GameError is its old home
 
+#: The ``player`` of a chance node.
 CHANCE = -1
+#: The ``player`` of a terminal node.
 TERMINAL = -2
 
 #: Tolerance for chance probabilities summing to one.
@@ -228,7 +230,9 @@ class Game:
         (per-player index, -1 for chance/terminal), ``first_child``, ``num_children``,
         ``chance_prob`` (probability of the edge into the node when its parent is chance, else 1),
         ``terminal_index`` (row into ``payoffs``, -1 for internal nodes).
+
     ``payoffs`` : float64[num_terminals, num_players]
+        One row per terminal.
 
     Everything a game holds is given at construction: after ``__init__`` no attribute can be
     set or deleted (:class:`AttributeError`).  Derived facts (``depth``, ``reach_chance``,

@@ -53,7 +53,7 @@ def terminal_map(game: Game) -> TerminalMap:
 
 
 def sequence_form_payoffs(game: Game) -> tuple[sp.csr_matrix, sp.csr_matrix]:
-    """``(A_1, A_2)`` with ``A_i[σ1, σ2] = Σ_{z: σ(z) = (σ1, σ2)} p_c(z) u_i(z)`` (CSR, |Σ1|×|Σ2|)."""
+    """``(A_1, A_2)`` with ``A_i[σ1, σ2] = Σ_{z: σ(z) = (σ1, σ2)} p_c(z) u_i(z)`` (CSR, ``|Σ1| × |Σ2|``)."""
     require_two_players(game, "the bilinear sequence-form payoff operator")
     tm = terminal_map(game)
     shape = (game.sequences(0).num_sequences, game.sequences(1).num_sequences)

@@ -3,7 +3,7 @@
 * :func:`chain_text` — the chain in the paper's notation (section 3.1), one line per ``h``:
   ``{1} ◁h1 Δ2 ◁h2 Δ2 ◁h3 Δ2 ◁h4 Δ3`` then ``h1: x[∅] → (x[1], x[2])`` …
 * :func:`fill_grid`, :func:`fill_grid_text`, :func:`fill_grid_figure` — the fill-in order of a
-  correlation plan ξ as a |Σ1| × |Σ2| table, as in Figure 2 (right): cell ``(σ1, σ2)`` holds the
+  correlation plan ξ as a ``|Σ1| × |Σ2|`` table, as in Figure 2 (right): cell ``(σ1, σ2)`` holds the
   phase (``level + 1``, so ``ξ[∅, ∅] = 1`` is phase 1) in which ``DECOMPOSE`` fills
   ``ξ[σ1, σ2]``; irrelevant pairs are empty.
 * :func:`chain_dag` — the steps as a ``networkx`` DAG (``u → v`` when step ``v`` reads an entry
@@ -229,7 +229,7 @@ def chain_dag(chain: Chain) -> nx.DiGraph:
 
     Nodes: ``"root"`` (the constant entry, level 0) and one node ``k`` per step (0-based, step
     ``h{k+1}``), with attributes ``kind`` (``"simplex"``/``"singleton"``; ``"root"`` for the root),
-    ``size`` (entries filled), ``level`` and ``label`` (:meth:`Chain.step_description`).
+    ``size`` (entries filled), ``level`` and ``label`` (:meth:`~efce.polytopes.chain.Chain.step_description`).
     Edges ``u → v`` when step ``v``'s ``h`` reads an entry filled by ``u``, with attribute
     ``entries``: how many of ``v``'s source entries ``u`` filled.
 

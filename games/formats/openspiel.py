@@ -28,7 +28,7 @@ def _import_pyspiel():
 
 
 def from_openspiel(game_or_name, **params) -> Game:
-    """Convert an OpenSpiel game to a :class:`Game`.
+    """Convert an OpenSpiel game to a :class:`~efce.games.game.Game`.
 
     Parameters
     ----------

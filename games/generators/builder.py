@@ -30,7 +30,7 @@ class Expansion:
     Attributes
     ----------
     player : int[F]
-        Acting player, :data:`CHANCE` or :data:`TERMINAL` for each state.
+        Acting player, :data:`~efce.games.game.CHANCE` or :data:`~efce.games.game.TERMINAL` for each state.
     payoffs : float[num_terminal_states, num_players]
         Payoffs of the terminal states, in frontier order.
     edge_parent : int[E]
@@ -130,7 +130,8 @@ def build_game(
     action_label: Callable[[int, int], str] = lambda p, c: str(c),
     player_names=None,
 ) -> Game:
-    """Build a :class:`Game` by expanding ``root_state`` (arrays with one row) level by level."""
+    """Build a :class:`~efce.games.game.Game` by expanding ``root_state`` (arrays with one row) level
+    by level."""
     parents, actions, players, keys, probs, codes, payoffs = [], [], [], [], [], [], []
     forests = [_HistoryForest() for _ in range(num_players)]
     state = {k: np.asarray(v) for k, v in root_state.items()}

@@ -18,7 +18,7 @@ def atomic_open(path: str, mode: str = "w", **kwargs):
     path : str
         The file to write.
     mode : str
-        ``"w"`` (text, ``kwargs`` as for :func:`open`, e.g. ``newline=""``) or ``"wb"``.
+        ``"w"`` (text, ``kwargs`` as for ``open()``, e.g. ``newline=""``) or ``"wb"``.
 
     Yields
     ------
