@@ -7,7 +7,9 @@
 # order ORDER gives and appends JSON lines to $OUT/measure.jsonl, each run preceded by a line
 # naming the step, the side and the load.
 #     A_PY=/tmp/a/.venv/bin/python B_PY=.venv/bin/python STEPS="small medium" benchmarks/ab.sh
-# Steps: small, medium (time to max deviation 1e-3), per_iteration (medium, 1 and 2 threads),
+# Steps: small, medium (time to max deviation 1e-3), per_iteration and small_per_iteration
+# (seconds per iteration of rm on medium / small Battleship; ITERATIONS, REPEATS and THREADS
+# override 4, 3 and "1,2"), cfr_leduc (seconds per iteration of CFR+ on two-player Leduc),
 # memory (peak of efce solve on small and medium), memory_large, large (the large instance to 1e-3
 # on B, with its trace and figure in $OUT/large), large_per_iteration (B).
 set -u
@@ -28,10 +30,17 @@ for step in ${STEPS:-small medium per_iteration memory}; do
       for side in ${ORDER:-A B A B}; do
         log "$step $side"; "$(python_of "$side")" "$HERE/timing.py" to-target "$spec" >> "$OUT/measure.jsonl"
       done ;;
-    per_iteration)
+    per_iteration|small_per_iteration)
+      spec=$MEDIUM; [ "$step" = small_per_iteration ] && spec=$SMALL
       for side in ${ORDER:-A B A B}; do
-        log "medium per iteration $side"
-        "$(python_of "$side")" "$HERE/timing.py" iterations "$MEDIUM" --iterations 4 --repeats 3 >> "$OUT/measure.jsonl"
+        log "$step $side"
+        "$(python_of "$side")" "$HERE/timing.py" iterations "$spec" --iterations "${ITERATIONS:-4}" \
+          --repeats "${REPEATS:-3}" --threads "${THREADS:-1,2}" >> "$OUT/measure.jsonl"
+      done ;;
+    cfr_leduc)
+      for side in ${ORDER:-A B A B}; do
+        log "cfr+ leduc per iteration $side"
+        "$(python_of "$side")" "$HERE/timing.py" cfr-iterations "leduc:players=2" >> "$OUT/measure.jsonl"
       done ;;
     memory|memory_large)
       specs="$SMALL $MEDIUM"; [ "$step" = memory_large ] && specs=$LARGE
