@@ -44,6 +44,7 @@ from efce.games.relevant import RelevantPairs, connected_infosets, count_relevan
 from efce.games.resources.memory import check_budget, default_memory_budget, gib
 from efce.polytopes.decompose import check_decomposable
 from efce.polytopes.vsf import VSFConstraints, vsf_constraints
+from efce.solvers.options import TIME_LIMIT, WELFARE_THRESHOLD, Option
 
 #: Bytes per nonzero and per row/column assumed by the estimate: the COO triplets of the build
 #: (int64 row + int64 column + float64 value = 24 B), the CSC handed to the solver (12–16 B), the
@@ -54,6 +55,29 @@ BYTES_PER_NONZERO = 96
 BYTES_PER_ROW_OR_COLUMN = 160
 #: cvxpy canonicalizes into further copies of the matrices.
 CVXPY_FACTOR = 2.5
+
+
+#: The LP objective option of ``lp-highs``, ``lp-pdlp`` and ``lp-cvxpy`` (:func:`build_efce_lp`'s
+#: ``objective``, a player written ``player1``/``player2``).
+OBJECTIVE = Option(
+    "objective",
+    str,
+    "LP objective: social welfare, none (feasibility) or one player's utility",
+    choices=("welfare", "feasibility", "player1", "player2"),
+    default="welfare",
+)
+#: The options every LP method takes (each module adds its own).
+LP_OPTIONS = (TIME_LIMIT, WELFARE_THRESHOLD, OBJECTIVE)
+
+
+def lp_arguments(options: dict) -> dict:
+    """The keywords ``objective`` (a player as 0/1), ``time_limit`` and ``welfare_threshold`` of
+    the LP solvers, from validated :data:`LP_OPTIONS`."""
+    return dict(
+        objective={"player1": 0, "player2": 1}.get(options["objective"], options["objective"]),
+        time_limit=options["time_limit"],
+        welfare_threshold=options["welfare_threshold"],
+    )
 
 
 class ModelTooLarge(MemoryBudgetExceeded):

@@ -12,13 +12,14 @@ import time
 
 import numpy as np
 
-from efce.errors import BackendError
+from efce.errors import BackendError, OptionError
 from efce.games.game import Game
 from efce.games.resources.memory import peak_rss_bytes
+from efce.solvers.options import Method, Option
 from efce.solvers.result import SolveResult, TraceRow
 
 from .backends import Interrupted, call_solver, check_lp_inputs, must_isolate
-from .efce_lp import CVXPY_FACTOR, EFCELP, build_efce_lp
+from .efce_lp import CVXPY_FACTOR, EFCELP, LP_OPTIONS, build_efce_lp, lp_arguments
 from .lp_highs import evaluate_plan, interrupted_result
 
 #: Accuracy settings for the first-order and splitting solvers, whose defaults (1e-4 .. 1e-3)
@@ -200,3 +201,37 @@ def solve_lp_cvxpy(
         else []
     )
     return SolveResult(method, xi, status, out["iterations"], setup, seconds, trace, info)
+
+
+# ----------------------------------------------------------------------------- declaration
+#: The options of ``lp-cvxpy`` (:data:`SOLVE_METHODS`): type, range and default of each.
+OPTIONS = (
+    *LP_OPTIONS,
+    Option(
+        "lp_solver",
+        str,
+        "the cvxpy solver (CLARABEL, HIGHS, PDLP, SCS, ...; installed ones)",
+        default="HIGHS",
+    ),
+)
+
+
+def _check(o: dict) -> None:
+    installed = installed_lp_solvers()
+    if o["lp_solver"].upper() not in installed:  # names are case-insensitive, as in the backend
+        raise OptionError(
+            f"--lp-solver: cvxpy solver '{o['lp_solver']}' is not installed; "
+            f"installed: {', '.join(installed)}"
+        )
+
+
+def _run(game: Game, *, progress, **o) -> SolveResult:
+    return solve_lp_cvxpy(game, solver=o["lp_solver"], **lp_arguments(o))
+
+
+#: ``lp-cvxpy`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
+SOLVE_METHODS = (
+    Method(
+        "lp-cvxpy", "the von Stengel–Forges EFCE LP through cvxpy", OPTIONS, _run, chance=False, check=_check
+    ),
+)

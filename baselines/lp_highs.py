@@ -14,10 +14,11 @@ import numpy as np
 from efce.errors import BackendError
 from efce.games.game import Game
 from efce.games.resources.memory import peak_rss_bytes
+from efce.solvers.options import Method
 from efce.solvers.result import SolveResult, TraceRow
 
 from .backends import Interrupted, call_solver, check_lp_inputs, must_isolate
-from .efce_lp import EFCELP, build_efce_lp
+from .efce_lp import EFCELP, LP_OPTIONS, build_efce_lp, lp_arguments
 
 SOLVERS = ("choose", "simplex", "ipm", "ipx", "pdlp", "hipdlp")
 
@@ -241,3 +242,18 @@ def solve_lp_highs(
     return SolveResult(
         "lp-highs", xi, status, iterations, model.build_seconds + pass_seconds, seconds, trace, info
     )
+
+
+# ----------------------------------------------------------------------------- declaration
+#: The options of ``lp-highs`` (:data:`SOLVE_METHODS`): type, range and default of each.
+OPTIONS = LP_OPTIONS
+
+
+def _run(game: Game, *, progress, **o) -> SolveResult:
+    return solve_lp_highs(game, **lp_arguments(o))
+
+
+#: ``lp-highs`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
+SOLVE_METHODS = (
+    Method("lp-highs", "the von Stengel–Forges EFCE LP solved by HiGHS", OPTIONS, _run, chance=False),
+)

@@ -32,6 +32,7 @@ from efce.games.resources.memory import peak_rss_bytes
 from efce.polytopes.decompose import check_decomposable
 from efce.polytopes.vsf import vsf_constraints
 from efce.solvers.driver import IterationDriver
+from efce.solvers.options import ITERATIONS, SEED, TIME_LIMIT, Method, Option, positive
 from efce.solvers.result import SolveResult, TraceRow
 
 from .efce_lp import _incentive_block, check_memory, estimate_efce_lp
@@ -185,6 +186,28 @@ SUBGRADIENT_MEMORY_FACTOR = 0.4
 
 #: Step rules of :func:`solve_subgradient`.
 STEP_RULES = ("constant", "sqrt", "polyak")
+
+#: The options of ``subgradient`` (:data:`SOLVE_METHODS`): type, range and default of each.
+OPTIONS = (
+    TIME_LIMIT,
+    ITERATIONS.with_default(10_000),
+    Option("step_size", float, "subgradient step size", positive, default=1e-3),
+    Option(
+        "step_rule",
+        str,
+        "subgradient step rule: constant α, α/√t, or Polyak's f/‖g‖² capped at α",
+        choices=STEP_RULES,
+        default="constant",
+    ),
+    Option(
+        "start",
+        str,
+        "subgradient initial plan (the uniform plan is an exact EFCE in some games)",
+        choices=("uniform", "random"),
+        default="uniform",
+    ),
+    SEED,
+)
 
 
 def _step(rule: str, alpha: float, t: int, f: float, g: np.ndarray) -> float:
@@ -342,3 +365,29 @@ def _project_rows(
     resid = np.bincount(owner, weights=vals * xi[cols], minlength=len(rows)) - b[rows]
     scale = np.where(norm2[rows] > 0, resid / np.where(norm2[rows] > 0, norm2[rows], 1.0), 0.0)
     xi[cols] -= scale[owner] * vals
+
+
+# ----------------------------------------------------------------------------- declaration
+def _run(game: Game, *, progress: Callable[[TraceRow], None] | None, **o) -> SolveResult:
+    return solve_subgradient(
+        game,
+        iterations=o["iterations"],
+        time_limit=o["time_limit"],
+        step_size=o["step_size"],
+        step_rule=o["step_rule"],
+        seed=o["seed"],
+        start=o["start"],
+        progress=progress,
+    )
+
+
+#: ``subgradient`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
+SOLVE_METHODS = (
+    Method(
+        "subgradient",
+        "subgradient descent on the max deviation with incremental projection",
+        OPTIONS,
+        _run,
+        chance=False,
+    ),
+)

@@ -22,15 +22,14 @@ def _configure(p):
         choices=list(METHODS),
         help="; ".join(f"{m.name}: {m.description}" for m in METHODS.values()),
     )
-    for option in OPTIONS.values():
-        users = ", ".join(m.name for m in METHODS.values() if option.name in m.defaults)
+    for option in OPTIONS.values():  # the help names the methods that take the option
         p.add_argument(
-            "--" + option.name.replace("_", "-"),
+            option.flag,
             dest=option.name,
             default=None,
             type=_cli_type(option.kind),
             choices=option.choices,
-            help=f"{option.help} ({users})",
+            help=option.help,
         )
     p.add_argument("--trace", default=None, help="write the trace as CSV to this file")
     p.add_argument(

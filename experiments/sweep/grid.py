@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from efce.errors import GameError, OptionError, SweepError
+from efce.solvers.options import describe_value, is_integer, is_real
 
 from ..compare import check_game, option_arguments
 from ..harness import MAX_MEMORY_LIMIT_GIB, efce_command
-from ..solve import METHODS, describe_value, is_integer, is_real, validate_options
+from ..solve import METHODS, validate_options
 
 #: Top-level keys of a sweep file.
 SWEEP_KEYS = ("name", "games", "methods", "seeds", "limits", "options")

@@ -23,10 +23,15 @@ from efce.polytopes.sequence_form import sequence_form
 from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.best_response import best_response
 from efce.solvers.methods.selfplay import SelfPlay
+from efce.solvers.options import ITERATIONS, LOCAL, TARGET_GAP, THREADS, TIME_LIMIT, Method
 from efce.solvers.regret.engine import ChainEngine, minimizer_factory
 from efce.solvers.regret.local import LocalRule, RegretMatching
 from efce.solvers.regret.protocol import MinimizerFactory
 from efce.solvers.result import SolveResult, TraceRow
+
+#: The options of ``cfr`` and ``cfr+`` (:data:`SOLVE_METHODS`): type, range and default of each
+#: (``local`` None: the variant's own rule, RM for CFR, RM+ for CFR+).
+OPTIONS = (ITERATIONS.with_default(1000), TIME_LIMIT, TARGET_GAP, LOCAL, THREADS)
 
 
 def exploitability(game: Game, strategies, payoffs=None) -> tuple[float, np.ndarray]:
@@ -118,3 +123,30 @@ def solve_cfr(
             "iteration_seconds": driver.iteration_seconds,
         },
     )
+
+
+# ----------------------------------------------------------------------------- declaration
+def _runner(variant: str):
+    def run(game: Game, *, progress: ProgressCallback | None, **o) -> SolveResult:
+        from efce.solvers.regret.engine import thread_count
+        from efce.solvers.regret.registry import make_rule
+
+        with thread_count(o["threads"]):
+            return solve_cfr(
+                game,
+                iterations=o["iterations"],
+                variant=variant,
+                rule=make_rule(o["local"]) if o["local"] else None,
+                time_limit=o["time_limit"],
+                target_gap=o["target_gap"],
+                progress=progress,
+            )
+
+    return run
+
+
+#: ``cfr`` and ``cfr+`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
+SOLVE_METHODS = (
+    Method("cfr", "CFR (Nash equilibrium, two players)", OPTIONS, _runner("cfr"), players=2),
+    Method("cfr+", "CFR+ (Nash equilibrium, two players)", OPTIONS, _runner("cfr+"), players=2),
+)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from efce.errors import OptionError
 from efce.games.game import Game
 from efce.games.relevant import RelevantPairs, count_relevant_pairs, relevant_pairs
 from efce.games.resources.memory import ParkedArrays, check_budget, release_free_memory
@@ -43,6 +44,16 @@ from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.gaps import EFCEGapEvaluator, GapReport
 from efce.solvers.evaluation.payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
 from efce.solvers.methods.selfplay import SelfPlay
+from efce.solvers.options import (
+    ITERATIONS,
+    LOCAL,
+    TARGET_GAP,
+    THREADS,
+    TIME_LIMIT,
+    WELFARE_THRESHOLD,
+    Method,
+    Option,
+)
 from efce.solvers.regret.engine import ChainEngine, chain_minimum, minimizer_factory, on_threads
 from efce.solvers.regret.local import LocalRule, RegretMatching
 from efce.solvers.regret.protocol import MinimizerFactory
@@ -50,6 +61,39 @@ from efce.solvers.result import SolveResult, TraceRow
 
 #: Weight ``t^p`` of iteration ``t`` in the average plan, per averaging scheme.
 AVERAGING = {"uniform": 0.0, "linear": 1.0, "quadratic": 2.0}
+
+#: The options of ``rm`` (:data:`SOLVE_METHODS`): type, range and default of each.
+OPTIONS = (
+    ITERATIONS.with_default(10_000),
+    TIME_LIMIT,
+    TARGET_GAP.with_default(1e-3),
+    WELFARE_THRESHOLD,
+    Option(
+        "objective",
+        str,
+        "'feasibility': any EFCE; 'welfare' bisects the welfare threshold for an interval "
+        "around the optimal EFCE welfare",
+        choices=("feasibility", "welfare"),
+        default="feasibility",
+    ),
+    LOCAL.with_default("prm+"),
+    Option(
+        "averaging",
+        str,
+        "weight of iteration t in the average plan: t (linear, the paper's), t² (quadratic) or 1 (uniform)",
+        choices=("linear", "quadratic", "uniform"),
+        default="linear",
+    ),
+    Option(
+        "updates",
+        str,
+        "the deviator answers the correlator's fresh point (alternating, the paper's) or both "
+        "move from the previous points (simultaneous)",
+        choices=("alternating", "simultaneous"),
+        default="alternating",
+    ),
+    THREADS,
+)
 
 #: A saddle-point lower bound above this proves the welfare threshold unreachable.
 CERTIFICATE_TOLERANCE = 1e-9
@@ -611,3 +655,56 @@ def _result(
         trace=driver.trace,
         info=info,
     )
+
+
+# ----------------------------------------------------------------------------- declaration
+def _check(o: dict) -> None:
+    if o["objective"] == "welfare" and o["welfare_threshold"] is not None:
+        raise OptionError("rm --objective welfare searches the threshold itself; drop --welfare-threshold")
+
+
+def _run(game: Game, *, progress: ProgressCallback | None, **o) -> SolveResult:
+    from efce.solvers.regret.registry import make_rule
+
+    if o["objective"] == "welfare":
+        from efce.solvers.methods.welfare import WELFARE_INTERVAL_WIDTH, solve_optimal_welfare
+        from efce.solvers.regret.engine import thread_count
+
+        # Each bisection step is one rm run, so --iterations caps a step (as it caps a plain run);
+        # the bisection itself ends at the interval width, the time limit, or when no step decides.
+        with thread_count(o["threads"]):
+            return solve_optimal_welfare(
+                game,
+                tolerance=WELFARE_INTERVAL_WIDTH,
+                time_limit=o["time_limit"],
+                step_iterations=o["iterations"],
+                rule=o["local"],
+                averaging=o["averaging"],
+                alternating=o["updates"] == "alternating",
+            )
+    return solve_efce(
+        game,
+        iterations=o["iterations"],
+        time_limit=o["time_limit"],
+        target_gap=o["target_gap"],
+        welfare_threshold=o["welfare_threshold"],
+        rule=make_rule(o["local"]),
+        progress=progress,
+        threads=o["threads"],
+        averaging=o["averaging"],
+        alternating=o["updates"] == "alternating",
+    )
+
+
+#: ``rm`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
+SOLVE_METHODS = (
+    Method(
+        "rm",
+        "regret minimization on the EFCE saddle point (Farina et al. 2019, Algorithm 1)",
+        OPTIONS,
+        _run,
+        players=2,
+        chance=False,
+        check=_check,
+    ),
+)

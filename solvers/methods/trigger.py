@@ -57,6 +57,7 @@ from efce.games.payoffs import terminal_map
 from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.device import DEVICE_PLAN_LIMIT, check_device_size
 from efce.solvers.evaluation.device_gaps import FactoredDevice
+from efce.solvers.options import ITERATIONS, LOCAL, TARGET_GAP, TIME_LIMIT, Method
 from efce.solvers.regret.local import LocalRule, Segments
 from efce.solvers.regret.registry import as_rule
 from efce.solvers.result import SolveResult, TraceRow
@@ -68,6 +69,9 @@ AVERAGING = ("uniform", "linear")
 #: measured (docs/results/trigger/table.md).
 DEFAULT_RULE = "prm+"
 DEFAULT_AVERAGING = "linear"
+#: The options of ``trigger`` and ``coarse-trigger`` (:data:`SOLVE_METHODS`): type, range and
+#: default of each.
+OPTIONS = (ITERATIONS.with_default(10_000), TIME_LIMIT, TARGET_GAP, LOCAL.with_default(DEFAULT_RULE))
 
 
 # ---------------------------------------------------------------------- layouts
@@ -933,6 +937,44 @@ def solve_trigger(
         info=info,
     )
 
+
+# ----------------------------------------------------------------------------- declaration
+def _runner(coarse: bool):
+    def run(game: Game, *, progress: ProgressCallback | None, device: bool = False, **o) -> SolveResult:
+        return solve_trigger(
+            game,
+            o["iterations"],
+            coarse=coarse,
+            rule=o["local"],
+            time_limit=o["time_limit"],
+            target_gap=o["target_gap"],
+            progress=progress,
+            device=device,
+        )
+
+    return run
+
+
+#: ``trigger`` and ``coarse-trigger`` for :func:`efce.solve` (collected by
+#: :data:`efce.experiments.solve.METHODS`).
+SOLVE_METHODS = (
+    Method(
+        "trigger",
+        "deterministic trigger-regret dynamics (EFCE, n players, chance; Farina et al. 2022)",
+        OPTIONS,
+        _runner(False),
+        players=None,
+        writes_device=True,
+    ),
+    Method(
+        "coarse-trigger",
+        "deterministic coarse-trigger-regret dynamics (EFCCE, n players, chance)",
+        OPTIONS,
+        _runner(True),
+        players=None,
+        writes_device=True,
+    ),
+)
 
 __all__ = [
     "solve_trigger",

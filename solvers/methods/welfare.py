@@ -38,6 +38,9 @@ from efce.solvers.regret.local import LocalRule
 from efce.solvers.regret.registry import make_rule
 from efce.solvers.result import SolveResult, TraceRow
 
+#: Width of the welfare interval ``rm --objective welfare`` stops at.
+WELFARE_INTERVAL_WIDTH = 1e-2
+
 
 def welfare_bounds(game: Game) -> tuple[float, float]:
     """``(min, max)`` over terminals of the social welfare ``u_1(z) + u_2(z)``: every correlation
