@@ -15,12 +15,26 @@ import numpy as np
 from efce.errors import BackendError, OptionError
 from efce.games.game import Game
 from efce.games.resources.memory import peak_rss_bytes
-from efce.solvers.options import Method, Option
+from efce.solvers.options import Method, Option, defaults
 from efce.solvers.result import SolveResult, TraceRow
 
 from .backends import Interrupted, call_solver, check_lp_inputs, must_isolate
 from .efce_lp import CVXPY_FACTOR, EFCELP, LP_OPTIONS, build_efce_lp, lp_arguments
 from .lp_highs import evaluate_plan, interrupted_result
+
+#: The options of ``lp-cvxpy`` (:data:`SOLVE_METHODS`): type, range and default of each.
+OPTIONS = (
+    *LP_OPTIONS,
+    Option(
+        "lp_solver",
+        str,
+        "the cvxpy solver (CLARABEL, HIGHS, PDLP, SCS, ...; installed ones)",
+        default="HIGHS",
+    ),
+)
+#: Option name → ``lp-cvxpy``'s default (:data:`OPTIONS`), :func:`solve_lp_cvxpy`'s own (its
+#: ``solver`` is ``lp_solver``).
+DEFAULTS = defaults(OPTIONS)
 
 #: Accuracy settings for the first-order and splitting solvers, whose defaults (1e-4 .. 1e-3)
 #: are too loose for the 1e-6 max deviation the project asks of an LP solution; the user's own
@@ -90,10 +104,10 @@ def _solve_arrays(A_eq, b_eq, A_ge, b_ge, c, num_xi, solver, verbose, options):
 def solve_lp_cvxpy(
     game: Game,
     *,
-    objective="welfare",
-    welfare_threshold: float | None = None,
-    solver: str = "HIGHS",
-    time_limit: float | None = None,
+    objective: str | int = DEFAULTS["objective"],
+    welfare_threshold: float | None = DEFAULTS["welfare_threshold"],
+    solver: str = DEFAULTS["lp_solver"],
+    time_limit: float | None = DEFAULTS["time_limit"],
     memory_budget: int | None = None,
     verbose: bool = False,
     model: EFCELP | None = None,
@@ -204,18 +218,6 @@ def solve_lp_cvxpy(
 
 
 # ----------------------------------------------------------------------------- declaration
-#: The options of ``lp-cvxpy`` (:data:`SOLVE_METHODS`): type, range and default of each.
-OPTIONS = (
-    *LP_OPTIONS,
-    Option(
-        "lp_solver",
-        str,
-        "the cvxpy solver (CLARABEL, HIGHS, PDLP, SCS, ...; installed ones)",
-        default="HIGHS",
-    ),
-)
-
-
 def _check(o: dict) -> None:
     installed = installed_lp_solvers()
     if o["lp_solver"].upper() not in installed:  # names are case-insensitive, as in the backend

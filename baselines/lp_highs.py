@@ -14,13 +14,18 @@ import numpy as np
 from efce.errors import BackendError
 from efce.games.game import Game
 from efce.games.resources.memory import peak_rss_bytes
-from efce.solvers.options import Method
+from efce.solvers.options import Method, defaults
 from efce.solvers.result import SolveResult, TraceRow
 
 from .backends import Interrupted, call_solver, check_lp_inputs, must_isolate
 from .efce_lp import EFCELP, LP_OPTIONS, build_efce_lp, lp_arguments
 
 SOLVERS = ("choose", "simplex", "ipm", "ipx", "pdlp", "hipdlp")
+
+#: The options of ``lp-highs`` (:data:`SOLVE_METHODS`): type, range and default of each.
+OPTIONS = LP_OPTIONS
+#: Option name → ``lp-highs``'s default (:data:`OPTIONS`), :func:`solve_lp_highs`'s own.
+DEFAULTS = defaults(OPTIONS)
 
 #: ``lp-highs`` picks HiGHS's solver by model size (every setting tried and what it did:
 #: docs/results/lp_highs_settings.md).  Below :data:`FIRST_ORDER_NONZEROS`, IPX with crossover:
@@ -156,11 +161,11 @@ def interrupted_result(method: str, model: EFCELP, backend: str, info: dict | No
 def solve_lp_highs(
     game: Game,
     *,
-    objective="welfare",
-    welfare_threshold: float | None = None,
+    objective: str | int = DEFAULTS["objective"],
+    welfare_threshold: float | None = DEFAULTS["welfare_threshold"],
     solver: str | None = None,
     threads: int = 0,
-    time_limit: float | None = None,
+    time_limit: float | None = DEFAULTS["time_limit"],
     memory_budget: int | None = None,
     verbose: bool = False,
     model: EFCELP | None = None,
@@ -245,8 +250,6 @@ def solve_lp_highs(
 
 
 # ----------------------------------------------------------------------------- declaration
-#: The options of ``lp-highs`` (:data:`SOLVE_METHODS`): type, range and default of each.
-OPTIONS = LP_OPTIONS
 
 
 def _run(game: Game, *, progress, **o) -> SolveResult:

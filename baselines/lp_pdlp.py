@@ -25,11 +25,29 @@ from efce.errors import BackendError
 from efce.games.game import Game
 from efce.games.resources.memory import check_budget, peak_rss_bytes
 from efce.solvers.driver import stop_requested
-from efce.solvers.options import Method, Option
+from efce.solvers.options import Method, Option, defaults
 from efce.solvers.result import SolveResult, TraceRow
 
 from .backends import Interrupted, IsolatedWorker, check_lp_inputs, must_isolate, stoppable
 from .efce_lp import EFCELP, LP_OPTIONS, build_efce_lp, estimate_efce_lp, lp_arguments
+
+
+def _positive_tolerance(value: float) -> str | None:
+    # 0 means "run the whole budget" for the iterative methods; PDLP's --target-gap is instead
+    # its relative tolerance, where 0 is no stopping rule at all.
+    return None if value > 0 else "a positive number: lp-pdlp reads --target-gap as its relative tolerance"
+
+
+#: The options of ``lp-pdlp`` (:data:`SOLVE_METHODS`): type, range and default of each.
+OPTIONS = (
+    *LP_OPTIONS,
+    Option("target_gap", float, "its relative tolerance (> 0)", _positive_tolerance, default=1e-6),
+)
+
+
+#: Option name → ``lp-pdlp``'s default (:data:`OPTIONS`), :func:`solve_lp_pdlp`'s own (its
+#: ``tolerance`` is ``target_gap``).
+DEFAULTS = defaults(OPTIONS)
 
 #: Peak memory model of a PDLP run (model build + OR-Tools' copies + evaluation), calibrated on
 #: the full Sheriff and the small Battleship LP (see docs/results/lp_baseline.md): the COO
@@ -168,10 +186,10 @@ _REASONS = {
 def solve_lp_pdlp(
     game: Game,
     *,
-    objective="welfare",
-    welfare_threshold: float | None = None,
-    tolerance: float = 1e-6,
-    time_limit: float | None = None,
+    objective: str | int = DEFAULTS["objective"],
+    welfare_threshold: float | None = DEFAULTS["welfare_threshold"],
+    tolerance: float = DEFAULTS["target_gap"],
+    time_limit: float | None = DEFAULTS["time_limit"],
     threads: int = 2,
     first_stage_tolerance: float | None = None,
     memory_budget: int | None = None,
@@ -368,19 +386,6 @@ def solve_lp_pdlp(
 
 
 # ----------------------------------------------------------------------------- declaration
-def _positive_tolerance(value: float) -> str | None:
-    # 0 means "run the whole budget" for the iterative methods; PDLP's --target-gap is instead
-    # its relative tolerance, where 0 is no stopping rule at all.
-    return None if value > 0 else "a positive number: lp-pdlp reads --target-gap as its relative tolerance"
-
-
-#: The options of ``lp-pdlp`` (:data:`SOLVE_METHODS`): type, range and default of each.
-OPTIONS = (
-    *LP_OPTIONS,
-    Option("target_gap", float, "its relative tolerance (> 0)", _positive_tolerance, default=1e-6),
-)
-
-
 def _run(game: Game, *, progress: Callable[[TraceRow], None] | None, **o) -> SolveResult:
     return solve_lp_pdlp(game, tolerance=o["target_gap"], progress=progress, **lp_arguments(o))
 

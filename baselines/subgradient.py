@@ -32,7 +32,7 @@ from efce.games.resources.memory import peak_rss_bytes
 from efce.polytopes.decompose import check_decomposable
 from efce.polytopes.vsf import vsf_constraints
 from efce.solvers.driver import IterationDriver
-from efce.solvers.options import ITERATIONS, SEED, TIME_LIMIT, Method, Option, positive
+from efce.solvers.options import ITERATIONS, SEED, TIME_LIMIT, Method, Option, defaults, positive
 from efce.solvers.result import SolveResult, TraceRow
 
 from .efce_lp import _incentive_block, check_memory, estimate_efce_lp
@@ -208,6 +208,8 @@ OPTIONS = (
     ),
     SEED,
 )
+#: Option name → ``subgradient``'s default (:data:`OPTIONS`), :func:`solve_subgradient`'s own.
+DEFAULTS = defaults(OPTIONS)
 
 
 def _step(rule: str, alpha: float, t: int, f: float, g: np.ndarray) -> float:
@@ -222,16 +224,16 @@ def _step(rule: str, alpha: float, t: int, f: float, g: np.ndarray) -> float:
 def solve_subgradient(
     game: Game,
     *,
-    step_size: float = 1e-3,
-    step_rule: str = "constant",
-    iterations: int = 1000,
-    time_limit: float | None = None,
+    step_size: float = DEFAULTS["step_size"],
+    step_rule: str = DEFAULTS["step_rule"],
+    iterations: int = DEFAULTS["iterations"],
+    time_limit: float | None = DEFAULTS["time_limit"],
     projections: int | None = None,
     trace_every: int = 10,
     tolerance: float = 1e-6,
-    seed: int = 0,
+    seed: int = DEFAULTS["seed"],
     memory_budget: int | None = None,
-    start: str = "uniform",
+    start: str = DEFAULTS["start"],
     xi0: np.ndarray | None = None,
     progress: Callable[[TraceRow], None] | None = None,
 ) -> SolveResult:
@@ -244,7 +246,8 @@ def solve_subgradient(
     step_rule : :data:`STEP_RULES`: ``"constant"`` (α), ``"sqrt"`` (α / √(t+1)), or ``"polyak"``
         (``f(ξ_t) / ‖g_t‖²``, capped at α: Polyak's step with the known optimal value f* = 0 of
         the max deviation — an EFCE exists — so it needs no tuning beyond the cap).
-    iterations, time_limit : stopping rules (whichever comes first).
+    iterations, time_limit : stopping rules (whichever comes first; default 10,000 iterations, as
+        ``efce solve --method subgradient`` and every other iterative EFCE method).
     projections : equality rows of Definition 3 sampled per iteration (default: 1% of the rows,
         at least 10); the sample is thinned to rows with disjoint supports and projected onto
         at once, then ξ is clipped to ``ξ ≥ 0``.

@@ -28,6 +28,7 @@ import math
 import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from efce.errors import OptionError
@@ -189,8 +190,10 @@ _NUMBERS = {1: "one", 2: "two", 3: "three"}
 
 
 def defaults(options: tuple[Option, ...]) -> Mapping[str, Any]:
-    """Option name → default of ``options`` (what a library function takes as its defaults)."""
-    return {o.name: o.default for o in options}
+    """Option name → default of ``options``, read-only: what a method's library function takes
+    as its own defaults (``iterations: int = DEFAULTS["iterations"]``), so that the function and
+    :func:`efce.solve` run one configuration."""
+    return MappingProxyType({o.name: o.default for o in options})
 
 
 def is_integer(value: Any) -> bool:

@@ -23,7 +23,7 @@ from efce.polytopes.sequence_form import sequence_form
 from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.best_response import best_response
 from efce.solvers.methods.selfplay import SelfPlay
-from efce.solvers.options import ITERATIONS, LOCAL, TARGET_GAP, THREADS, TIME_LIMIT, Method
+from efce.solvers.options import ITERATIONS, LOCAL, TARGET_GAP, THREADS, TIME_LIMIT, Method, defaults
 from efce.solvers.regret.engine import ChainEngine, minimizer_factory
 from efce.solvers.regret.local import LocalRule, RegretMatching
 from efce.solvers.regret.protocol import MinimizerFactory
@@ -32,6 +32,8 @@ from efce.solvers.result import SolveResult, TraceRow
 #: The options of ``cfr`` and ``cfr+`` (:data:`SOLVE_METHODS`): type, range and default of each
 #: (``local`` None: the variant's own rule, RM for CFR, RM+ for CFR+).
 OPTIONS = (ITERATIONS.with_default(1000), TIME_LIMIT, TARGET_GAP, LOCAL, THREADS)
+#: Option name → the default of ``cfr`` and ``cfr+`` (:data:`OPTIONS`), :func:`solve_cfr`'s own.
+DEFAULTS = defaults(OPTIONS)
 
 
 def exploitability(game: Game, strategies, payoffs=None) -> tuple[float, np.ndarray]:
@@ -47,12 +49,12 @@ def exploitability(game: Game, strategies, payoffs=None) -> tuple[float, np.ndar
 def solve_cfr(
     game: Game,
     *,
-    iterations: int = 1000,
+    iterations: int = DEFAULTS["iterations"],
     variant: str = "cfr+",
-    rule: LocalRule | str | None = None,
+    rule: LocalRule | str | None = DEFAULTS["local"],
     minimizer: MinimizerFactory | None = None,
-    time_limit: float | None = None,
-    target_gap: float | None = None,
+    time_limit: float | None = DEFAULTS["time_limit"],
+    target_gap: float | None = DEFAULTS["target_gap"],
     check_every: int | None = None,
     progress: ProgressCallback | None = None,
 ) -> SolveResult:
@@ -61,7 +63,8 @@ def solve_cfr(
 
     At the checkpoints of :class:`~solvers.driver.IterationDriver` (every ``check_every``
     iterations, default a geometric schedule) the exploitability of the average strategy is
-    recorded; ``target_gap`` stops once it is reached.
+    recorded; ``target_gap`` stops once it is reached.  The defaults are those of ``cfr`` and
+    ``cfr+`` (:data:`OPTIONS`): 1,000 iterations, no target, no time limit.
 
     ``rule`` (a :class:`~solvers.regret.local.LocalRule` or its name; default RM for CFR, RM+ for CFR+)
     runs at every infoset; ``minimizer`` instead builds each player's regret minimizer from the
