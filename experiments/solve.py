@@ -17,7 +17,7 @@ import importlib
 import os
 from typing import Any
 
-from efce.errors import OptionError
+from efce.errors import GameError, OptionError
 from efce.games.game import Game
 from efce.solvers.options import Method, Option, describe_value
 from efce.solvers.result import SolveResult
@@ -267,12 +267,34 @@ def solve(game: Game | str, method: str, *, progress=None, device: bool = False,
         from efce.games.spec import make_game
 
         game = make_game(game)
+    check_capability(game, method)
     unreachable = welfare_out_of_reach(game, method, values.get("welfare_threshold"))
     if unreachable is not None:
         return unreachable
     if device:
         return finite_or_error(METHODS[method].run(game, progress=progress, device=True, **values))
     return finite_or_error(METHODS[method].run(game, progress=progress, **values))
+
+
+def check_capability(game: Game, method: str) -> None:
+    """Refuse, before any model is built, a game ``method`` does not solve by its declared
+    capability (:attr:`~solvers.options.Method.players`, :attr:`~solvers.options.Method.chance`).
+
+    Raises
+    ------
+    GameError
+        Naming the game's players and chance and the methods that do solve it.
+    """
+    spec = METHODS[method]
+    players, chance = game.num_players, game.has_chance
+    if spec.handles(players, chance):
+        return
+    able = [m.name for m in METHODS.values() if m.handles(players, chance)]
+    has = f"{players} players" + (" and chance moves" if chance else "")
+    raise GameError(
+        f"{method} solves {spec.capability}; {game.name} has {has} "
+        f"(methods that solve it: {', '.join(able) or 'none'})"
+    )
 
 
 #: Relative slack on "the threshold exceeds the largest terminal welfare" (rounding of sums).

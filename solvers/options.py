@@ -181,12 +181,15 @@ class Method:
 
     @property
     def capability(self) -> str:
-        """The games it solves, in words: ``"two players, no chance"``."""
-        players = "any number of players" if self.players is None else f"{_NUMBERS[self.players]} players"
-        return f"{players}, {'chance allowed' if self.chance else 'no chance'}"
+        """The games it solves, in words: ``"two-player games without chance moves"``."""
+        if self.players is None:
+            players = "games of any number of players"
+        else:
+            players = f"{_COUNTS.get(self.players, self.players)}-player games"
+        return f"{players}, chance moves allowed" if self.chance else f"{players} without chance moves"
 
 
-_NUMBERS = {1: "one", 2: "two", 3: "three"}
+_COUNTS = {2: "two", 3: "three"}
 
 
 def defaults(options: tuple[Option, ...]) -> Mapping[str, Any]:
