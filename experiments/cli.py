@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import re
 import sys
@@ -21,6 +20,7 @@ import time
 from collections.abc import Callable
 
 from efce.errors import EFCEError
+from efce.solvers.result import finite_json
 
 
 class CommandError(EFCEError):
@@ -232,13 +232,13 @@ def main(argv: list[str] | None = None) -> int:
         try:
             args = parser.parse_args(argv)
             result, text = args.run(args)
-            output = json.dumps(_finite(result), default=_to_json, allow_nan=False) if want_json else text
+            output = json.dumps(finite_json(result), allow_nan=False) if want_json else text
         except KeyboardInterrupt:
             failure = ("interrupted before any result was computed", 130)
         except ResultWithError as exc:  # the computed result is printed all the same
             failure = (str(exc), 2)
             output = (
-                json.dumps(_finite({**exc.result, "error": str(exc)}), default=_to_json, allow_nan=False)
+                json.dumps(finite_json({**exc.result, "error": str(exc)}), allow_nan=False)
                 if want_json
                 else exc.text
             )
@@ -306,28 +306,6 @@ def _flush_c_stdio() -> None:
         ctypes.CDLL(None).fflush(None)
     except (OSError, AttributeError):  # no C library to reach (not a POSIX libc)
         pass
-
-
-def _to_json(value):
-    """numpy scalars and arrays in results become plain JSON values."""
-    import numpy as np
-
-    if isinstance(value, np.ndarray):
-        return _finite(value.tolist())
-    if isinstance(value, np.generic):
-        return _finite(value.item())
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-def _finite(value):
-    """JSON has no NaN or Infinity: a non-finite number is reported as null (unknown)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
 
 
 def _fail(message: str, want_json: bool, code: int = 2) -> int:

@@ -20,7 +20,7 @@ from typing import Any
 from efce.errors import GameError, OptionError
 from efce.games.game import Game
 from efce.solvers.options import Method, Option, describe_value
-from efce.solvers.result import SolveResult
+from efce.solvers.result import SolveResult, finite_json
 
 #: The modules that declare methods (each in its ``SOLVE_METHODS``), in the order
 #: ``efce solve --help`` lists the methods.
@@ -349,28 +349,10 @@ def finite_or_error(result: SolveResult) -> SolveResult:
     import numpy as np
 
     bad: list[str] = []
-
-    def clean(value, name):
-        if isinstance(value, (float, np.floating)) and not np.isfinite(value):
-            bad.append(name)
-            return None
-        if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
-            if not np.all(np.isfinite(value)):
-                bad.append(name)
-                return None
-            return value
-        if isinstance(value, (list, tuple)):
-            items = [clean(v, name) for v in value]
-            return items if isinstance(value, list) else tuple(items)
-        if isinstance(value, dict):
-            return {k: clean(v, f"{name}.{k}" if name else k) for k, v in value.items()}
-        return value
-
-    result.info = clean(result.info, "")
+    info = finite_json(result.info, bad)
     for row in result.trace:
         for field_name in ("gap", "infeasibility"):
-            if not np.isfinite(getattr(row, field_name)):
-                bad.append(f"trace {field_name}")
+            finite_json(getattr(row, field_name), bad, f"trace {field_name}")
     point = result.point
     arrays = point if isinstance(point, (list, tuple)) else [point]
     if any(isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not np.all(np.isfinite(a)) for a in arrays):
@@ -378,6 +360,16 @@ def finite_or_error(result: SolveResult) -> SolveResult:
         result.point = None
     if not bad:
         return result
+    names = ", ".join(dict.fromkeys(bad))
+    result.status = "error"
+    result.info = info
+    result.info["non_finite"] = list(dict.fromkeys(bad))
+    result.info["message"] = (
+        f"{result.method} diverged: non-finite values (NaN or infinity) in "
+        f"{names}; the run has no valid result (e.g. a step size too large)"
+    )
+    result.trace = [r for r in result.trace if np.isfinite(r.gap) and np.isfinite(r.infeasibility)]
+    return result
     names = ", ".join(dict.fromkeys(bad))
     result.status = "error"
     result.info["non_finite"] = list(dict.fromkeys(bad))
