@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from efce.errors import MemoryBudgetExceeded
+from efce.errors import MemoryBudgetExceeded, ModelTooLarge
 from efce.games.game import Game
 from efce.games.payoffs import terminal_map
 from efce.games.relevant import RelevantPairs, connected_infosets, count_relevant_pairs, relevant_pairs
@@ -78,15 +78,6 @@ def lp_arguments(options: dict) -> dict:
         time_limit=options["time_limit"],
         welfare_threshold=options["welfare_threshold"],
     )
-
-
-class ModelTooLarge(MemoryBudgetExceeded):
-    """The LP's estimated size exceeds the memory budget; ``estimate`` and ``budget`` say by how much."""
-
-    def __init__(self, message: str, estimate: ModelSize, budget: int):
-        super().__init__(message)
-        self.estimate = estimate
-        self.budget = budget
 
 
 @dataclass(frozen=True)

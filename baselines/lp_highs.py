@@ -11,13 +11,13 @@ import time
 
 import numpy as np
 
-from efce.errors import BackendError
+from efce.errors import BackendError, Interrupted
 from efce.games.game import Game
 from efce.games.resources.memory import peak_rss_bytes
 from efce.solvers.options import Method, defaults
 from efce.solvers.result import SolveResult, TraceRow
 
-from .backends import Interrupted, call_solver, check_lp_inputs, must_isolate
+from .backends import call_solver, check_lp_inputs, must_isolate
 from .efce_lp import EFCELP, LP_OPTIONS, build_efce_lp, lp_arguments
 
 SOLVERS = ("choose", "simplex", "ipm", "ipx", "pdlp", "hipdlp")

@@ -21,14 +21,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from efce.errors import BackendError
+from efce.errors import BackendError, Interrupted
 from efce.games.game import Game
 from efce.games.resources.memory import check_budget, peak_rss_bytes
 from efce.solvers.driver import stop_requested
 from efce.solvers.options import Method, Option, defaults
 from efce.solvers.result import SolveResult, TraceRow
 
-from .backends import Interrupted, IsolatedWorker, check_lp_inputs, must_isolate, stoppable
+from .backends import IsolatedWorker, check_lp_inputs, must_isolate, stoppable
 from .efce_lp import EFCELP, LP_OPTIONS, build_efce_lp, estimate_efce_lp, lp_arguments
 
 

@@ -19,24 +19,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from efce.errors import EFCEError
+from efce.errors import CommandError, EFCEError, ResultWithError
 from efce.solvers.result import finite_json
-
-
-class CommandError(EFCEError):
-    """A user-facing failure of a subcommand (bad arguments, game out of scope, ...)."""
-
-
-class ResultWithError(CommandError):
-    """The command computed its result but did not fully succeed — a file of the result could
-    not be written, or a run of ``compare``/``sweep`` failed: the result is still printed (with
-    ``"error"`` under ``--json``) and the exit code is 2."""
-
-    def __init__(self, message: str, result: dict, text: str):
-        super().__init__(message)
-        self.result = result
-        self.text = text
-
 
 _COMMANDS: dict[str, tuple[Callable, Callable]] = {}
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import time
 
+from efce.errors import CommandError, ResultWithError
 from efce.games.resources.memory import peak_memory_mib
 from efce.solvers.driver import graceful, stop_on_signals
 
-from .cli import CommandError, ResultWithError, command
+from .cli import command
 from .paths import check_writable
 from .progress import Progress
 from .solve import METHODS, OPTIONS, device_methods, solve

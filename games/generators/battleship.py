@@ -40,7 +40,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from efce.errors import GameError
+from efce.errors import CountLimitReached, GameError
 from efce.games.game import TERMINAL, Game
 from efce.games.generators.builder import Expansion, build_game, edges_from_counts
 from efce.games.generators.params import GameGenerator, Param
@@ -376,15 +376,12 @@ def _fleet_prefixes(rows: int, cols: int, sizes: list[int]) -> list[int] | None:
     m = len(sizes)
     visited = 0
 
-    class TooMany(Exception):
-        pass
-
     @cache
     def completable(k: int, occupied: int) -> bool:
         nonlocal visited
         visited += 1
         if visited > _FLEET_STATE_LIMIT:
-            raise TooMany
+            raise CountLimitReached
         return k == m or any(not (occupied & p) and completable(k + 1, occupied | p) for p in masks[k])
 
     try:
@@ -399,11 +396,11 @@ def _fleet_prefixes(rows: int, cols: int, sizes: list[int]) -> list[int] | None:
                         nxt[occupied | p] = nxt.get(occupied | p, 0) + ways
             visited += len(nxt)
             if visited > _FLEET_STATE_LIMIT:
-                raise TooMany
+                raise CountLimitReached
             level = nxt
             counts.append(sum(level.values()))
         return counts
-    except (TooMany, RecursionError):
+    except (CountLimitReached, RecursionError):
         return None
 
 

@@ -43,7 +43,7 @@ from itertools import product
 
 import numpy as np
 
-from efce.errors import GameError
+from efce.errors import CountLimitReached, GameError
 from efce.games.game import CHANCE, TERMINAL, Game
 from efce.games.generators.builder import Expansion, build_game, edges_from_counts
 from efce.games.generators.params import GameGenerator, Param
@@ -372,9 +372,6 @@ def leduc_size(
     everyone = (1 << n) - 1
     visited = 0
 
-    class TooMany(Exception):
-        pass
-
     def next_in(actor: int, folded: int) -> int:
         for k in range(1, n + 1):
             p = (actor + k) % n
@@ -390,7 +387,7 @@ def leduc_size(
         nonlocal visited
         visited += 1
         if visited > _LEDUC_STATE_LIMIT:
-            raise TooMany
+            raise CountLimitReached
         nodes, terminals, to_board = 1, 0, {}
         options = []
         if not matched >> cur & 1:
@@ -448,7 +445,7 @@ def leduc_size(
             total += leaves * (deals + board_branches * nodes2)
             terminals += leaves * board_branches * terminals2
         return SizeEstimate(total, terminals, n, exact=r**n <= 20_000)
-    except (TooMany, RecursionError):
+    except (CountLimitReached, RecursionError):
         # At least one node per distinct betting state visited, for every deal.
         lower = deals * _LEDUC_STATE_LIMIT
         return SizeEstimate(lower, lower, n, exact=False, lower_bound=True)
