@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 from efce.errors import CommandError, ResultWithError
@@ -90,7 +91,7 @@ def run_solve(args):
             raise CommandError(f"{args.method} ran out of memory on {game.name}") from None
         finally:
             bar.close()
-    result.setup_seconds += build_seconds
+    result = dataclasses.replace(result, setup_seconds=result.setup_seconds + build_seconds)
     if result.info.get("non_finite"):  # a diverged run has no result to print or write
         raise CommandError(result.info["message"])
     out = {"game": game.name, **result.to_json(), "peak_memory_mib": peak_memory_mib()}

@@ -344,7 +344,9 @@ def finite_or_error(result: SolveResult) -> SolveResult:
     Returns
     -------
     SolveResult
-        With ``info["message"]`` naming the non-finite quantities when the status changed.
+        ``result`` itself, or a new result (``result`` is not changed) with status ``error``,
+        ``info`` JSON-ready with ``non_finite`` and a ``message`` naming the non-finite
+        quantities, the finite trace rows, and no point if the point was not finite.
     """
     import numpy as np
 
@@ -355,27 +357,22 @@ def finite_or_error(result: SolveResult) -> SolveResult:
             finite_json(getattr(row, field_name), bad, f"trace {field_name}")
     point = result.point
     arrays = point if isinstance(point, (list, tuple)) else [point]
-    if any(isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not np.all(np.isfinite(a)) for a in arrays):
+    point_diverged = any(
+        isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not np.all(np.isfinite(a)) for a in arrays
+    )
+    if point_diverged:
         bad.append("the final point")
-        result.point = None
     if not bad:
         return result
-    names = ", ".join(dict.fromkeys(bad))
-    result.status = "error"
-    result.info = info
-    result.info["non_finite"] = list(dict.fromkeys(bad))
-    result.info["message"] = (
+    names = list(dict.fromkeys(bad))
+    message = (
         f"{result.method} diverged: non-finite values (NaN or infinity) in "
-        f"{names}; the run has no valid result (e.g. a step size too large)"
+        f"{', '.join(names)}; the run has no valid result (e.g. a step size too large)"
     )
-    result.trace = [r for r in result.trace if np.isfinite(r.gap) and np.isfinite(r.infeasibility)]
-    return result
-    names = ", ".join(dict.fromkeys(bad))
-    result.status = "error"
-    result.info["non_finite"] = list(dict.fromkeys(bad))
-    result.info["message"] = (
-        f"{result.method} diverged: non-finite values (NaN or infinity) in "
-        f"{names}; the run has no valid result (e.g. a step size too large)"
+    return dataclasses.replace(
+        result,
+        point=None if point_diverged else point,
+        status="error",
+        info={**info, "non_finite": names, "message": message},
+        trace=[r for r in result.trace if np.isfinite(r.gap) and np.isfinite(r.infeasibility)],
     )
-    result.trace = [r for r in result.trace if np.isfinite(r.gap) and np.isfinite(r.infeasibility)]
-    return result

@@ -28,8 +28,12 @@ STATUSES = (
 )
 
 
-@dataclass
+@dataclass(frozen=True)
 class TraceRow:
+    """One measurement of a run: at ``iteration``, ``seconds`` into it, the ``gap`` (raw payoff
+    units) and the ``infeasibility`` of the iterate measured, with method-specific ``extra``
+    columns.  Immutable, as the trace it belongs to."""
+
     iteration: int
     seconds: float
     gap: float
@@ -37,9 +41,11 @@ class TraceRow:
     extra: dict[str, float] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class SolveResult:
-    """Outcome of one solver run.
+    """Outcome of one solver run; immutable: a change after the run (a status, a setup time) is a
+    new result, ``dataclasses.replace(result, status="error")``, and ``info`` is never mutated
+    after construction either (a new dict is built).
 
     Attributes
     ----------
