@@ -35,122 +35,13 @@ def command(name: str, configure: Callable[[argparse.ArgumentParser], None]):
     return register
 
 
-def _load(spec: str):
+def load_game(spec: str):
+    """The game ``spec`` names (:func:`efce.games.spec.make_game`) and the seconds it took to build."""
     from efce.games.spec import make_game
 
     started = time.perf_counter()
     game = make_game(spec)
     return game, time.perf_counter() - started
-
-
-# ----------------------------------------------------------------------------- info
-def _configure_info(p: argparse.ArgumentParser) -> None:
-    p.add_argument("game", help="a .efg path or a spec such as kuhn:players=3,ranks=3")
-    p.add_argument("--infosets", action="store_true", help="list every infoset with its actions")
-    p.add_argument(
-        "--estimate",
-        action="store_true",
-        help="only estimate the size from the spec's parameters, without building",
-    )
-
-
-@command("info", _configure_info)
-def run_info(args):
-    from efce.games.relevant import count_relevant_pairs
-
-    if args.estimate:
-        return _estimate_info(args.game)
-    game, seconds = _load(args.game)
-    spaces = [game.sequences(p) for p in range(game.num_players)]
-    pairs = None
-    if game.num_players == 2:
-        started = time.perf_counter()
-        pairs = count_relevant_pairs(game)
-        seconds += time.perf_counter() - started
-    result = {
-        "game": game.name,
-        "players": game.num_players,
-        "chance": game.has_chance,
-        "infosets": [s.num_infosets for s in spaces],
-        "sequences": [s.num_sequences for s in spaces],
-        "terminals": game.num_terminals,
-        "nodes": game.num_nodes,
-        "relevant_pairs": pairs,
-        "seconds": round(seconds, 6),
-    }
-    lines = [
-        f"game            {game.name}",
-        f"players         {game.num_players}{' + chance' if game.has_chance else ''}",
-        f"nodes           {game.num_nodes:,}",
-        f"terminals       {game.num_terminals:,}",
-    ]
-    for p, s in enumerate(spaces):
-        lines.append(
-            f"{game.player_names[p]:<15} {s.num_infosets:,} infosets, {s.num_sequences:,} "
-            f"sequences (empty one included)"
-        )
-    if pairs is not None:
-        lines.append(f"relevant pairs  {pairs:,}")
-    lines.append(f"built in        {seconds:.3f} s")
-    if args.infosets:
-        from efce.solvers.evaluation.device import infoset_names
-
-        listing = []
-        for p, rows in enumerate(infoset_names(game)):
-            listing.append(
-                [
-                    {
-                        "infoset": r["label"],
-                        "actions": r["action_labels"],
-                        "name": r["name"],
-                        "position": r["position"],
-                        "action_names": r["actions"],
-                    }
-                    for r in rows
-                ]
-            )
-            lines.append(f"\n{game.player_names[p]} infosets (name to use in device files, then actions):")
-            lines.extend(
-                f"  {_listed_name(r)}: {', '.join(_listed_action(r, a) for a in range(len(r['actions'])))}"
-                for r in rows
-            )
-        result["infoset_labels"] = listing
-    return result, "\n".join(lines)
-
-
-def _listed_name(row: dict) -> str:
-    """An infoset in ``info --infosets``: the exact name device files use, with the label and
-    position when the name is not the label itself."""
-    if row["name"] is None:
-        return f"(no unambiguous name: label '{row['label']}' at {row['position']})"
-    if row["name"] == row["label"]:
-        return row["name"]
-    return f"{row['name']} (labelled '{row['label']}')"
-
-
-def _listed_action(row: dict, a: int) -> str:
-    name, label = row["actions"][a], row["action_labels"][a]
-    return label if name == label else f"{name} (labelled '{label}')" if name else f"'{label}' (ambiguous)"
-
-
-def _estimate_info(spec: str):
-    from efce.games.spec import estimate_spec
-
-    estimate = estimate_spec(spec)
-    if estimate is None:
-        return (
-            {"game": spec, "estimated_nodes": None, "estimated_bytes": None},
-            f"{spec}: no estimate for .efg files (read it without --estimate)",
-        )
-    from efce.games.resources.memory import gib
-
-    result = {
-        "game": spec,
-        "estimated_nodes": estimate.nodes,
-        "estimated_bytes": estimate.bytes,
-        "estimate_exact": estimate.exact,
-    }
-    return result, f"{spec}: {estimate.describe()}, {gib(estimate.bytes)} to build"
 
 
 # ----------------------------------------------------------------------------- main
@@ -307,6 +198,7 @@ def _import_commands() -> None:
     import importlib
 
     for module in (
+        "efce.experiments.cmd_info",
         "efce.experiments.cmd_decompose",
         "efce.experiments.cmd_solve",
         "efce.experiments.cmd_compare",

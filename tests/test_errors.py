@@ -125,13 +125,13 @@ def test_a_user_error_is_one_line_with_exit_2(capfd):
     "exception", [KeyError("players"), TypeError("bad operand"), ValueError("a bug, not a refusal")]
 )
 def test_a_bug_is_an_internal_error(monkeypatch, capfd, exception):
-    from efce.experiments import cli
+    from efce.experiments import cli, cmd_info
 
     def broken(spec):
         raise exception
 
     monkeypatch.delenv("EFCE_DEBUG", raising=False)
-    monkeypatch.setattr(cli, "_load", broken)
+    monkeypatch.setattr(cmd_info, "load_game", broken)
     code = cli.main(["info", "kuhn", "--json"])
     out, _ = capfd.readouterr()
     assert code != 0
