@@ -21,7 +21,8 @@ def _configure_info(p: argparse.ArgumentParser) -> None:
 
 
 @command("info", _configure_info)
-def run_info(args):
+def run_info(args: argparse.Namespace) -> tuple[dict, str]:
+    """Sizes of a game: players, infosets, sequences, terminals and relevant sequence pairs."""
     from efce.games.relevant import count_relevant_pairs
 
     if args.estimate:
