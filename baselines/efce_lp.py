@@ -300,7 +300,7 @@ def _expand(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass
-class _IncentiveBlock:
+class IncentiveBlock:
     """Incentive rows of one player, local numbering (rows, then value columns)."""
 
     rows: np.ndarray
@@ -321,9 +321,32 @@ class _IncentiveBlock:
     num_dev_rows: int  # rows 0..num_dev_rows-1 are deviation rows, then one F row per σ̂
 
 
-def _incentive_block(
+def incentive_block(
     game: Game, pairs: RelevantPairs, i: int, tm_seq: np.ndarray, weight: np.ndarray
-) -> _IncentiveBlock:
+) -> IncentiveBlock:
+    """The incentive rows of player ``i`` (module docstring): one deviation row per trigger
+    ``σ̂``, infoset ``I`` below it and action of ``I``, and one following-value row per ``σ̂``,
+    over ξ and the value variables ``v[σ̂, I]``.  Shared by :func:`build_efce_lp` and the
+    subgradient method (:mod:`baselines.subgradient`), which reads its structure.
+
+    Parameters
+    ----------
+    game : Game
+        Two players, no chance.
+    pairs : RelevantPairs
+        The columns of ξ.
+    i : int
+        The player.
+    tm_seq : ndarray
+        Per terminal, the two players' sequences (:func:`games.payoffs.terminal_map`).
+    weight : ndarray
+        Per terminal, ``p_c(z) u_i(z)``.
+
+    Returns
+    -------
+    IncentiveBlock
+        Rows and value columns in the player's local numbering.
+    """
     space = game.sequences(i)
     n_inf = space.num_infosets
     n_seq = space.num_sequences
@@ -409,7 +432,7 @@ def _incentive_block(
         vals_x.append(weight[zs[live]])
         anc_seq[live] = space.seq_parent[anc_seq[live]]
         live = live[anc_seq[live] > 0]
-    return _IncentiveBlock(
+    return IncentiveBlock(
         np.concatenate(rows_x),
         np.concatenate(cols_x),
         np.concatenate(vals_x),
@@ -471,7 +494,7 @@ def build_efce_lp(
     row_off, val_off = vsf.num_rows, n_xi
     blocks = []
     for i in (0, 1):
-        blk = _incentive_block(game, pairs, i, tm.sequences, weights[:, i])
+        blk = incentive_block(game, pairs, i, tm.sequences, weights[:, i])
         rows += [blk.rows + row_off, blk.rows_v + row_off]
         cols += [blk.cols_xi, blk.cols_v + val_off]
         vals += [blk.vals_xi, blk.vals_v]

@@ -35,14 +35,14 @@ from efce.solvers.driver import IterationDriver
 from efce.solvers.options import ITERATIONS, SEED, TIME_LIMIT, Method, Option, defaults, positive
 from efce.solvers.result import SolveResult, TraceRow
 
-from .efce_lp import _incentive_block, check_memory, estimate_efce_lp
+from .efce_lp import check_memory, estimate_efce_lp, incentive_block
 
 
 class _PlayerDeviation:
     """Vectorized trigger-agent best responses of one player over all triggers at once."""
 
     def __init__(self, game: Game, pairs, i: int, tm, weights):
-        blk = _incentive_block(game, pairs, i, tm.sequences, weights[:, i])
+        blk = incentive_block(game, pairs, i, tm.sequences, weights[:, i])
         space = game.sequences(i)
         n_xi = len(pairs)
         n_dev = blk.num_dev_rows
