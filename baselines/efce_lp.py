@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -70,9 +71,15 @@ OBJECTIVE = Option(
 LP_OPTIONS = (TIME_LIMIT, WELFARE_THRESHOLD, OBJECTIVE)
 
 
-def lp_arguments(options: dict) -> dict:
+def lp_arguments(options: dict[str, Any]) -> dict[str, Any]:
     """The keywords ``objective`` (a player as 0/1), ``time_limit`` and ``welfare_threshold`` of
-    the LP solvers, from validated :data:`LP_OPTIONS`."""
+    the LP solvers, from validated :data:`LP_OPTIONS`.
+
+    Returns
+    -------
+    dict
+        Keyword arguments of :func:`~baselines.solve_lp_highs` and its siblings.
+    """
     return dict(
         objective={"player1": 0, "player2": 1}.get(options["objective"], options["objective"]),
         time_limit=options["time_limit"],

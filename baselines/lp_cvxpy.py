@@ -114,7 +114,9 @@ def solve_lp_cvxpy(
     isolate: bool | None = None,
     **solver_options,
 ) -> SolveResult:
-    """EFCE by the von Stengel–Forges LP through cvxpy.
+    """EFCE by the von Stengel–Forges LP through cvxpy.  The defaults of ``objective``,
+    ``welfare_threshold``, ``solver`` (HIGHS) and ``time_limit`` are ``lp-cvxpy``'s
+    (:data:`OPTIONS`).
 
     Parameters
     ----------

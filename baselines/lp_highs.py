@@ -171,7 +171,8 @@ def solve_lp_highs(
     model: EFCELP | None = None,
     options: dict | None = None,
 ) -> SolveResult:
-    """EFCE by the von Stengel–Forges LP, solved by HiGHS.
+    """EFCE by the von Stengel–Forges LP, solved by HiGHS.  The defaults of ``objective``,
+    ``welfare_threshold`` and ``time_limit`` are ``lp-highs``'s (:data:`OPTIONS`).
 
     Parameters
     ----------

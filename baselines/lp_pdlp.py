@@ -200,7 +200,8 @@ def solve_lp_pdlp(
     **pdlp_options,
 ) -> SolveResult:
     """EFCE by the von Stengel–Forges LP, solved by OR-Tools PDLP in stages of tightening
-    tolerance.
+    tolerance.  The defaults of ``objective``, ``welfare_threshold``, ``tolerance`` (1e-6, the
+    ``target_gap`` of ``lp-pdlp``) and ``time_limit`` are ``lp-pdlp``'s (:data:`OPTIONS`).
 
     Parameters
     ----------

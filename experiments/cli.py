@@ -18,9 +18,13 @@ import re
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from efce.errors import CommandError, EFCEError, ResultWithError
 from efce.solvers.result import finite_json
+
+if TYPE_CHECKING:
+    from efce.games.game import Game
 
 _COMMANDS: dict[str, tuple[Callable, Callable]] = {}
 
@@ -35,7 +39,7 @@ def command(name: str, configure: Callable[[argparse.ArgumentParser], None]):
     return register
 
 
-def load_game(spec: str):
+def load_game(spec: str) -> tuple[Game, float]:
     """The game ``spec`` names (:func:`efce.games.spec.make_game`) and the seconds it took to build."""
     from efce.games.spec import make_game
 

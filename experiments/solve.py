@@ -15,12 +15,13 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+from collections.abc import Callable
 from typing import Any
 
 from efce.errors import GameError, OptionError
 from efce.games.game import Game
 from efce.solvers.options import Method, Option, describe_value
-from efce.solvers.result import SolveResult, finite_json
+from efce.solvers.result import SolveResult, TraceRow, finite_json
 
 #: The modules that declare methods (each in its ``SOLVE_METHODS``), in the order
 #: ``efce solve --help`` lists the methods.
@@ -218,7 +219,14 @@ def device_methods() -> list[str]:
     return [m.name for m in METHODS.values() if m.writes_device]
 
 
-def solve(game: Game | str, method: str, *, progress=None, device: bool = False, **options) -> SolveResult:
+def solve(
+    game: Game | str,
+    method: str,
+    *,
+    progress: Callable[[TraceRow], None] | None = None,
+    device: bool = False,
+    **options: Any,
+) -> SolveResult:
     """Solve ``game`` with ``method``: the one entry point of the toolkit.
 
     Parameters

@@ -404,7 +404,9 @@ def _fleet_prefixes(rows: int, cols: int, sizes: list[int]) -> list[int] | None:
         return None
 
 
-def battleship_size(rows: int, cols: int, ship_sizes, shots: int, **_values) -> SizeEstimate:
+def battleship_size(
+    rows: int, cols: int, ship_sizes: list[int] | int, shots: int, **_values: object
+) -> SizeEstimate:
     """Node and terminal counts of :func:`battleship` from its parameters: exact.  The shooting
     phase has a closed form (every fleet covers the same number of cells, so how many shot
     sequences stay live does not depend on where the ships are); the legal placement prefixes are

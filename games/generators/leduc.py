@@ -352,7 +352,7 @@ def leduc_size(
     players: int,
     ranks: int,
     suits: int | None,
-    raise_sizes,
+    raise_sizes: list[float],
     max_raises: int | None,
     raises_per_player: int | None,
 ) -> SizeEstimate:

@@ -218,7 +218,7 @@ def sheriff(
 
 
 # ------------------------------------------------------------------------------ size estimate
-def sheriff_size(max_bribe: int, max_items: int, rounds: int, **_values) -> SizeEstimate:
+def sheriff_size(max_bribe: int, max_items: int, rounds: int, **_values: object) -> SizeEstimate:
     """Exact node and terminal counts of :func:`sheriff` from its parameters (a lower bound beyond
     1000 rounds, too many to count quickly)."""
     if rounds > 1000:  # at least 2^rounds nodes; counting them is slow
