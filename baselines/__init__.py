@@ -19,7 +19,9 @@ Algorithm for Extensive-Form Correlated Equilibrium", NeurIPS).
 All return :class:`solvers.result.SolveResult` with ``point`` = ξ in relevant-pair order.
 """
 
-from .efce_lp import EFCELP, ModelSize, ModelTooLarge, build_efce_lp, estimate_efce_lp
+from efce.errors import ModelTooLarge  # documented here before efce.errors held every class
+
+from .efce_lp import EFCELP, ModelSize, build_efce_lp, estimate_efce_lp
 from .lp_cvxpy import solve_lp_cvxpy
 from .lp_highs import solve_lp_highs
 from .lp_pdlp import estimate_pdlp_bytes, solve_lp_pdlp

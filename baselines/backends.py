@@ -22,7 +22,7 @@ import contextlib
 import functools
 import math
 
-from efce.errors import BackendError, GameError
+from efce.errors import BackendError, GameError, Interrupted
 from efce.games.game import Game
 
 #: Payoffs beyond this magnitude make sums over terminals overflow or lose every digit of the
@@ -104,11 +104,6 @@ def must_isolate(package: str) -> bool:
     process because the other package's is loaded here already and the two copies clash."""
     other = {"highspy": "ortools", "ortools": "highspy"}[package]
     return extension_loaded(other) and not highs_copies_coexist()
-
-
-class Interrupted(Exception):
-    """A stop request (:func:`solvers.driver.request_stop`: Ctrl-C or SIGTERM under
-    :func:`solvers.driver.stop_on_signals`) ended a backend call; its worker was killed."""
 
 
 def stoppable() -> bool:

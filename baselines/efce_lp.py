@@ -33,17 +33,19 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from efce.errors import MemoryBudgetExceeded
+from efce.errors import MemoryBudgetExceeded, ModelTooLarge
 from efce.games.game import Game
 from efce.games.payoffs import terminal_map
 from efce.games.relevant import RelevantPairs, connected_infosets, count_relevant_pairs, relevant_pairs
 from efce.games.resources.memory import check_budget, default_memory_budget, gib
 from efce.polytopes.decompose import check_decomposable
 from efce.polytopes.vsf import VSFConstraints, vsf_constraints
+from efce.solvers.options import TIME_LIMIT, WELFARE_THRESHOLD, Option
 
 #: Bytes per nonzero and per row/column assumed by the estimate: the COO triplets of the build
 #: (int64 row + int64 column + float64 value = 24 B), the CSC handed to the solver (12–16 B), the
@@ -56,13 +58,33 @@ BYTES_PER_ROW_OR_COLUMN = 160
 CVXPY_FACTOR = 2.5
 
 
-class ModelTooLarge(MemoryBudgetExceeded):
-    """The LP's estimated size exceeds the memory budget; ``estimate`` and ``budget`` say by how much."""
+#: The LP objective option of ``lp-highs``, ``lp-pdlp`` and ``lp-cvxpy`` (:func:`build_efce_lp`'s
+#: ``objective``, a player written ``player1``/``player2``).
+OBJECTIVE = Option(
+    "objective",
+    str,
+    "LP objective: social welfare, none (feasibility) or one player's utility",
+    choices=("welfare", "feasibility", "player1", "player2"),
+    default="welfare",
+)
+#: The options every LP method takes (each module adds its own).
+LP_OPTIONS = (TIME_LIMIT, WELFARE_THRESHOLD, OBJECTIVE)
 
-    def __init__(self, message: str, estimate: ModelSize, budget: int):
-        super().__init__(message)
-        self.estimate = estimate
-        self.budget = budget
+
+def lp_arguments(options: dict[str, Any]) -> dict[str, Any]:
+    """The keywords ``objective`` (a player as 0/1), ``time_limit`` and ``welfare_threshold`` of
+    the LP solvers, from validated :data:`LP_OPTIONS`.
+
+    Returns
+    -------
+    dict
+        Keyword arguments of :func:`~baselines.solve_lp_highs` and its siblings.
+    """
+    return dict(
+        objective={"player1": 0, "player2": 1}.get(options["objective"], options["objective"]),
+        time_limit=options["time_limit"],
+        welfare_threshold=options["welfare_threshold"],
+    )
 
 
 @dataclass(frozen=True)
@@ -285,7 +307,7 @@ def _expand(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass
-class _IncentiveBlock:
+class IncentiveBlock:
     """Incentive rows of one player, local numbering (rows, then value columns)."""
 
     rows: np.ndarray
@@ -306,9 +328,32 @@ class _IncentiveBlock:
     num_dev_rows: int  # rows 0..num_dev_rows-1 are deviation rows, then one F row per σ̂
 
 
-def _incentive_block(
+def incentive_block(
     game: Game, pairs: RelevantPairs, i: int, tm_seq: np.ndarray, weight: np.ndarray
-) -> _IncentiveBlock:
+) -> IncentiveBlock:
+    """The incentive rows of player ``i`` (module docstring): one deviation row per trigger
+    ``σ̂``, infoset ``I`` below it and action of ``I``, and one following-value row per ``σ̂``,
+    over ξ and the value variables ``v[σ̂, I]``.  Shared by :func:`build_efce_lp` and the
+    subgradient method (:mod:`baselines.subgradient`), which reads its structure.
+
+    Parameters
+    ----------
+    game : Game
+        Two players, no chance.
+    pairs : RelevantPairs
+        The columns of ξ.
+    i : int
+        The player.
+    tm_seq : ndarray
+        Per terminal, the two players' sequences (:func:`games.payoffs.terminal_map`).
+    weight : ndarray
+        Per terminal, ``p_c(z) u_i(z)``.
+
+    Returns
+    -------
+    IncentiveBlock
+        Rows and value columns in the player's local numbering.
+    """
     space = game.sequences(i)
     n_inf = space.num_infosets
     n_seq = space.num_sequences
@@ -394,7 +439,7 @@ def _incentive_block(
         vals_x.append(weight[zs[live]])
         anc_seq[live] = space.seq_parent[anc_seq[live]]
         live = live[anc_seq[live] > 0]
-    return _IncentiveBlock(
+    return IncentiveBlock(
         np.concatenate(rows_x),
         np.concatenate(cols_x),
         np.concatenate(vals_x),
@@ -456,7 +501,7 @@ def build_efce_lp(
     row_off, val_off = vsf.num_rows, n_xi
     blocks = []
     for i in (0, 1):
-        blk = _incentive_block(game, pairs, i, tm.sequences, weights[:, i])
+        blk = incentive_block(game, pairs, i, tm.sequences, weights[:, i])
         rows += [blk.rows + row_off, blk.rows_v + row_off]
         cols += [blk.cols_xi, blk.cols_v + val_off]
         vals += [blk.vals_xi, blk.vals_v]

@@ -12,14 +12,29 @@ import time
 
 import numpy as np
 
-from efce.errors import BackendError
+from efce.errors import BackendError, Interrupted, OptionError
 from efce.games.game import Game
 from efce.games.resources.memory import peak_rss_bytes
+from efce.solvers.options import Method, Option, defaults
 from efce.solvers.result import SolveResult, TraceRow
 
-from .backends import Interrupted, call_solver, check_lp_inputs, must_isolate
-from .efce_lp import CVXPY_FACTOR, EFCELP, build_efce_lp
+from .backends import call_solver, check_lp_inputs, must_isolate
+from .efce_lp import CVXPY_FACTOR, EFCELP, LP_OPTIONS, build_efce_lp, lp_arguments
 from .lp_highs import evaluate_plan, interrupted_result
+
+#: The options of ``lp-cvxpy`` (:data:`SOLVE_METHODS`): type, range and default of each.
+OPTIONS = (
+    *LP_OPTIONS,
+    Option(
+        "lp_solver",
+        str,
+        "the cvxpy solver (CLARABEL, HIGHS, PDLP, SCS, ...; installed ones)",
+        default="HIGHS",
+    ),
+)
+#: Option name → ``lp-cvxpy``'s default (:data:`OPTIONS`), :func:`solve_lp_cvxpy`'s own (its
+#: ``solver`` is ``lp_solver``).
+DEFAULTS = defaults(OPTIONS)
 
 #: Accuracy settings for the first-order and splitting solvers, whose defaults (1e-4 .. 1e-3)
 #: are too loose for the 1e-6 max deviation the project asks of an LP solution; the user's own
@@ -89,17 +104,19 @@ def _solve_arrays(A_eq, b_eq, A_ge, b_ge, c, num_xi, solver, verbose, options):
 def solve_lp_cvxpy(
     game: Game,
     *,
-    objective="welfare",
-    welfare_threshold: float | None = None,
-    solver: str = "HIGHS",
-    time_limit: float | None = None,
+    objective: str | int = DEFAULTS["objective"],
+    welfare_threshold: float | None = DEFAULTS["welfare_threshold"],
+    solver: str = DEFAULTS["lp_solver"],
+    time_limit: float | None = DEFAULTS["time_limit"],
     memory_budget: int | None = None,
     verbose: bool = False,
     model: EFCELP | None = None,
     isolate: bool | None = None,
     **solver_options,
 ) -> SolveResult:
-    """EFCE by the von Stengel–Forges LP through cvxpy.
+    """EFCE by the von Stengel–Forges LP through cvxpy.  The defaults of ``objective``,
+    ``welfare_threshold``, ``solver`` (HIGHS) and ``time_limit`` are ``lp-cvxpy``'s
+    (:data:`OPTIONS`).
 
     Parameters
     ----------
@@ -200,3 +217,25 @@ def solve_lp_cvxpy(
         else []
     )
     return SolveResult(method, xi, status, out["iterations"], setup, seconds, trace, info)
+
+
+# ----------------------------------------------------------------------------- declaration
+def _check(o: dict) -> None:
+    installed = installed_lp_solvers()
+    if o["lp_solver"].upper() not in installed:  # names are case-insensitive, as in the backend
+        raise OptionError(
+            f"--lp-solver: cvxpy solver '{o['lp_solver']}' is not installed; "
+            f"installed: {', '.join(installed)}"
+        )
+
+
+def _run(game: Game, *, progress, **o) -> SolveResult:
+    return solve_lp_cvxpy(game, solver=o["lp_solver"], **lp_arguments(o))
+
+
+#: ``lp-cvxpy`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
+SOLVE_METHODS = (
+    Method(
+        "lp-cvxpy", "the von Stengel–Forges EFCE LP through cvxpy", OPTIONS, _run, chance=False, check=_check
+    ),
+)

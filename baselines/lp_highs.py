@@ -11,15 +11,21 @@ import time
 
 import numpy as np
 
-from efce.errors import BackendError
+from efce.errors import BackendError, Interrupted
 from efce.games.game import Game
 from efce.games.resources.memory import peak_rss_bytes
+from efce.solvers.options import Method, defaults
 from efce.solvers.result import SolveResult, TraceRow
 
-from .backends import Interrupted, call_solver, check_lp_inputs, must_isolate
-from .efce_lp import EFCELP, build_efce_lp
+from .backends import call_solver, check_lp_inputs, must_isolate
+from .efce_lp import EFCELP, LP_OPTIONS, build_efce_lp, lp_arguments
 
 SOLVERS = ("choose", "simplex", "ipm", "ipx", "pdlp", "hipdlp")
+
+#: The options of ``lp-highs`` (:data:`SOLVE_METHODS`): type, range and default of each.
+OPTIONS = LP_OPTIONS
+#: Option name → ``lp-highs``'s default (:data:`OPTIONS`), :func:`solve_lp_highs`'s own.
+DEFAULTS = defaults(OPTIONS)
 
 #: ``lp-highs`` picks HiGHS's solver by model size (every setting tried and what it did:
 #: docs/results/lp_highs_settings.md).  Below :data:`FIRST_ORDER_NONZEROS`, IPX with crossover:
@@ -155,17 +161,18 @@ def interrupted_result(method: str, model: EFCELP, backend: str, info: dict | No
 def solve_lp_highs(
     game: Game,
     *,
-    objective="welfare",
-    welfare_threshold: float | None = None,
+    objective: str | int = DEFAULTS["objective"],
+    welfare_threshold: float | None = DEFAULTS["welfare_threshold"],
     solver: str | None = None,
     threads: int = 0,
-    time_limit: float | None = None,
+    time_limit: float | None = DEFAULTS["time_limit"],
     memory_budget: int | None = None,
     verbose: bool = False,
     model: EFCELP | None = None,
     options: dict | None = None,
 ) -> SolveResult:
-    """EFCE by the von Stengel–Forges LP, solved by HiGHS.
+    """EFCE by the von Stengel–Forges LP, solved by HiGHS.  The defaults of ``objective``,
+    ``welfare_threshold`` and ``time_limit`` are ``lp-highs``'s (:data:`OPTIONS`).
 
     Parameters
     ----------
@@ -241,3 +248,16 @@ def solve_lp_highs(
     return SolveResult(
         "lp-highs", xi, status, iterations, model.build_seconds + pass_seconds, seconds, trace, info
     )
+
+
+# ----------------------------------------------------------------------------- declaration
+
+
+def _run(game: Game, *, progress, **o) -> SolveResult:
+    return solve_lp_highs(game, **lp_arguments(o))
+
+
+#: ``lp-highs`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
+SOLVE_METHODS = (
+    Method("lp-highs", "the von Stengel–Forges EFCE LP solved by HiGHS", OPTIONS, _run, chance=False),
+)

@@ -21,14 +21,33 @@ from collections.abc import Callable
 
 import numpy as np
 
-from efce.errors import BackendError
+from efce.errors import BackendError, Interrupted
 from efce.games.game import Game
 from efce.games.resources.memory import check_budget, peak_rss_bytes
 from efce.solvers.driver import stop_requested
+from efce.solvers.options import Method, Option, defaults
 from efce.solvers.result import SolveResult, TraceRow
 
-from .backends import Interrupted, IsolatedWorker, check_lp_inputs, must_isolate, stoppable
-from .efce_lp import EFCELP, build_efce_lp, estimate_efce_lp
+from .backends import IsolatedWorker, check_lp_inputs, must_isolate, stoppable
+from .efce_lp import EFCELP, LP_OPTIONS, build_efce_lp, estimate_efce_lp, lp_arguments
+
+
+def _positive_tolerance(value: float) -> str | None:
+    # 0 means "run the whole budget" for the iterative methods; PDLP's --target-gap is instead
+    # its relative tolerance, where 0 is no stopping rule at all.
+    return None if value > 0 else "a positive number: lp-pdlp reads --target-gap as its relative tolerance"
+
+
+#: The options of ``lp-pdlp`` (:data:`SOLVE_METHODS`): type, range and default of each.
+OPTIONS = (
+    *LP_OPTIONS,
+    Option("target_gap", float, "its relative tolerance (> 0)", _positive_tolerance, default=1e-6),
+)
+
+
+#: Option name → ``lp-pdlp``'s default (:data:`OPTIONS`), :func:`solve_lp_pdlp`'s own (its
+#: ``tolerance`` is ``target_gap``).
+DEFAULTS = defaults(OPTIONS)
 
 #: Peak memory model of a PDLP run (model build + OR-Tools' copies + evaluation), calibrated on
 #: the full Sheriff and the small Battleship LP (see docs/results/lp_baseline.md): the COO
@@ -167,10 +186,10 @@ _REASONS = {
 def solve_lp_pdlp(
     game: Game,
     *,
-    objective="welfare",
-    welfare_threshold: float | None = None,
-    tolerance: float = 1e-6,
-    time_limit: float | None = None,
+    objective: str | int = DEFAULTS["objective"],
+    welfare_threshold: float | None = DEFAULTS["welfare_threshold"],
+    tolerance: float = DEFAULTS["target_gap"],
+    time_limit: float | None = DEFAULTS["time_limit"],
     threads: int = 2,
     first_stage_tolerance: float | None = None,
     memory_budget: int | None = None,
@@ -181,7 +200,8 @@ def solve_lp_pdlp(
     **pdlp_options,
 ) -> SolveResult:
     """EFCE by the von Stengel–Forges LP, solved by OR-Tools PDLP in stages of tightening
-    tolerance.
+    tolerance.  The defaults of ``objective``, ``welfare_threshold``, ``tolerance`` (1e-6, the
+    ``target_gap`` of ``lp-pdlp``) and ``time_limit`` are ``lp-pdlp``'s (:data:`OPTIONS`).
 
     Parameters
     ----------
@@ -364,3 +384,21 @@ def solve_lp_pdlp(
             f" (no EFCE has welfare ≥ {welfare_threshold})" if welfare_threshold is not None else ""
         )
     return SolveResult("lp-pdlp", xi, status, iterations, setup_seconds, seconds, trace, info)
+
+
+# ----------------------------------------------------------------------------- declaration
+def _run(game: Game, *, progress: Callable[[TraceRow], None] | None, **o) -> SolveResult:
+    return solve_lp_pdlp(game, tolerance=o["target_gap"], progress=progress, **lp_arguments(o))
+
+
+#: ``lp-pdlp`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
+SOLVE_METHODS = (
+    Method(
+        "lp-pdlp",
+        "the von Stengel–Forges EFCE LP solved by OR-Tools PDLP (first-order); "
+        "--target-gap is its relative tolerance",
+        OPTIONS,
+        _run,
+        chance=False,
+    ),
+)

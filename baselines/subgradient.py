@@ -32,16 +32,17 @@ from efce.games.resources.memory import peak_rss_bytes
 from efce.polytopes.decompose import check_decomposable
 from efce.polytopes.vsf import vsf_constraints
 from efce.solvers.driver import IterationDriver
+from efce.solvers.options import ITERATIONS, SEED, TIME_LIMIT, Method, Option, defaults, positive
 from efce.solvers.result import SolveResult, TraceRow
 
-from .efce_lp import _incentive_block, check_memory, estimate_efce_lp
+from .efce_lp import check_memory, estimate_efce_lp, incentive_block
 
 
 class _PlayerDeviation:
     """Vectorized trigger-agent best responses of one player over all triggers at once."""
 
     def __init__(self, game: Game, pairs, i: int, tm, weights):
-        blk = _incentive_block(game, pairs, i, tm.sequences, weights[:, i])
+        blk = incentive_block(game, pairs, i, tm.sequences, weights[:, i])
         space = game.sequences(i)
         n_xi = len(pairs)
         n_dev = blk.num_dev_rows
@@ -186,6 +187,30 @@ SUBGRADIENT_MEMORY_FACTOR = 0.4
 #: Step rules of :func:`solve_subgradient`.
 STEP_RULES = ("constant", "sqrt", "polyak")
 
+#: The options of ``subgradient`` (:data:`SOLVE_METHODS`): type, range and default of each.
+OPTIONS = (
+    TIME_LIMIT,
+    ITERATIONS.with_default(10_000),
+    Option("step_size", float, "subgradient step size", positive, default=1e-3),
+    Option(
+        "step_rule",
+        str,
+        "subgradient step rule: constant α, α/√t, or Polyak's f/‖g‖² capped at α",
+        choices=STEP_RULES,
+        default="constant",
+    ),
+    Option(
+        "start",
+        str,
+        "subgradient initial plan (the uniform plan is an exact EFCE in some games)",
+        choices=("uniform", "random"),
+        default="uniform",
+    ),
+    SEED,
+)
+#: Option name → ``subgradient``'s default (:data:`OPTIONS`), :func:`solve_subgradient`'s own.
+DEFAULTS = defaults(OPTIONS)
+
 
 def _step(rule: str, alpha: float, t: int, f: float, g: np.ndarray) -> float:
     if rule == "constant":
@@ -199,16 +224,16 @@ def _step(rule: str, alpha: float, t: int, f: float, g: np.ndarray) -> float:
 def solve_subgradient(
     game: Game,
     *,
-    step_size: float = 1e-3,
-    step_rule: str = "constant",
-    iterations: int = 1000,
-    time_limit: float | None = None,
+    step_size: float = DEFAULTS["step_size"],
+    step_rule: str = DEFAULTS["step_rule"],
+    iterations: int = DEFAULTS["iterations"],
+    time_limit: float | None = DEFAULTS["time_limit"],
     projections: int | None = None,
     trace_every: int = 10,
     tolerance: float = 1e-6,
-    seed: int = 0,
+    seed: int = DEFAULTS["seed"],
     memory_budget: int | None = None,
-    start: str = "uniform",
+    start: str = DEFAULTS["start"],
     xi0: np.ndarray | None = None,
     progress: Callable[[TraceRow], None] | None = None,
 ) -> SolveResult:
@@ -221,7 +246,8 @@ def solve_subgradient(
     step_rule : :data:`STEP_RULES`: ``"constant"`` (α), ``"sqrt"`` (α / √(t+1)), or ``"polyak"``
         (``f(ξ_t) / ‖g_t‖²``, capped at α: Polyak's step with the known optimal value f* = 0 of
         the max deviation — an EFCE exists — so it needs no tuning beyond the cap).
-    iterations, time_limit : stopping rules (whichever comes first).
+    iterations, time_limit : stopping rules (whichever comes first; default 10,000 iterations, as
+        ``efce solve --method subgradient`` and every other iterative EFCE method).
     projections : equality rows of Definition 3 sampled per iteration (default: 1% of the rows,
         at least 10); the sample is thinned to rows with disjoint supports and projected onto
         at once, then ξ is clipped to ``ξ ≥ 0``.
@@ -342,3 +368,29 @@ def _project_rows(
     resid = np.bincount(owner, weights=vals * xi[cols], minlength=len(rows)) - b[rows]
     scale = np.where(norm2[rows] > 0, resid / np.where(norm2[rows] > 0, norm2[rows], 1.0), 0.0)
     xi[cols] -= scale[owner] * vals
+
+
+# ----------------------------------------------------------------------------- declaration
+def _run(game: Game, *, progress: Callable[[TraceRow], None] | None, **o) -> SolveResult:
+    return solve_subgradient(
+        game,
+        iterations=o["iterations"],
+        time_limit=o["time_limit"],
+        step_size=o["step_size"],
+        step_rule=o["step_rule"],
+        seed=o["seed"],
+        start=o["start"],
+        progress=progress,
+    )
+
+
+#: ``subgradient`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
+SOLVE_METHODS = (
+    Method(
+        "subgradient",
+        "subgradient descent on the max deviation with incremental projection",
+        OPTIONS,
+        _run,
+        chance=False,
+    ),
+)

@@ -5,21 +5,29 @@ a model over the memory budget — derives from :class:`EFCEError`; its message 
 for the user.  Anything else that escapes the library (``KeyError``, ``TypeError``, ...) is a bug,
 and the ``efce`` command line reports it as an internal error.
 
-The hierarchy::
+Every exception class of the toolkit is defined here.  The hierarchy::
 
     EFCEError
     ├── GameError              a game is malformed or outside an algorithm's scope
     │   └── MemoryBudgetExceeded   a model of the game was refused up front: its estimated size
     │       │                      exceeds the memory budget (the game is out of scope here)
-    │       └── ModelTooLarge      (efce.baselines.efce_lp) the EFCE LP's estimate
+    │       └── ModelTooLarge      the EFCE LP's estimate (with the estimate and the budget)
     ├── OptionError            an option is unknown, of the wrong type or out of range
     │   └── SweepError         a sweep file or argument is invalid, or the cluster unreachable
     ├── BackendError           an LP backend failed
     ├── ChainError             a chain of scaled extensions is malformed
-    └── CommandError           (efce.experiments.cli) a subcommand's arguments are unusable
+    ├── CommandError           a subcommand of ``efce`` cannot do what it was asked
+    │   └── ResultWithError    it computed its result, but a part failed (the result is printed)
+    ├── Interrupted            a stop request ended an LP backend's call (the LP solvers catch it
+    │                          and report status ``interrupted``)
+    └── CountLimitReached      a size estimate's exact count hit its state limit (caught where
+                               raised: the estimate falls back to a bound; never escapes)
 
-Every class except the root and :class:`CommandError` is also a :class:`ValueError`, as it
-always was, so ``except ValueError`` written against earlier versions still catches them.
+Every class except the root, :class:`CommandError`, :class:`ResultWithError`,
+:class:`Interrupted` and :class:`CountLimitReached` is also a :class:`ValueError`, as it always
+was, so ``except ValueError`` written against earlier versions still catches them.
+:class:`ModelTooLarge` is also exported by :mod:`efce.baselines`, its documented home before
+this module held every class.
 
 >>> issubclass(OptionError, GameError)
 False
@@ -29,6 +37,11 @@ True
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from efce.baselines.efce_lp import ModelSize
+
 __all__ = [
     "EFCEError",
     "GameError",
@@ -36,7 +49,12 @@ __all__ = [
     "SweepError",
     "BackendError",
     "MemoryBudgetExceeded",
+    "ModelTooLarge",
     "ChainError",
+    "CommandError",
+    "ResultWithError",
+    "Interrupted",
+    "CountLimitReached",
 ]
 
 
@@ -75,3 +93,50 @@ class MemoryBudgetExceeded(GameError):
 
 class ChainError(EFCEError, ValueError):
     """A chain is malformed (a step reads an entry that is not yet filled, sizes disagree...)."""
+
+
+class ModelTooLarge(MemoryBudgetExceeded):
+    """The EFCE LP's estimated size exceeds the memory budget
+    (:func:`efce.baselines.efce_lp.check_memory`); ``estimate`` (a
+    :class:`~efce.baselines.efce_lp.ModelSize`) and ``budget`` (bytes) say by how much."""
+
+    def __init__(self, message: str, estimate: ModelSize, budget: int):
+        super().__init__(message)
+        self.estimate = estimate
+        self.budget = budget
+
+
+class CommandError(EFCEError):
+    """A user-facing failure of an ``efce`` subcommand (bad arguments, a file it cannot write,
+    ...); the command line prints the message as one line (``{"error": ...}`` with ``--json``)."""
+
+
+class ResultWithError(CommandError):
+    """The command computed its result but did not fully succeed — a file of the result could
+    not be written, or a run of ``compare``/``sweep`` failed: the result is still printed (with
+    ``"error"`` under ``--json``) and the exit code is 2.
+
+    Attributes
+    ----------
+    result : dict
+        The command's JSON object.
+    text : str
+        Its text form (without ``--json``).
+    """
+
+    def __init__(self, message: str, result: dict[str, Any], text: str):
+        super().__init__(message)
+        self.result = result
+        self.text = text
+
+
+class Interrupted(EFCEError):
+    """A stop request (:func:`efce.solvers.driver.request_stop`: Ctrl-C or SIGTERM under
+    :func:`efce.solvers.driver.stop_on_signals`) ended a backend call; its worker was killed.  The
+    LP solvers catch it and return their result so far with status ``interrupted``."""
+
+
+class CountLimitReached(EFCEError):
+    """An exact count of a game's size visited more states than its limit (the estimators of
+    :mod:`efce.games.generators`): raised and caught inside the estimate, which then falls back
+    to a bound.  It never reaches a caller."""

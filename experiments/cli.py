@@ -13,30 +13,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import re
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from efce.errors import EFCEError
+from efce.errors import CommandError, EFCEError, ResultWithError
+from efce.solvers.result import finite_json
 
-
-class CommandError(EFCEError):
-    """A user-facing failure of a subcommand (bad arguments, game out of scope, ...)."""
-
-
-class ResultWithError(CommandError):
-    """The command computed its result but did not fully succeed — a file of the result could
-    not be written, or a run of ``compare``/``sweep`` failed: the result is still printed (with
-    ``"error"`` under ``--json``) and the exit code is 2."""
-
-    def __init__(self, message: str, result: dict, text: str):
-        super().__init__(message)
-        self.result = result
-        self.text = text
-
+if TYPE_CHECKING:
+    from efce.games.game import Game
 
 _COMMANDS: dict[str, tuple[Callable, Callable]] = {}
 
@@ -51,122 +39,13 @@ def command(name: str, configure: Callable[[argparse.ArgumentParser], None]):
     return register
 
 
-def _load(spec: str):
+def load_game(spec: str) -> tuple[Game, float]:
+    """The game ``spec`` names (:func:`efce.games.spec.make_game`) and the seconds it took to build."""
     from efce.games.spec import make_game
 
     started = time.perf_counter()
     game = make_game(spec)
     return game, time.perf_counter() - started
-
-
-# ----------------------------------------------------------------------------- info
-def _configure_info(p: argparse.ArgumentParser) -> None:
-    p.add_argument("game", help="a .efg path or a spec such as kuhn:players=3,ranks=3")
-    p.add_argument("--infosets", action="store_true", help="list every infoset with its actions")
-    p.add_argument(
-        "--estimate",
-        action="store_true",
-        help="only estimate the size from the spec's parameters, without building",
-    )
-
-
-@command("info", _configure_info)
-def run_info(args):
-    from efce.games.relevant import count_relevant_pairs
-
-    if args.estimate:
-        return _estimate_info(args.game)
-    game, seconds = _load(args.game)
-    spaces = [game.sequences(p) for p in range(game.num_players)]
-    pairs = None
-    if game.num_players == 2:
-        started = time.perf_counter()
-        pairs = count_relevant_pairs(game)
-        seconds += time.perf_counter() - started
-    result = {
-        "game": game.name,
-        "players": game.num_players,
-        "chance": game.has_chance,
-        "infosets": [s.num_infosets for s in spaces],
-        "sequences": [s.num_sequences for s in spaces],
-        "terminals": game.num_terminals,
-        "nodes": game.num_nodes,
-        "relevant_pairs": pairs,
-        "seconds": round(seconds, 6),
-    }
-    lines = [
-        f"game            {game.name}",
-        f"players         {game.num_players}{' + chance' if game.has_chance else ''}",
-        f"nodes           {game.num_nodes:,}",
-        f"terminals       {game.num_terminals:,}",
-    ]
-    for p, s in enumerate(spaces):
-        lines.append(
-            f"{game.player_names[p]:<15} {s.num_infosets:,} infosets, {s.num_sequences:,} "
-            f"sequences (empty one included)"
-        )
-    if pairs is not None:
-        lines.append(f"relevant pairs  {pairs:,}")
-    lines.append(f"built in        {seconds:.3f} s")
-    if args.infosets:
-        from efce.solvers.evaluation.device import infoset_names
-
-        listing = []
-        for p, rows in enumerate(infoset_names(game)):
-            listing.append(
-                [
-                    {
-                        "infoset": r["label"],
-                        "actions": r["action_labels"],
-                        "name": r["name"],
-                        "position": r["position"],
-                        "action_names": r["actions"],
-                    }
-                    for r in rows
-                ]
-            )
-            lines.append(f"\n{game.player_names[p]} infosets (name to use in device files, then actions):")
-            lines.extend(
-                f"  {_listed_name(r)}: {', '.join(_listed_action(r, a) for a in range(len(r['actions'])))}"
-                for r in rows
-            )
-        result["infoset_labels"] = listing
-    return result, "\n".join(lines)
-
-
-def _listed_name(row: dict) -> str:
-    """An infoset in ``info --infosets``: the exact name device files use, with the label and
-    position when the name is not the label itself."""
-    if row["name"] is None:
-        return f"(no unambiguous name: label '{row['label']}' at {row['position']})"
-    if row["name"] == row["label"]:
-        return row["name"]
-    return f"{row['name']} (labelled '{row['label']}')"
-
-
-def _listed_action(row: dict, a: int) -> str:
-    name, label = row["actions"][a], row["action_labels"][a]
-    return label if name == label else f"{name} (labelled '{label}')" if name else f"'{label}' (ambiguous)"
-
-
-def _estimate_info(spec: str):
-    from efce.games.spec import estimate_spec
-
-    estimate = estimate_spec(spec)
-    if estimate is None:
-        return (
-            {"game": spec, "estimated_nodes": None, "estimated_bytes": None},
-            f"{spec}: no estimate for .efg files (read it without --estimate)",
-        )
-    from efce.games.resources.memory import gib
-
-    result = {
-        "game": spec,
-        "estimated_nodes": estimate.nodes,
-        "estimated_bytes": estimate.bytes,
-        "estimate_exact": estimate.exact,
-    }
-    return result, f"{spec}: {estimate.describe()}, {gib(estimate.bytes)} to build"
 
 
 # ----------------------------------------------------------------------------- main
@@ -232,13 +111,13 @@ def main(argv: list[str] | None = None) -> int:
         try:
             args = parser.parse_args(argv)
             result, text = args.run(args)
-            output = json.dumps(_finite(result), default=_to_json, allow_nan=False) if want_json else text
+            output = json.dumps(finite_json(result), allow_nan=False) if want_json else text
         except KeyboardInterrupt:
             failure = ("interrupted before any result was computed", 130)
         except ResultWithError as exc:  # the computed result is printed all the same
             failure = (str(exc), 2)
             output = (
-                json.dumps(_finite({**exc.result, "error": str(exc)}), default=_to_json, allow_nan=False)
+                json.dumps(finite_json({**exc.result, "error": str(exc)}), allow_nan=False)
                 if want_json
                 else exc.text
             )
@@ -308,28 +187,6 @@ def _flush_c_stdio() -> None:
         pass
 
 
-def _to_json(value):
-    """numpy scalars and arrays in results become plain JSON values."""
-    import numpy as np
-
-    if isinstance(value, np.ndarray):
-        return _finite(value.tolist())
-    if isinstance(value, np.generic):
-        return _finite(value.item())
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-def _finite(value):
-    """JSON has no NaN or Infinity: a non-finite number is reported as null (unknown)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
 def _fail(message: str, want_json: bool, code: int = 2) -> int:
     if want_json:
         from efce.games.resources.memory import peak_memory_mib
@@ -345,6 +202,7 @@ def _import_commands() -> None:
     import importlib
 
     for module in (
+        "efce.experiments.cmd_info",
         "efce.experiments.cmd_decompose",
         "efce.experiments.cmd_solve",
         "efce.experiments.cmd_compare",

@@ -7,9 +7,10 @@ import os
 import re
 import sys
 
+from efce.errors import CommandError, ResultWithError
 from efce.solvers.driver import stop_on_signals, stop_requested
 
-from .cli import CommandError, ResultWithError, command
+from .cli import command
 from .compare import (
     DEFAULT_METHODS,
     check_compare_arguments,

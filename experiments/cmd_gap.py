@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from efce.experiments.cli import _load, command
+from efce.experiments.cli import command, load_game
 
 
 def _configure_gap(p: argparse.ArgumentParser) -> None:
@@ -26,7 +26,7 @@ def run_gap(args):
     from efce.solvers.evaluation.device import device_from_json
     from efce.solvers.evaluation.device_gaps import device_gaps
 
-    game, _ = _load(args.game)
+    game, _ = load_game(args.game)
     device = device_from_json(game, args.device)
     gaps = device_gaps(game, device)
     result = gaps.to_dict()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
+from efce.errors import CommandError, ResultWithError
 from efce.games.resources.memory import peak_memory_mib
 from efce.solvers.driver import graceful, stop_on_signals
 
-from .cli import CommandError, ResultWithError, command
+from .cli import command
 from .paths import check_writable
 from .progress import Progress
 from .solve import METHODS, OPTIONS, device_methods, solve
@@ -22,15 +24,14 @@ def _configure(p):
         choices=list(METHODS),
         help="; ".join(f"{m.name}: {m.description}" for m in METHODS.values()),
     )
-    for option in OPTIONS.values():
-        users = ", ".join(m.name for m in METHODS.values() if option.name in m.defaults)
+    for option in OPTIONS.values():  # the help names the methods that take the option
         p.add_argument(
-            "--" + option.name.replace("_", "-"),
+            option.flag,
             dest=option.name,
             default=None,
             type=_cli_type(option.kind),
             choices=option.choices,
-            help=f"{option.help} ({users})",
+            help=option.help,
         )
     p.add_argument("--trace", default=None, help="write the trace as CSV to this file")
     p.add_argument(
@@ -90,7 +91,7 @@ def run_solve(args):
             raise CommandError(f"{args.method} ran out of memory on {game.name}") from None
         finally:
             bar.close()
-    result.setup_seconds += build_seconds
+    result = dataclasses.replace(result, setup_seconds=result.setup_seconds + build_seconds)
     if result.info.get("non_finite"):  # a diverged run has no result to print or write
         raise CommandError(result.info["message"])
     out = {"game": game.name, **result.to_json(), "peak_memory_mib": peak_memory_mib()}

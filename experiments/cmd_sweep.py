@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 
+from efce.errors import CommandError, ResultWithError
 from efce.solvers.driver import stop_on_signals
 
-from .cli import CommandError, ResultWithError, command
+from .cli import command
 from .sweep import sweep, text_table
 
 

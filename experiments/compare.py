@@ -28,6 +28,7 @@ from efce.errors import GameError, OptionError
 from efce.games.resources.atomic import atomic_open, atomic_savefig
 from efce.games.spec import check_spec
 from efce.solvers.driver import graceful, stop_requested
+from efce.solvers.options import describe_value, is_real
 
 from .harness import MAX_MEMORY_LIMIT_GIB, efce_command, run_child
 from .paths import check_output_folder
@@ -36,8 +37,6 @@ from .solve import (
     check_folder_argument,
     check_game_argument,
     check_text_list,
-    describe_value,
-    is_real,
     validate_options,
 )
 

@@ -2,400 +2,102 @@
 
 Every method of the toolkit — regret minimization on the EFCE saddle point, CFR/CFR+, ICFR and
 CFR-S, the trigger-regret dynamics, the LPs and the subgradient baseline — is reached through
-:func:`solve`, which validates
-the options once (types, ranges, and whether the method uses them) before any model is built.
+:func:`solve`, which validates the options once (types, ranges, and whether the method uses
+them) before any model is built.  Each method declares itself beside its code (its module's
+``SOLVE_METHODS``: :class:`~solvers.options.Method`, with its options and their defaults, the
+library function's own); this module only collects them (:data:`METHODS`, :data:`OPTIONS`).
 The command line (``efce solve``) is a thin layer over it: its flags are generated from
 :data:`OPTIONS`.
 """
 
 from __future__ import annotations
 
-import math
-import numbers
+import dataclasses
+import importlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from efce.errors import OptionError
+from efce.errors import GameError, OptionError
 from efce.games.game import Game
-from efce.solvers.regret.registry import RULE_NAMES
-from efce.solvers.result import SolveResult
+from efce.solvers.options import Method, Option, describe_value
+from efce.solvers.result import SolveResult, TraceRow, finite_json
+
+#: The modules that declare methods (each in its ``SOLVE_METHODS``), in the order
+#: ``efce solve --help`` lists the methods.
+METHOD_MODULES = (
+    "efce.solvers.methods.efce",
+    "efce.solvers.methods.cfr",
+    "efce.solvers.methods.icfr",
+    "efce.solvers.methods.trigger",
+    "efce.baselines.lp_highs",
+    "efce.baselines.lp_pdlp",
+    "efce.baselines.lp_cvxpy",
+    "efce.baselines.subgradient",
+)
 
 
-@dataclass(frozen=True)
-class Option:
-    """One solver option: its type, its valid range, and its help text.
+def _collect_methods() -> dict[str, Method]:
+    methods: dict[str, Method] = {}
+    for module in METHOD_MODULES:
+        for method in importlib.import_module(module).SOLVE_METHODS:
+            if method.name in methods:  # a programming error of the package, not of the user
+                raise RuntimeError(f"two modules declare the method '{method.name}'")
+            methods[method.name] = method
+    return methods
 
-    ``check`` returns an error message (what is expected) or None.
+
+#: Method name → its declaration, collected from the methods' own modules.
+METHODS: dict[str, Method] = _collect_methods()
+
+
+def _merge_options(methods: dict[str, Method]) -> dict[str, Option]:
+    """One :class:`~solvers.options.Option` per name over every method (for the command line's
+    flags and for parsing ``METHOD[option=value]``): its type, the union of the methods'
+    choices, and a help text naming the methods of each variant with their defaults; no range
+    check (each method checks its own).
+
+    Raises
+    ------
+    RuntimeError
+        Two methods declare one option with different types (a programming error).
     """
-
-    name: str
-    kind: type
-    help: str
-    check: Callable[[Any], str | None] | None = None
-    choices: tuple[str, ...] | None = None
-
-
-def _positive(v):
-    return None if v > 0 else "a positive number"
-
-
-def _at_least_one(v):
-    return None if v >= 1 else "an integer ≥ 1"
-
-
-def _thread_count(v):
-    from efce.solvers.regret.engine import available_threads
-
-    most = available_threads()
-    return None if 1 <= v <= most else f"an integer from 1 to {most} (the cores available)"
-
-
-def _nonnegative(v):
-    return None if v >= 0 else "a number ≥ 0"
-
-
-OPTIONS: dict[str, Option] = {
-    o.name: o
-    for o in [
-        Option("iterations", int, "iteration budget", _at_least_one),
-        Option("time_limit", float, "seconds for the iterations (or the solver call)", _positive),
-        Option(
-            "target_gap",
-            float,
-            "stop once the max deviation (or exploitability) is at most this "
-            "(0: run the whole budget unless the gap reaches exactly 0; lp-pdlp: its relative "
-            "tolerance, > 0)",
-            _nonnegative,
-        ),
-        Option("welfare_threshold", float, "look for an EFCE with social welfare at least this"),
-        Option(
-            "objective",
-            str,
-            "LP objective; for rm, 'welfare' bisects the welfare threshold for an "
-            "interval around the optimal EFCE welfare",
-            choices=("welfare", "feasibility", "player1", "player2"),
-        ),
-        Option("lp_solver", str, "the cvxpy solver (CLARABEL, HIGHS, PDLP, SCS, ...; installed ones)"),
-        Option("local", str, "local regret minimizer at every simplex", choices=RULE_NAMES),
-        Option("step_size", float, "subgradient step size", _positive),
-        Option(
-            "step_rule",
-            str,
-            "subgradient step rule: constant α, α/√t, or Polyak's f/‖g‖² capped at α",
-            choices=("constant", "sqrt", "polyak"),
-        ),
-        Option(
-            "start",
-            str,
-            "subgradient initial plan (the uniform plan is an exact EFCE in some games)",
-            choices=("uniform", "random"),
-        ),
-        Option("seed", int, "random seed", _nonnegative),
-        Option(
-            "averaging",
-            str,
-            "rm: weight of iteration t in the average plan: t (linear, the paper's), "
-            "t² (quadratic) or 1 (uniform)",
-            choices=("linear", "quadratic", "uniform"),
-        ),
-        Option(
-            "updates",
-            str,
-            "rm: the deviator answers the correlator's fresh point (alternating, the "
-            "paper's) or both move from the previous points (simultaneous)",
-            choices=("alternating", "simultaneous"),
-        ),
-        Option(
-            "threads",
-            int,
-            "threads of the compiled chain passes and payoff operator (default: all "
-            "cores; the iterates are the same for every count)",
-            _thread_count,
-        ),
-    ]
-}
-
-
-@dataclass(frozen=True)
-class Method:
-    """A solver reachable through :func:`solve`: its options and their defaults."""
-
-    name: str
-    description: str
-    defaults: dict[str, Any]
-    run: Callable[..., SolveResult]
-    #: The method can return its correlated distribution as a device (``solve(..., device=True)``,
-    #: ``efce solve --device-out``); its ``run`` then takes the keyword ``device``.
-    writes_device: bool = False
-    #: Checks that involve several options or the method's own reading of one (run by
-    #: :func:`validate_options`, so before any game is built); raises :class:`OptionError`.
-    check: Callable[[dict[str, Any]], None] | None = None
-
-
-def _check_rm(o):
-    if o["objective"] not in ("feasibility", "welfare"):
-        raise OptionError(
-            f"rm takes --objective feasibility (any EFCE) or welfare (the optimal-welfare "
-            f"interval), not {o['objective']}"
-        )
-    if o["objective"] == "welfare" and o["welfare_threshold"] is not None:
-        raise OptionError("rm --objective welfare searches the threshold itself; drop --welfare-threshold")
-
-
-def _check_pdlp(o):
-    # 0 means "run the whole budget" for the iterative methods; PDLP's --target-gap is instead
-    # its relative tolerance, where 0 is no stopping rule at all.
-    if o["target_gap"] is not None and o["target_gap"] <= 0:
-        raise OptionError(
-            f"lp-pdlp reads --target-gap as its relative tolerance, which must be "
-            f"a positive number, got {o['target_gap']:g}"
-        )
-
-
-def _check_cvxpy(o):
-    from efce.baselines.lp_cvxpy import installed_lp_solvers
-
-    installed = installed_lp_solvers()
-    if o["lp_solver"].upper() not in installed:  # names are case-insensitive, as in the backend
-        raise OptionError(
-            f"--lp-solver: cvxpy solver '{o['lp_solver']}' is not installed; "
-            f"installed: {', '.join(installed)}"
-        )
-
-
-def _run_rm(game, *, progress, **o):
-    from efce.solvers.methods.efce import solve_efce
-    from efce.solvers.regret.registry import make_rule
-
-    if o["objective"] == "welfare":
-        from efce.solvers.methods.welfare import solve_optimal_welfare
-        from efce.solvers.regret.engine import thread_count
-
-        # Each bisection step is one rm run, so --iterations caps a step (as it caps a plain run);
-        # the bisection itself ends at the interval width, the time limit, or when no step decides.
-        with thread_count(o["threads"]):
-            return solve_optimal_welfare(
-                game,
-                tolerance=WELFARE_INTERVAL_WIDTH,
-                time_limit=o["time_limit"],
-                step_iterations=o["iterations"],
-                rule=o["local"],
-                averaging=o["averaging"],
-                alternating=o["updates"] == "alternating",
+    variants: dict[str, dict[Option, dict[Any, list[str]]]] = {}
+    for method in methods.values():
+        for option in method.options:
+            by_default = variants.setdefault(option.name, {}).setdefault(
+                dataclasses.replace(option, default=None), {}
             )
-    return solve_efce(
-        game,
-        iterations=o["iterations"],
-        time_limit=o["time_limit"],
-        target_gap=o["target_gap"],
-        welfare_threshold=o["welfare_threshold"],
-        rule=make_rule(o["local"]),
-        progress=progress,
-        threads=o["threads"],
-        averaging=o["averaging"],
-        alternating=o["updates"] == "alternating",
-    )
-
-
-def _run_cfr(variant):
-    def run(game, *, progress, **o):
-        from efce.solvers.methods.cfr import solve_cfr
-        from efce.solvers.regret.engine import thread_count
-        from efce.solvers.regret.registry import make_rule
-
-        with thread_count(o["threads"]):
-            return solve_cfr(
-                game,
-                iterations=o["iterations"],
-                variant=variant,
-                rule=make_rule(o["local"]) if o["local"] else None,
-                time_limit=o["time_limit"],
-                target_gap=o["target_gap"],
-                progress=progress,
+            by_default.setdefault(option.default, []).append(method.name)
+    merged = {}
+    for name, declared in variants.items():
+        kinds = {option.kind for option in declared}
+        if len(kinds) != 1:  # one flag parses one type
+            raise RuntimeError(f"the methods declare option '{name}' with different types")
+        choices = [c for option in declared for c in option.choices or ()]
+        helps: dict[str, list[str]] = {}
+        for option, by_default in declared.items():
+            helps.setdefault(option.help, []).extend(
+                ", ".join(names) + ("" if default is None else f": default {_shown(default)}")
+                for default, names in by_default.items()
             )
-
-    return run
-
-
-def _run_icfr(variant):
-    def run(game, *, progress, device=False, **o):
-        from efce.solvers.methods.icfr import solve_icfr
-
-        if device:
-            # The empirical frequency has at most one joint plan per iteration: refuse up front
-            # what could not be written (the exact support is checked again when writing).
-            from efce.solvers.evaluation.device import check_device_size
-            from efce.solvers.methods.trigger import joint_plan_count
-
-            check_device_size(
-                min(o["iterations"], joint_plan_count(game)),
-                f"joint plans (bound for {o['iterations']} iterations)",
-            )
-        return solve_icfr(
-            game,
-            o["iterations"],
-            seed=o["seed"],
-            method=variant,
-            time_limit=o["time_limit"],
-            target_gap=o["target_gap"],
-            progress=progress,
+        merged[name] = Option(
+            name,
+            kinds.pop(),
+            "; ".join(f"{text} ({'; '.join(users)})" for text, users in helps.items()),
+            choices=tuple(dict.fromkeys(choices)) if choices else None,
         )
-
-    return run
-
-
-def _run_trigger(coarse):
-    def run(game, *, progress, device=False, **o):
-        from efce.solvers.methods.trigger import solve_trigger
-
-        return solve_trigger(
-            game,
-            o["iterations"],
-            coarse=coarse,
-            rule=o["local"],
-            time_limit=o["time_limit"],
-            target_gap=o["target_gap"],
-            progress=progress,
-            device=device,
-        )
-
-    return run
+    return merged
 
 
-def _run_lp(backend):
-    def run(game, *, progress, **o):
-        from efce import baselines
-
-        common = dict(
-            objective={"player1": 0, "player2": 1}.get(o["objective"], o["objective"]),
-            time_limit=o["time_limit"],
-            welfare_threshold=o["welfare_threshold"],
-        )
-        if backend == "highs":
-            return baselines.solve_lp_highs(game, **common)
-        if backend == "pdlp":
-            return baselines.solve_lp_pdlp(game, tolerance=o["target_gap"], progress=progress, **common)
-        return baselines.solve_lp_cvxpy(game, solver=o["lp_solver"], **common)
-
-    return run
+def _shown(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _run_subgradient(game, *, progress, **o):
-    from efce.baselines import solve_subgradient
-
-    return solve_subgradient(
-        game,
-        iterations=o["iterations"],
-        time_limit=o["time_limit"],
-        step_size=o["step_size"],
-        step_rule=o["step_rule"],
-        seed=o["seed"],
-        start=o["start"],
-        progress=progress,
-    )
-
-
-_COMMON = {"time_limit": None}
-#: Width of the welfare interval ``rm --objective welfare`` stops at.
-WELFARE_INTERVAL_WIDTH = 1e-2
-METHODS: dict[str, Method] = {
-    m.name: m
-    for m in [
-        Method(
-            "rm",
-            "regret minimization on the EFCE saddle point (Farina et al. 2019, Algorithm 1)",
-            {
-                **_COMMON,
-                "iterations": 10_000,
-                "target_gap": 1e-3,
-                "welfare_threshold": None,
-                "objective": "feasibility",
-                "local": "prm+",
-                "averaging": "linear",
-                "updates": "alternating",
-                "threads": None,
-            },
-            _run_rm,
-            check=_check_rm,
-        ),
-        Method(
-            "cfr",
-            "CFR (Nash equilibrium, two players)",
-            {**_COMMON, "iterations": 1000, "target_gap": None, "local": None, "threads": None},
-            _run_cfr("cfr"),
-        ),
-        Method(
-            "cfr+",
-            "CFR+ (Nash equilibrium, two players)",
-            {**_COMMON, "iterations": 1000, "target_gap": None, "local": None, "threads": None},
-            _run_cfr("cfr+"),
-        ),
-        Method(
-            "icfr",
-            "ICFR (EFCE, n players, chance; Celli et al. 2020)",
-            {**_COMMON, "iterations": 10_000, "target_gap": None, "seed": 0},
-            _run_icfr("icfr"),
-            writes_device=True,
-        ),
-        Method(
-            "cfr-s",
-            "CFR-S (EFCCE, n players, chance; Celli et al. 2020)",
-            {**_COMMON, "iterations": 10_000, "target_gap": None, "seed": 0},
-            _run_icfr("cfr-s"),
-            writes_device=True,
-        ),
-        Method(
-            "trigger",
-            "deterministic trigger-regret dynamics (EFCE, n players, chance; Farina et al. 2022)",
-            {**_COMMON, "iterations": 10_000, "target_gap": None, "local": "prm+"},
-            _run_trigger(False),
-            writes_device=True,
-        ),
-        Method(
-            "coarse-trigger",
-            "deterministic coarse-trigger-regret dynamics (EFCCE, n players, chance)",
-            {**_COMMON, "iterations": 10_000, "target_gap": None, "local": "prm+"},
-            _run_trigger(True),
-            writes_device=True,
-        ),
-        Method(
-            "lp-highs",
-            "the von Stengel–Forges EFCE LP solved by HiGHS",
-            {**_COMMON, "welfare_threshold": None, "objective": "welfare"},
-            _run_lp("highs"),
-        ),
-        Method(
-            "lp-pdlp",
-            "the von Stengel–Forges EFCE LP solved by OR-Tools PDLP (first-order); "
-            "--target-gap is its relative tolerance",
-            {**_COMMON, "welfare_threshold": None, "objective": "welfare", "target_gap": 1e-6},
-            _run_lp("pdlp"),
-            check=_check_pdlp,
-        ),
-        Method(
-            "lp-cvxpy",
-            "the von Stengel–Forges EFCE LP through cvxpy",
-            {**_COMMON, "welfare_threshold": None, "objective": "welfare", "lp_solver": "HIGHS"},
-            _run_lp("cvxpy"),
-            check=_check_cvxpy,
-        ),
-        Method(
-            "subgradient",
-            "subgradient descent on the max deviation with incremental projection",
-            {
-                **_COMMON,
-                "iterations": 10_000,
-                "step_size": 1e-3,
-                "step_rule": "constant",
-                "start": "uniform",
-                "seed": 0,
-            },
-            _run_subgradient,
-        ),
-    ]
-}
+#: Option name → its type, choices and help over every method that takes it (the ``efce
+#: solve`` flags).  The range and default of an option are each method's own
+#: (``METHODS[name].options``).
+OPTIONS: dict[str, Option] = _merge_options(METHODS)
 
 
 def methods_using(option: str) -> list[str]:
@@ -444,36 +146,13 @@ def validate_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
         if name not in spec.defaults:
             users = methods_using(name)
             raise OptionError(
-                f"{method} does not use {_flag(name)}; it is an option of "
+                f"{method} does not use {OPTIONS[name].flag}; it is an option of "
                 f"{', '.join(users) if users else 'no method'}"
             )
-        values[name] = _check_value(OPTIONS[name], value)
+        values[name] = spec.option(name).validate(value)
     if spec.check is not None:
         spec.check(values)
     return values
-
-
-def is_integer(value: Any) -> bool:
-    """An integer of any type (``int``, NumPy integers, any :class:`numbers.Integral`), not a
-    bool (``True`` is an ``int`` to Python, never a count to us)."""
-    return isinstance(value, numbers.Integral) and not _is_bool(value)
-
-
-def is_real(value: Any) -> bool:
-    """A real number of any type (``int``, ``float``, NumPy scalars, :class:`numbers.Real`),
-    not a bool."""
-    return isinstance(value, numbers.Real) and not _is_bool(value)
-
-
-def _is_bool(value: Any) -> bool:
-    return isinstance(value, bool) or type(value).__name__ == "bool_"  # numpy.bool_ too
-
-
-def describe_value(value: Any) -> str:
-    """``value`` for a message: its type and a short repr."""
-    text = repr(value)
-    text = text if len(text) <= 60 else text[:57] + "..."
-    return f"{type(value).__name__} {text}" if not isinstance(value, str) else f"the string {text}"
 
 
 def check_game_argument(game: Any, what: str = "game", allow_game: bool = True) -> Any:
@@ -535,46 +214,19 @@ def check_folder_argument(value: Any, what: str) -> str:
     return value
 
 
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def _check_value(option: Option, value: Any) -> Any:
-    flag = _flag(option.name)
-    # Numbers of any numeric type (NumPy scalars included) are accepted; bools are not.
-    if option.kind is int:
-        if is_integer(value):
-            value = int(value)
-        elif is_real(value) and math.isfinite(float(value)) and float(value).is_integer():
-            value = int(float(value))
-        else:
-            raise OptionError(f"{flag} must be an integer, got {describe_value(value)}")
-    elif option.kind is float:
-        if not is_real(value):
-            raise OptionError(f"{flag} must be a number, got {describe_value(value)}")
-        try:
-            value = float(value)
-        except OverflowError:  # an int beyond the float range
-            raise OptionError(
-                f"{flag} must be a finite number, got an integer of {len(str(abs(value)))} digits"
-            ) from None
-        if not math.isfinite(value):
-            raise OptionError(f"{flag} must be a finite number, got {value}")
-    elif not isinstance(value, str):
-        raise OptionError(f"{flag} must be a string, got {describe_value(value)}")
-    if option.choices is not None and value not in option.choices:
-        raise OptionError(f"{flag} must be one of {', '.join(option.choices)}; got '{value}'")
-    if option.check is not None and (expected := option.check(value)) is not None:
-        raise OptionError(f"{flag} must be {expected}, got {value}")
-    return value
-
-
 def device_methods() -> list[str]:
     """The methods that can return their correlated distribution (``--device-out``)."""
     return [m.name for m in METHODS.values() if m.writes_device]
 
 
-def solve(game: Game | str, method: str, *, progress=None, device: bool = False, **options) -> SolveResult:
+def solve(
+    game: Game | str,
+    method: str,
+    *,
+    progress: Callable[[TraceRow], None] | None = None,
+    device: bool = False,
+    **options: Any,
+) -> SolveResult:
     """Solve ``game`` with ``method``: the one entry point of the toolkit.
 
     Parameters
@@ -623,12 +275,34 @@ def solve(game: Game | str, method: str, *, progress=None, device: bool = False,
         from efce.games.spec import make_game
 
         game = make_game(game)
+    check_capability(game, method)
     unreachable = welfare_out_of_reach(game, method, values.get("welfare_threshold"))
     if unreachable is not None:
         return unreachable
     if device:
         return finite_or_error(METHODS[method].run(game, progress=progress, device=True, **values))
     return finite_or_error(METHODS[method].run(game, progress=progress, **values))
+
+
+def check_capability(game: Game, method: str) -> None:
+    """Refuse, before any model is built, a game ``method`` does not solve by its declared
+    capability (:attr:`~solvers.options.Method.players`, :attr:`~solvers.options.Method.chance`).
+
+    Raises
+    ------
+    GameError
+        Naming the game's players and chance and the methods that do solve it.
+    """
+    spec = METHODS[method]
+    players, chance = game.num_players, game.has_chance
+    if spec.handles(players, chance):
+        return
+    able = [m.name for m in METHODS.values() if m.handles(players, chance)]
+    has = f"{players} players" + (" and chance moves" if chance else "")
+    raise GameError(
+        f"{method} solves {spec.capability}; {game.name} has {has} "
+        f"(methods that solve it: {', '.join(able) or 'none'})"
+    )
 
 
 #: Relative slack on "the threshold exceeds the largest terminal welfare" (rounding of sums).
@@ -678,46 +352,35 @@ def finite_or_error(result: SolveResult) -> SolveResult:
     Returns
     -------
     SolveResult
-        With ``info["message"]`` naming the non-finite quantities when the status changed.
+        ``result`` itself, or a new result (``result`` is not changed) with status ``error``,
+        ``info`` JSON-ready with ``non_finite`` and a ``message`` naming the non-finite
+        quantities, the finite trace rows, and no point if the point was not finite.
     """
     import numpy as np
 
     bad: list[str] = []
-
-    def clean(value, name):
-        if isinstance(value, (float, np.floating)) and not np.isfinite(value):
-            bad.append(name)
-            return None
-        if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
-            if not np.all(np.isfinite(value)):
-                bad.append(name)
-                return None
-            return value
-        if isinstance(value, (list, tuple)):
-            items = [clean(v, name) for v in value]
-            return items if isinstance(value, list) else tuple(items)
-        if isinstance(value, dict):
-            return {k: clean(v, f"{name}.{k}" if name else k) for k, v in value.items()}
-        return value
-
-    result.info = clean(result.info, "")
+    info = finite_json(result.info, bad)
     for row in result.trace:
         for field_name in ("gap", "infeasibility"):
-            if not np.isfinite(getattr(row, field_name)):
-                bad.append(f"trace {field_name}")
+            finite_json(getattr(row, field_name), bad, f"trace {field_name}")
     point = result.point
     arrays = point if isinstance(point, (list, tuple)) else [point]
-    if any(isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not np.all(np.isfinite(a)) for a in arrays):
+    point_diverged = any(
+        isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not np.all(np.isfinite(a)) for a in arrays
+    )
+    if point_diverged:
         bad.append("the final point")
-        result.point = None
     if not bad:
         return result
-    names = ", ".join(dict.fromkeys(bad))
-    result.status = "error"
-    result.info["non_finite"] = list(dict.fromkeys(bad))
-    result.info["message"] = (
+    names = list(dict.fromkeys(bad))
+    message = (
         f"{result.method} diverged: non-finite values (NaN or infinity) in "
-        f"{names}; the run has no valid result (e.g. a step size too large)"
+        f"{', '.join(names)}; the run has no valid result (e.g. a step size too large)"
     )
-    result.trace = [r for r in result.trace if np.isfinite(r.gap) and np.isfinite(r.infeasibility)]
-    return result
+    return dataclasses.replace(
+        result,
+        point=None if point_diverged else point,
+        status="error",
+        info={**info, "non_finite": names, "message": message},
+        trace=[r for r in result.trace if np.isfinite(r.gap) and np.isfinite(r.infeasibility)],
+    )

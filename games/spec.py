@@ -11,8 +11,8 @@ parameter and the expected form.  Parameters whose default is "none" (``kuhn``'s
 accept ``none``.
 
 Before a generator runs, :func:`make_game` estimates the size of the tree from the parameters
-(:mod:`games.resources.estimate`) and refuses, with the estimate, a game that would not fit in the memory
-budget (:mod:`games.resources.memory`).
+(the estimate its module declares beside it; :mod:`games.resources.estimate`) and refuses, with
+the estimate, a game that would not fit in the memory budget (:mod:`games.resources.memory`).
 """
 
 from __future__ import annotations
@@ -21,43 +21,40 @@ import importlib
 import inspect
 import math
 import os
+import pkgutil
 import re
 
 from efce.errors import GameError
-from efce.games.generators import battleship as _battleship
-from efce.games.generators import figures as _figures
-from efce.games.generators import goofspiel as _goofspiel
-from efce.games.generators import kuhn as _kuhn
-from efce.games.generators import leduc as _leduc
-from efce.games.generators import sheriff as _sheriff
-from efce.games.generators.params import NUMBER_LIMIT, Param  # Param: re-exported
+from efce.games import generators
+from efce.games.generators.params import NUMBER_LIMIT, GameGenerator, Param  # Param: re-exported
+from efce.games.resources.estimate import SizeEstimate
 
 from .game import Game
 
-#: Generator name → "module:function" (the function is looked up on first use).
-GENERATORS: dict[str, str] = {
-    "kuhn": "efce.games.generators.kuhn:kuhn",
-    "leduc": "efce.games.generators.leduc:leduc",
-    "goofspiel": "efce.games.generators.goofspiel:goofspiel",
-    "battleship": "efce.games.generators.battleship:battleship",
-    "sheriff": "efce.games.generators.sheriff:sheriff",
-    "farina-fig1": "efce.games.generators.figures:farina_fig1",
-    "farina-fig2": "efce.games.generators.figures:farina_fig2",
-}
+
+def _declared_games() -> dict[str, GameGenerator]:
+    """Every :class:`~games.generators.params.GameGenerator` the modules of
+    :mod:`efce.games.generators` declare in their ``GAMES``, by name (so a new game is one new
+    module there)."""
+    found: dict[str, GameGenerator] = {}
+    for info in pkgutil.iter_modules(generators.__path__):
+        module = importlib.import_module(f"{generators.__name__}.{info.name}")
+        for declared in getattr(module, "GAMES", ()):
+            if declared.name in found:  # a programming error of the package, not of the user
+                raise RuntimeError(f"two generator modules declare the game '{declared.name}'")
+            found[declared.name] = declared
+    return found
+
+
+#: Generator name → its declaration (function, parameters, size estimate), collected from the
+#: generators' own modules.
+GENERATORS: dict[str, GameGenerator] = _declared_games()
 
 
 #: Declared parameters of every generator, read from the generator's own module (each declares
 #: its ``PARAMETERS`` beside its code; the generators check the same ranges when called from
 #: Python, the spec layer checks them first so that sizes can be estimated before building).
-PARAMETERS: dict[str, dict[str, Param]] = {
-    "kuhn": _kuhn.PARAMETERS,
-    "leduc": _leduc.PARAMETERS,
-    "goofspiel": _goofspiel.PARAMETERS,
-    "battleship": _battleship.PARAMETERS,
-    "sheriff": _sheriff.PARAMETERS,
-    "farina-fig1": _figures.PARAMETERS,
-    "farina-fig2": _figures.PARAMETERS,
-}
+PARAMETERS: dict[str, dict[str, Param]] = {name: g.parameters for name, g in GENERATORS.items()}
 
 
 # The one grammar of spec values: ASCII only (Python's int()/float() would also take "1_0",
@@ -71,8 +68,7 @@ _FORMS = {
 
 
 def _generator(name: str):
-    module, func = GENERATORS[name].split(":")
-    return getattr(importlib.import_module(module), func)
+    return GENERATORS[name].function
 
 
 def _scalar(game: str, key: str, param: Param, kind: str, text: str, whole: str | None = None):
@@ -181,7 +177,7 @@ def parse_spec(spec: str) -> tuple[str, dict]:
             f"unknown game '{name}'; valid names: {', '.join(sorted(GENERATORS))} "
             f"(or a path to a .efg file){hint}"
         )
-    declared = PARAMETERS[name]
+    declared = GENERATORS[name].parameters
     params = {}
     for item in _split_params(rest):
         key, eq, value = item.partition("=")
@@ -206,13 +202,21 @@ def _with_defaults(name: str, params: dict) -> dict:
     return full
 
 
-def estimate_spec(spec: str):
+def estimate_size(name: str, params: dict) -> SizeEstimate | None:
+    """Size of generator ``name`` called with ``params`` (every parameter, defaults filled in and
+    already checked by :func:`parse_spec`), from the generator's own estimate; None for an
+    unknown name or a generator without an estimate."""
+    declared = GENERATORS.get(name)
+    if declared is None or declared.estimate is None:
+        return None
+    return declared.estimate(**params)
+
+
+def estimate_spec(spec: str) -> SizeEstimate | None:
     """The :class:`games.resources.estimate.SizeEstimate` of the game a spec string names (None for a
     ``.efg`` path), computed from the parameters alone, without building anything."""
     if _is_file(spec):
         return None
-    from efce.games.resources.estimate import estimate_size
-
     name, params = parse_spec(spec)
     return estimate_size(name, _with_defaults(name, params))
 

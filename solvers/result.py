@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,8 +28,12 @@ STATUSES = (
 )
 
 
-@dataclass
+@dataclass(frozen=True)
 class TraceRow:
+    """One measurement of a run: at ``iteration``, ``seconds`` into it, the ``gap`` (raw payoff
+    units) and the ``infeasibility`` of the iterate measured, with method-specific ``extra``
+    columns.  Immutable, as the trace it belongs to."""
+
     iteration: int
     seconds: float
     gap: float
@@ -36,9 +41,11 @@ class TraceRow:
     extra: dict[str, float] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class SolveResult:
-    """Outcome of one solver run.
+    """Outcome of one solver run; immutable: a change after the run (a status, a setup time) is a
+    new result, ``dataclasses.replace(result, status="error")``, and ``info`` is never mutated
+    after construction either (a new dict is built).
 
     Attributes
     ----------
@@ -78,7 +85,7 @@ class SolveResult:
             "seconds": round(self.seconds, 6),
             "status": self.status,
         }
-        out.update({k: _jsonable(v) for k, v in self.info.items()})
+        out.update(finite_json(self.info))
         return out
 
     def write_trace(self, path: str) -> None:
@@ -102,19 +109,48 @@ class SolveResult:
                 )
 
 
-def _jsonable(value):
-    """JSON-ready ``value``; a NaN or infinite number becomes None (JSON has neither, and a NaN
-    gap must never be read as a number)."""
+def finite_json(value: Any, nonfinite: list[str] | None = None, path: str = "") -> Any:
+    """``value`` as plain JSON data, with every NaN or infinite number replaced by None: JSON has
+    neither, and a NaN gap must never be read as a number.  The one sanitizer of results, command
+    outputs and sweep records.
+
+    Parameters
+    ----------
+    value : object
+        Nested dicts, lists and tuples of numbers (Python or NumPy scalars, NumPy arrays), strings,
+        bools and None.
+    nonfinite : list of str, optional
+        Collects the path of every value replaced (``"utilities"``, ``"steps.welfare"``: dict
+        keys joined by dots, list items under their list's path).
+    path : str
+        The path of ``value`` itself.
+
+    Returns
+    -------
+    object
+        A new value of dicts, lists, ``int``, ``float``, ``str``, ``bool`` and None (arrays and
+        tuples become lists, NumPy scalars Python ones); other objects are returned as they are.
+
+    >>> found = []
+    >>> finite_json({"gap": np.float64("nan"), "u": np.array([1.0, np.inf])}, found)
+    {'gap': None, 'u': [1.0, None]}
+    >>> found
+    ['gap', 'u']
+    """
     if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, (np.floating, np.integer)):
+        value = value.tolist()
+    elif isinstance(value, np.generic):
         value = value.item()
-    if isinstance(value, float) and not np.isfinite(value):
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        if nonfinite is not None:
+            nonfinite.append(path)
         return None
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
     if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
+        return {k: finite_json(v, nonfinite, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v, nonfinite, path) for v in value]
     return value
 
 

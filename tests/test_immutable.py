@@ -1,6 +1,7 @@
-"""Immutable means immutable: a Game, a Chain and a chain minimizer take everything at
-construction, and nothing — the library's own builders included — writes an attribute on them
-afterwards.  The objects are built through the public builders, then ``obj.x = 1`` must fail."""
+"""Immutable means immutable: a Game, a Chain, a chain minimizer and a run's result take
+everything at construction, and nothing — the library's own builders included — writes an
+attribute on them afterwards.  The objects are built through the public builders, then
+``obj.x = 1`` must fail; a changed result is a new one (``dataclasses.replace``)."""
 
 import os
 
@@ -87,3 +88,37 @@ def test_known_levels_agree_with_the_computed_ones():
         fresh = Chain(chain.kind, chain.target_ptr, chain.source_ptr, chain.source, chain.entry_index)
         assert np.array_equal(fresh.level, chain.level)
         assert [list(a) for a in fresh.levels] == [list(a) for a in chain.levels]
+
+
+def test_results_and_trace_rows_refuse_writes():
+    import dataclasses
+
+    from efce.solvers.result import SolveResult, TraceRow
+
+    row = TraceRow(1, 0.5, 0.25)
+    result = SolveResult("rm", np.zeros(2), "converged", 1, 0.1, 0.5, [row], {"efce_gap": 0.25})
+    for obj, name in ((row, "gap"), (result, "status"), (result, "setup_seconds"), (result, "info")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, name, None)
+    later = dataclasses.replace(result, setup_seconds=result.setup_seconds + 1.0)
+    assert later.setup_seconds == pytest.approx(1.1) and result.setup_seconds == 0.1
+
+
+def test_a_diverged_run_is_a_new_result_and_the_run_is_left_as_it_was():
+    from efce.experiments.solve import finite_or_error
+    from efce.solvers.result import SolveResult, TraceRow
+
+    info = {"efce_gap": float("nan"), "utilities": [1.0, 2.0]}
+    trace = [TraceRow(1, 0.0, 1.0), TraceRow(2, 0.1, float("inf"))]
+    run = SolveResult("subgradient", np.array([np.nan, 1.0]), "iteration_limit", 2, 0.0, 0.1, trace, info)
+    reported = finite_or_error(run)
+    assert reported is not run and reported.status == "error" and reported.point is None
+    assert reported.trace == trace[:1] and reported.info["non_finite"] == [
+        "efce_gap",
+        "trace gap",
+        "the final point",
+    ]
+    # The run itself, its info dict and its trace list are unchanged.
+    assert run.status == "iteration_limit" and run.trace == trace and len(trace) == 2
+    assert set(info) == {"efce_gap", "utilities"} and run.info is info and np.isnan(info["efce_gap"])
+    assert np.isnan(run.point[0])

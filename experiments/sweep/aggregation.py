@@ -17,7 +17,7 @@ from .storage import finished
 GAP_COLUMNS = ("final_gap", "efce_gap", "efcce_gap", "nfcce_gap")
 
 
-def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
+def mean_std(values: list[float]) -> tuple[float | None, float | None]:
     """Mean and population standard deviation (ddof = 0, as the ICFR table of docs/results)."""
     if not values:
         return None, None
@@ -25,11 +25,12 @@ def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
     return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
 
 
-def _options_text(options: dict) -> str:
+def options_text(options: dict) -> str:
+    """``key=value,...`` of ``options`` for a table or a legend (``—`` for none)."""
     return ",".join(f"{k}={v}" for k, v in options.items()) or "—"
 
 
-def _series_options(record: dict) -> dict:
+def series_options(record: dict) -> dict:
     """A record's options without the per-run limits common to the grid."""
     return {k: v for k, v in record["options"].items() if k not in ("iterations", "time_limit")}
 
@@ -70,21 +71,21 @@ def aggregate(records: list[dict]) -> list[dict]:
             finished=len(ok),
             failed=sum(r.get("outcome") == "failed" for r in members),
             statuses=" ".join(f"{s}×{n}" for s, n in statuses.items()),
-            iterations_mean=_mean_std([r["result"]["iterations"] for r in ok])[0],
+            iterations_mean=mean_std([r["result"]["iterations"] for r in ok])[0],
         )
         for column in GAP_COLUMNS:
             values = [_final(r, column) for r in ok]
-            row[f"{column}_mean"], row[f"{column}_std"] = _mean_std([v for v in values if v is not None])
+            row[f"{column}_mean"], row[f"{column}_std"] = mean_std([v for v in values if v is not None])
         for threshold in THRESHOLDS:
             hits = [t for t in (_time_to(r["trace"], threshold) for r in ok) if t is not None]
             name = f"time_to_{threshold:g}"
-            row[f"{name}_mean"], row[f"{name}_std"] = _mean_std(hits)
+            row[f"{name}_mean"], row[f"{name}_std"] = mean_std(hits)
             row[f"{name}_reached"] = len(hits)
-        row["seconds_mean"], row["seconds_std"] = _mean_std([r["result"]["seconds"] for r in ok])
-        row["iteration_seconds_mean"] = _mean_std(
+        row["seconds_mean"], row["seconds_std"] = mean_std([r["result"]["seconds"] for r in ok])
+        row["iteration_seconds_mean"] = mean_std(
             [r["result"]["iteration_seconds"] for r in ok if r["result"].get("iteration_seconds") is not None]
         )[0]
-        row["wall_seconds_mean"] = _mean_std([r["wall_seconds"] for r in ok])[0]
+        row["wall_seconds_mean"] = mean_std([r["wall_seconds"] for r in ok])[0]
         peaks = [r["peak_memory_mib"] for r in ok if r.get("peak_memory_mib") is not None]
         row["peak_memory_mib_max"] = max(peaks) if peaks else None
         rows.append(row)
@@ -210,7 +211,7 @@ def text_table(table: SweepTable) -> str:
             times.append(f"{row[name + '_mean']:>12.2f}" if row[name + "_reached"] else f"{'—':>12}")
         solve = f"{row['seconds_mean']:>10.1f}" if row["seconds_mean"] is not None else f"{'—':>10}"
         lines.append(
-            f"{row['game'][: width - 1]:<{width}}{row['method']:<13}{_options_text(options)[:21]:<22}"
+            f"{row['game'][: width - 1]:<{width}}{row['method']:<13}{options_text(options)[:21]:<22}"
             f"{str(row['finished']) + '/' + str(row['runs']):>6}"
             f"{_cell(row['final_gap_mean'], row['final_gap_std']):>22}{''.join(times)}{solve}  "
             f"{row['statuses']}"

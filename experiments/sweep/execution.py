@@ -12,10 +12,11 @@ import uuid
 from efce.errors import OptionError, SweepError
 from efce.games.resources.atomic import atomic_open
 from efce.solvers.driver import graceful, stop_requested
+from efce.solvers.options import describe_value, is_integer
 
 from ..compare import SUCCESS_STATUSES
 from ..paths import check_output_folder
-from ..solve import check_folder_argument, describe_value, is_integer
+from ..solve import check_folder_argument
 from .aggregation import SweepTable, aggregate, write_table
 from .grid import START_TOPIC, Run, load_sweep
 from .plots import plot_sweep

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from efce.errors import GameError, OptionError, SweepError
+from efce.solvers.options import describe_value, is_integer, is_real
 
 from ..compare import check_game, option_arguments
 from ..harness import MAX_MEMORY_LIMIT_GIB, efce_command
-from ..solve import METHODS, describe_value, is_integer, is_real, validate_options
+from ..solve import METHODS, validate_options
 
 #: Top-level keys of a sweep file.
 SWEEP_KEYS = ("name", "games", "methods", "seeds", "limits", "options")
@@ -105,7 +106,9 @@ class Sweep:
     source: str | None = None
 
 
-def _slug(text: str, limit: int = 40) -> str:
+def slug(text: str, limit: int = 40) -> str:
+    """``text`` as a file-name part: runs of other characters than letters, digits and ``+``
+    become ``_``, at most ``limit`` characters (``game`` when nothing is left)."""
     return re.sub(r"[^A-Za-z0-9+]+", "_", text).strip("_")[:limit].strip("_") or "game"
 
 
@@ -130,7 +133,7 @@ def run_key(game: str, method: str, seed: int | None, options: dict, memory_gib:
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:12]
     stem = os.path.basename(game)[:-4] if game.lower().endswith(".efg") else game
     seed_part = "" if seed is None else f"-s{seed}"
-    return f"{_slug(stem)}-{_slug(method)}{seed_part}-{digest}"
+    return f"{slug(stem)}-{slug(method)}{seed_part}-{digest}"
 
 
 def load_sweep(spec_or_path) -> Sweep:

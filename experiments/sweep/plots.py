@@ -6,14 +6,14 @@ import os
 
 from efce.games.resources.atomic import atomic_savefig
 
-from .aggregation import _mean_std, _options_text, _series_options
-from .grid import _slug
+from .aggregation import mean_std, options_text, series_options
+from .grid import slug
 from .storage import finished, load_records
 
 
 def _series_label(record: dict) -> str:
-    options = _series_options(record)
-    return record["method"] + (f" ({_options_text(options)})" if options else "")
+    options = series_options(record)
+    return record["method"] + (f" ({options_text(options)})" if options else "")
 
 
 def seed_band(records: list[dict], metric: str = "gap", x: str = "iterations"):
@@ -37,8 +37,8 @@ def seed_band(records: list[dict], metric: str = "gap", x: str = "iterations"):
         return None
     xs, means, stds = [], [], []
     for it in common:
-        mean, std = _mean_std([t[it][metric] for t in traces])
-        xs.append(it if x == "iterations" else _mean_std([t[it]["seconds"] for t in traces])[0])
+        mean, std = mean_std([t[it][metric] for t in traces])
+        xs.append(it if x == "iterations" else mean_std([t[it]["seconds"] for t in traces])[0])
         means.append(mean)
         stds.append(std)
     return xs, means, stds
@@ -119,7 +119,7 @@ def plot_sweep(source, folder: str) -> list[str]:
                 ax.legend(fontsize=8)
         axes[0].set_title(label if label == game else f"{label}: {game}", fontsize=10)
         fig.tight_layout()
-        path = os.path.join(folder, _slug(label, 60) + ".png")
+        path = os.path.join(folder, slug(label, 60) + ".png")
         atomic_savefig(fig, path, dpi=110)
         plt.close(fig)
         written.append(path)

@@ -7,6 +7,7 @@ import json
 import os
 
 from efce.games.resources.atomic import atomic_open
+from efce.solvers.result import finite_json
 
 
 def runs_folder(out_dir: str) -> str:
@@ -15,13 +16,11 @@ def runs_folder(out_dir: str) -> str:
 
 def write_record(out_dir: str, record: dict) -> str:
     """Write ``runs/<key>.json`` atomically (a temporary file renamed into place)."""
-    from ..cli import _finite
-
     folder = runs_folder(out_dir)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, record["key"] + ".json")
     with atomic_open(path, "w") as fh:
-        json.dump(_finite(record), fh, allow_nan=False)
+        json.dump(finite_json(record), fh, allow_nan=False)
     return path
 
 

@@ -512,7 +512,7 @@ class _Parser:
         # Unnamed infosets are labelled by their position P:N (from 1) in the game's order, the
         # one numbering used by `efce info --infosets`, device files and `dumps`; the file's own
         # infoset number would read as a position and silently name another infoset.
-        order_keys = _bfs_infoset_keys(parent, player, key, n)
+        order_keys = bfs_infoset_keys(parent, player, key, n)
         names = [{num: info[0] for num, info in self.infosets[p].items()} for p in range(n)]
         for p in range(n):
             for position, k in enumerate(order_keys[p]):
@@ -571,13 +571,20 @@ class _Parser:
         return game
 
 
-def _bfs_infoset_keys(
+def bfs_infoset_keys(
     parent: np.ndarray, player: np.ndarray, key: np.ndarray, num_players: int
 ) -> list[list[int]]:
     """Per player, the infoset keys in the order :meth:`Game.from_tree` will number them, for a
     tree given in depth-first preorder with children in action order (a stable sort of such a
     preorder by depth is the breadth-first order).  Used to label infosets in errors raised
-    while the game is being built."""
+    while the game is being built (by this reader and by :mod:`games.formats.openspiel`).
+
+    Returns
+    -------
+    list of list of int
+        Per player, the distinct keys of that player's nodes, in the order their infosets
+        are numbered.
+    """
     depth = np.zeros(len(parent), dtype=np.int64)
     for v in range(1, len(parent)):
         depth[v] = depth[parent[v]] + 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from efce.errors import GameError
-from efce.games.formats.efg import _bfs_infoset_keys
+from efce.games.formats.efg import bfs_infoset_keys
 from efce.games.game import CHANCE, TERMINAL, ExplicitLabels, Game
 
 __all__ = ["from_openspiel"]
@@ -136,7 +136,7 @@ def from_openspiel(game_or_name, **params) -> Game:
     player_a = np.array(player, dtype=np.int64)
     key_a = np.array(key, dtype=np.int64)
     # Provisional labels in the order from_tree numbers infosets, for its error messages.
-    order = _bfs_infoset_keys(parent_a, player_a, key_a, n)
+    order = bfs_infoset_keys(parent_a, player_a, key_a, n)
     provisional = ExplicitLabels(
         [[infoset_names[p][k] for k in order[p]] for p in range(n)],
         [[infoset_action_names[p][k] for k in order[p]] for p in range(n)],

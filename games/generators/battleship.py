@@ -35,15 +35,16 @@ the ``rows*cols <= 63`` cells), so ``expand`` is pure numpy over the whole front
 from __future__ import annotations
 
 import math
+from functools import cache
 from numbers import Integral, Real
 
 import numpy as np
 
-from efce.errors import GameError
+from efce.errors import CountLimitReached, GameError
 from efce.games.game import TERMINAL, Game
 from efce.games.generators.builder import Expansion, build_game, edges_from_counts
-from efce.games.generators.params import Param
-from efce.games.resources.estimate import check_size
+from efce.games.generators.params import GameGenerator, Param
+from efce.games.resources.estimate import SizeEstimate, check_size
 
 _OUTCOMES = ("miss", "hit", "sunk")
 _MAX_CELLS = 63  # cells are bits of an int64
@@ -213,7 +214,7 @@ def battleship(
         raise GameError(f"battleship: loss_multiplier must be finite, got {loss_multiplier}")
 
     check_size(
-        "battleship",
+        battleship_size,
         f"battleship:rows={rows},cols={cols},ship_sizes={sizes},shots={shots}",
         rows=rows,
         cols=cols,
@@ -340,4 +341,135 @@ def battleship(
     )
 
 
-__all__ = ["battleship"]
+# ------------------------------------------------------------------------------ size estimate
+def _placements(rows: int, cols: int, length: int) -> int:
+    horizontal = rows * (cols - length + 1) if length <= cols else 0
+    vertical = (rows - length + 1) * cols if 1 < length <= rows else 0
+    return horizontal + vertical
+
+
+#: (mask, ship) states the exact count of Battleship fleets may visit before it falls back to
+#: the product bound.  Past it there are over 10^5 partial fleets per player, so over 10^10 tree
+#: nodes: the game is refused whichever count is used.
+_FLEET_STATE_LIMIT = 200_000
+
+
+def _placement_masks(rows: int, cols: int, length: int) -> list[int]:
+    """Cell masks of every placement of a ship (as :class:`_Placements` places them)."""
+    masks = []
+    for vertical in ([False] if length <= cols else []) + ([True] if 1 < length <= rows else []):
+        for r in range(rows - (length - 1 if vertical else 0)):
+            for c in range(cols - (0 if vertical else length - 1)):
+                m = 0
+                for i in range(length):
+                    rr, cc = (r + i, c) if vertical else (r, c + i)
+                    m |= 1 << (rr * cols + cc)
+                masks.append(m)
+    return masks
+
+
+def _fleet_prefixes(rows: int, cols: int, sizes: list[int]) -> list[int] | None:
+    """``F[k]``: the placements of the first ``k`` ships of one player that can still be
+    completed to a whole fleet (the legal prefixes of the placement phase), for k = 0..len;
+    None when counting them would visit more than :data:`_FLEET_STATE_LIMIT` states."""
+    masks = [_placement_masks(rows, cols, s) for s in sizes]
+    m = len(sizes)
+    visited = 0
+
+    @cache
+    def completable(k: int, occupied: int) -> bool:
+        nonlocal visited
+        visited += 1
+        if visited > _FLEET_STATE_LIMIT:
+            raise CountLimitReached
+        return k == m or any(not (occupied & p) and completable(k + 1, occupied | p) for p in masks[k])
+
+    try:
+        if not completable(0, 0):
+            return [1] + [0] * m
+        counts, level = [1], {0: 1}  # occupied mask -> legal prefixes reaching it
+        for k in range(m):
+            nxt: dict[int, int] = {}
+            for occupied, ways in level.items():
+                for p in masks[k]:
+                    if not occupied & p and completable(k + 1, occupied | p):
+                        nxt[occupied | p] = nxt.get(occupied | p, 0) + ways
+            visited += len(nxt)
+            if visited > _FLEET_STATE_LIMIT:
+                raise CountLimitReached
+            level = nxt
+            counts.append(sum(level.values()))
+        return counts
+    except (CountLimitReached, RecursionError):
+        return None
+
+
+def battleship_size(
+    rows: int, cols: int, ship_sizes: list[int] | int, shots: int, **_values: object
+) -> SizeEstimate:
+    """Node and terminal counts of :func:`battleship` from its parameters: exact.  The shooting
+    phase has a closed form (every fleet covers the same number of cells, so how many shot
+    sequences stay live does not depend on where the ships are); the legal placement prefixes are
+    counted by a DP over occupied cells (a fleet that cannot fit is refused here, before
+    building).  Only beyond :data:`_FLEET_STATE_LIMIT` states (games far over any memory
+    budget) is the placement phase bounded by the product of each ship's placement counts.
+
+    Raises
+    ------
+    GameError
+        The ships cannot all fit on the board.
+    """
+    sizes = list(ship_sizes) if isinstance(ship_sizes, (list, tuple)) else [ship_sizes]
+    cells = rows * cols
+    fleet_cells = sum(sizes)
+    # Placement tree: P1 ship 1, P2 ship 1, P1 ship 2, ...  The legal prefixes of each player
+    # are counted exactly (a DP over occupied cells; a placement is legal when the remaining
+    # ships still fit); for very many of them the product of placement counts bounds them.
+    prefixes = _fleet_prefixes(rows, cols, sizes) if cells <= 63 else None
+    exact = prefixes is not None
+    if prefixes is None:
+        prefixes = [1]
+        for length in sizes:
+            prefixes.append(prefixes[-1] * _placements(rows, cols, length))
+    elif prefixes[-1] == 0:
+        raise GameError(f"battleship: ship_sizes {sizes} cannot all fit on a {rows}x{cols} board")
+    count, total = 1, 1
+    for k in range(1, len(sizes) + 1):
+        for player in range(2):
+            count = prefixes[k] * prefixes[k if player else k - 1]
+            total += count
+    fleets_squared = count
+
+    def live(t: int) -> int:
+        """Ordered sequences of t distinct shots that have not yet hit every fleet cell."""
+        covering = (
+            math.perm(t, fleet_cells) * math.perm(cells - fleet_cells, t - fleet_cells)
+            if t >= fleet_cells
+            else 0
+        )
+        return math.perm(cells, t) - covering
+
+    # Shooting level j: j shots fired, alternately from Player 1 (a_j by P1, b_j by P2).  A
+    # state is live when neither player has hit every cell of the other's fleet and shots
+    # remain; the live states are the pairs of non-covering shot sequences.
+    def shots_of(j: int) -> tuple[int, int]:
+        return (j + 1) // 2, j // 2
+
+    def live_states(j: int) -> int:
+        a, b = shots_of(j)
+        return live(a) * live(b) if j < 2 * shots else 0
+
+    nodes, terminals = 0, 1 - live_states(0)
+    for j in range(1, 2 * shots + 1):
+        a, b = shots_of(j - 1)
+        level = live_states(j - 1) * (cells - (a if (j - 1) % 2 == 0 else b))
+        nodes += level
+        terminals += level - live_states(j)
+    return SizeEstimate(total + fleets_squared * nodes, fleets_squared * terminals, 2, exact)
+
+
+#: The game spec strings name (:data:`efce.games.spec.GENERATORS`).
+GAMES = (GameGenerator("battleship", battleship, PARAMETERS, estimate=battleship_size),)
+
+
+__all__ = ["battleship", "battleship_size"]

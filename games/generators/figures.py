@@ -33,6 +33,8 @@ from __future__ import annotations
 import numpy as np
 
 from efce.games.game import TERMINAL, ExplicitLabels, Game
+from efce.games.generators.params import GameGenerator
+from efce.games.resources.estimate import SizeEstimate
 
 #: Parameters of a game spec string (type and range; defaults: the function's own), read by
 #: :data:`efce.games.spec.PARAMETERS`.
@@ -120,6 +122,13 @@ def farina_fig2() -> Game:
     payoffs = [(2, 1), (0, 0), (0, 0), (1, 2)]
     labels = ([{0: "A"}, {0: "B", 1: "C"}], [{0: ["1", "2"]}, {0: ["1", "2"], 1: ["3", "4"]}])
     return _tree_game("farina-fig2", nodes, payoffs, labels)
+
+
+#: The games spec strings name (:data:`efce.games.spec.GENERATORS`), with their exact sizes.
+GAMES = (
+    GameGenerator("farina-fig1", farina_fig1, PARAMETERS, estimate=lambda: SizeEstimate(17, 10, 2)),
+    GameGenerator("farina-fig2", farina_fig2, PARAMETERS, estimate=lambda: SizeEstimate(7, 4, 2)),
+)
 
 
 __all__ = ["farina_fig1", "farina_fig2"]

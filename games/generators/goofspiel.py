@@ -43,8 +43,8 @@ import numpy as np
 from efce.errors import GameError
 from efce.games.game import CHANCE, TERMINAL, Game
 from efce.games.generators.builder import Expansion, build_game
-from efce.games.generators.params import Param
-from efce.games.resources.estimate import check_size
+from efce.games.generators.params import GameGenerator, Param
+from efce.games.resources.estimate import SizeEstimate, check_size
 
 _PRIZE_ORDERS = ("random", "sorted")
 
@@ -87,7 +87,7 @@ def goofspiel(players: int = 2, ranks: int = 3, prizes: str = "random", limited_
     if n > 16:
         raise GameError(f"goofspiel: players must be at most 16, got {n}")
     check_size(
-        "goofspiel",
+        goofspiel_size,
         f"goofspiel:players={n},ranks={r},prizes={prizes}",
         players=n,
         ranks=r,
@@ -251,3 +251,21 @@ def goofspiel(players: int = 2, ranks: int = 3, prizes: str = "random", limited_
         token_label=token_label_all,
         action_label=action_label,
     )
+
+
+# ------------------------------------------------------------------------------ size estimate
+def goofspiel_size(players: int, ranks: int, prizes: str, limited_info: bool) -> SizeEstimate:
+    """Exact node and terminal counts of :func:`goofspiel` from its parameters."""
+    count, total = 1, 1
+    for left in range(ranks, 0, -1):
+        if prizes == "random":  # the prize reveal: a chance node with `left` outcomes
+            count *= left
+            total += count
+        for _ in range(players):
+            count *= left
+            total += count
+    return SizeEstimate(total, count, players)
+
+
+#: The game spec strings name (:data:`efce.games.spec.GENERATORS`).
+GAMES = (GameGenerator("goofspiel", goofspiel, PARAMETERS, estimate=goofspiel_size),)

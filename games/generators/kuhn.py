@@ -9,6 +9,7 @@ players still in wins the pot.
 
 from __future__ import annotations
 
+import math
 from itertools import permutations
 
 import numpy as np
@@ -16,8 +17,8 @@ import numpy as np
 from efce.errors import GameError
 from efce.games.game import CHANCE, TERMINAL, Game
 from efce.games.generators.builder import Expansion, build_game, edges_from_counts
-from efce.games.generators.params import Param
-from efce.games.resources.estimate import check_size
+from efce.games.generators.params import GameGenerator, Param
+from efce.games.resources.estimate import SizeEstimate, check_size
 
 _ACTION_NAMES = ["check", "bet", "fold", "call"]
 
@@ -46,7 +47,7 @@ def kuhn(players: int = 2, ranks: int | None = None) -> Game:
         raise GameError(f"kuhn: players must be at least 2, got {players}")
     if ranks < players:
         raise GameError(f"kuhn: ranks ({ranks}) must be at least the number of players ({players})")
-    check_size("kuhn", f"kuhn:players={players},ranks={ranks}", players=players, ranks=ranks)
+    check_size(kuhn_size, f"kuhn:players={players},ranks={ranks}", players=players, ranks=ranks)
     deals = np.array(list(permutations(range(ranks), players)), dtype=np.int64)
     n = players
 
@@ -118,3 +119,23 @@ def kuhn(players: int = 2, ranks: int | None = None) -> Game:
         token_label=token_label,
         action_label=lambda p, c: _ACTION_NAMES[c],
     )
+
+
+# ------------------------------------------------------------------------------ size estimate
+def kuhn_size(players: int, ranks: int | None) -> SizeEstimate:
+    """Exact node and terminal counts of :func:`kuhn` from its parameters (a lower bound beyond
+    1000 players, too many to count quickly)."""
+    n = players
+    r = n + 1 if ranks is None else ranks
+    if n > 1000:  # too large to count quickly: at least 2^n nodes below every deal
+        return SizeEstimate(2**n, 2**n, n, exact=False, lower_bound=True)
+    deals = math.perm(r, n)
+    # Per deal: n checks in a row (n decision nodes, then the all-check terminal); a bet at
+    # turn s is answered by the n-1 others, a full binary tree with 2^n - 1 nodes.
+    per_deal = n + 1 + n * (2**n - 1)
+    terminals = deals * (1 + n * 2 ** (n - 1))
+    return SizeEstimate(1 + deals * per_deal, terminals, n)
+
+
+#: The game spec strings name (:data:`efce.games.spec.GENERATORS`).
+GAMES = (GameGenerator("kuhn", kuhn, PARAMETERS, estimate=kuhn_size),)

@@ -37,15 +37,17 @@ classic game, 3 for the paper's 3-player game); round 2 starts from the first pl
 
 from __future__ import annotations
 
+import math
+from functools import cache
 from itertools import product
 
 import numpy as np
 
-from efce.errors import GameError
+from efce.errors import CountLimitReached, GameError
 from efce.games.game import CHANCE, TERMINAL, Game
 from efce.games.generators.builder import Expansion, build_game, edges_from_counts
-from efce.games.generators.params import Param
-from efce.games.resources.estimate import check_size
+from efce.games.generators.params import GameGenerator, Param
+from efce.games.resources.estimate import SizeEstimate, check_size
 
 # Action codes (edge labels) of betting actions.
 FOLD, CHECK, CALL, BET, RAISE = range(5)
@@ -139,7 +141,7 @@ def leduc(
     total_cap = np.iinfo(np.int64).max if max_raises is None else int(max_raises)
     player_cap = np.iinfo(np.int64).max if raises_per_player is None else int(raises_per_player)
     check_size(
-        "leduc",
+        leduc_size,
         f"leduc:players={n},ranks={r},suits={s}",
         players=n,
         ranks=r,
@@ -339,3 +341,115 @@ def leduc(
         token_label=token_label,
         action_label=action_label,
     )
+
+
+# ------------------------------------------------------------------------------ size estimate
+#: Memoized betting states counted before Leduc's estimate falls back to a lower bound.
+_LEDUC_STATE_LIMIT = 200_000
+
+
+def leduc_size(
+    players: int,
+    ranks: int,
+    suits: int | None,
+    raise_sizes: list[float],
+    max_raises: int | None,
+    raises_per_player: int | None,
+) -> SizeEstimate:
+    """Node and terminal counts of :func:`leduc` from its parameters, by a memoized count of the
+    betting rounds times the deals: exact when the deals are few enough to enumerate
+    (``ranks ** players <= 20,000``), an upper bound otherwise, and a lower bound when the betting
+    has too many states to count quickly (over :data:`_LEDUC_STATE_LIMIT`: eight or more players;
+    :func:`games.resources.estimate.check_estimate` refuses a game known only by a lower bound).
+
+    The count mirrors the betting rules of :func:`leduc`: a betting state is (player to
+    act, folded players, players who matched the stake, raises in the round, raises per
+    player, calls since the last raise); the tree below a state depends on nothing else."""
+    n, r = players, ranks
+    s = n if suits is None else suits
+    total_cap = math.inf if max_raises is None else max_raises
+    player_cap = math.inf if raises_per_player is None else raises_per_player
+    everyone = (1 << n) - 1
+    visited = 0
+
+    def next_in(actor: int, folded: int) -> int:
+        for k in range(1, n + 1):
+            p = (actor + k) % n
+            if not folded >> p & 1:
+                return p
+        return actor
+
+    @cache
+    def round_tree(
+        second: bool, cur: int, folded: int, matched: int, raises: int, praises: tuple, calls: int
+    ):
+        """(nodes, terminals of this round's tree, {folded mask: leaves going to the board})."""
+        nonlocal visited
+        visited += 1
+        if visited > _LEDUC_STATE_LIMIT:
+            raise CountLimitReached
+        nodes, terminals, to_board = 1, 0, {}
+        options = []
+        if not matched >> cur & 1:
+            options.append("fold")
+        options.append("call")
+        if raises < total_cap and praises[cur] < player_cap:
+            options.append("raise")
+        for option in options:
+            f, m, c, rz, pr = folded, matched, calls, raises, praises
+            if option == "fold":
+                f |= 1 << cur
+            elif option == "call":
+                m |= 1 << cur
+                c += 1
+            else:
+                m, c, rz = 1 << cur, 0, rz + 1
+                pr = pr[:cur] + (pr[cur] + 1,) + pr[cur + 1 :]
+            left = n - bin(f).count("1")
+            ready = option != "raise" and (c == left if rz == 0 else c == left - 1)
+            if left == 1 or (ready and second):
+                nodes += 1
+                terminals += 1
+            elif ready:
+                to_board[f] = to_board.get(f, 0) + 1
+            else:
+                sub_nodes, sub_terminals, sub_board = round_tree(second, next_in(cur, f), f, m, rz, pr, c)
+                nodes += sub_nodes
+                terminals += sub_terminals
+                for mask, k in sub_board.items():
+                    to_board[mask] = to_board.get(mask, 0) + k
+        return nodes, terminals, to_board
+
+    zeros = (0,) * n
+    if n > 64 and min(total_cap, player_cap) > 0:  # too many players to count the betting
+        # Each player's first turn offers check/bet or fold/call: 2^(n-1) nodes at least, far
+        # over any budget.  (Without raises the betting is a chain of calls, counted below.)
+        first_pass = 2 ** (n - 1)
+        return SizeEstimate(first_pass, first_pass, n, exact=False, lower_bound=True)
+    # Deals: rank tuples the deck allows; b = board ranks left after the deal.
+    if r**n <= 20_000:
+        deals = board_branches = 0
+        for combo in product(range(r), repeat=n):
+            held = [combo.count(k) for k in range(r)]
+            if max(held) <= s:
+                deals += 1
+                board_branches += sum(h < s for h in held)
+    else:  # bounds: every rank tuple, every rank on the board
+        deals, board_branches = r**n, r ** (n + 1)
+    try:
+        nodes1, terminals1, to_board = round_tree(False, 0, 0, everyone, 0, zeros, 0)
+        total, terminals = 1 + deals * nodes1, deals * terminals1
+        for folded, leaves in to_board.items():
+            first = next_in(n - 1, folded)
+            nodes2, terminals2, _ = round_tree(True, first, folded, everyone, 0, zeros, 0)
+            total += leaves * (deals + board_branches * nodes2)
+            terminals += leaves * board_branches * terminals2
+        return SizeEstimate(total, terminals, n, exact=r**n <= 20_000)
+    except (CountLimitReached, RecursionError):
+        # At least one node per distinct betting state visited, for every deal.
+        lower = deals * _LEDUC_STATE_LIMIT
+        return SizeEstimate(lower, lower, n, exact=False, lower_bound=True)
+
+
+#: The game spec strings name (:data:`efce.games.spec.GENERATORS`).
+GAMES = (GameGenerator("leduc", leduc, PARAMETERS, estimate=leduc_size),)

@@ -1,8 +1,11 @@
-"""How a generator declares its parameters: :class:`Param` (type and range of one parameter).
+"""How a generator declares itself: :class:`Param` (type and range of one parameter) and
+:class:`GameGenerator` (the game's spec name, its function, parameters and size estimate).
 
-Every generator module declares ``PARAMETERS: dict[str, Param]`` beside its code;
-:data:`efce.games.spec.PARAMETERS` reads them to parse and range-check game spec strings (and to
-estimate sizes before building).  Defaults are the generator function's own defaults.
+Every generator module declares, beside its code, ``PARAMETERS: dict[str, Param]`` and
+``GAMES``, a tuple of :class:`GameGenerator`; :mod:`efce.games.spec` collects the declarations
+of every module of :mod:`efce.games.generators` (:data:`efce.games.spec.GENERATORS`) to parse and
+range-check game spec strings and to estimate sizes before building.  Defaults are the generator
+function's own defaults.  A new game is therefore one module (and its tests).
 
 >>> Param("int", 2, 1000).describe()
 'an integer, from 2 to 1000'
@@ -10,7 +13,13 @@ estimate sizes before building).  Defaults are the generator function's own defa
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from efce.games.game import Game
+    from efce.games.resources.estimate import SizeEstimate
 
 #: Largest magnitude of a ``number`` parameter.  Payoffs are sums of products of at most a few
 #: such parameters and counts below 1000, so this keeps every payoff far inside the 1e100 limit
@@ -62,3 +71,29 @@ def _range_text(low, high, prefix: str) -> str:
     if high is not None:
         return f", {prefix}<= {high:g}"
     return ""
+
+
+@dataclass(frozen=True)
+class GameGenerator:
+    """A game that spec strings name: ``NAME:key=value,...`` calls ``function(**values)``.
+
+    Attributes
+    ----------
+    name : str
+        The spec name (lower case, e.g. ``"kuhn"``, ``"farina-fig1"``).
+    function : callable
+        Builds the :class:`~games.game.Game`; its keyword defaults are the parameters' defaults.
+    parameters : mapping of str to Param
+        Type and range of every parameter a spec string may give (the module's ``PARAMETERS``).
+    estimate : callable, optional
+        ``estimate(**values) -> SizeEstimate``: the size of the tree from every parameter
+        (defaults filled in, already range-checked), in milliseconds and without building, so
+        that a game over the memory budget is refused before the generator runs
+        (:func:`games.resources.estimate.check_size`).  None: no estimate (the game is built
+        unchecked).
+    """
+
+    name: str
+    function: Callable[..., Game]
+    parameters: Mapping[str, Param]
+    estimate: Callable[..., SizeEstimate] | None = None

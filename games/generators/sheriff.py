@@ -35,8 +35,8 @@ import numpy as np
 from efce.errors import GameError
 from efce.games.game import TERMINAL, Game
 from efce.games.generators.builder import Expansion, build_game, edges_from_counts
-from efce.games.generators.params import Param
-from efce.games.resources.estimate import check_size
+from efce.games.generators.params import GameGenerator, Param
+from efce.games.resources.estimate import SizeEstimate, check_size
 
 SMUGGLER, SHERIFF = 0, 1
 
@@ -108,7 +108,7 @@ def sheriff(
     item_penalty = _value_param(item_penalty, "item_penalty")
     sheriff_penalty = _value_param(sheriff_penalty, "sheriff_penalty")
     check_size(
-        "sheriff",
+        sheriff_size,
         f"sheriff:max_bribe={max_bribe},max_items={max_items},rounds={rounds}",
         max_bribe=max_bribe,
         max_items=max_items,
@@ -217,4 +217,24 @@ def sheriff(
     )
 
 
-__all__ = ["sheriff"]
+# ------------------------------------------------------------------------------ size estimate
+def sheriff_size(max_bribe: int, max_items: int, rounds: int, **_values: object) -> SizeEstimate:
+    """Exact node and terminal counts of :func:`sheriff` from its parameters (a lower bound beyond
+    1000 rounds, too many to count quickly)."""
+    if rounds > 1000:  # at least 2^rounds nodes; counting them is slow
+        return SizeEstimate(2**rounds, 2**rounds, 2, exact=False, lower_bound=True)
+    count = max_items + 1
+    total = 1 + count
+    for _ in range(rounds):
+        count *= max_bribe + 1
+        total += count
+        count *= 2
+        total += count
+    return SizeEstimate(total, count, 2)
+
+
+#: The game spec strings name (:data:`efce.games.spec.GENERATORS`).
+GAMES = (GameGenerator("sheriff", sheriff, PARAMETERS, estimate=sheriff_size),)
+
+
+__all__ = ["sheriff", "sheriff_size"]

@@ -23,10 +23,17 @@ from efce.polytopes.sequence_form import sequence_form
 from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.best_response import best_response
 from efce.solvers.methods.selfplay import SelfPlay
+from efce.solvers.options import ITERATIONS, LOCAL, TARGET_GAP, THREADS, TIME_LIMIT, Method, defaults
 from efce.solvers.regret.engine import ChainEngine, minimizer_factory
 from efce.solvers.regret.local import LocalRule, RegretMatching
 from efce.solvers.regret.protocol import MinimizerFactory
 from efce.solvers.result import SolveResult, TraceRow
+
+#: The options of ``cfr`` and ``cfr+`` (:data:`SOLVE_METHODS`): type, range and default of each
+#: (``local`` None: the variant's own rule, RM for CFR, RM+ for CFR+).
+OPTIONS = (ITERATIONS.with_default(1000), TIME_LIMIT, TARGET_GAP, LOCAL, THREADS)
+#: Option name → the default of ``cfr`` and ``cfr+`` (:data:`OPTIONS`), :func:`solve_cfr`'s own.
+DEFAULTS = defaults(OPTIONS)
 
 
 def exploitability(game: Game, strategies, payoffs=None) -> tuple[float, np.ndarray]:
@@ -42,12 +49,12 @@ def exploitability(game: Game, strategies, payoffs=None) -> tuple[float, np.ndar
 def solve_cfr(
     game: Game,
     *,
-    iterations: int = 1000,
+    iterations: int = DEFAULTS["iterations"],
     variant: str = "cfr+",
-    rule: LocalRule | str | None = None,
+    rule: LocalRule | str | None = DEFAULTS["local"],
     minimizer: MinimizerFactory | None = None,
-    time_limit: float | None = None,
-    target_gap: float | None = None,
+    time_limit: float | None = DEFAULTS["time_limit"],
+    target_gap: float | None = DEFAULTS["target_gap"],
     check_every: int | None = None,
     progress: ProgressCallback | None = None,
 ) -> SolveResult:
@@ -56,7 +63,8 @@ def solve_cfr(
 
     At the checkpoints of :class:`~solvers.driver.IterationDriver` (every ``check_every``
     iterations, default a geometric schedule) the exploitability of the average strategy is
-    recorded; ``target_gap`` stops once it is reached.
+    recorded; ``target_gap`` stops once it is reached.  The defaults are those of ``cfr`` and
+    ``cfr+`` (:data:`OPTIONS`): 1,000 iterations, no target, no time limit.
 
     ``rule`` (a :class:`~solvers.regret.local.LocalRule` or its name; default RM for CFR, RM+ for CFR+)
     runs at every infoset; ``minimizer`` instead builds each player's regret minimizer from the
@@ -118,3 +126,30 @@ def solve_cfr(
             "iteration_seconds": driver.iteration_seconds,
         },
     )
+
+
+# ----------------------------------------------------------------------------- declaration
+def _runner(variant: str):
+    def run(game: Game, *, progress: ProgressCallback | None, **o) -> SolveResult:
+        from efce.solvers.regret.engine import thread_count
+        from efce.solvers.regret.registry import make_rule
+
+        with thread_count(o["threads"]):
+            return solve_cfr(
+                game,
+                iterations=o["iterations"],
+                variant=variant,
+                rule=make_rule(o["local"]) if o["local"] else None,
+                time_limit=o["time_limit"],
+                target_gap=o["target_gap"],
+                progress=progress,
+            )
+
+    return run
+
+
+#: ``cfr`` and ``cfr+`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
+SOLVE_METHODS = (
+    Method("cfr", "CFR (Nash equilibrium, two players)", OPTIONS, _runner("cfr"), players=2),
+    Method("cfr+", "CFR+ (Nash equilibrium, two players)", OPTIONS, _runner("cfr+"), players=2),
+)

@@ -13,8 +13,9 @@ recommendations drawn from ``ξ``:
 * with a welfare threshold τ, one more weight ``λ_τ`` gains ``τ − Σ_z p_c(z)(u_1 + u_2)(z) ξ[σ(z)]``
   (written bilinearly through ``ξ[∅, ∅] = 1``).
 
-Two compiled chain engines with RM+ at every simplex, alternating updates and linear averaging
-(section 5) give feasible iterates; the exact max deviation of the average is the stopping rule.
+Two compiled chain engines with a local rule at every simplex (RM+ in the paper, section 5;
+PRM+ by default here, :data:`OPTIONS`), alternating updates and linear averaging give feasible
+iterates; the exact max deviation of the average is the stopping rule.
 ``A`` is never stored as a matrix: :mod:`solvers.payoff_operator` applies it and its transpose
 from one int32 per nonzero, into buffers allocated once.  The iterations hold no array per
 relevant pair beyond the chain, the engines and the loop buffers (:func:`pair_arrays_parked`):
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from efce.errors import OptionError
 from efce.games.game import Game
 from efce.games.relevant import RelevantPairs, count_relevant_pairs, relevant_pairs
 from efce.games.resources.memory import ParkedArrays, check_budget, release_free_memory
@@ -43,13 +45,64 @@ from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.gaps import EFCEGapEvaluator, GapReport
 from efce.solvers.evaluation.payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
 from efce.solvers.methods.selfplay import SelfPlay
+from efce.solvers.options import (
+    ITERATIONS,
+    LOCAL,
+    TARGET_GAP,
+    THREADS,
+    TIME_LIMIT,
+    WELFARE_THRESHOLD,
+    Method,
+    Option,
+    defaults,
+)
 from efce.solvers.regret.engine import ChainEngine, chain_minimum, minimizer_factory, on_threads
-from efce.solvers.regret.local import LocalRule, RegretMatching
+from efce.solvers.regret.local import LocalRule
 from efce.solvers.regret.protocol import MinimizerFactory
+from efce.solvers.regret.registry import make_rule
 from efce.solvers.result import SolveResult, TraceRow
 
 #: Weight ``t^p`` of iteration ``t`` in the average plan, per averaging scheme.
 AVERAGING = {"uniform": 0.0, "linear": 1.0, "quadratic": 2.0}
+
+#: The options of ``rm`` (:data:`SOLVE_METHODS`): type, range and default of each; the defaults
+#: are :func:`solve_efce`'s too.  PRM+ at every simplex, alternating updates and linear averaging
+#: are the fastest combination measured that stays monotone below max deviation 1e-3
+#: (docs/results/perf_threads.md); the paper's configuration is ``local="rm+"`` with the same
+#: updates and averaging.
+OPTIONS = (
+    ITERATIONS.with_default(10_000),
+    TIME_LIMIT,
+    TARGET_GAP.with_default(1e-3),
+    WELFARE_THRESHOLD,
+    Option(
+        "objective",
+        str,
+        "'feasibility': any EFCE; 'welfare' bisects the welfare threshold for an interval "
+        "around the optimal EFCE welfare",
+        choices=("feasibility", "welfare"),
+        default="feasibility",
+    ),
+    LOCAL.with_default("prm+"),
+    Option(
+        "averaging",
+        str,
+        "weight of iteration t in the average plan: t (linear, the paper's), t² (quadratic) or 1 (uniform)",
+        choices=("linear", "quadratic", "uniform"),
+        default="linear",
+    ),
+    Option(
+        "updates",
+        str,
+        "the deviator answers the correlator's fresh point (alternating, the paper's) or both "
+        "move from the previous points (simultaneous)",
+        choices=("alternating", "simultaneous"),
+        default="alternating",
+    ),
+    THREADS,
+)
+#: Option name → ``rm``'s default (:data:`OPTIONS`).
+DEFAULTS = defaults(OPTIONS)
 
 #: A saddle-point lower bound above this proves the welfare threshold unreachable.
 CERTIFICATE_TOLERANCE = 1e-9
@@ -313,10 +366,10 @@ def set_welfare_threshold(model: EFCEModel, welfare_threshold: float) -> None:
 def solve_efce(
     game: Game,
     *,
-    iterations: int = 10_000,
-    time_limit: float | None = None,
-    target_gap: float | None = 1e-3,
-    welfare_threshold: float | None = None,
+    iterations: int = DEFAULTS["iterations"],
+    time_limit: float | None = DEFAULTS["time_limit"],
+    target_gap: float | None = DEFAULTS["target_gap"],
+    welfare_threshold: float | None = DEFAULTS["welfare_threshold"],
     rule: LocalRule | str | None = None,
     minimizer: MinimizerFactory | None = None,
     check_every: int | None = None,
@@ -324,23 +377,29 @@ def solve_efce(
     progress: ProgressCallback | None = None,
     model: EFCEModel | None = None,
     memory_budget: int | None = None,
-    alternating: bool = True,
-    averaging: str = "linear",
+    alternating: bool = DEFAULTS["updates"] == "alternating",
+    averaging: str = DEFAULTS["averaging"],
 ) -> SolveResult:
-    """Regret minimization on the EFCE saddle point (RM+ locally, alternating updates, linear
-    averaging).  Stops at ``target_gap`` (max deviation of the average plan, and welfare within
-    ``target_gap`` of the threshold), ``iterations`` or ``time_limit`` seconds.
+    """Regret minimization on the EFCE saddle point.  Stops at ``target_gap`` (max deviation of
+    the average plan, and welfare within ``target_gap`` of the threshold), ``iterations`` or
+    ``time_limit`` seconds.
+
+    The defaults are ``rm``'s (:data:`OPTIONS`, so ``efce.solve(game, "rm")`` runs the same):
+    PRM+ at every simplex, alternating updates, linear averaging, 10,000 iterations, target gap
+    1e-3 — the fastest combination measured that stays monotone below 1e-3; the paper's
+    configuration (Farina et al. 2019, section 5) is ``rule="rm+"``.
 
     With a welfare threshold above the best EFCE welfare the gap cannot close; if the average
     deviator strategy ȳ proves ``min_ξ ξᵀ A ȳ > 0`` the status is ``"infeasible"`` (no EFCE
     with that welfare exists); otherwise the budget runs out and ``info["threshold_met"]`` is
     False.
 
-    ``rule`` (a :class:`~solvers.local.LocalRule` or its name, default RM+) runs at every simplex
-    of both chains; ``minimizer`` instead builds each side's regret minimizer from its chain (Ξ's,
-    then Y's; points in entry order), e.g. ``lambda chain: chain_minimizer(chain, MyRule())`` or
-    a composite of the :mod:`solvers.algebra` — see the tutorial, "Write your own regret
-    minimizer".  Giving both is a ValueError.
+    ``rule`` (a :class:`~solvers.local.LocalRule` or its name; None: ``rm``'s ``local``, PRM+)
+    runs at every simplex of both chains; ``minimizer`` instead builds each side's regret
+    minimizer from its chain (Ξ's, then Y's; points in entry order), e.g.
+    ``lambda chain: chain_minimizer(chain, MyRule())`` or a composite of the
+    :mod:`solvers.algebra` — see the tutorial, "Write your own regret minimizer".  Giving both is
+    a ValueError.
 
     ``alternating`` (default) lets the deviator answer the correlator's fresh point; False updates
     both from the previous points (simultaneous).  ``averaging`` weights iteration ``t`` of the
@@ -362,7 +421,7 @@ def solve_efce(
     started = time.perf_counter()
     if averaging not in AVERAGING:
         raise ValueError(f"averaging must be one of {', '.join(AVERAGING)}, got {averaging!r}")
-    make_minimizer = minimizer_factory(rule, minimizer, RegretMatching(plus=True))
+    make_minimizer = minimizer_factory(rule, minimizer, make_rule(DEFAULTS["local"]))
     model = model or build_efce_model(game, welfare_threshold, memory_budget=memory_budget)
     driver = IterationDriver(
         iterations=iterations, time_limit=time_limit, check_every=check_every, progress=progress
@@ -611,3 +670,54 @@ def _result(
         trace=driver.trace,
         info=info,
     )
+
+
+# ----------------------------------------------------------------------------- declaration
+def _check(o: dict) -> None:
+    if o["objective"] == "welfare" and o["welfare_threshold"] is not None:
+        raise OptionError("rm --objective welfare searches the threshold itself; drop --welfare-threshold")
+
+
+def _run(game: Game, *, progress: ProgressCallback | None, **o) -> SolveResult:
+    if o["objective"] == "welfare":
+        from efce.solvers.methods.welfare import WELFARE_INTERVAL_WIDTH, solve_optimal_welfare
+        from efce.solvers.regret.engine import thread_count
+
+        # Each bisection step is one rm run, so --iterations caps a step (as it caps a plain run);
+        # the bisection itself ends at the interval width, the time limit, or when no step decides.
+        with thread_count(o["threads"]):
+            return solve_optimal_welfare(
+                game,
+                tolerance=WELFARE_INTERVAL_WIDTH,
+                time_limit=o["time_limit"],
+                step_iterations=o["iterations"],
+                rule=o["local"],
+                averaging=o["averaging"],
+                alternating=o["updates"] == "alternating",
+            )
+    return solve_efce(
+        game,
+        iterations=o["iterations"],
+        time_limit=o["time_limit"],
+        target_gap=o["target_gap"],
+        welfare_threshold=o["welfare_threshold"],
+        rule=make_rule(o["local"]),
+        progress=progress,
+        threads=o["threads"],
+        averaging=o["averaging"],
+        alternating=o["updates"] == "alternating",
+    )
+
+
+#: ``rm`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
+SOLVE_METHODS = (
+    Method(
+        "rm",
+        "regret minimization on the EFCE saddle point (Farina et al. 2019, Algorithm 1)",
+        OPTIONS,
+        _run,
+        players=2,
+        chance=False,
+        check=_check,
+    ),
+)

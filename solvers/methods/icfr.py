@@ -34,12 +34,18 @@ from efce.games.game import Game
 from efce.games.payoffs import terminal_map
 from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.device_gaps import FactoredDevice, evaluator
+from efce.solvers.options import ITERATIONS, SEED, TARGET_GAP, TIME_LIMIT, Method, defaults
 from efce.solvers.regret.internal import BlumMansour
 from efce.solvers.regret.local import LocalRule, RegretMatching, Segments
 from efce.solvers.regret.registry import as_rule
 from efce.solvers.result import SolveResult, TraceRow
 
 METHODS = ("icfr", "cfr-s")
+
+#: The options of ``icfr`` and ``cfr-s`` (:data:`SOLVE_METHODS`): type, range and default of each.
+OPTIONS = (ITERATIONS.with_default(10_000), TIME_LIMIT, TARGET_GAP, SEED)
+#: Option name → the default of ``icfr`` and ``cfr-s`` (:data:`OPTIONS`), :func:`solve_icfr`'s own.
+DEFAULTS = defaults(OPTIONS)
 
 
 # ---------------------------------------------------------------------- plan store
@@ -299,18 +305,19 @@ class Dynamics:
 
 def solve_icfr(
     game: Game,
-    iterations: int,
-    seed: int = 0,
+    iterations: int = DEFAULTS["iterations"],
+    seed: int = DEFAULTS["seed"],
     method: str = "icfr",
     *,
-    time_limit: float | None = None,
-    target_gap: float | None = None,
+    time_limit: float | None = DEFAULTS["time_limit"],
+    target_gap: float | None = DEFAULTS["target_gap"],
     check_every: int | None = None,
     progress: ProgressCallback | None = None,
     rule: LocalRule | str | None = None,
     internal_rule: LocalRule | str | None = None,
 ) -> SolveResult:
-    """Run ICFR (``method="icfr"``) or CFR-S (``"cfr-s"``) for ``iterations`` iterations.
+    """Run ICFR (``method="icfr"``) or CFR-S (``"cfr-s"``) for ``iterations`` iterations (default
+    10,000, with seed 0, no target and no time limit: the declared defaults, :data:`OPTIONS`).
 
     At the checkpoints of :class:`~solvers.driver.IterationDriver` (every ``check_every``
     iterations, default a geometric schedule) trace rows record the EFCE gap of the empirical
@@ -368,3 +375,50 @@ def solve_icfr(
         trace=driver.trace,
         info=info,
     )
+
+
+# ----------------------------------------------------------------------------- declaration
+def _runner(variant: str):
+    def run(game: Game, *, progress: ProgressCallback | None, device: bool = False, **o) -> SolveResult:
+        if device:
+            # The empirical frequency has at most one joint plan per iteration: refuse up front
+            # what could not be written (the exact support is checked again when writing).
+            from efce.solvers.evaluation.device import check_device_size
+            from efce.solvers.methods.trigger import joint_plan_count
+
+            check_device_size(
+                min(o["iterations"], joint_plan_count(game)),
+                f"joint plans (bound for {o['iterations']} iterations)",
+            )
+        return solve_icfr(
+            game,
+            o["iterations"],
+            seed=o["seed"],
+            method=variant,
+            time_limit=o["time_limit"],
+            target_gap=o["target_gap"],
+            progress=progress,
+        )
+
+    return run
+
+
+#: ``icfr`` and ``cfr-s`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
+SOLVE_METHODS = (
+    Method(
+        "icfr",
+        "ICFR (EFCE, n players, chance; Celli et al. 2020)",
+        OPTIONS,
+        _runner("icfr"),
+        players=None,
+        writes_device=True,
+    ),
+    Method(
+        "cfr-s",
+        "CFR-S (EFCCE, n players, chance; Celli et al. 2020)",
+        OPTIONS,
+        _runner("cfr-s"),
+        players=None,
+        writes_device=True,
+    ),
+)

@@ -57,6 +57,7 @@ from efce.games.payoffs import terminal_map
 from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.device import DEVICE_PLAN_LIMIT, check_device_size
 from efce.solvers.evaluation.device_gaps import FactoredDevice
+from efce.solvers.options import ITERATIONS, LOCAL, TARGET_GAP, TIME_LIMIT, Method, defaults
 from efce.solvers.regret.local import LocalRule, Segments
 from efce.solvers.regret.registry import as_rule
 from efce.solvers.result import SolveResult, TraceRow
@@ -68,6 +69,12 @@ AVERAGING = ("uniform", "linear")
 #: measured (docs/results/trigger/table.md).
 DEFAULT_RULE = "prm+"
 DEFAULT_AVERAGING = "linear"
+#: The options of ``trigger`` and ``coarse-trigger`` (:data:`SOLVE_METHODS`): type, range and
+#: default of each.
+OPTIONS = (ITERATIONS.with_default(10_000), TIME_LIMIT, TARGET_GAP, LOCAL.with_default(DEFAULT_RULE))
+#: Option name → the default of ``trigger`` and ``coarse-trigger`` (:data:`OPTIONS`),
+#: :func:`solve_trigger`'s own.
+DEFAULTS = defaults(OPTIONS)
 
 
 # ---------------------------------------------------------------------- layouts
@@ -843,28 +850,32 @@ class TriggerDynamics:
 
 def solve_trigger(
     game: Game,
-    iterations: int,
+    iterations: int = DEFAULTS["iterations"],
     *,
     coarse: bool = False,
-    rule: LocalRule | str = DEFAULT_RULE,
+    rule: LocalRule | str = DEFAULTS["local"],
     averaging: str = DEFAULT_AVERAGING,
-    time_limit: float | None = None,
-    target_gap: float | None = None,
+    time_limit: float | None = DEFAULTS["time_limit"],
+    target_gap: float | None = DEFAULTS["target_gap"],
     check_every: int | None = None,
     progress: ProgressCallback | None = None,
     device: bool = False,
 ) -> SolveResult:
     """Run the trigger-regret dynamics (EFCE; ``coarse=True``: EFCCE) for ``iterations``.
 
+    The defaults are those of ``trigger`` and ``coarse-trigger`` (:data:`OPTIONS`).
+
     Parameters
     ----------
     game : Game
         Any number of players, chance allowed.
     iterations : int
+        The budget (default 10,000).
     coarse : bool
         Coarse (infoset) triggers: the dynamics of an EFCCE.
     rule : LocalRule or str
-        Local regret minimizer of the ``λ`` simplex and of every subtree simplex.
+        Local regret minimizer of the ``λ`` simplex and of every subtree simplex (default PRM+,
+        :data:`DEFAULT_RULE`).
     averaging : {"uniform", "linear"}
         Weights of the averaged distribution ``μ``.
     time_limit, target_gap, check_every, progress
@@ -933,6 +944,44 @@ def solve_trigger(
         info=info,
     )
 
+
+# ----------------------------------------------------------------------------- declaration
+def _runner(coarse: bool):
+    def run(game: Game, *, progress: ProgressCallback | None, device: bool = False, **o) -> SolveResult:
+        return solve_trigger(
+            game,
+            o["iterations"],
+            coarse=coarse,
+            rule=o["local"],
+            time_limit=o["time_limit"],
+            target_gap=o["target_gap"],
+            progress=progress,
+            device=device,
+        )
+
+    return run
+
+
+#: ``trigger`` and ``coarse-trigger`` for :func:`efce.solve` (collected by
+#: :data:`efce.experiments.solve.METHODS`).
+SOLVE_METHODS = (
+    Method(
+        "trigger",
+        "deterministic trigger-regret dynamics (EFCE, n players, chance; Farina et al. 2022)",
+        OPTIONS,
+        _runner(False),
+        players=None,
+        writes_device=True,
+    ),
+    Method(
+        "coarse-trigger",
+        "deterministic coarse-trigger-regret dynamics (EFCCE, n players, chance)",
+        OPTIONS,
+        _runner(True),
+        players=None,
+        writes_device=True,
+    ),
+)
 
 __all__ = [
     "solve_trigger",

@@ -20,9 +20,10 @@ What the two ends mean: ``upper`` is certified — no exact EFCE has welfare abo
 incentive constraints raises the optimal welfare, sometimes steeply: on
 ``battleship:rows=2,cols=2,ship_sizes=[1],shots=2`` the exact optimum is −0.525, while relaxing
 every incentive row of the LP by 1e-4 (max deviation 6e-4) allows −0.4895.  So ``lower`` can
-exceed the exact optimum by that sensitivity times ε (measured: 2e-5 on the Figure-1 game and
-4e-4 on that Battleship with ε = 1e-4); only an exact EFCE could certify a lower bound, and
-regret minimization produces ε-EFCE.
+exceed the exact optimum by that sensitivity times ε (measured with ε = 1e-4: 4e-6 on the
+Figure-1 game and 4.3e-3 on that Battleship with PRM+, the default; 2e-5 and 4e-4 with RM+),
+never beyond the optimum of the LP with every incentive row relaxed by ε; only an exact EFCE
+could certify a lower bound, and regret minimization produces ε-EFCE.
 """
 
 from __future__ import annotations
@@ -33,10 +34,14 @@ import numpy as np
 
 from efce.games.game import Game
 from efce.solvers.driver import stop_requested
+from efce.solvers.methods.efce import DEFAULTS as RM_DEFAULTS
 from efce.solvers.methods.efce import build_efce_model, set_welfare_threshold, solve_efce
 from efce.solvers.regret.local import LocalRule
 from efce.solvers.regret.registry import make_rule
 from efce.solvers.result import SolveResult, TraceRow
+
+#: Width of the welfare interval ``rm --objective welfare`` stops at.
+WELFARE_INTERVAL_WIDTH = 1e-2
 
 
 def welfare_bounds(game: Game) -> tuple[float, float]:
@@ -50,18 +55,22 @@ def welfare_bounds(game: Game) -> tuple[float, float]:
 def solve_optimal_welfare(
     game: Game,
     *,
-    tolerance: float = 1e-2,
+    tolerance: float = WELFARE_INTERVAL_WIDTH,
     gap_tolerance: float | None = None,
-    time_limit: float | None = None,
+    time_limit: float | None = RM_DEFAULTS["time_limit"],
     iterations: int | None = None,
-    step_iterations: int = 5_000,
-    rule: LocalRule | str | None = "rm+",
-    averaging: str = "linear",
-    alternating: bool = True,
+    step_iterations: int = RM_DEFAULTS["iterations"],
+    rule: LocalRule | str | None = RM_DEFAULTS["local"],
+    averaging: str = RM_DEFAULTS["averaging"],
+    alternating: bool = RM_DEFAULTS["updates"] == "alternating",
     memory_budget: int | None = None,
     log=None,
 ) -> SolveResult:
     """An interval ``[lower, upper]`` around the optimal EFCE social welfare, by bisection on τ.
+
+    This is ``efce.solve(game, "rm", objective="welfare")``; the defaults are ``rm``'s
+    (:data:`solvers.methods.efce.OPTIONS`: PRM+, linear averaging, alternating updates, its
+    iteration budget capping each step) and the interval width :data:`WELFARE_INTERVAL_WIDTH`.
 
     Parameters
     ----------
@@ -98,7 +107,7 @@ def solve_optimal_welfare(
     setup = time.perf_counter() - started
 
     def fresh_rule():
-        return make_rule(rule) if isinstance(rule, str) else (rule or make_rule("rm+"))
+        return make_rule(rule) if isinstance(rule, str) else (rule or make_rule(RM_DEFAULTS["local"]))
 
     t0 = time.perf_counter()
     total_iterations = 0

@@ -93,8 +93,16 @@ _NO_TOTAL = np.zeros(0)
 SUM_DTYPES = (np.float64, np.float32)
 
 
-def _accumulation(accumulate, n: int, dtypes: tuple = (np.float64,)) -> tuple[np.ndarray, float]:
-    """``(total, w)`` of a recommend's ``accumulate`` option (an empty total: none)."""
+def accumulation(
+    accumulate: tuple[np.ndarray, float] | None, n: int, dtypes: tuple = (np.float64,)
+) -> tuple[np.ndarray, float]:
+    """``(total, w)`` of a recommend's ``accumulate`` option (an empty total: none), checked.
+
+    Raises
+    ------
+    ValueError
+        ``total`` is not a writable contiguous array of ``n`` entries of one of ``dtypes``.
+    """
     if accumulate is None:
         return _NO_TOTAL, 0.0
     total, w = accumulate
@@ -445,7 +453,7 @@ class ChainMinimizer:
             out.shape != (self._n,) or out.dtype != np.float64 or not out.flags.c_contiguous
         ):
             raise ValueError(f"out must be a contiguous float64 array of shape ({self._n},)")
-        total, w = _accumulation(
+        total, w = accumulation(
             accumulate, self._n, SUM_DTYPES if self.backend == "compiled" else (np.float64,)
         )
         if self.backend == "compiled":

@@ -23,7 +23,7 @@ from efce.games.arrays import thread_rows
 from efce.polytopes.chain import Chain
 
 from . import kernels
-from .algebra import SUM_DTYPES, _accumulation, chain_linear_minimum, chain_minimizer, widest_step
+from .algebra import SUM_DTYPES, accumulation, chain_linear_minimum, chain_minimizer, widest_step
 from .local import LocalRule, as_rule, state_dtype
 from .protocol import MinimizerFactory, RegretMinimizer
 
@@ -75,7 +75,7 @@ class ParallelChainPasses:
         parts = numba.get_num_threads()
         k = self.kernel
         a, b, _ = k.arrays(state)
-        total, w = _accumulation(accumulate, len(out), SUM_DTYPES)
+        total, w = accumulation(accumulate, len(out), SUM_DTYPES)
         kernels.chain_recommend_parallel(*self._static, k.family, k.eta, a, b, out, total, w, parts)
         return out
 
@@ -185,7 +185,7 @@ class ChainEngine:
                 out[:] = x
                 x = out
         if accumulate is not None:
-            total, w = _accumulation(accumulate, self._n)
+            total, w = accumulation(accumulate, self._n)
             total += w * x
         return x
 

@@ -104,7 +104,7 @@ def test_negative_numbers_are_values(capsys):
             ["--method", "lp-cvxpy", "--lp-solver", "NOPE"],
             "--lp-solver: cvxpy solver 'NOPE' is not installed; installed: ",
         ),
-        (["--method", "rm", "--objective", "player1"], "rm takes --objective feasibility"),
+        (["--method", "rm", "--objective", "player1"], "--objective must be one of feasibility, welfare;"),
         (["--method", "cfr", "--trace", ""], "--trace needs a file name"),
         (["--method", "cfr", "--target-gap", "-1"], "--target-gap must be a number ≥ 0"),
     ],

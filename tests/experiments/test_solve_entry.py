@@ -3,6 +3,7 @@ command line reports every refusal as one line (one JSON object with ``--json``)
 
 import json
 import math
+import re
 
 import pytest
 
@@ -90,3 +91,44 @@ def test_unwritable_trace_is_refused_before_solving(capsys, tmp_path):
         capsys, "solve", GAME, "--method", "rm", "--trace", str(tmp_path / "missing" / "trace.csv")
     )
     assert code != 0 and "does not exist" in payload["error"]
+
+
+@pytest.mark.parametrize(
+    "method, game, able",
+    [
+        ("rm", "kuhn:players=3", "icfr, cfr-s, trigger, coarse-trigger"),
+        ("cfr+", "kuhn:players=3", "icfr, cfr-s, trigger, coarse-trigger"),
+        ("lp-highs", "kuhn", "cfr, cfr+, icfr, cfr-s, trigger, coarse-trigger"),
+        ("subgradient", "kuhn", "cfr, cfr+, icfr, cfr-s, trigger, coarse-trigger"),
+        ("rm", "kuhn", "cfr, cfr+, icfr, cfr-s, trigger, coarse-trigger"),
+    ],
+)
+def test_a_game_outside_the_declared_capability_is_refused_before_any_model(method, game, able, monkeypatch):
+    import dataclasses
+
+    from efce.experiments import solve as solve_module
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("the method ran on a game it does not solve")
+
+    monkeypatch.setitem(METHODS, method, dataclasses.replace(METHODS[method], run=no_run))
+    with pytest.raises(efce.GameError, match=f"{re.escape(method)} solves two-player games") as refused:
+        solve_module.solve(game, method)
+    assert str(refused.value).endswith(f"(methods that solve it: {able})")
+
+
+def test_every_method_declares_what_it_solves():
+    capabilities = {name: (m.players, m.chance) for name, m in METHODS.items()}
+    assert capabilities == {
+        "rm": (2, False),
+        "cfr": (2, True),
+        "cfr+": (2, True),
+        "icfr": (None, True),
+        "cfr-s": (None, True),
+        "trigger": (None, True),
+        "coarse-trigger": (None, True),
+        "lp-highs": (2, False),
+        "lp-pdlp": (2, False),
+        "lp-cvxpy": (2, False),
+        "subgradient": (2, False),
+    }

@@ -8,9 +8,9 @@ import pytest
 
 from efce import games
 from efce.games import GameError
-from efce.games.resources.estimate import estimate_size, format_count
+from efce.games.resources.estimate import format_count
 from efce.games.resources.memory import MemoryBudgetExceeded
-from efce.games.spec import PARAMETERS, estimate_spec, make_game, parse_spec
+from efce.games.spec import PARAMETERS, estimate_size, estimate_spec, make_game, parse_spec
 
 
 def test_values_are_parsed_by_declared_type():

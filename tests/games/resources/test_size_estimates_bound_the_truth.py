@@ -8,8 +8,7 @@ import pytest
 
 from efce.experiments.cli import main
 from efce.games import GameError
-from efce.games.resources.estimate import estimate_size
-from efce.games.spec import estimate_spec, make_game
+from efce.games.spec import estimate_size, estimate_spec, make_game
 from tests.paths import TWINS
 
 # Multi-ship fleets, where the old product-of-placements bound was off by up to 100x (and
@@ -115,10 +114,10 @@ def test_leduc_estimates_are_exact_on_built_games(spec):
 
 
 def test_a_lower_bound_under_the_budget_is_refused(monkeypatch):
-    from efce.games.resources import estimate as estimate_module
+    from efce.games.generators import leduc as leduc_module
     from efce.games.resources.memory import MemoryBudgetExceeded
 
-    monkeypatch.setattr(estimate_module, "_LEDUC_STATE_LIMIT", 50)
+    monkeypatch.setattr(leduc_module, "_LEDUC_STATE_LIMIT", 50)
     estimate = estimate_spec("leduc:players=3")
     assert estimate.lower_bound and estimate.bytes < 2**30
     with pytest.raises(MemoryBudgetExceeded, match="too large to size from its parameters quickly"):

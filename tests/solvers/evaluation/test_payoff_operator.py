@@ -133,8 +133,8 @@ def test_solver_iterates_equal_the_explicit_matrix_loop(make):
     iterations = 300
     for tau in (None, -1.0):
         expected_avg, _ = _reference_iterates(game, iterations, tau)
-        result = solve_efce(
-            game, iterations=iterations, target_gap=None, welfare_threshold=tau, check_every=100
+        result = solve_efce(  # the reference loop's rule, RM+
+            game, iterations=iterations, target_gap=None, welfare_threshold=tau, check_every=100, rule="rm+"
         )
         assert result.iterations == iterations
         # Sums run in the explicit matrix's order, so regret matching breaks every tie alike.
