@@ -187,7 +187,7 @@ def run_method(
     run = MethodRun(label, "error", child.wall_seconds, child.peak_memory_mib)
     payload = child.payload
     run.status, run.error = child_status(child)
-    if run.error is None:
+    if run.error is None and payload is not None:  # no error: the child printed its result
         run.result = payload
         run.final_gap = payload.get("efce_gap")
         run.feasible_iterates = payload.get("feasible_iterates")
@@ -562,8 +562,8 @@ def _decade(value: float) -> str:
 
 def summary_table(summary: dict) -> str:
     """The comparison as a table: per run the seconds spent compiling before its clock, the
-    time to each gap of :data:`THRESHOLDS`, the final gap, peak memory and what "done" means
-    (:func:`run_outcome`)."""
+    time to each gap of ``THRESHOLDS`` (1e-1, 1e-2, 1e-3), the final gap, peak memory and what
+    "done" means (:func:`run_outcome`)."""
     runs = summary["methods"]
     width = max([len("method"), *map(len, runs)]) + 2
     head = (

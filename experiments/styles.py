@@ -62,8 +62,8 @@ class Style:
         }
 
 
-#: Every method of the toolkit (:data:`experiments.solve.METHODS`): the colours of matplotlib's
-#: qualitative "tab10" palette and black, one marker each.
+#: Every method of the toolkit (the keys of ``METHODS`` in :mod:`efce.experiments.solve`): the
+#: colours of matplotlib's qualitative "tab10" palette and black, one marker each.
 METHOD_STYLES: dict[str, Style] = {
     "rm": Style("#1f77b4", "o"),
     "lp-highs": Style("#ff7f0e", "s"),
