@@ -1,5 +1,5 @@
 """``efce compare [GAME] [--methods ...] [--time-limit S] [--memory-limit GiB] [--out DIR]
-[--preset default|paper]``."""
+[--preset default|paper] [--linear-time] [--replot]``."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ from .compare import (
     check_compare_arguments,
     compare,
     failed_methods,
-    plot_games,
+    load_comparison,
     split_method_list,
     summary_table,
 )
+from .figures import plot_convergence, plot_games
 from .solve import METHODS
 
 #: The README's main job: a tiny game where the LP wins and a larger one where regret
@@ -73,6 +74,19 @@ def _configure(p):
         default=None,
         help="the games to compare when no GAME is given (default: default)",
     )
+    p.add_argument(
+        "--linear-time",
+        action="store_true",
+        help="draw runtime on a linear axis, as the paper's Figure 3 (default: log, so that "
+        "fast and slow runs are both readable)",
+    )
+    p.add_argument(
+        "--replot",
+        action="store_true",
+        help="run nothing: redraw the figures and print the table from the traces.csv and "
+        "summary.json already in --out (one comparison's folder, or the preset's folders of "
+        "each game in it)",
+    )
     p.add_argument("--step-size", type=float, default=None, help="subgradient step size")
     p.add_argument("--start", default=None, choices=("uniform", "random"), help="subgradient initial plan")
 
@@ -91,6 +105,8 @@ def run_compare(args):
             f"--preset {args.preset} chooses the games itself; give either a GAME or --preset, not both"
         )
     preset = args.preset or "default"
+    if args.replot:
+        return _replot(args, preset)
     methods = (
         split_method_list(args.methods)
         if args.methods is not None
@@ -130,6 +146,7 @@ def run_compare(args):
                 out_dir=out_dir,
                 options=options,
                 log=log,
+                linear_time=args.linear_time,
             )
             summaries[spec] = summary
             texts.append(
@@ -147,7 +164,7 @@ def run_compare(args):
         ]
         figure = os.path.join(args.out, "figure.png")
         try:
-            plot_games(compared, figure)
+            plot_games(compared, figure, linear_time=args.linear_time)
             texts.append(f"(all games side by side: {figure})")
         except OSError as exc:
             unsaved_figure.append(f"cannot write '{figure}': {exc.strerror or exc}")
@@ -161,3 +178,56 @@ def run_compare(args):
     if problems:
         raise ResultWithError("; ".join(problems), result, text)
     return result, text
+
+
+def _replot(args, preset: str):
+    """``--replot``: the figures and the table again from the files of an earlier run, nothing
+    run.  Every folder is read before anything is drawn.
+
+    Raises
+    ------
+    CommandError
+        An option that only matters for running, or a folder without the files of a run.
+    """
+    given = [
+        flag
+        for flag, value in (
+            ("--methods", args.methods),
+            ("--time-limit", args.time_limit),
+            ("--memory-limit", args.memory_limit),
+            ("--step-size", args.step_size),
+            ("--start", args.start),
+        )
+        if value is not None
+    ]
+    if given:
+        raise CommandError(f"--replot runs nothing, so {', '.join(given)} would be ignored; drop it")
+    single = args.game is not None or (
+        # One comparison's folder redraws as itself; otherwise the preset's folder per game.
+        args.preset is None and os.path.exists(os.path.join(args.out, "summary.json"))
+    )
+    games = [args.game] if single else PRESETS[preset]
+    out_dirs = [args.out] if single else [os.path.join(args.out, _slug(spec)) for spec in games]
+    comparisons = []
+    for out_dir in out_dirs:
+        try:
+            rows, summary = load_comparison(out_dir)
+            if not (isinstance(summary.get("game"), str) and isinstance(summary.get("methods"), dict)):
+                raise ValueError("summary.json has no 'game' and 'methods'")
+        except (OSError, ValueError, KeyError, AttributeError) as exc:
+            raise CommandError(
+                f"--replot needs traces.csv and summary.json of an earlier run in '{out_dir}': {exc}"
+            ) from None
+        comparisons.append((rows, summary))
+    texts = []
+    for out_dir, (rows, summary) in zip(out_dirs, comparisons, strict=True):
+        path = os.path.join(out_dir, "convergence.png")
+        plot_convergence(rows, summary, path, linear_time=args.linear_time)
+        texts.append(summary_table(summary) + f"\n(redrawn: {path})")
+    if len(games) > 1:
+        figure = os.path.join(args.out, "figure.png")
+        plot_games(out_dirs, figure, linear_time=args.linear_time)
+        texts.append(f"(all games side by side: {figure})")
+    summaries = {summary["game"]: summary for _, summary in comparisons}
+    result = comparisons[0][1] if len(games) == 1 else {"games": summaries, "interrupted": False}
+    return result, "\n\n".join(texts)

@@ -102,7 +102,9 @@ def run_solve(args):
         out.setdefault(key, None)
     lines = [
         f"{args.method} on {game.name}: {result.status} after {result.iterations:,} iterations",
-        f"  setup {result.setup_seconds:.2f} s, solve {result.seconds:.2f} s",
+        f"  setup {result.setup_seconds:.2f} s, "
+        + (f"compile {result.compile_seconds:.2f} s, " if result.compile_seconds is not None else "")
+        + f"solve {result.seconds:.2f} s",
     ]
     for key in ("efce_gap", "efcce_gap", "nfcce_gap", "exploitability", "value", "welfare", "max_violation"):
         value = result.info.get(key)

@@ -6,12 +6,14 @@ runs out of memory or time is recorded as such while the others go on.  The argu
 checked before the first child starts.  The runner writes
 
 * ``traces.csv`` — every trace row of every method (method, iteration, seconds, gap, infeasibility);
-* ``summary.json`` — per method: status, final gap, time to reach 1e-1/1e-2/1e-3, peak memory;
-* ``convergence.png`` — max deviation (log scale) against wall-clock seconds, as in Figure 3 of
-  Farina, Ling, Fang, Sandholm 2019, and the infeasibility of the subgradient iterates.
+* ``summary.json`` — per method: status, final gap, time to reach 1e-1/1e-2/1e-3, peak memory,
+  the seconds spent compiling before the clock, and what "done" means (:func:`run_outcome`);
+* ``convergence.png`` — max deviation (log scale) against runtime, as in Figure 3 of Farina,
+  Ling, Fang, Sandholm 2019, and the iterates' infeasibility
+  (:func:`experiments.figures.plot_convergence`).
 
 ``efce compare`` on several games (``--preset``) adds ``figure.png`` in its output folder: the
-games' max-deviation panels side by side (:func:`plot_games`).
+games' max-deviation panels side by side (:func:`experiments.figures.plot_games`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from efce.errors import GameError, OptionError
-from efce.games.resources.atomic import atomic_open, atomic_savefig
+from efce.games.resources.atomic import atomic_open
 from efce.games.spec import check_spec
 from efce.solvers.driver import graceful, stop_requested
 from efce.solvers.options import describe_value, is_real
@@ -62,6 +64,32 @@ def split_method_list(text: str) -> list[str]:
     return [e for e in entries if e]
 
 
+def split_configuration(entry: str) -> tuple[str, list[tuple[str, str]]]:
+    """The method and the ``(option, value text)`` pairs of a compared run, as written:
+    ``rm[local=rm+,averaging=linear]`` → ``("rm", [("local", "rm+"), ("averaging", "linear")])``
+    (option names as written); a bare method has none.  Only the syntax is checked
+    (:func:`method_variant` also checks the options and types the values).
+
+    Raises
+    ------
+    OptionError
+        Not ``METHOD`` or ``METHOD[option=value,...]``, or an item that is not ``option=value``.
+    """
+    match = _ENTRY.match(entry)
+    if match is None:
+        raise OptionError(
+            f"'{entry}' is not a method or METHOD[option=value,...] (e.g. rm[local=rm+,averaging=linear])"
+        )
+    method, inside = match.group(1), match.group(2)
+    items = []
+    for item in [] if inside is None else inside.split(","):
+        name, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not name or not value:
+            raise OptionError(f"'{item.strip()}' in '{entry}' is not option=value")
+        items.append((name, value))
+    return method, items
+
+
 def method_variant(entry: str) -> tuple[str, dict[str, Any]]:
     """The method and options of a compared run: ``rm[local=rm+,averaging=linear]`` →
     ``("rm", {"local": "rm+", "averaging": "linear"})``; a bare method has no options.  Values
@@ -73,18 +101,10 @@ def method_variant(entry: str) -> tuple[str, dict[str, Any]]:
         Not ``METHOD`` or ``METHOD[option=value,...]``, an unknown option, an option given
         twice, or a value its option cannot take.
     """
-    match = _ENTRY.match(entry)
-    if match is None:
-        raise OptionError(
-            f"'{entry}' is not a method or METHOD[option=value,...] (e.g. rm[local=rm+,averaging=linear])"
-        )
-    method, inside = match.group(1), match.group(2)
+    method, items = split_configuration(entry)
     options: dict[str, Any] = {}
-    for item in [] if inside is None else inside.split(","):
-        name, sep, value = (part.strip() for part in item.partition("="))
+    for name, value in items:
         key = name.lstrip("-").replace("-", "_")
-        if not sep or not name or not value:
-            raise OptionError(f"'{item.strip()}' in '{entry}' is not option=value")
         if key not in OPTIONS:
             raise OptionError(f"unknown option '{name}' in '{entry}'; valid: {', '.join(OPTIONS)}")
         if key in options:
@@ -116,6 +136,12 @@ class MethodRun:
     max_infeasibility: float | None = None
     result: dict | None = None
     error: str | None = None
+    #: Seconds the run spent compiling or loading compiled kernels before its clock started
+    #: (its ``solve --json`` ``compile_seconds``; None when not measured).
+    compile_seconds: float | None = None
+    #: What "done" means for this run (:func:`run_outcome`): a code and one line saying why.
+    outcome: str | None = None
+    outcome_detail: str | None = None
 
 
 def option_arguments(options: dict) -> list[str]:
@@ -160,10 +186,11 @@ def run_method(
     run = MethodRun(label, "error", child.wall_seconds, child.peak_memory_mib)
     payload = child.payload
     run.status, run.error = child_status(child)
-    if run.error is None:
+    if run.error is None and payload is not None:  # no error: the child printed its result
         run.result = payload
         run.final_gap = payload.get("efce_gap")
         run.feasible_iterates = payload.get("feasible_iterates")
+        run.compile_seconds = payload.get("compile_seconds")
     rows = _read_trace(trace_path, label)
     if rows:
         run.max_infeasibility = max(r["infeasibility"] for r in rows)
@@ -174,6 +201,7 @@ def run_method(
             run.time_to_gap[f"{threshold:g}"] = hit
     else:
         run.time_to_gap = {f"{t:g}": None for t in THRESHOLDS}
+    run.outcome, run.outcome_detail = run_outcome(asdict(run), time_limit)
     return run, rows
 
 
@@ -302,6 +330,7 @@ def compare(
     out_dir: str = "results",
     options: dict[str, dict] | None = None,
     log=None,
+    linear_time: bool = False,
 ) -> dict:
     """Run every method on ``game_spec``, each in its own process, and write ``traces.csv``,
     ``summary.json`` and ``convergence.png`` into ``out_dir``.
@@ -321,6 +350,8 @@ def compare(
         Method → its ``efce solve`` options (e.g. ``{"subgradient": {"step_size": 1e-6}}``).
     log : callable, optional
         Called with a line of text before each method.
+    linear_time : bool
+        Draw ``convergence.png`` on a linear runtime axis (the paper's) instead of a log one.
 
     Returns
     -------
@@ -345,6 +376,8 @@ def compare(
         out_dir=out_dir,
         options=options,
     )
+    if not isinstance(linear_time, bool):
+        raise OptionError(f"linear_time must be True or False, got {describe_value(linear_time)}")
     game_spec, methods, out_dir = os.fspath(game_spec), list(methods), os.fspath(out_dir)
     time_limit = float(time_limit)
     memory_limit_gib = None if memory_limit_gib is None else float(memory_limit_gib)
@@ -373,11 +406,6 @@ def compare(
         "interrupted": stop_requested(),
         "methods": {r.method: asdict(r) for r in runs},
     }
-    missing = {
-        r.method: _why_missing(r.status, r.error)
-        for r in runs
-        if not any(row["method"] == r.method for row in all_rows)
-    }
 
     def write_traces(fh):
         writer = csv.DictWriter(fh, fieldnames=["method", "iteration", "seconds", "gap", "infeasibility"])
@@ -395,7 +423,9 @@ def compare(
         path = os.path.join(out_dir, name)
         try:
             if write is None:
-                plot_convergence(all_rows, path, title=game_spec, missing=missing)
+                from .figures import plot_convergence
+
+                plot_convergence(all_rows, summary, path, linear_time=linear_time)
             else:
                 with atomic_open(path, "w", newline="") as fh:
                     write(fh)
@@ -417,77 +447,6 @@ def failed_methods(summary: dict) -> list[str]:
     return [m for m, run in summary["methods"].items() if run["status"] not in SUCCESS_STATUSES]
 
 
-def _why_missing(status: str, error: str | None) -> str:
-    """A short reason for a method without a single trace point."""
-    if error and "too large" in error:
-        return "refused up front (model too large for memory)"
-    return f"{status.replace('_', ' ')}, no solution"
-
-
-def _draw_gaps(ax, rows: list[dict], title: str, missing: dict | None) -> None:
-    """Max deviation (log) against seconds, a line per method; a note for the methods without
-    a point."""
-    for method in dict.fromkeys(r["method"] for r in rows):
-        pts = [r for r in rows if r["method"] == method]
-        ax.plot(
-            [r["seconds"] for r in pts],
-            [max(r["gap"], 1e-12) for r in pts],
-            "o-" if len(pts) > 1 else "o",
-            label=method,
-            markersize=3,
-        )
-    ax.set_yscale("log")
-    ax.set_xlabel("runtime [s]")
-    ax.set_ylabel("max deviation")
-    ax.set_title(title)
-    if missing:
-        note = "\n".join(f"{m}: {why}" for m, why in missing.items())
-        ax.text(
-            0.98,
-            0.98,
-            note,
-            transform=ax.transAxes,
-            ha="right",
-            va="top",
-            fontsize=9,
-            bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8},
-        )
-    if ax.lines:
-        # the curves fall from the top left: the lower left is free, the note takes the top right
-        ax.legend(loc="lower left", fontsize=8)
-
-
-def plot_convergence(rows: list[dict], path: str, title: str = "", missing: dict | None = None) -> None:
-    """Max deviation (log) vs seconds for every method; a second panel with infeasibility.
-    ``missing`` maps methods that produced no point (time limit, memory) to their status."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax_gap, ax_inf) = plt.subplots(1, 2, figsize=(11, 4))
-    _draw_gaps(ax_gap, rows, title, missing)
-    for method in dict.fromkeys(r["method"] for r in rows):
-        pts = [r for r in rows if r["method"] == method]
-        if any(r["infeasibility"] > 0 for r in pts) or method == "subgradient":
-            ax_inf.plot(
-                [r["seconds"] for r in pts],
-                [max(r["infeasibility"], 1e-16) for r in pts],
-                "o-" if len(pts) > 1 else "o",
-                label=method,
-                markersize=3,
-            )
-    ax_inf.set_yscale("log")
-    ax_inf.set_xlabel("runtime [s]")
-    ax_inf.set_ylabel("infeasibility (max violation of Definition 3)")
-    ax_inf.set_title("iterates' infeasibility")
-    if ax_inf.lines:
-        ax_inf.legend()
-    fig.tight_layout()
-    atomic_savefig(fig, path, dpi=120)
-    plt.close(fig)
-
-
 def load_comparison(out_dir: str) -> tuple[list[dict], dict]:
     """The trace rows and the summary that :func:`compare` wrote into ``out_dir``."""
     with open(os.path.join(out_dir, "traces.csv"), newline="") as fh:
@@ -496,43 +455,136 @@ def load_comparison(out_dir: str) -> tuple[list[dict], dict]:
         return rows, json.load(fh)
 
 
-def plot_games(out_dirs: list[str], path: str) -> None:
-    """One max-deviation panel per compared game, side by side (the layout of Figure 3 of
-    Farina, Ling, Fang, Sandholm 2019), from the files :func:`compare` wrote into ``out_dirs``."""
-    import matplotlib
+#: Codes of :func:`run_outcome`: what "done" means for a compared run.
+OUTCOMES = (
+    "optimal",
+    "converged",
+    "time_limit",
+    "iteration_limit",
+    "infeasible",
+    "refused",
+    "out_of_memory",
+    "interrupted",
+    "error",
+)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+#: The refusal of :func:`games.resources.memory.check_budget`: "... is too large: about 20.3 GiB,
+#: over the memory budget of 13.5 GiB ...".
+_REFUSAL = re.compile(r"too large: about (?P<need>[^,]+), over the memory budget of (?P<budget>[0-9.]+ \w+)")
+#: Longest error text a table line or note repeats.
+ERROR_TEXT = 100
 
-    fig, axes = plt.subplots(1, len(out_dirs), figsize=(5.5 * len(out_dirs), 4.2), squeeze=False)
-    for ax, out_dir in zip(axes[0], out_dirs, strict=True):
-        rows, summary = load_comparison(out_dir)
-        missing = {
-            m: _why_missing(run["status"], run["error"])
-            for m, run in summary["methods"].items()
-            if not any(r["method"] == m for r in rows)
-        }
-        _draw_gaps(ax, rows, summary["game"], missing)
-    fig.tight_layout()
-    atomic_savefig(fig, path, dpi=120)
-    plt.close(fig)
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= ERROR_TEXT else text[: ERROR_TEXT - 1] + "…"
+
+
+def run_outcome(run: dict, time_limit: float | None = None) -> tuple[str, str]:
+    """What "done" means for one compared run (an entry of a :func:`compare` summary).
+
+    An LP that converged was solved to optimality (``optimal``); an iterative method that
+    converged reached its target gap (``converged``).  A run refused before building its model
+    (:func:`games.resources.memory.check_budget`) is ``refused``, with the memory it would need
+    and the budget; a run the system or the address-space limit stopped is ``out_of_memory``.
+
+    Parameters
+    ----------
+    run : dict
+        ``method``, ``status``, ``error``, ``final_gap`` and ``result`` (the method's
+        ``efce solve --json`` object, or None).
+    time_limit : float, optional
+        The comparison's time limit per method (named when a run timed out).
+
+    Returns
+    -------
+    tuple of str
+        A code of :data:`OUTCOMES` and one line saying why, e.g. ``("optimal", "solved to
+        optimality (HiGHS: Optimal)")`` or ``("refused", "refused up front: needs about 20.3 GiB,
+        over the memory budget of 13.5 GiB")``.
+    """
+    method = str(run.get("method", "")).split("[")[0]
+    status, error = run.get("status", "error"), run.get("error") or ""
+    result = run.get("result") or {}
+    lp = method.startswith("lp-")
+    refusal = _REFUSAL.search(error)
+    if refusal:
+        return "refused", (
+            f"refused up front: needs about {refusal['need']}, over the memory budget of {refusal['budget']}"
+        )
+    iterations = result.get("iterations")
+    counted = f" after {iterations:,} iterations" if isinstance(iterations, int) and not lp else ""
+    if status == "converged":
+        if not lp:
+            return "converged", f"converged: reached its target gap{counted}"
+        solver = (
+            f"HiGHS: {result['highs_status']}"
+            if result.get("highs_status")
+            else f"PDLP: gap and violation ≤ {result['tolerance']:g}"
+            if result.get("tolerance") is not None
+            else f"cvxpy {result['solver']}: {result.get('cvxpy_status')}"
+            if result.get("solver")
+            else ""
+        )
+        return "optimal", "solved to optimality" + (f" ({solver})" if solver else "")
+    if status == "time_limit":
+        limit = result.get("seconds") or time_limit
+        spent = f" after {limit:.0f} s" if isinstance(limit, (int, float)) else ""
+        if error:  # killed by the harness: the model's setup and the solve overran the wall clock
+            return "time_limit", f"timed out: {_short(error)}"
+        if lp:
+            found = (
+                "without a solution"
+                if run.get("final_gap") is None
+                else f"with an unproven point (gap {run['final_gap']:.1e})"
+            )
+            return "time_limit", f"timed out{spent} {found}"
+        return "time_limit", f"time limit{spent}" + (f", {iterations:,} iterations" if counted else "")
+    if status == "iteration_limit":
+        return (
+            "iteration_limit",
+            f"iteration limit: {iterations:,} iterations" if counted else "iteration limit",
+        )
+    if status == "infeasible":
+        return "infeasible", _short(result.get("message") or error or "infeasible")
+    if status == "out_of_memory":
+        return "out_of_memory", f"out of memory: {_short(error)}" if error else "out of memory"
+    if status == "interrupted":
+        return "interrupted", "interrupted by a stop request"
+    return "error", _short(error) if error else status.replace("_", " ")
+
+
+def _decade(value: float) -> str:
+    """``0.001`` → ``"1e-3"``."""
+    return f"1e{round(math.log10(value))}"
 
 
 def summary_table(summary: dict) -> str:
-    """Method, time to 1e-1/1e-2/1e-3, final gap, peak memory, status."""
+    """The comparison as a table: per run the seconds spent compiling before its clock, the
+    time to each gap of ``THRESHOLDS`` (1e-1, 1e-2, 1e-3), the final gap, peak memory and what
+    "done" means (:func:`run_outcome`)."""
+    runs = summary["methods"]
+    width = max([len("method"), *map(len, runs)]) + 2
     head = (
-        f"{'method':<13}{'t(1e-1)':>10}{'t(1e-2)':>10}{'t(1e-3)':>10}"
-        f"{'final gap':>12}{'peak MiB':>10}  status"
+        f"{'method':<{width}}{'compile s':>10}"
+        + "".join(f"{f't({_decade(t)})':>10}" for t in THRESHOLDS)
+        + f"{'final gap':>12}{'peak MiB':>10}  outcome"
     )
     lines = [f"game: {summary['game']}", head, "-" * len(head)]
-    for method, run in summary["methods"].items():
-        times = [run["time_to_gap"].get(f"{t:g}") for t in THRESHOLDS]
-        cells = "".join(f"{t:>10.2f}" if t is not None else f"{'—':>10}" for t in times)
+    for method, run in runs.items():
+        compile_seconds = run.get("compile_seconds")
+        cells = f"{compile_seconds:>10.2f}" if compile_seconds is not None else f"{'—':>10}"
+        for t in THRESHOLDS:
+            hit = run["time_to_gap"].get(f"{t:g}")
+            cells += f"{hit:>10.2f}" if hit is not None else f"{'—':>10}"
         gap = run["final_gap"]
-        gap_text = f"{gap:>12.3e}" if gap is not None else f"{'—':>12}"
-        error = run.get("error") or ""
-        status = run["status"] + (f" ({error[:90]}{'…' if len(error) > 90 else ''})" if error else "")
+        cells += f"{gap:>12.3e}" if gap is not None else f"{'—':>12}"
         peak = run["peak_memory_mib"]
-        peak_text = f"{peak:>10.0f}" if peak is not None else f"{'—':>10}"
-        lines.append(f"{method:<13}{cells}{gap_text}{peak_text}  {status}")
+        cells += f"{peak:>10.0f}" if peak is not None else f"{'—':>10}"
+        detail = run.get("outcome_detail") or run_outcome(run, summary.get("time_limit"))[1]
+        lines.append(f"{method:<{width}}{cells}  {detail}")
+    lines.append(
+        "t(gap): seconds from the first iteration until the gap is reached (compiling and model "
+        "setup come before; compile s —: not measured apart)"
+    )
     return "\n".join(lines)

@@ -247,7 +247,9 @@ def solve(
     Returns
     -------
     SolveResult
-        The final point, status, trace and method-specific facts (``info``).
+        The final point, status, trace and method-specific facts (``info``);
+        ``compile_seconds``: the method's warm-up (:func:`warm_up`, and the LP front ends' own
+        first-call costs) before the clock of ``seconds`` and the trace started.
 
     Raises
     ------
@@ -279,9 +281,58 @@ def solve(
     unreachable = welfare_out_of_reach(game, method, values.get("welfare_threshold"))
     if unreachable is not None:
         return unreachable
+    compile_seconds = warm_up(METHODS[method], game, values)
     if device:
-        return finite_or_error(METHODS[method].run(game, progress=progress, device=True, **values))
-    return finite_or_error(METHODS[method].run(game, progress=progress, **values))
+        result = METHODS[method].run(game, progress=progress, device=True, **values)
+    else:
+        result = METHODS[method].run(game, progress=progress, **values)
+    if compile_seconds is not None:
+        result = dataclasses.replace(
+            result, compile_seconds=(result.compile_seconds or 0.0) + compile_seconds
+        )
+    return finite_or_error(result)
+
+
+#: Seconds a warm-up runs before :func:`warm_up` says on stderr what it is doing (a warm numba
+#: cache loads in less; only a first run, which compiles, says it).
+WARM_UP_NOTICE_SECONDS = 0.5
+
+
+def warm_up(spec: Method, game: Game, values: dict[str, Any]) -> float | None:
+    """Run ``spec``'s warm-up (:attr:`~efce.solvers.options.Method.warm_up`) before its timed run.
+
+    A warm-up that takes longer than :data:`WARM_UP_NOTICE_SECONDS` (kernels compiled, not
+    loaded from numba's cache) prints a progress line on stderr and, when it ends, its time.
+
+    Returns
+    -------
+    float or None
+        Its seconds, or None when the method has no warm-up.
+    """
+    if spec.warm_up is None:
+        return None
+    import sys
+    import threading
+    import time
+
+    said = threading.Event()
+
+    def notice() -> None:
+        said.set()
+        print(f"{spec.name}: compiling its kernels (first run; cached after)...", file=sys.stderr, flush=True)
+
+    timer = threading.Timer(WARM_UP_NOTICE_SECONDS, notice)
+    timer.daemon = True
+    started = time.perf_counter()
+    timer.start()
+    try:
+        spec.warm_up(game, values)
+    finally:
+        timer.cancel()
+    seconds = time.perf_counter() - started
+    if said.is_set():
+        print(f"{spec.name}: compiled in {seconds:.1f} s, outside the timed run", file=sys.stderr, flush=True)
+    return seconds
 
 
 def check_capability(game: Game, method: str) -> None:

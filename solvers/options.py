@@ -35,6 +35,7 @@ from efce.errors import OptionError
 from efce.solvers.regret.registry import RULE_NAMES
 
 if TYPE_CHECKING:
+    from efce.games.game import Game
     from efce.solvers.result import SolveResult
 
 
@@ -146,6 +147,12 @@ class Method:
         ``check(options)``: checks that involve several options (run by
         :func:`efce.experiments.solve.validate_options`, before any game is built); raises
         :class:`~efce.errors.OptionError`.
+    warm_up : callable, optional
+        ``warm_up(game, options)`` compiles (or loads from numba's cache) every kernel the run
+        will call, with the types and thread counts it will use: :func:`efce.experiments.solve.solve`
+        calls it before ``run`` and reports its seconds as the result's ``compile_seconds``,
+        outside the run's clock.  None: the method warms up inside ``run`` itself (the LP front
+        ends, in the process that solves) or not at all.
     """
 
     name: str
@@ -156,6 +163,7 @@ class Method:
     chance: bool = True
     writes_device: bool = False
     check: Callable[[dict[str, Any]], None] | None = None
+    warm_up: Callable[[Game, dict[str, Any]], None] | None = None
 
     @property
     def defaults(self) -> dict[str, Any]:

@@ -61,6 +61,10 @@ class SolveResult:
     trace : list of TraceRow
     info : dict
         Method-specific facts (welfare, utilities, max_violation, exploitability, ...), JSON-able.
+    compile_seconds : float or None
+        Compiling or loading compiled code (numba kernels, a solver library's first call) before
+        the clock of ``seconds`` and of the trace started; None when the method does not warm
+        up apart (its first-use compilation then falls inside ``seconds``).
     """
 
     method: str
@@ -71,6 +75,7 @@ class SolveResult:
     seconds: float
     trace: list[TraceRow] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
+    compile_seconds: float | None = None
 
     @property
     def final_gap(self) -> float | None:
@@ -83,6 +88,7 @@ class SolveResult:
             "iterations": self.iterations,
             "setup_seconds": round(self.setup_seconds, 6),
             "seconds": round(self.seconds, 6),
+            "compile_seconds": None if self.compile_seconds is None else round(self.compile_seconds, 6),
             "status": self.status,
         }
         out.update(finite_json(self.info))

@@ -6,6 +6,7 @@ import os
 
 from efce.games.resources.atomic import atomic_savefig
 
+from ..styles import Style, method_style
 from .aggregation import mean_std, options_text, series_options
 from .grid import slug
 from .storage import finished, load_records
@@ -44,16 +45,17 @@ def seed_band(records: list[dict], metric: str = "gap", x: str = "iterations"):
     return xs, means, stds
 
 
-def _draw_band(ax, band, label):
+def _draw_band(ax, band, label, style: Style | None = None):
     xs, mean, std = band
     floor = 1e-12
     points = [(x, m, s) for x, m, s in zip(xs, mean, std, strict=True) if x > 0]
     if not points:
         return
     xs, mean, std = zip(*points, strict=True)
-    (line,) = ax.plot(
-        xs, [max(m, floor) for m in mean], "o-" if len(xs) < 3 else "-", markersize=3, label=label
-    )
+    kwargs = style.line_kwargs() if style is not None else {"marker": "o"}
+    if len(xs) >= 3:
+        kwargs["marker"] = ""  # a band of many checkpoints reads better as a line
+    (line,) = ax.plot(xs, [max(m, floor) for m in mean], markersize=3, label=label, **kwargs)
     if any(std):
         ax.fill_between(
             xs,
@@ -105,10 +107,14 @@ def plot_sweep(source, folder: str) -> list[str]:
         fig, axes = plt.subplots(1, 2, figsize=(11, 4))
         for name in series:
             members = [r for r in records if r["game"] == game and _series_label(r) == name]
+            # One style per (method, options), the one every comparison figure gives it.
+            style = method_style(members[0]["method"], series_options(members[0])) if members else None
             for ax, x in zip(axes, ("iterations", "seconds"), strict=True):
                 band = seed_band(members, "gap", x) if members else None
                 if band:
-                    _draw_band(ax, band, f"{name} ({len(members)} run{'s' if len(members) > 1 else ''})")
+                    _draw_band(
+                        ax, band, f"{name} ({len(members)} run{'s' if len(members) > 1 else ''})", style
+                    )
         for ax, x in zip(axes, ("iterations", "runtime [s]"), strict=True):
             ax.set_xscale("log" if x == "iterations" else "linear")
             ax.set_yscale("log")

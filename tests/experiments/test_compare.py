@@ -191,3 +191,86 @@ def test_a_preset_of_several_games_draws_them_side_by_side(tmp_path, capsys, mon
         rows, summary = load_comparison(tmp_path / cmd_compare._slug(spec))
         assert summary["game"] == spec and {r["method"] for r in rows} == {"rm", "lp-highs"}
     assert (tmp_path / "figure.png").stat().st_size > 10_000
+
+
+def test_summary_says_what_done_means_and_what_compiling_took(compared):
+    from efce.experiments.compare import summary_table
+
+    summary = json.loads((compared / "summary.json").read_text())
+    runs = summary["methods"]
+    assert (runs["lp-highs"]["outcome"], runs["lp-cvxpy"]["outcome"]) == ("optimal", "optimal")
+    assert runs["lp-highs"]["outcome_detail"] == "solved to optimality (HiGHS: Optimal)"
+    assert runs["rm"]["outcome"] == "converged" and runs["subgradient"]["outcome"] in (
+        "iteration_limit",
+        "time_limit",
+    )
+    # The LPs warm up in their worker before the clock; rm does not yet: compiled in its run.
+    assert runs["lp-highs"]["compile_seconds"] > 0 and runs["lp-cvxpy"]["compile_seconds"] > 0
+    assert runs["rm"]["compile_seconds"] is None
+    assert runs["lp-highs"]["compile_seconds"] == runs["lp-highs"]["result"]["compile_seconds"]
+    table = summary_table(summary).splitlines()
+    assert "compile s" in table[1] and "outcome" in table[1]
+    highs = next(line for line in table if line.startswith("lp-highs"))
+    assert f"{runs['lp-highs']['compile_seconds']:.2f}" in highs and "solved to optimality" in highs
+
+
+REFUSAL = (
+    "the EFCE LP of battleship:rows=3,cols=2 (29,872,285 variables, about 20.3 GiB) is too large: "
+    "about 20.3 GiB, over the memory budget of 13.5 GiB. Not building it. Use the scaled-extension "
+    "regret minimizer instead, or raise memory_budget."
+)
+
+
+@pytest.mark.parametrize(
+    "run, outcome, detail",
+    [
+        (
+            {"method": "lp-highs", "status": "converged", "result": {"highs_status": "Optimal"}},
+            "optimal",
+            "solved to optimality (HiGHS: Optimal)",
+        ),
+        (
+            {"method": "lp-pdlp", "status": "converged", "result": {"tolerance": 1e-6}},
+            "optimal",
+            "solved to optimality (PDLP: gap and violation ≤ 1e-06)",
+        ),
+        (
+            {"method": "lp-highs", "status": "time_limit", "result": {"seconds": 30.02}, "final_gap": None},
+            "time_limit",
+            "timed out after 30 s without a solution",
+        ),
+        (
+            {"method": "lp-highs", "status": "out_of_memory", "error": REFUSAL, "result": None},
+            "refused",
+            "refused up front: needs about 20.3 GiB, over the memory budget of 13.5 GiB",
+        ),
+        (
+            {
+                "method": "lp-pdlp",
+                "status": "out_of_memory",
+                "error": "killed by the system (out of memory?)",
+            },
+            "out_of_memory",
+            "out of memory: killed by the system (out of memory?)",
+        ),
+        (
+            {"method": "rm[local=rm+]", "status": "converged", "result": {"iterations": 2287}},
+            "converged",
+            "converged: reached its target gap after 2,287 iterations",
+        ),
+        (
+            {"method": "subgradient", "status": "iteration_limit", "result": {"iterations": 10000}},
+            "iteration_limit",
+            "iteration limit: 10,000 iterations",
+        ),
+        (
+            {"method": "rm", "status": "time_limit", "error": "killed after 95 s", "result": None},
+            "time_limit",
+            "timed out: killed after 95 s",
+        ),
+    ],
+)
+def test_the_outcome_of_a_run_says_why(run, outcome, detail):
+    from efce.experiments.compare import run_outcome
+
+    assert run_outcome(run, 30.0) == (outcome, detail)

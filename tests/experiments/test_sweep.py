@@ -426,3 +426,43 @@ def test_a_run_lost_twice_is_recorded_as_failed_with_the_reason():
     assert record["outcome"] == "failed" and record["status"] == "failed" and not finished(record)
     assert record["attempts"] == 2 and record["key"] == run.key
     assert record["error"] == "its worker died while running it, 2 time(s) (last on tcp://127.0.0.1:4242)"
+
+
+def test_sweep_plots_draw_each_series_in_its_comparison_style(tmp_path, monkeypatch):
+    # A series (method, options) looks as the same run does in every `efce compare` figure.
+    from matplotlib.colors import to_hex
+    from matplotlib.figure import Figure
+
+    from efce.experiments.styles import method_style
+    from efce.experiments.sweep.plots import plot_sweep
+
+    def record(method, options, seed):
+        trace = [
+            {"iteration": i, "seconds": 0.1 * i, "gap": 1.0 / i, "infeasibility": 0.0} for i in (1, 2, 4)
+        ]
+        return {
+            "label": "G",
+            "game": "g",
+            "method": method,
+            "seed": seed,
+            "options": {"iterations": 4, **options},
+            "outcome": "finished",
+            "trace": trace,
+        }
+
+    series = [("rm", {}), ("rm", {"local": "rm+"}), ("subgradient", {"step_size": 1e-6})]
+    records = [record(m, o, seed) for m, o in series for seed in (0, 1)]
+    saved = []
+    original = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: saved.append(fig) or original(fig, *a, **k))
+    plot_sweep(records, str(tmp_path))
+    per_game = saved[0]
+    expected = {
+        m + (f" ({','.join(f'{k}={v}' for k, v in o.items())})" if o else "") + " (2 runs)": method_style(
+            m, o
+        ).color
+        for m, o in series
+    }
+    for ax in per_game.axes:
+        assert {line.get_label(): to_hex(line.get_color()) for line in ax.get_lines()} == expected
+    assert len(set(expected.values())) == 3

@@ -1,0 +1,116 @@
+"""Compilation outside the clock: a method's warm-up (``Method.warm_up``) runs in ``solve()``
+before the method's timed run, says so on stderr when it is slow, and is reported as
+``compile_seconds`` (``efce solve --json``, compare's ``summary.json`` and table) while the trace
+keeps starting at the first iteration.  And on an empty numba cache a first comparison is timed
+like a repeat (``NUMBA_CACHE_DIR`` a new folder; slow tests)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from efce.experiments import solve as solve_module
+from efce.experiments.cli import main
+from efce.experiments.solve import METHODS, solve
+from efce.games.game import Game
+
+GAME = "sheriff:max_bribe=1,max_items=2,rounds=2"
+#: The README's small game.
+SMALL_SHERIFF = "sheriff:max_bribe=2,max_items=2,rounds=2"
+
+
+def with_warm_up(monkeypatch, method: str, seconds: float) -> list:
+    """Give ``method`` a warm-up that takes ``seconds``; returns the calls' ``(game, options)``."""
+    calls: list = []
+
+    def warm_up(game, options):
+        calls.append((game, options))
+        time.sleep(seconds)
+
+    monkeypatch.setitem(METHODS, method, dataclasses.replace(METHODS[method], warm_up=warm_up))
+    return calls
+
+
+def test_a_warm_up_runs_before_the_clock_and_is_reported(monkeypatch, capsys):
+    solve(GAME, "rm", threads=1)  # kernels loaded in this process: the run itself is quick
+    calls = with_warm_up(monkeypatch, "rm", 1.0)
+    result = solve(GAME, "rm", threads=1, local="rm+")
+    ((game, options),) = calls
+    assert isinstance(game, Game) and options["threads"] == 1 and options["local"] == "rm+"
+    assert result.compile_seconds >= 1.0
+    assert result.trace[0].seconds < 1.0 and result.seconds < 1.0  # the clock starts after it
+    err = capsys.readouterr().err
+    assert "rm: compiling its kernels" in err and "rm: compiled in 1." in err
+
+
+def test_a_quick_warm_up_says_nothing(monkeypatch, capsys):
+    with_warm_up(monkeypatch, "rm", 0.0)
+    result = solve(GAME, "rm", threads=1)
+    assert 0.0 <= result.compile_seconds < solve_module.WARM_UP_NOTICE_SECONDS
+    assert "compil" not in capsys.readouterr().err
+
+
+def test_a_method_without_warm_up_reports_none_and_an_early_answer_runs_none(monkeypatch):
+    assert solve(GAME, "rm", threads=1).compile_seconds is None
+    calls = with_warm_up(monkeypatch, "rm", 0.0)
+    # A welfare no terminal reaches is answered before any model: nothing to warm up.
+    assert solve(GAME, "rm", welfare_threshold=1e9).status == "infeasible" and not calls
+
+
+def test_solve_json_has_compile_seconds(capfd):
+    assert main(["solve", GAME, "--method", "rm", "--json"]) == 0
+    out = json.loads(capfd.readouterr().out)
+    assert "compile_seconds" in out and out["compile_seconds"] is None
+    assert {"setup_seconds", "seconds", "iteration_seconds", "efce_gap", "status"} <= set(out)
+
+
+def _compare_twice(tmp_path, methods: str) -> list[dict]:
+    """``efce compare SMALL_SHERIFF --methods METHODS`` twice in fresh processes sharing a new,
+    empty numba cache: the first compiles every kernel, the second loads them."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    summaries = []
+    for run in ("first", "repeat"):
+        out = tmp_path / run
+        command = [sys.executable, "-P", "-m", "efce", "compare", SMALL_SHERIFF, "--methods", methods]
+        done = subprocess.run(
+            [*command, "--time-limit", "30", "--out", str(out), "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert done.returncode == 0, done.stdout[-500:] + done.stderr[-500:]
+        summaries.append(json.loads((out / "summary.json").read_text()))
+    return summaries
+
+
+def _first_like_repeat(first: float, repeat: float) -> bool:
+    """The issue's rule: within 2× of the repeat run, or within 0.3 s of it."""
+    return first <= 2 * repeat or first - repeat <= 0.3
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    reason="rm compiles its numba kernels inside its timed run until it declares a warm-up "
+    "(Method.warm_up), to be written against the compute-backend API",
+    strict=False,
+)
+def test_a_first_comparison_times_rm_like_a_repeat(tmp_path):
+    first, repeat = (s["methods"]["rm"] for s in _compare_twice(tmp_path, "rm"))
+    assert first["compile_seconds"] is not None and first["compile_seconds"] > repeat["compile_seconds"]
+    assert _first_like_repeat(first["time_to_gap"]["0.001"], repeat["time_to_gap"]["0.001"])
+
+
+@pytest.mark.slow
+def test_a_first_comparison_times_the_lps_like_a_repeat(tmp_path):
+    first, repeat = _compare_twice(tmp_path, "lp-highs,lp-pdlp")
+    for method in ("lp-highs", "lp-pdlp"):
+        assert first["methods"][method]["compile_seconds"] > 0, method
+        times = [s["methods"][method]["time_to_gap"]["0.001"] for s in (first, repeat)]
+        assert _first_like_repeat(*times), (method, times)
