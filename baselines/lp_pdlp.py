@@ -24,7 +24,7 @@ import numpy as np
 from efce.errors import BackendError
 from efce.games.game import Game
 from efce.games.resources.memory import check_budget, peak_rss_bytes
-from efce.solvers.driver import stop_requested
+from efce.interrupts import acknowledge_stop, stop_requested
 from efce.solvers.result import SolveResult, TraceRow
 
 from .backends import Interrupted, IsolatedWorker, check_lp_inputs, must_isolate, stoppable
@@ -256,6 +256,7 @@ def solve_lp_pdlp(
     evaluator = EFCEGapEvaluator(game, model.pairs)
     try:
         if stop_requested():
+            acknowledge_stop()
             raise Interrupted("stop requested before PDLP started")
         backend = _Backend(model, isolate)
     except Interrupted:
@@ -284,6 +285,7 @@ def solve_lp_pdlp(
                 status = "time_limit"
                 break
             if stop_requested():
+                acknowledge_stop()  # the stages so far are kept
                 status = "interrupted"
                 break
             params = _stage_params(

@@ -18,6 +18,10 @@ The hierarchy::
     ├── ChainError             a chain of scaled extensions is malformed
     └── CommandError           (efce.experiments.cli) a subcommand's arguments are unusable
 
+    Interrupted                not an error: a stop request (Ctrl-C, SIGTERM) ended a build or
+                               a solver call early (control flow between the code that honours
+                               the request and the command that reports it)
+
 Every class except the root and :class:`CommandError` is also a :class:`ValueError`, as it
 always was, so ``except ValueError`` written against earlier versions still catches them.
 
@@ -37,6 +41,7 @@ __all__ = [
     "BackendError",
     "MemoryBudgetExceeded",
     "ChainError",
+    "Interrupted",
 ]
 
 
@@ -75,3 +80,15 @@ class MemoryBudgetExceeded(GameError):
 
 class ChainError(EFCEError, ValueError):
     """A chain is malformed (a step reads an entry that is not yet filled, sizes disagree...)."""
+
+
+class Interrupted(Exception):
+    """A stop request (:func:`efce.interrupts.request_stop`: the first Ctrl-C or SIGTERM under
+    :func:`efce.interrupts.stop_on_signals`) ended a build or a solver call before it finished.
+
+    Control flow, not an error of the user: the code that honours the request raises it (a
+    builder between two of its phases, :func:`efce.interrupts.check_stop`; an LP backend whose
+    worker was killed), and the caller either keeps what it computed before (the LP front ends
+    return status ``interrupted``) or, with nothing computed yet, the command line reports
+    ``interrupted`` with exit status 130.  Deliberately not an :class:`EFCEError`, so that no
+    ``except EFCEError`` taking user errors swallows it."""

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.paths import ROOT
 
 
@@ -43,3 +45,25 @@ def test_large_battleship_script_writes_every_checkpoint_and_its_feasibility(tmp
     for r in rows:
         assert 0 <= float(r["iteration_seconds"]) <= float(r["seconds"]) + 1e-2
         assert max(float(r["max_violation_iterate"]), float(r["max_violation_average"])) <= 1e-9
+
+
+def test_interrupt_check_cost_script_times_the_builds_with_and_without_the_checks():
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        from interrupt_checks import measure
+    finally:
+        sys.path.pop(0)
+    result = measure("kuhn:players=3,ranks=3", rounds=2)
+    assert {"efce.games.game", "efce.games.generators.builder"} <= set(result["modules_with_checks"])
+    assert len(result["seconds"]["checks"]) == len(result["seconds"]["no_checks"]) == 2
+    from efce import interrupts
+    from efce.games import game, relevant
+
+    assert "efce.interrupts" not in result["modules_with_checks"]
+    assert game.check_stop is interrupts.check_stop is relevant.check_stop  # the real checks are back
+    interrupts.request_stop()
+    try:
+        with pytest.raises(interrupts.Interrupted):
+            game.check_stop("building")
+    finally:
+        interrupts.clear_stop()
