@@ -132,6 +132,9 @@ class Method:
     #: Checks that involve several options or the method's own reading of one (run by
     #: :func:`validate_options`, so before any game is built); raises :class:`OptionError`.
     check: Callable[[dict[str, Any]], None] | None = None
+    #: The options the method does not use in a configuration (all options, defaults filled
+    #: in) → why; giving one of them is refused (:func:`validate_options`).
+    unused: Callable[[dict[str, Any]], dict[str, str]] | None = None
 
 
 def _check_rm(o):
@@ -142,6 +145,15 @@ def _check_rm(o):
         )
     if o["objective"] == "welfare" and o["welfare_threshold"] is not None:
         raise OptionError("rm --objective welfare searches the threshold itself; drop --welfare-threshold")
+
+
+def _unused_by_rm(o):
+    if o["objective"] == "welfare":
+        return {
+            "target_gap": f"--objective welfare stops when its welfare interval is "
+            f"{WELFARE_INTERVAL_WIDTH:g} wide (each step aims at a tenth of that as its gap)"
+        }
+    return {}
 
 
 def _check_pdlp(o):
@@ -230,6 +242,7 @@ def _run_icfr(variant):
             from efce.solvers.methods.trigger import joint_plan_count
 
             check_device_size(
+                game,
                 min(o["iterations"], joint_plan_count(game)),
                 f"joint plans (bound for {o['iterations']} iterations)",
             )
@@ -319,6 +332,7 @@ METHODS: dict[str, Method] = {
             },
             _run_rm,
             check=_check_rm,
+            unused=_unused_by_rm,
         ),
         Method(
             "cfr",
@@ -422,7 +436,8 @@ def validate_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
     ------
     OptionError
         Unknown method or option, an option the method does not use (naming the methods that
-        do), a value of the wrong type, not finite, out of range, or not among the choices.
+        do) or does not use with the other options given (:attr:`Method.unused`), a value of
+        the wrong type, not finite, out of range, or not among the choices.
     """
     if not isinstance(method, str):
         raise OptionError(
@@ -450,6 +465,9 @@ def validate_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
         values[name] = _check_value(OPTIONS[name], value)
     if spec.check is not None:
         spec.check(values)
+    for name, why in (spec.unused(values) if spec.unused is not None else {}).items():
+        if options.get(name) is not None:
+            raise OptionError(f"{method} does not use {_flag(name)} here: {why}; drop {_flag(name)}")
     return values
 
 
@@ -601,17 +619,25 @@ def solve(game: Game | str, method: str, *, progress=None, device: bool = False,
     ------
     OptionError
         Before anything is built, for a bad method or option, ``device`` for a method that has
-        no distribution to return, or an argument of the wrong type
-        (a game that is neither a Game nor a string, a method that is not a string).  Numbers
+        no distribution to return, or an argument of the wrong type (a game that is neither a
+        Game nor a string, a method that is not a string, ``progress`` that is not callable,
+        ``device`` that is not a bool); the message names the argument.  Numbers
         may be of any numeric type (NumPy scalars included), but not bool.
     GameError
         A game the method cannot handle (players, chance), a model over the memory budget, or
-        a device over :data:`solvers.evaluation.device.DEVICE_PLAN_LIMIT` joint plans (before iterating).
+        a device whose file could exceed :data:`solvers.evaluation.device.DEVICE_BYTES_LIMIT`
+        bytes or whose game has names a device file cannot hold (before iterating).
     """
     if not isinstance(method, str):
         raise OptionError(
             f"method must be a method name (one of {', '.join(METHODS)}), got {describe_value(method)}"
         )
+    if progress is not None and not callable(progress):
+        raise OptionError(
+            f"progress must be a function called with each trace row, or None, got {describe_value(progress)}"
+        )
+    if not _is_bool(device):
+        raise OptionError(f"device must be True or False, got {describe_value(device)}")
     game = check_game_argument(game)
     values = validate_options(method, options)
     if device and not METHODS[method].writes_device:
