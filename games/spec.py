@@ -60,6 +60,11 @@ PARAMETERS: dict[str, dict[str, Param]] = {
 }
 
 
+#: Checks of generator parameters that go together, run before the size is estimated (each
+#: generator declares its own beside its code, and runs it too when called from Python).
+CROSS_CHECKS = {"leduc": _leduc.check_parameters}
+
+
 # The one grammar of spec values: ASCII only (Python's int()/float() would also take "1_0",
 # non-ASCII digits such as "٣" or "１", "infinity" and "0x10"-like forms through other paths).
 _INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
@@ -208,13 +213,23 @@ def _with_defaults(name: str, params: dict) -> dict:
 
 def estimate_spec(spec: str):
     """The :class:`games.resources.estimate.SizeEstimate` of the game a spec string names (None for a
-    ``.efg`` path), computed from the parameters alone, without building anything."""
+    ``.efg`` path), computed from the parameters alone, without building anything.
+
+    Raises
+    ------
+    GameError
+        A bad spec, or parameters that do not go together (a generator's ``check_parameters``,
+        e.g. Leduc without any raise cap), before the size is estimated."""
     if _is_file(spec):
         return None
     from efce.games.resources.estimate import estimate_size
 
     name, params = parse_spec(spec)
-    return estimate_size(name, _with_defaults(name, params))
+    full = _with_defaults(name, params)
+    together = CROSS_CHECKS.get(name)
+    if together is not None:
+        together(**full)
+    return estimate_size(name, full)
 
 
 def _is_file(spec: str) -> bool:
