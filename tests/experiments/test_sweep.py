@@ -20,7 +20,7 @@ from efce.experiments.solve import solve
 from efce.experiments.sweep import SweepError, aggregate, finished, load_records, load_sweep, run_key, sweep
 from tests.paths import ROOT
 
-TINY = ROOT / "docs" / "examples" / "tiny.sweep.toml"
+TINY = ROOT / "benchmarks" / "sweeps" / "tiny.sweep.toml"
 K33, G23 = "kuhn:players=3,ranks=3", "goofspiel:players=2,ranks=3"
 
 
