@@ -131,7 +131,13 @@ def test_sweep_stops_within_seconds_while_a_large_grid_is_submitted(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "argv", [["info", "kuhn"], ["info", "missing.efg"], ["info", "kuhn", "--json"], ["gap", "kuhn"]]
+    "argv",
+    [
+        ["info", "kuhn"],
+        ["info", "missing.efg"],
+        ["info", "kuhn", "--json"],
+        ["info", "missing.efg", "--json"],
+    ],
 )
 def test_a_closed_stdout_prints_no_traceback(argv, tmp_path):
     read, write = os.pipe()
