@@ -12,10 +12,12 @@ def serve() -> None:
     # libraries print (HiGHS's banner), and Python's sys.stdout are sent to stderr.
     import signal
 
-    # The caller decides when a call ends (it kills this process on a stop request): Ctrl-C,
-    # which the terminal sends to the whole process group, must not end it with a traceback,
-    # and on Linux the worker dies with its caller instead of computing for nobody.
+    # The caller decides when a call ends (it kills this process on a stop request): Ctrl-C or
+    # SIGTERM sent to the whole process group must neither end it with a traceback nor turn the
+    # caller's "interrupted" into "the worker died"; on Linux the worker dies with its caller
+    # instead of computing for nobody.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         import ctypes
 

@@ -22,7 +22,7 @@ import contextlib
 import functools
 import math
 
-from efce.errors import BackendError, GameError, Interrupted
+from efce.errors import BackendError, GameError, Interrupted  # Interrupted: re-exported
 from efce.games.game import Game
 
 #: Payoffs beyond this magnitude make sums over terminals overflow or lose every digit of the
@@ -113,7 +113,7 @@ def stoppable() -> bool:
     in this process only runs after it — a run could not be stopped.  True under
     :func:`solvers.driver.stop_on_signals` (the ``efce`` command); a library caller without
     signal handling keeps the in-process call."""
-    from efce.solvers.driver import signals_handled
+    from efce.interrupts import signals_handled
 
     return signals_handled()
 
@@ -162,7 +162,7 @@ class IsolatedWorker:
         import pickle
         import select
 
-        from efce.solvers.driver import stop_requested
+        from efce.interrupts import acknowledge_stop, stop_requested
 
         try:
             pickle.dump((fn, args), self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
@@ -170,6 +170,7 @@ class IsolatedWorker:
             while not select.select([self.proc.stdout], [], [], self.POLL_SECONDS)[0]:
                 if stop_requested():
                     self.kill()
+                    acknowledge_stop()  # the caller keeps what it computed before this call
                     raise Interrupted(f"{getattr(fn, '__name__', fn)} interrupted by a stop request")
             ok, value = pickle.load(self.proc.stdout)
         except (EOFError, BrokenPipeError):
@@ -217,9 +218,10 @@ def call_solver(fn, *args, isolate: bool, what: str):
     Interrupted
         A stop request came before or during the call (``what`` names the solver).
     """
-    from efce.solvers.driver import stop_requested
+    from efce.interrupts import acknowledge_stop, stop_requested
 
     if stop_requested():
+        acknowledge_stop()
         raise Interrupted(f"stop requested before {what} started")
     if isolate or stoppable():
         with IsolatedWorker() as worker:

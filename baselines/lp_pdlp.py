@@ -24,7 +24,7 @@ import numpy as np
 from efce.errors import BackendError, Interrupted
 from efce.games.game import Game
 from efce.games.resources.memory import check_budget, peak_rss_bytes
-from efce.solvers.driver import stop_requested
+from efce.interrupts import acknowledge_stop, stop_requested
 from efce.solvers.options import Method, Option, defaults
 from efce.solvers.result import SolveResult, TraceRow
 
@@ -323,6 +323,7 @@ def solve_lp_pdlp(
     evaluator = EFCEGapEvaluator(game, model.pairs)
     try:
         if stop_requested():
+            acknowledge_stop()
             raise Interrupted("stop requested before PDLP started")
         backend = _Backend(model, isolate, threads)
         # The stages' clock includes the project's evaluation of each stage's ξ: its compiled
@@ -358,6 +359,7 @@ def solve_lp_pdlp(
                 status = "time_limit"
                 break
             if stop_requested():
+                acknowledge_stop()  # the stages so far are kept
                 status = "interrupted"
                 break
             params = _stage_params(

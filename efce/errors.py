@@ -18,10 +18,11 @@ Every exception class of the toolkit is defined here.  The hierarchy::
     ├── ChainError             a chain of scaled extensions is malformed
     ├── CommandError           a subcommand of ``efce`` cannot do what it was asked
     │   └── ResultWithError    it computed its result, but a part failed (the result is printed)
-    ├── Interrupted            a stop request ended an LP backend's call (the LP solvers catch it
-    │                          and report status ``interrupted``)
     └── CountLimitReached      a size estimate's exact count hit its state limit (caught where
                                raised: the estimate falls back to a bound; never escapes)
+    Interrupted                not an error: a stop request (Ctrl-C, SIGTERM) ended a build or
+                               a solver call early (control flow between the code that honours
+                               the request and the command that reports it)
 
 Every class except the root, :class:`CommandError`, :class:`ResultWithError`,
 :class:`Interrupted` and :class:`CountLimitReached` is also a :class:`ValueError`, as it always
@@ -130,10 +131,16 @@ class ResultWithError(CommandError):
         self.text = text
 
 
-class Interrupted(EFCEError):
-    """A stop request (:func:`efce.solvers.driver.request_stop`: Ctrl-C or SIGTERM under
-    :func:`efce.solvers.driver.stop_on_signals`) ended a backend call; its worker was killed.  The
-    LP solvers catch it and return their result so far with status ``interrupted``."""
+class Interrupted(Exception):
+    """A stop request (:func:`efce.interrupts.request_stop`: the first Ctrl-C or SIGTERM under
+    :func:`efce.interrupts.stop_on_signals`) ended a build or a solver call before it finished.
+
+    Control flow, not an error of the user: the code that honours the request raises it (a
+    builder between two of its phases, :func:`efce.interrupts.check_stop`; an LP backend whose
+    worker was killed), and the caller either keeps what it computed before (the LP front ends
+    return status ``interrupted``) or, with nothing computed yet, the command line reports
+    ``interrupted`` with exit status 130.  Deliberately not an :class:`EFCEError`, so that no
+    ``except EFCEError`` taking user errors swallows it."""
 
 
 class CountLimitReached(EFCEError):

@@ -48,6 +48,25 @@ def load_game(spec: str) -> tuple[Game, float]:
     return game, time.perf_counter() - started
 
 
+def integer_argument(low: int, high: int | None = None):
+    """An argparse ``type`` for an integer option of a subcommand: the text must be an integer
+    from ``low`` to ``high``, else a one-line usage error naming the range (never a failure
+    deep in the command)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got '{text[:40]}'") from None
+        if value < low or (high is not None and value > high):
+            span = f"from {low} to {high}" if high is not None else f"≥ {low}"
+            raise argparse.ArgumentTypeError(f"expected an integer {span}, got {text[:40]}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
 # ----------------------------------------------------------------------------- main
 #: What argparse takes for a negative number (a value, not an option) on our parsers: its own
 #: default (``-1``, ``-.5``) misses exponents, so ``--welfare-threshold -1e3`` read ``-1e3`` as
@@ -93,6 +112,9 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from efce.errors import Interrupted
+    from efce.interrupts import clear_stop, graceful, ignore_signals, stop_on_signals
+
     _import_commands()
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -107,17 +129,22 @@ def main(argv: list[str] | None = None) -> int:
             for sp_ in action.choices.values():
                 sp_.error = error
     failure = output = None
-    with stdout_to_stderr(want_json):
+    clear_stop()  # a new command (main may be called again in one process)
+    # One signal contract for every subcommand (efce.interrupts): the first SIGINT/SIGTERM is a
+    # stop request that the running phase honours at its next boundary, a second one aborts.
+    with stop_on_signals(), graceful(), stdout_to_stderr(want_json):
         try:
             args = parser.parse_args(argv)
             result, text = args.run(args)
             output = json.dumps(finite_json(result), allow_nan=False) if want_json else text
-        except KeyboardInterrupt:
-            failure = ("interrupted before any result was computed", 130)
+        except Interrupted as exc:  # a builder stopped between two phases: nothing computed yet
+            failure = (f"{exc}: stopped before any result was computed", 130)
+        except KeyboardInterrupt:  # a second signal, or a first one not honoured in time
+            failure = (_abort_message(), 130)
         except ResultWithError as exc:  # the computed result is printed all the same
             failure = (str(exc), 2)
             output = (
-                json.dumps(finite_json({**exc.result, "error": str(exc)}), allow_nan=False)
+                json.dumps(finite_json({**exc.result, "error": one_line(str(exc))}), allow_nan=False)
                 if want_json
                 else exc.text
             )
@@ -130,17 +157,56 @@ def main(argv: list[str] | None = None) -> int:
             if os.environ.get("EFCE_DEBUG"):
                 raise
             failure = (f"internal error {type(exc).__name__}: {exc} (set EFCE_DEBUG=1 for the traceback)", 2)
-    if failure is not None and output is None:
-        return _fail(failure[0], want_json, code=failure[1])
-    try:
-        print(output)
+    with ignore_signals():  # the outcome is decided: a late signal must not cut the output short
+        if failure is not None and output is None:
+            return _fail(failure[0], want_json, code=failure[1])
+        if not _print(output):
+            return failure[1] if failure is not None else 0
         if failure is not None:  # a result whose file could not be written
             if not want_json:
-                print(f"efce: error: {failure[0]}", file=sys.stderr)
+                _print(f"efce: error: {one_line(failure[0])}", sys.stderr)
             return failure[1]
-    except BrokenPipeError:  # e.g. piped into head
-        sys.stderr.close()
     return 0
+
+
+def _abort_message() -> str:
+    from efce.interrupts import STOP_GRACE_SECONDS, escalated
+
+    if escalated():
+        return (
+            f"interrupted: the running phase had no point to stop at within "
+            f"{STOP_GRACE_SECONDS:g} s of the signal, so it was aborted without a result"
+        )
+    return "interrupted by a second signal: aborted at once, without a result"
+
+
+#: Longest error message printed: a message quoting user text (a label, a file's content) is
+#: cut here, whatever its source forgot to shorten.
+MAX_MESSAGE_CHARS = 2000
+
+
+def one_line(message: str) -> str:
+    """``message`` as printed: at most :data:`MAX_MESSAGE_CHARS` characters, the rest replaced
+    by a note of its length."""
+    if len(message) <= MAX_MESSAGE_CHARS:
+        return message
+    return message[: MAX_MESSAGE_CHARS - 40] + f"... ({len(message):,} characters in all)"
+
+
+def _print(text: str, stream=None) -> bool:
+    """Print ``text`` on ``stream`` (stdout by default); False when its reader has gone (a
+    closed pipe, ``efce ... | true``): the stream is then pointed at the null device, so that
+    neither this print nor Python's last flush at exit prints a traceback."""
+    stream = sys.stdout if stream is None else stream
+    try:
+        print(text, file=stream, flush=True)
+        return True
+    except BrokenPipeError:
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+        return False
 
 
 @contextlib.contextmanager
@@ -188,12 +254,18 @@ def _flush_c_stdio() -> None:
 
 
 def _fail(message: str, want_json: bool, code: int = 2) -> int:
+    """Print the one error (``{"error": ...}`` under ``--json``) and return ``code``; exit 130
+    (interrupted) also gives ``"status": "interrupted"``."""
+    message = one_line(message)
     if want_json:
         from efce.games.resources.memory import peak_memory_mib
 
-        print(json.dumps({"error": message, "peak_memory_mib": peak_memory_mib()}))
+        failure = {"error": message, "peak_memory_mib": peak_memory_mib()}
+        if code == 130:
+            failure["status"] = "interrupted"
+        _print(json.dumps(failure))
     else:
-        print(f"efce: error: {message}", file=sys.stderr)
+        _print(f"efce: error: {message}", sys.stderr)
     return code
 
 

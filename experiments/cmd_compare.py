@@ -7,8 +7,8 @@ import os
 import re
 import sys
 
-from efce.errors import CommandError, ResultWithError
-from efce.solvers.driver import stop_on_signals, stop_requested
+from efce.errors import CommandError, Interrupted, ResultWithError
+from efce.interrupts import acknowledge_stop, stop_requested
 
 from .cli import command
 from .compare import (
@@ -21,6 +21,7 @@ from .compare import (
     summary_table,
 )
 from .figures import plot_convergence, plot_games
+from .paths import check_outputs
 from .solve import METHODS
 
 #: The README's main job: a tiny game where the LP wins and a larger one where regret
@@ -123,6 +124,10 @@ def run_compare(args):
             "subgradient[step_size=1e-6,start=random])"
         )
     out_dirs = [args.out if len(games) == 1 else os.path.join(args.out, _slug(spec)) for spec in games]
+    if len(games) > 1:  # the figure of all games beside one folder per game
+        check_outputs(
+            folders={"output folder (--out)": (args.out, ("figure.png", *(_slug(g) + "/" for g in games)))}
+        )
     for spec, out_dir in zip(games, out_dirs, strict=True):  # every game checked before the first run
         check_compare_arguments(
             spec,
@@ -134,26 +139,25 @@ def run_compare(args):
         )
     summaries, texts = {}, []
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
-    with stop_on_signals():
-        for spec, out_dir in zip(games, out_dirs, strict=True):
-            if stop_requested():
-                break
-            summary = compare(
-                spec,
-                methods,
-                time_limit=time_limit,
-                memory_limit_gib=args.memory_limit,
-                out_dir=out_dir,
-                options=options,
-                log=log,
-                linear_time=args.linear_time,
-            )
-            summaries[spec] = summary
-            texts.append(
-                summary_table(summary) + f"\n(files in {out_dir}: traces.csv, summary.json, convergence.png)"
-            )
+    for spec, out_dir in zip(games, out_dirs, strict=True):
+        if stop_requested():
+            acknowledge_stop()  # the games compared so far are kept
+            break
+        summary = compare(
+            spec,
+            methods,
+            time_limit=time_limit,
+            memory_limit_gib=args.memory_limit,
+            out_dir=out_dir,
+            options=options,
+            log=log,
+            linear_time=args.linear_time,
+        )
+        summaries[spec] = summary
+        files = "traces.csv, summary.json, convergence.png"
+        texts.append(summary_table(summary) + f"\n(files in {out_dir}: {files})")
     if not summaries:
-        raise CommandError("interrupted before the first method finished")
+        raise Interrupted("interrupted before the first method finished")
     unsaved_figure = []
     if len(games) > 1:
         # The games' panels side by side: Figure 3 of the paper with --preset paper.

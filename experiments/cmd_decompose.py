@@ -6,7 +6,7 @@ import time
 
 from efce.games.resources.memory import peak_memory_mib
 
-from .cli import command
+from .cli import command, integer_argument
 
 
 def _configure(p):
@@ -22,7 +22,9 @@ def _configure(p):
         action="store_true",
         help="print the chain in the paper's notation and the fill-in grid (small games)",
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--seed", type=integer_argument(0, 2**63 - 1), default=0, help="random seed of --verify's checks"
+    )
 
 
 @command("decompose", _configure)

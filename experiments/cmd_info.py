@@ -101,10 +101,11 @@ def _listed_action(row: dict, a: int) -> str:
 
 
 def _estimate_info(spec: str):
-    from efce.games.spec import estimate_spec
+    from efce.games.spec import check_spec, estimate_spec
 
     estimate = estimate_spec(spec)
     if estimate is None:
+        check_spec(spec)  # a .efg path: it must at least exist and be readable
         return (
             {"game": spec, "estimated_nodes": None, "estimated_bytes": None},
             f"{spec}: no estimate for .efg files (read it without --estimate)",

@@ -8,10 +8,9 @@ import time
 
 from efce.errors import CommandError, ResultWithError
 from efce.games.resources.memory import peak_memory_mib
-from efce.solvers.driver import graceful, stop_on_signals
 
 from .cli import command
-from .paths import check_writable
+from .paths import check_outputs
 from .progress import Progress
 from .solve import METHODS, OPTIONS, device_methods, solve
 
@@ -38,8 +37,9 @@ def _configure(p):
         "--device-out",
         default=None,
         help="write the correlated distribution found (icfr, cfr-s, trigger, "
-        "coarse-trigger) as a device JSON file that efce gap --device reads; "
-        "refused beyond solvers.evaluation.device.DEVICE_PLAN_LIMIT joint plans",
+        "coarse-trigger) as a device JSON file that efce gap --device reads, each plan "
+        "reduced to the infosets it reaches; refused before the run when the file could "
+        "exceed solvers.evaluation.device.DEVICE_BYTES_LIMIT bytes",
     )
 
 
@@ -67,30 +67,24 @@ def run_solve(args):
 
     options = {name: getattr(args, name) for name in OPTIONS}
     iterations = validate_options(args.method, options).get("iterations")
-    if args.trace is not None and not args.trace.strip():
-        raise CommandError("--trace needs a file name, got an empty string")
-    if args.trace:
-        check_writable(args.trace, "trace file")
-    if args.device_out:
-        if not METHODS[args.method].writes_device:
-            raise CommandError(
-                f"{args.method} has no correlated distribution to write; "
-                f"--device-out is an option of {', '.join(device_methods())}"
-            )
-        check_writable(args.device_out, "device file")
-    with stop_on_signals(), graceful():
-        started = time.perf_counter()
-        game = make_game(args.game)
-        build_seconds = time.perf_counter() - started
-        bar = Progress(
-            f"{args.method} on {game.name}", total=iterations, enabled=None if not args.json else False
+    if args.device_out is not None and not METHODS[args.method].writes_device:
+        raise CommandError(
+            f"{args.method} has no correlated distribution to write; "
+            f"--device-out is an option of {', '.join(device_methods())}"
         )
-        try:
-            result = solve(game, args.method, progress=bar, device=bool(args.device_out), **options)
-        except MemoryError:
-            raise CommandError(f"{args.method} ran out of memory on {game.name}") from None
-        finally:
-            bar.close()
+    check_outputs({"trace file (--trace)": args.trace, "device file (--device-out)": args.device_out})
+    started = time.perf_counter()
+    game = make_game(args.game)
+    build_seconds = time.perf_counter() - started
+    bar = Progress(
+        f"{args.method} on {game.name}", total=iterations, enabled=None if not args.json else False
+    )
+    try:
+        result = solve(game, args.method, progress=bar, device=args.device_out is not None, **options)
+    except MemoryError:
+        raise CommandError(f"{args.method} ran out of memory on {game.name}") from None
+    finally:
+        bar.close()
     result = dataclasses.replace(result, setup_seconds=result.setup_seconds + build_seconds)
     if result.info.get("non_finite"):  # a diverged run has no result to print or write
         raise CommandError(result.info["message"])
@@ -135,19 +129,10 @@ def run_solve(args):
 
 
 def _write_device(game, point, path: str) -> int:
-    """Write the distribution ``point`` (a FactoredDevice) as device JSON; returns its support.
-
-    Raises
-    ------
-    GameError
-        More joint plans than :data:`solvers.evaluation.device.DEVICE_PLAN_LIMIT` (checked before expanding).
-    """
-    import json
-
+    """Write the distribution ``point`` (a FactoredDevice) as device JSON, one joint plan at a
+    time (its size was bounded before the run); returns its support."""
     from efce.games.resources.atomic import atomic_open
-    from efce.solvers.evaluation.device import check_device_size, device_to_dict
+    from efce.solvers.evaluation.device import write_device
 
-    check_device_size(len(point.probs))
     with atomic_open(path) as fh:
-        json.dump(device_to_dict(game, point.to_device()), fh)
-    return len(point.probs)
+        return write_device(game, point, fh)

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import os
 
-from efce.errors import CommandError, ResultWithError
-from efce.solvers.driver import stop_on_signals
+from efce.errors import Interrupted, ResultWithError
 
-from .cli import command
+from .cli import command, integer_argument
 from .sweep import sweep, text_table
 
 
@@ -27,7 +26,7 @@ def _configure(p):
     )
     p.add_argument(
         "--workers",
-        type=int,
+        type=integer_argument(1, 4096),
         default=None,
         help="worker processes of the local cluster (default: one per core)",
     )
@@ -37,17 +36,16 @@ def _configure(p):
 @command("sweep", _configure)
 def run_sweep(args):
     """Run a grid of solves (games × methods × seeds × options) on Dask, resumable."""
-    with stop_on_signals():
-        table = sweep(
-            args.sweep_file,
-            args.out,
-            scheduler=args.scheduler,
-            workers=args.workers,
-            resume=args.resume,
-            progress=None if not args.json else False,
-        )
+    table = sweep(
+        args.sweep_file,
+        args.out,
+        scheduler=args.scheduler,
+        workers=args.workers,
+        resume=args.resume,
+        progress=None if not args.json else False,
+    )
     if table.interrupted and not table.executed and not table.skipped:
-        raise CommandError("interrupted before the first run finished")
+        raise Interrupted("interrupted before the first run finished")
     facts = table.summary()
     lines = [
         text_table(table),
@@ -58,8 +56,9 @@ def run_sweep(args):
         f"files in {args.out}: runs/, table.csv, table.md, plots/",
     ]
     result, text = {**facts, "out_dir": os.path.abspath(args.out), "table": list(table)}, "\n".join(lines)
+    problems = list(table.unsaved)
     if facts["failed"]:  # the table is printed either way; the exit code says runs failed
-        raise ResultWithError(
-            f"{facts['failed']} run(s) failed (see runs/ in {args.out}; --resume reruns them)", result, text
-        )
+        problems.insert(0, f"{facts['failed']} run(s) failed (see runs/ in {args.out}; --resume reruns them)")
+    if problems:
+        raise ResultWithError("; ".join(problems), result, text)
     return result, text

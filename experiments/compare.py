@@ -29,11 +29,11 @@ from typing import Any
 from efce.errors import GameError, OptionError
 from efce.games.resources.atomic import atomic_open
 from efce.games.spec import check_spec
-from efce.solvers.driver import graceful, stop_requested
+from efce.interrupts import acknowledge_stop, graceful, stop_requested
 from efce.solvers.options import describe_value, is_real
 
 from .harness import MAX_MEMORY_LIMIT_GIB, efce_command, run_child
-from .paths import check_output_folder
+from .paths import check_outputs
 from .solve import (
     OPTIONS,
     check_folder_argument,
@@ -166,7 +166,7 @@ def run_method(
     process (:mod:`experiments.harness`); never raises for the method's own failures."""
     label = method
     method, variant = method_variant(label)
-    trace_path = os.path.join(out_dir, f"trace_{re.sub(r'[^A-Za-z0-9+-]+', '_', label)}.csv")
+    trace_path = os.path.join(out_dir, trace_file_name(label))
     command = efce_command(
         "solve",
         game_spec,
@@ -205,6 +205,16 @@ def run_method(
     return run, rows
 
 
+def trace_file_name(label: str) -> str:
+    """The file in the output folder where the run ``label`` (a method or configuration)
+    writes its trace while it runs."""
+    return f"trace_{re.sub(r'[^A-Za-z0-9+-]+', '_', label)}.csv"
+
+
+#: The files :func:`compare` writes into its output folder.
+OUTPUT_FILES = ("traces.csv", "summary.json", "convergence.png")
+
+
 def child_timeout(time_limit: float | None) -> float | None:
     """Wall-clock seconds after which a child with this solver time limit is killed: model
     building is outside the solver's own limit, so it gets a grace of 60 s + 50 %."""
@@ -218,6 +228,8 @@ def child_status(child) -> tuple[str, str | None]:
     payload = child.payload
     if child.timed_out:
         return "time_limit", child.error
+    if payload is not None and payload.get("status") == "interrupted" and "error" in payload:
+        return "interrupted", payload["error"]  # stopped before its first result: nothing failed
     if payload is None or "error" in payload:
         lowered = (child.error or "").lower()
         status = "out_of_memory" if ("memory" in lowered or "too large" in lowered) else "error"
@@ -285,8 +297,11 @@ def check_compare_arguments(
         list of strings (a bare string is not read letter by letter), a limit that is not a
         number (any numeric type, not bool), an output folder that is not a path.
     GameError
-        An unknown or missing game, no method, an unknown method or option, a limit that is
-        not a positive finite number, or an output folder that cannot be written.
+        An unknown or missing game, no method, an unknown method or option, or a limit that is
+        not a positive finite number.
+    OptionError
+        The same configuration listed twice (however its options are written), or an output
+        folder that cannot be written (:func:`experiments.paths.check_outputs`).
     """
     game_spec = check_game_argument(game_spec, "the game", allow_game=False)
     methods = check_text_list(methods, "methods", "['rm', 'lp-highs']")
@@ -309,16 +324,29 @@ def check_compare_arguments(
             raise GameError(
                 f"--memory-limit must be at most {MAX_MEMORY_LIMIT_GIB:.0f} GiB (2^63 bytes), got {value:g}"
             )
-    if len(set(methods)) < len(methods):
-        raise GameError("methods lists a run twice")
+    configurations: dict[tuple, str] = {}
     for entry in methods:
         method, variant = method_variant(entry)
         given = (options or {}).get(entry, {})
-        validate_options(method, {**variant, **given} if isinstance(given, dict) and variant else given)
+        values = validate_options(
+            method, {**variant, **given} if isinstance(given, dict) and variant else given
+        )
+        # The same configuration however it is written (option order, defaults spelled out,
+        # 1e-3 for 0.001): it would run twice and draw one curve over the other.
+        same = (method, tuple(sorted(values.items())))
+        if same in configurations:
+            first = configurations[same]
+            raise OptionError(
+                f"methods lists a run twice: '{first}' and '{entry}' are one configuration"
+                if first != entry
+                else f"methods lists a run twice: '{entry}'"
+            )
+        configurations[same] = entry
     unknown = sorted(set(options or {}) - set(methods))
     if unknown:
         raise GameError(f"options given for method(s) not compared: {', '.join(unknown)}")
-    check_output_folder(out_dir)
+    traces = [trace_file_name(entry) for entry in methods]
+    check_outputs(folders={"output folder (--out)": (out_dir, (*OUTPUT_FILES, *traces))})
 
 
 def compare(
@@ -368,6 +396,8 @@ def compare(
     GameError
         From :func:`check_compare_arguments`, before anything runs or is written.
     """
+    if log is not None and not callable(log):
+        raise OptionError(f"log must be a function taking a line of text, or None, got {describe_value(log)}")
     check_compare_arguments(
         game_spec,
         methods,
@@ -386,6 +416,7 @@ def compare(
     with graceful():
         for method in methods:
             if stop_requested():
+                acknowledge_stop()  # the runs so far are kept
                 break
             if log:
                 log(f"running {method} on {game_spec} (time limit {time_limit:g} s)")

@@ -11,7 +11,6 @@ the toolkit's.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -19,8 +18,12 @@ import sys
 import time
 from dataclasses import dataclass
 
-#: Seconds a child gets after SIGINT to write what it has before it is killed.
-INTERRUPT_GRACE_SECONDS = 30.0
+#: Seconds a child gets after SIGINT to write what it has before it is killed.  A child
+#: ``efce`` command stops within about 2 s (:mod:`efce.interrupts`); this is the safety net.
+INTERRUPT_GRACE_SECONDS = 10.0
+
+#: Seconds between two looks at the child and at the stop request while waiting.
+POLL_SECONDS = 0.1
 
 
 #: Largest address-space limit a child can be given, in GiB (2**63 bytes: the C type behind
@@ -132,14 +135,20 @@ def run_child(
         Environment of the child (default: this process's).
     stop_requested : callable, optional
         Polled while waiting; once it returns True the child gets SIGINT (it then writes its
-        result so far) and :data:`INTERRUPT_GRACE_SECONDS` to finish.
+        result so far) and :data:`INTERRUPT_GRACE_SECONDS` to finish.  The child runs in its
+        own process group, so a terminal's Ctrl-C reaches it only through this forwarding, and
+        it is killed if this function is left by an exception (a second Ctrl-C).
 
     Returns
     -------
     ChildResult
         Never raises for the child's own failures.
     """
+    from efce.interrupts import acknowledge_stop
+
     started = time.perf_counter()
+    # The child has its own process group: a Ctrl-C on the terminal reaches this process alone,
+    # which forwards it once (a second SIGINT would abort the child without its result).
     proc = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
@@ -147,30 +156,37 @@ def run_child(
         text=True,
         preexec_fn=_child_setup(memory_limit_bytes),
         env=env,
+        process_group=0,
     )
     deadline = None if timeout is None else started + timeout
     timed_out = False
     interrupted_at = None
     stdout = stderr = ""
-    while True:
-        wait = 0.5
-        if deadline is not None:
-            wait = min(wait, max(deadline - time.perf_counter(), 0.01))
-        try:
-            stdout, stderr = proc.communicate(timeout=wait)
-            break
-        except subprocess.TimeoutExpired:
-            pass
-        now = time.perf_counter()
-        if interrupted_at is None and stop_requested():
-            interrupted_at = now
-            proc.send_signal(signal.SIGINT)
-        late = interrupted_at is not None and now - interrupted_at > INTERRUPT_GRACE_SECONDS
-        if (deadline is not None and now >= deadline) or late:
-            proc.kill()
-            stdout, stderr = proc.communicate()
-            timed_out = not late
-            break
+    try:
+        while True:
+            wait = POLL_SECONDS
+            if deadline is not None:
+                wait = min(wait, max(deadline - time.perf_counter(), 0.01))
+            try:
+                stdout, stderr = proc.communicate(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.perf_counter()
+            if interrupted_at is None and stop_requested():
+                interrupted_at = now
+                proc.send_signal(signal.SIGINT)
+                acknowledge_stop()  # this process now waits for the child's result so far
+            late = interrupted_at is not None and now - interrupted_at > INTERRUPT_GRACE_SECONDS
+            if (deadline is not None and now >= deadline) or late:
+                proc.kill()
+                stdout, stderr = proc.communicate()
+                timed_out = not late
+                break
+    except BaseException:  # a second Ctrl-C here: the child must not go on computing for nobody
+        proc.kill()
+        proc.wait()
+        raise
     wall = time.perf_counter() - started
     payload = last_json_object(stdout)
     peak = payload.get("peak_memory_mib") if payload else None
@@ -192,10 +208,15 @@ def _children_peak_mib() -> float | None:
 
 def last_json_object(stdout: str) -> dict | None:
     """The last line of ``stdout`` that parses as a JSON object."""
+    from efce.errors import GameError
+    from efce.games.formats.jsonfile import read_json
+
     for line in reversed(stdout.strip().splitlines()):
+        if not line.lstrip().startswith("{"):
+            continue
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError:
+            value = read_json(line.encode("utf-8", "surrogatepass"), "the child's output")
+        except GameError:
             continue
         if isinstance(value, dict):
             return value

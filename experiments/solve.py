@@ -124,7 +124,9 @@ def validate_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
     ------
     OptionError
         Unknown method or option, an option the method does not use (naming the methods that
-        do), a value of the wrong type, not finite, out of range, or not among the choices.
+        do) or does not use with the other options given
+        (:attr:`~efce.solvers.options.Method.unused`), a value of the wrong type, not finite, out
+        of range, or not among the choices.
     """
     if not isinstance(method, str):
         raise OptionError(
@@ -152,6 +154,10 @@ def validate_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
         values[name] = spec.option(name).validate(value)
     if spec.check is not None:
         spec.check(values)
+    for name, why in (spec.unused(values) if spec.unused is not None else {}).items():
+        if options.get(name) is not None:
+            flag = OPTIONS[name].flag
+            raise OptionError(f"{method} does not use {flag} here: {why}; drop {flag}")
     return values
 
 
@@ -255,17 +261,25 @@ def solve(
     ------
     OptionError
         Before anything is built, for a bad method or option, ``device`` for a method that has
-        no distribution to return, or an argument of the wrong type
-        (a game that is neither a Game nor a string, a method that is not a string).  Numbers
+        no distribution to return, or an argument of the wrong type (a game that is neither a
+        Game nor a string, a method that is not a string, ``progress`` that is not callable,
+        ``device`` that is not a bool); the message names the argument.  Numbers
         may be of any numeric type (NumPy scalars included), but not bool.
     GameError
         A game the method cannot handle (players, chance), a model over the memory budget, or
-        a device over :data:`solvers.evaluation.device.DEVICE_PLAN_LIMIT` joint plans (before iterating).
+        a device whose file could exceed :data:`efce.solvers.evaluation.device.DEVICE_BYTES_LIMIT`
+        bytes or whose game has names a device file cannot hold (before iterating).
     """
     if not isinstance(method, str):
         raise OptionError(
             f"method must be a method name (one of {', '.join(METHODS)}), got {describe_value(method)}"
         )
+    if progress is not None and not callable(progress):
+        raise OptionError(
+            f"progress must be a function called with each trace row, or None, got {describe_value(progress)}"
+        )
+    if not isinstance(device, bool) and type(device).__name__ != "bool_":
+        raise OptionError(f"device must be True or False, got {describe_value(device)}")
     game = check_game_argument(game)
     values = validate_options(method, options)
     if device and not METHODS[method].writes_device:

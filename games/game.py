@@ -24,6 +24,7 @@ from functools import cached_property
 import numpy as np
 
 from efce.errors import GameError  # re-exported: games.game.GameError is its old home
+from efce.interrupts import check_stop
 
 #: The ``player`` of a chance node.
 CHANCE = -1
@@ -391,7 +392,10 @@ class Game:
             kind = "has no children but is not terminal" if childless[bad] else "is terminal but has children"
             raise GameError(f"node {bad} {kind}")
 
+        building = f"building {name}"  # a stop request is honoured between the phases below
+        check_stop(building)
         order = _breadth_first_order(parent, action)
+        check_stop(building)
         new_pos = np.empty(n, dtype=np.int64)
         new_pos[order] = np.arange(n)
         parent_c = np.where(order == 0, -1, new_pos[parent[order]])
@@ -453,6 +457,7 @@ class Game:
         infoset_keys: list[np.ndarray] = []
         num_children_c = np.bincount(parent_c[1:], minlength=n)
         for p in range(num_players):
+            check_stop(building)
             nodes = np.flatnonzero(player_c == p)
             if len(nodes) == 0:
                 infoset_keys.append(np.zeros(0, dtype=np.int64))
@@ -474,6 +479,7 @@ class Game:
                     f"disagree on the number of actions ({lo[j]} vs {hi[j]})"
                 )
 
+        check_stop(building)
         game = cls(
             num_players=num_players,
             parent=parent_c,
@@ -642,6 +648,7 @@ class Game:
         (induction over the player's earlier infosets gives equality of full own histories)."""
         spaces: list[SequenceSpace] = []
         for p in range(self.num_players):
+            check_stop(f"building {self.name}")
             mine = self.player == p
             num_infosets = int(self.infoset[mine].max()) + 1 if mine.any() else 0
             num_actions = np.zeros(num_infosets, dtype=np.int32)

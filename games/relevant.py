@@ -22,6 +22,7 @@ import numba
 import numpy as np
 
 from efce.errors import GameError
+from efce.interrupts import check_stop
 
 from .arrays import find_in_row
 from .game import Game
@@ -32,26 +33,129 @@ def require_two_players(game: Game, what: str) -> None:
         raise GameError(f"{what} is defined for two-player games; {game.name} has {game.num_players} players")
 
 
-def _infoset_above_pairs(game: Game, actor: int) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs (infoset of the other player, infoset of ``actor``) where the first lies above."""
-    other = 1 - actor
-    nodes = np.flatnonzero(game.player == actor)
-    other_space = game.sequences(other)
-    num_seq = other_space.num_sequences
-    key = game.infoset[nodes].astype(np.int64) * num_seq + game.node_sequences(other)[nodes]
-    key = np.unique(key)
-    actor_infoset, seq = key // num_seq, key % num_seq
-    out_other, out_actor = [], []
-    while len(seq):
-        live = seq > 0
-        actor_infoset, seq = actor_infoset[live], seq[live]
-        infoset = other_space.seq_infoset[seq]
-        out_other.append(infoset)
-        out_actor.append(actor_infoset)
-        seq = other_space.infoset_parent_seq[infoset]
-    if not out_other:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(out_other).astype(np.int64), np.concatenate(out_actor).astype(np.int64)
+#: Steps of the compiled walks below between two looks at the stop request (about 0.1 s).
+WALK_CHUNK_STEPS = 2**24
+
+
+def _nodes_by_infoset(game: Game, player: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR ``(indptr, nodes)`` of the nodes of each infoset of ``player`` (a counting sort:
+    linear in the nodes, where an argsort of them would not be)."""
+    return _counting_sort(game.player, game.infoset, player, game.sequences(player).num_infosets)
+
+
+@numba.njit(cache=True)
+def _counting_sort(player, infoset, p, num_infosets):
+    indptr = np.zeros(num_infosets + 1, np.int64)
+    for v in range(len(player)):
+        if player[v] == p:
+            indptr[infoset[v] + 1] += 1
+    for i in range(num_infosets):
+        indptr[i + 1] += indptr[i]
+    fill = indptr[:-1].copy()
+    nodes = np.empty(indptr[-1], np.int64)
+    for v in range(len(player)):
+        if player[v] == p:
+            nodes[fill[infoset[v]]] = v
+            fill[infoset[v]] += 1
+    return indptr, nodes
+
+
+@numba.njit(cache=True)
+def _walk_above(lo, max_steps, indptr, nodes, node_seq, seq_infoset, parent_seq, walked, out, fill):
+    """For the actor infosets ``I = lo, lo+1, ...``: every infoset ``J`` of the other player on the
+    path to some node of ``I`` (the infosets on the chains of the nodes' sequences ``σ(v)``),
+    each once per ``I``.  ``walked[J] == I`` marks the ``J`` reached already, so a walk up a chain
+    stops at the first one (the rest of that chain was walked before): the work is the size of
+    the answer plus one step per node.  With ``fill`` None, counts the answers of each ``J`` into
+    ``out``; else writes ``I`` at ``out[fill[J]]`` (the answers grouped by ``J``).  Returns the
+    next ``I`` after about ``max_steps`` steps."""
+    steps = 0
+    num = len(indptr) - 1
+    i = lo
+    while i < num and steps < max_steps:
+        for k in range(indptr[i], indptr[i + 1]):
+            s = node_seq[nodes[k]]
+            steps += 1
+            while s > 0:
+                J = seq_infoset[s]
+                if walked[J] == i:
+                    break
+                walked[J] = i
+                if fill is None:
+                    out[J] += 1
+                else:
+                    out[fill[J]] = i
+                    fill[J] += 1
+                steps += 1
+                s = parent_seq[J]
+        i += 1
+    return i
+
+
+@numba.njit(cache=True)
+def _union_below_and_above(
+    lo,
+    max_steps,
+    below_ptr,
+    below,
+    indptr,
+    nodes,
+    node_seq,
+    seq_infoset,
+    parent_seq,
+    walked,
+    member,
+    out,
+    fill,
+):
+    """For the infosets ``I1 = lo, ...`` of player 1: the union of the player-2 infosets below
+    ``I1`` (``below[below_ptr[I1]:below_ptr[I1+1]]``, distinct) and those above it (the walk of
+    :func:`_walk_above` from ``I1``'s nodes).  Counts into ``out[I1]`` (``fill`` None) or writes
+    each answer at ``out[fill[I1]]``, sorted; returns the next ``I1`` after about ``max_steps``."""
+    steps = 0
+    num = len(indptr) - 1
+    i = lo
+    while i < num and steps < max_steps:
+        start = 0 if fill is None else fill[i]
+        count = 0
+        for k in range(below_ptr[i], below_ptr[i + 1]):
+            J = below[k]
+            member[J] = i
+            if fill is not None:
+                out[start + count] = J
+            count += 1
+            steps += 1
+        for k in range(indptr[i], indptr[i + 1]):
+            s = node_seq[nodes[k]]
+            steps += 1
+            while s > 0:
+                J = seq_infoset[s]
+                if walked[J] == i:
+                    break
+                walked[J] = i
+                if member[J] != i:
+                    member[J] = i
+                    if fill is not None:
+                        out[start + count] = J
+                    count += 1
+                steps += 1
+                s = parent_seq[J]
+        if fill is None:
+            out[i] = count
+        else:
+            out[start : start + count].sort()
+        i += 1
+    return i
+
+
+def _in_chunks(kernel, count: int, what: str, *args) -> None:
+    """Run ``kernel(lo, WALK_CHUNK_STEPS, *args) -> next lo`` until ``count``, looking at the stop
+    request between two calls (a compiled call cannot be interrupted)."""
+    lo = 0
+    while lo < count:
+        check_stop(what)
+        lo = kernel(lo, WALK_CHUNK_STEPS, *args)
+    check_stop(what)
 
 
 def connected_infosets(game: Game) -> tuple[np.ndarray, np.ndarray]:
@@ -62,16 +166,127 @@ def connected_infosets(game: Game) -> tuple[np.ndarray, np.ndarray]:
 
 
 def find_connected_infosets(game: Game) -> tuple[np.ndarray, np.ndarray]:
-    """Compute what :func:`connected_infosets` returns (call that instead: it is kept)."""
+    """Compute what :func:`connected_infosets` returns (call that instead: it is kept).
+
+    ``I1 ⇌ I2`` iff an infoset lies on the path to a node of the other: with perfect recall the
+    infosets of player 1 above a node ``v`` are those on the chain of ``σ1(v)`` (and the same for
+    player 2).  Compiled walks up those chains, grouped by infoset, find each answer once
+    (:func:`_walk_above`), in time linear in the nodes and the pairs; a stop request is honoured
+    between chunks of them.
+
+    Raises
+    ------
+    Interrupted
+        A stop was requested.
+    """
     require_two_players(game, "connected information sets")
-    p1_above, p2_below = _infoset_above_pairs(game, actor=1)
-    p2_above, p1_below = _infoset_above_pairs(game, actor=0)
-    n2 = game.sequences(1).num_infosets
-    key = np.unique(np.concatenate([p1_above * n2 + p2_below, p1_below * n2 + p2_above]))
-    result = ((key // n2).astype(np.int32), (key % n2).astype(np.int32))
-    for arr in result:
+    what = f"finding the connected infosets of {game.name}"
+    s1, s2 = game.sequences(0), game.sequences(1)
+    n1, n2 = s1.num_infosets, s2.num_infosets
+    chains = [
+        (sp.seq_infoset.astype(np.int64), sp.infoset_parent_seq.astype(np.int64), sp.num_infosets)
+        for sp in (s1, s2)
+    ]
+    # Player 1's infosets above each infoset of player 2, grouped by the player-1 infoset: the
+    # player-2 infosets *below* each I1.
+    indptr2, nodes2 = _nodes_by_infoset(game, 1)
+    seq1 = game.node_sequences(0)
+    count_below = np.zeros(n1, np.int64)
+    walked = np.full(n1, -1, np.int64)
+    _in_chunks(_walk_above, n2, what, indptr2, nodes2, seq1, *chains[0][:2], walked, count_below, None)
+    below_ptr = np.zeros(n1 + 1, np.int64)
+    np.cumsum(count_below, out=below_ptr[1:])
+    del count_below
+    below = np.empty(below_ptr[-1], np.int32)
+    walked[:] = -1
+    fill = below_ptr[:-1].copy()
+    _in_chunks(_walk_above, n2, what, indptr2, nodes2, seq1, *chains[0][:2], walked, below, fill)
+    del indptr2, nodes2, seq1, fill, walked
+    # Union with player 2's infosets above each I1.
+    indptr1, nodes1 = _nodes_by_infoset(game, 0)
+    seq2 = game.node_sequences(1)
+    walked = np.full(n2, -1, np.int64)
+    member = np.full(n2, -1, np.int64)
+    sizes = np.zeros(n1, np.int64)
+    args = (below_ptr, below, indptr1, nodes1, seq2, *chains[1][:2], walked, member)
+    _in_chunks(_union_below_and_above, n1, what, *args, sizes, None)
+    ptr = np.zeros(n1 + 1, np.int64)
+    np.cumsum(sizes, out=ptr[1:])
+    conn2 = np.empty(ptr[-1], np.int32)
+    walked[:] = -1
+    member[:] = -1
+    _in_chunks(_union_below_and_above, n1, what, *args, conn2, ptr[:-1].copy())
+    conn1 = np.repeat(np.arange(n1, dtype=np.int32), sizes)
+    for arr in (conn1, conn2):
         arr.setflags(write=False)
-    return result
+    return conn1, conn2
+
+
+@numba.njit(cache=True)
+def _chain_weights(parent_seq, first_seq, num_actions, num_sequences):
+    """``W[σ]``: the actions of the infosets on the chain of ``σ`` (its own included), summed:
+    the sequences of the other player a pair with ``σ``'s infosets can take."""
+    W = np.zeros(num_sequences, np.int64)
+    for J in range(len(parent_seq)):  # top-down: a parent sequence is done before
+        w = W[parent_seq[J]] + num_actions[J]
+        for a in range(num_actions[J]):
+            W[first_seq[J] + a] = w
+    return W
+
+
+@numba.njit(cache=True)
+def _bound_terms(indptr, nodes, node_seq, num_actions, W, seen):
+    """Over the infosets ``I`` of one player: ``Σ_I |A_I| Σ_σ W[σ]`` and ``Σ_I |A_I| max_σ W[σ]``,
+    ``σ`` over the distinct other player's sequences of ``I``'s nodes (``seen`` marks them)."""
+    upper = 0
+    lower = 0
+    for i in range(len(indptr) - 1):
+        total = 0
+        best = 0
+        for k in range(indptr[i], indptr[i + 1]):
+            s = node_seq[nodes[k]]
+            if seen[s] == i:
+                continue
+            seen[s] = i
+            total += W[s]
+            best = max(best, W[s])
+        upper += num_actions[i] * total
+        lower += num_actions[i] * best
+    return upper, lower
+
+
+def relevant_pair_bounds(game: Game) -> tuple[int, int]:
+    """Bounds ``(low, high)`` on :func:`count_relevant_pairs` from the tree's structure alone, in
+    time linear in the nodes and sequences, without finding a single connected pair: for the
+    infosets of each player, the pairs with the infosets above their nodes are at most the sum
+    and at least the largest of the chains' weights (:func:`_chain_weights`); the connected
+    pairs are those of both directions.  On a deep chain of alternating moves both bounds are
+    exact.  They let a game with far too many pairs be refused at once."""
+    require_two_players(game, "relevant sequence pairs")
+    spaces = (game.sequences(0), game.sequences(1))
+    upper = lower = 0
+    for actor in (0, 1):
+        other = spaces[1 - actor]
+        W = _chain_weights(
+            other.infoset_parent_seq.astype(np.int64),
+            other.infoset_first_seq.astype(np.int64),
+            other.infoset_num_actions.astype(np.int64),
+            other.num_sequences,
+        )
+        indptr, nodes = _nodes_by_infoset(game, actor)
+        seen = np.full(other.num_sequences, -1, np.int64)
+        up, low = _bound_terms(
+            indptr,
+            nodes,
+            game.node_sequences(1 - actor),
+            spaces[actor].infoset_num_actions.astype(np.int64),
+            W,
+            seen,
+        )
+        upper += int(up)
+        lower = max(lower, int(low))
+    singles = spaces[0].num_sequences + spaces[1].num_sequences - 1
+    return lower + singles, upper + singles
 
 
 @dataclass(frozen=True, eq=False)
@@ -208,9 +423,42 @@ def _fill_rows(indptr, seq_infoset1, conn1, conn2, first2, num_actions2, num_inf
     return sigma2
 
 
-def count_relevant_pairs(game: Game) -> int:
-    """Number of relevant pairs without materializing them."""
+#: Bytes per connected infoset pair of :func:`find_connected_infosets` (the pairs, int32 twice,
+#: and the grouped answers of its first walk, int32).
+BYTES_PER_CONNECTED_PAIR = 12
+
+
+def count_relevant_pairs(game: Game, memory_budget: int | None = None) -> int:
+    """Number of relevant pairs without materializing them.
+
+    From the connected infoset pairs when they are known or their bounds do not meet
+    (:func:`relevant_pair_bounds`, which settle a chain-like game at once, however many pairs it
+    has); finding the connected pairs is refused when even the fewest it could hold exceed
+    ``memory_budget`` (bytes; default :func:`games.resources.memory.check_budget`'s share).
+
+    Raises
+    ------
+    games.resources.memory.MemoryBudgetExceeded
+        Too many connected pairs to count.
+    Interrupted
+        A stop was requested while they were being found.
+    """
     s1, s2 = game.sequences(0), game.sequences(1)
+    if "connected_infosets" not in vars(game):  # not found yet: bound them first
+        low, high = relevant_pair_bounds(game)
+        if low == high:
+            return low
+        from efce.games.resources.memory import check_budget
+
+        widest = max(
+            1, int(s1.infoset_num_actions.max(initial=1)) * int(s2.infoset_num_actions.max(initial=1))
+        )
+        fewest = (low - s1.num_sequences - s2.num_sequences + 1) // widest
+        check_budget(
+            BYTES_PER_CONNECTED_PAIR * fewest,
+            f"counting the relevant pairs of {game.name} (at least {low:,})",
+            memory_budget,
+        )
     conn1, conn2 = connected_infosets(game)
     both = int((s1.infoset_num_actions[conn1].astype(np.int64) * s2.infoset_num_actions[conn2]).sum())
     return both + s1.num_sequences + s2.num_sequences - 1

@@ -214,11 +214,21 @@ def estimate_size(name: str, params: dict) -> SizeEstimate | None:
 
 def estimate_spec(spec: str) -> SizeEstimate | None:
     """The :class:`games.resources.estimate.SizeEstimate` of the game a spec string names (None for a
-    ``.efg`` path), computed from the parameters alone, without building anything."""
+    ``.efg`` path), computed from the parameters alone, without building anything.
+
+    Raises
+    ------
+    GameError
+        A bad spec, or parameters that do not go together (a generator's ``check_parameters``,
+        e.g. Leduc without any raise cap), before the size is estimated."""
     if _is_file(spec):
         return None
     name, params = parse_spec(spec)
-    return estimate_size(name, _with_defaults(name, params))
+    full = _with_defaults(name, params)
+    together = GENERATORS[name].check  # declared beside the generator
+    if together is not None:
+        together(**full)
+    return estimate_size(name, full)
 
 
 def _is_file(spec: str) -> bool:

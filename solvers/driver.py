@@ -26,21 +26,33 @@ always on the last iteration, however the run ends.  A method with a target tell
 then comes where the gap's recent trend meets it, so a run stops within about 2% of the first
 iteration that meets the target instead of up to 15% after it (with the default growth).
 
-Interruption: :func:`stop_on_signals` turns SIGINT and SIGTERM into a request that every running
-driver honours at its next iteration boundary (status ``"interrupted"``, after a last checkpoint),
-so a long run keeps what it computed; a request during setup stops the run after its first
-iteration.  A second signal, or one outside any :func:`graceful` block, has the usual effect
-(``KeyboardInterrupt``).
+Interruption (:mod:`efce.interrupts`, the contract of every command): :func:`stop_on_signals`
+turns SIGINT and SIGTERM into a request that every running driver honours at its next iteration
+boundary (status ``"interrupted"``, after a last checkpoint), so a long run keeps what it
+computed; a request during setup (a model's builders check it between their phases) ends the
+run before it starts.  A second signal, or one outside any :func:`graceful` block, has the usual
+effect (``KeyboardInterrupt``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import signal
-import threading
 import time
 from collections.abc import Callable, Iterator
+
+# The stop request and the signal contract live in efce.interrupts (builders below the solvers
+# check it too); the driver's names are kept for the code that imports them from here.
+from efce.interrupts import (
+    acknowledge_stop,
+    clear_stop,
+    graceful,
+    honouring,
+    request_stop,
+    signals_handled,
+    stop_on_signals,
+    stop_requested,
+)
 
 from .result import TraceRow
 
@@ -54,66 +66,18 @@ AIM_SPLIT = 8
 
 ProgressCallback = Callable[[TraceRow], None]
 
-_stop_requested = threading.Event()
-_graceful_depth = 0  # > 0 while some loop honours stop requests at its next boundary
-_signals_depth = 0  # > 0 while stop_on_signals() has its handlers installed
-
-
-def request_stop() -> None:
-    """Ask every running driver to stop at its next iteration boundary."""
-    _stop_requested.set()
-
-
-def stop_requested() -> bool:
-    return _stop_requested.is_set()
-
-
-def clear_stop() -> None:
-    _stop_requested.clear()
-
-
-def signals_handled() -> bool:
-    """True inside :func:`stop_on_signals` (main thread): SIGINT and SIGTERM only set the stop
-    request, so a call that blocks in C code (an LP solver) must run where that request can
-    end it — :class:`baselines.backends.IsolatedWorker`, which is killed — or the signal would
-    wait for the solver to finish."""
-    return _signals_depth > 0
-
-
-def _on_signal(signum, frame):
-    # A second signal, or one outside any graceful block, interrupts at once as usual.
-    if _graceful_depth == 0 or stop_requested():
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-    request_stop()
-
-
-@contextlib.contextmanager
-def graceful():
-    """Within this block a stop request does not raise: the caller polls :func:`stop_requested`
-    at its own boundaries (every :class:`IterationDriver` loop runs inside one)."""
-    global _graceful_depth
-    _graceful_depth += 1
-    try:
-        yield
-    finally:
-        _graceful_depth -= 1
-
-
-@contextlib.contextmanager
-def stop_on_signals():
-    """Within this block, SIGINT and SIGTERM stop running drivers gracefully (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    global _signals_depth
-    previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    _signals_depth += 1
-    try:
-        yield
-    finally:
-        _signals_depth -= 1
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+__all__ = [
+    "AIM_SPLIT",
+    "CHECKPOINT_GROWTH",
+    "IterationDriver",
+    "ProgressCallback",
+    "clear_stop",
+    "graceful",
+    "request_stop",
+    "signals_handled",
+    "stop_on_signals",
+    "stop_requested",
+]
 
 
 class IterationDriver:
@@ -174,12 +138,17 @@ class IterationDriver:
     # ------------------------------------------------------------------ loop
     def __iter__(self) -> Iterator[int]:
         self._t0 = time.perf_counter()
-        with graceful():
+        with graceful(), contextlib.ExitStack() as honoured:
             try:
                 for t in range(1, self.iterations + 1):
                     self.iteration = t
                     self._ending = None
                     self._checked = False
+                    if t == 2:
+                        # From now on a stop request waits for the next boundary, however long
+                        # an iteration takes; the first one (which may compile the kernels)
+                        # is not waited for: the stop then escalates to an abort.
+                        honoured.enter_context(honouring())
                     yield t
                     if self.status == "converged" or self._ending is not None:
                         return
@@ -194,6 +163,7 @@ class IterationDriver:
 
     def _stop_reason(self, t: int) -> str | None:
         if stop_requested():
+            acknowledge_stop()  # this run ends gracefully, after a last checkpoint
             return "interrupted"
         if t >= self.iterations:
             return "iteration_limit"

@@ -147,6 +147,10 @@ class Method:
         ``check(options)``: checks that involve several options (run by
         :func:`efce.experiments.solve.validate_options`, before any game is built); raises
         :class:`~efce.errors.OptionError`.
+    unused : callable, optional
+        ``unused(options)`` (every option, defaults filled in) → the options the method does not
+        use in that configuration, each with why; giving one of them is refused
+        (:func:`efce.experiments.solve.validate_options`).
     warm_up : callable, optional
         ``warm_up(game, options)`` compiles (or loads from numba's cache) every kernel the run
         will call, with the types and thread counts it will use: :func:`efce.experiments.solve.solve`
@@ -164,6 +168,7 @@ class Method:
     writes_device: bool = False
     check: Callable[[dict[str, Any]], None] | None = None
     warm_up: Callable[[Game, dict[str, Any]], None] | None = None
+    unused: Callable[[dict[str, Any]], dict[str, str]] | None = None
 
     @property
     def defaults(self) -> dict[str, Any]:

@@ -232,6 +232,9 @@ class SweepTable(list):
     interrupted : bool
         A stop request (Ctrl-C, SIGTERM) ended the sweep early; finished runs are kept.
     wall_seconds : float
+    unsaved : list of str
+        One line per kind of file that could not be written (run records, the table): the
+        rows are complete all the same.
     """
 
     def __init__(self, rows=(), **facts):
@@ -243,6 +246,7 @@ class SweepTable(list):
         self.failed = facts.get("failed", 0)
         self.interrupted = facts.get("interrupted", False)
         self.wall_seconds = facts.get("wall_seconds", 0.0)
+        self.unsaved = list(facts.get("unsaved", ()))
 
     def summary(self) -> dict:
         return {

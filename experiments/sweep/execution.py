@@ -11,11 +11,11 @@ import uuid
 
 from efce.errors import OptionError, SweepError
 from efce.games.resources.atomic import atomic_open
-from efce.solvers.driver import graceful, stop_requested
+from efce.interrupts import acknowledge_stop, graceful, stop_requested
 from efce.solvers.options import describe_value, is_integer
 
 from ..compare import SUCCESS_STATUSES
-from ..paths import check_output_folder
+from ..paths import check_outputs
 from ..solve import check_folder_argument
 from .aggregation import SweepTable, aggregate, write_table
 from .grid import START_TOPIC, Run, load_sweep
@@ -96,8 +96,8 @@ def _workers_ignore_sigint():
 
 
 def check_sweep_arguments(out_dir: str, *, scheduler: str | None, workers: int | None) -> None:
-    """The checks of :func:`sweep` on its arguments (the sweep itself: :func:`load_sweep`); the
-    output folder last, since checking it creates it."""
+    """The checks of :func:`sweep` on its arguments (the sweep itself: :func:`load_sweep`), the
+    output folder and the run records folder in it included; nothing is written."""
     if scheduler is not None and workers is not None:
         raise SweepError(
             "--workers sizes the local cluster; with --scheduler the cluster's own workers run the sweep"
@@ -112,7 +112,11 @@ def check_sweep_arguments(out_dir: str, *, scheduler: str | None, workers: int |
         raise SweepError(f"--scheduler must be an address such as tcp://HOST:PORT, got '{scheduler}'")
     if scheduler is not None:
         _check_reachable(scheduler)
-    check_output_folder(out_dir)
+    check_outputs(folders={"output folder (--out)": (out_dir, SWEEP_OUTPUTS)})
+
+
+#: What :func:`sweep` writes into its output folder (a trailing ``/`` marks a folder).
+SWEEP_OUTPUTS = ("runs/", "sweep.json", "table.csv", "table.md", "plots/")
 
 
 #: Seconds to wait for a scheduler to accept a connection (and for the Dask handshake).
@@ -190,6 +194,8 @@ def sweep(
     out_dir = check_folder_argument(out_dir, "the output folder (out_dir)")
     if not isinstance(resume, bool):
         raise OptionError(f"resume must be True or False, got {describe_value(resume)}")
+    if progress is not None and not isinstance(progress, bool):
+        raise OptionError(f"progress must be True, False or None, got {describe_value(progress)}")
     if not isinstance(spec_or_path, (str, os.PathLike, dict)):
         raise OptionError(
             f"the sweep must be a .toml path or a dict of its content, got {describe_value(spec_or_path)}"
@@ -204,24 +210,46 @@ def sweep(
             f"--resume to skip them, or choose another --out"
         )
     todo = [r for r in spec.runs if r.key not in done]
-    os.makedirs(runs_folder(out_dir), exist_ok=True)
-    with atomic_open(os.path.join(out_dir, "sweep.json"), "w") as fh:
-        json.dump(
-            {"name": spec.name, "source": spec.source, "runs": [r.params() for r in spec.runs]}, fh, indent=1
-        )
     executed = failed = 0
     interrupted = False
-    if todo:
-        local_workers = None if scheduler else min(int(workers or default_workers()), len(todo))
-        with graceful(), dask_client(scheduler, local_workers) as client:
-            executed, failed, interrupted = _execute(
-                client, todo, out_dir, len(spec.runs), len(done), progress
+    unsaved: list[str] = []
+    not_written: list[tuple[dict, str]] = []
+    with contextlib.ExitStack() as stack:
+        # The cluster first: a scheduler that cannot be reached (or is no Dask scheduler) is
+        # refused before anything is written.
+        client = None
+        if todo:
+            local_workers = None if scheduler else min(int(workers or default_workers()), len(todo))
+            client = stack.enter_context(dask_client(scheduler, local_workers))
+        os.makedirs(runs_folder(out_dir), exist_ok=True)
+        with atomic_open(os.path.join(out_dir, "sweep.json"), "w") as fh:
+            json.dump(
+                {"name": spec.name, "source": spec.source, "runs": [r.params() for r in spec.runs]},
+                fh,
+                indent=1,
             )
+        if client is not None:
+            with graceful():
+                executed, failed, interrupted, not_written = _execute(
+                    client, todo, out_dir, len(spec.runs), len(done), progress
+                )
     records = load_records(out_dir, keys)
+    if not_written:  # records that could not be written are still in the table
+        folder = runs_folder(out_dir)
+        reason = not_written[0][1]
+        unsaved.append(f"{len(not_written)} run record(s) could not be written to {folder}: {reason}")
+        written = {r["key"] for r in records}
+        records += [r for r, _ in not_written if r["key"] not in written]
     table = aggregate([r for r in records if finished(r) or r.get("outcome") == "failed"])
-    write_table(table, out_dir)
-    with contextlib.suppress(ValueError):  # no trace to plot (every run failed)
-        plot_sweep(records, os.path.join(out_dir, "plots"))
+    try:
+        write_table(table, out_dir)
+        # The plots wait for a sweep that ran to its end (--resume draws them): after a stop
+        # the table keeps every finished run, and drawing would hold the exit for seconds.
+        if not interrupted and any(finished(r) for r in records):
+            with contextlib.suppress(ValueError):  # no trace to plot (every run failed)
+                plot_sweep(records, os.path.join(out_dir, "plots"))
+    except OSError as exc:
+        unsaved.append(f"cannot write the table or plots in {out_dir}: {exc.strerror or exc}")
     return SweepTable(
         table,
         out_dir=out_dir,
@@ -231,13 +259,30 @@ def sweep(
         failed=failed,
         interrupted=interrupted,
         wall_seconds=time.perf_counter() - started,
+        unsaved=unsaved,
     )
 
 
+#: Runs in flight (submitted, not finished) per worker thread of the cluster, and at least
+#: :data:`MIN_IN_FLIGHT`: the scheduler holds a window of the grid, not all of it, so a grid of
+#: tens of thousands of runs starts at once and stops (its queue dropped) in moments.
+IN_FLIGHT_PER_THREAD = 4
+MIN_IN_FLIGHT = 64
+
+
 def _execute(
-    client, todo: list[Run], out_dir: str, total: int, skipped: int, progress: bool | None
-) -> tuple[int, int, bool]:
-    """Submit every run, write each record as it finishes; ``(executed, failed, interrupted)``."""
+    client,
+    todo: list[Run],
+    out_dir: str,
+    total: int,
+    skipped: int,
+    progress: bool | None,
+) -> tuple[int, int, bool, list[tuple[dict, str]]]:
+    """Submit every run (a window of them at a time, :data:`IN_FLIGHT_PER_THREAD`), write each
+    record as it finishes;
+    ``(executed, failed, interrupted, not written)``, the last the records whose file could not
+    be written (the folder removed during the sweep, a full disk), with the reason: their
+    results are kept in the table all the same."""
     import sys
 
     import distributed
@@ -253,19 +298,8 @@ def _execute(
 
     client.subscribe_topic(START_TOPIC, count_start)
     stop_event = distributed.Event(f"efce-sweep-stop-{sweep_id}", client=client)
-    futures = {
-        client.submit(
-            execute_run,
-            run,
-            sweep_id,
-            stop_event.name,
-            key=f"efce-{run.key}-{sweep_id[:8]}",
-            pure=False,
-            retries=1,
-        ): run
-        for run in todo
-    }
-    pending = distributed.as_completed(list(futures))
+    futures: dict = {}
+    pending = distributed.as_completed()
     enabled = sys.stderr.isatty() if progress is None else progress
     bar = tqdm(
         total=total,
@@ -277,32 +311,67 @@ def _execute(
         dynamic_ncols=True,
     )
     executed = failed = 0
-    try:
-        while not pending.is_empty():
-            if stop_requested():
-                break
-            batch = pending.next_batch(block=False)
-            if not batch:
-                time.sleep(0.2)
+    not_written: list[tuple[dict, str]] = []
+    submitted = 0
+
+    def collect(batch) -> None:
+        nonlocal executed, failed
+        for future in batch:
+            run = futures.pop(future)
+            record = _record(future, run, starts)
+            if record is None:  # interrupted by the stop request: not a result
                 continue
-            for future in batch:
-                run = futures.pop(future)
-                record = _record(future, run, starts)
-                if record is None:  # interrupted by the stop request: not a result
-                    continue
+            try:
                 write_record(out_dir, record)
-                executed += 1
-                failed += record["outcome"] == "failed"
-                bar.update(1)
-                if failed:
-                    bar.set_postfix_str(f"{failed} failed")
+            except OSError as exc:
+                not_written.append((record, exc.strerror or str(exc)))
+            executed += 1
+            failed += record["outcome"] == "failed"
+            bar.update(1)
+            if failed:
+                bar.set_postfix_str(f"{failed} failed")
+
+    window, window_checked = MIN_IN_FLIGHT, 0.0
+    try:
+        while submitted < len(todo) or not pending.is_empty():
+            if stop_requested():
+                acknowledge_stop()  # the finished runs are kept; the others are stopped below
+                break
+            now = time.monotonic()
+            if now - window_checked > 2.0:  # the cluster may grow or shrink
+                with contextlib.suppress(Exception):
+                    threads = sum(client.nthreads().values())
+                    window = max(MIN_IN_FLIGHT, IN_FLIGHT_PER_THREAD * threads)
+                window_checked = now
+            room = min(window - len(futures), len(todo) - submitted)
+            if room > 0:
+                batch_runs = todo[submitted : submitted + room]
+                batch = client.map(
+                    execute_run,
+                    batch_runs,
+                    sweep_id=sweep_id,
+                    stop_event=stop_event.name,
+                    key=[f"efce-{run.key}-{sweep_id[:8]}" for run in batch_runs],
+                    pure=False,
+                    retries=1,
+                )
+                futures.update(zip(batch, batch_runs, strict=True))
+                pending.update(batch)
+                submitted += len(batch_runs)
+            done = pending.next_batch(block=False)
+            if done:
+                collect(done)
+            else:
+                time.sleep(0.05)
     finally:
         bar.close()
-        if futures:  # stopped: cancel the pending runs, interrupt the running ones
-            stop_event.set()
-            client.cancel(list(futures))
-        client.unsubscribe_topic(START_TOPIC)
-    return executed, failed, bool(futures)
+        if futures or submitted < len(todo):  # stopped: interrupt the running runs, drop the others
+            with contextlib.suppress(Exception):  # a lost scheduler must not hide the results
+                stop_event.set()
+                client.cancel(list(futures))
+        with contextlib.suppress(Exception):
+            client.unsubscribe_topic(START_TOPIC)
+    return executed, failed, bool(futures) or submitted < len(todo), not_written
 
 
 def _record(future, run: Run, starts: dict[str, int]) -> dict | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from efce.errors import GameError, OptionError, SweepError
+from efce.games.formats.jsonfile import shorten
 from efce.solvers.options import describe_value, is_integer, is_real
 
 from ..compare import check_game, option_arguments
@@ -32,7 +33,7 @@ MAX_RUNS = 100_000
 #: The Dask event topic on which workers announce each start of a run (counts attempts).
 START_TOPIC = "efce-sweep-start"
 #: Seconds between a running task's checks of the sweep's stop event.
-STOP_POLL_SECONDS = 2.0
+STOP_POLL_SECONDS = 0.25
 
 
 @dataclass
@@ -167,13 +168,25 @@ def load_sweep(spec_or_path) -> Sweep:
         import tomllib
 
         path = os.fspath(spec_or_path)
+        if os.path.isdir(path):
+            raise SweepError(f"the sweep file {path} is a folder; give the .toml file in it")
         if not os.path.isfile(path):
-            raise SweepError(f"no such sweep file: {path}")
+            raise SweepError(
+                f"no such sweep file: {path}" if not os.path.exists(path) else f"{path} is not a regular file"
+            )
         try:
             with open(path, "rb") as fh:
                 content = tomllib.load(fh)
         except tomllib.TOMLDecodeError as exc:
-            raise SweepError(f"{path}: not valid TOML ({exc})") from None
+            raise SweepError(f"{path}: not valid TOML ({shorten(str(exc), 200)})") from None
+        except UnicodeDecodeError as exc:
+            raise SweepError(
+                f"{path}: not UTF-8 text (byte at offset {exc.start:,}); save it as UTF-8"
+            ) from None
+        except RecursionError:
+            raise SweepError(f"{path}: arrays or tables nested too deeply") from None
+        except OSError as exc:
+            raise SweepError(f"cannot read the sweep file {path}: {exc.strerror or exc}") from None
         base, source = os.path.dirname(os.path.abspath(path)), path
         default_name = os.path.basename(path).split(".")[0]
     unknown = sorted(set(content) - set(SWEEP_KEYS))
@@ -226,11 +239,19 @@ def load_sweep(spec_or_path) -> Sweep:
                         raise SweepError(f"[options.{method}]: {exc}") from None
                     given = {k: valid[k] for k in given}
                     key = run_key(game, method, seed, given, limits.get("memory"))
-                    if key in seen:
-                        raise SweepError(f"the grid has the run {key} twice (game {game!r} listed twice?)")
-                    seen[key] = True
+                    if key in seen:  # values that differ only in how they are written
+                        raise SweepError(
+                            f"the grid has the same run twice: {method} on {shorten(game)!r} with "
+                            f"{_describe_options(given)} and with {_describe_options(seen[key])} "
+                            f"(equal once read)"
+                        )
+                    seen[key] = explicit
                     runs.append(Run(key, label, game, game_path, method, seed, given, limits.get("memory")))
     return Sweep(name, runs, source)
+
+
+def _describe_options(options: dict) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in options.items()) or "no options"
 
 
 def _games(value, base: str) -> list[tuple[str, str, str]]:
@@ -255,6 +276,12 @@ def _games(value, base: str) -> list[tuple[str, str, str]]:
         except GameError as exc:
             raise SweepError(f"games: {exc}") from None
         out.append((str(label), game, game_path))
+    paths = [os.path.realpath(p) if p.lower().endswith(".efg") else p.strip() for _, _, p in out]
+    for i, path in enumerate(paths):
+        if path in paths[:i]:
+            first = out[paths.index(path)][1]
+            same = f"{shorten(first)!r} and {shorten(out[i][1])!r} name" if first != out[i][1] else "lists"
+            raise SweepError(f"games: {same} the same game {shorten(out[i][1])!r} twice")
     return out
 
 
@@ -299,8 +326,12 @@ def _limits(value) -> dict[str, float]:
             + "; ".join(f"{k} ({v})" for k, v in LIMIT_KEYS.items())
         )
     for name, limit in value.items():
-        if not is_real(limit) or not math.isfinite(float(limit)) or limit <= 0:
-            raise SweepError(f"limits.{name} must be a positive number, got {limit!r}")
+        try:
+            finite = is_real(limit) and math.isfinite(float(limit))
+        except OverflowError:  # an integer beyond the float range
+            finite = False
+        if not finite or limit <= 0:
+            raise SweepError(f"limits.{name} must be a positive finite number, got {shorten(repr(limit))}")
     if "memory" in value and value["memory"] > MAX_MEMORY_LIMIT_GIB:
         raise SweepError(
             f"limits.memory must be at most {MAX_MEMORY_LIMIT_GIB:.0f} GiB (2^63 "
@@ -323,5 +354,8 @@ def _option_grid(method: str, axes) -> list[dict[str, Any]]:
         value = value if isinstance(value, list) else [value]
         if not value:
             raise SweepError(f"[options.{method}]: {name} is an empty list")
+        for i, item in enumerate(value):
+            if any(type(item) is type(other) and item == other for other in value[:i]):
+                raise SweepError(f"[options.{method}]: {name} lists {shorten(repr(item))} twice")
         values.append(value)
     return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]

@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 
+from efce.games.formats.jsonfile import read_json
 from efce.games.resources.atomic import atomic_open
 from efce.solvers.result import finite_json
 
@@ -41,11 +42,10 @@ def load_records(out_dir: str, keys=None) -> list[dict]:
         if not os.path.isfile(path):
             continue
         try:
-            with open(path) as fh:
-                record = json.load(fh)
+            record = read_json(path, f"run record {path}")
             if not isinstance(record, dict) or "key" not in record:
                 raise ValueError("not a run record")
-        except (ValueError, UnicodeDecodeError) as exc:
+        except ValueError as exc:  # the guarded reader's refusals are GameErrors, ValueErrors too
             # A damaged record (a crash while it was copied, a hand edit) must neither block the
             # sweep nor count as done: set it aside under a name that is no record, so its run
             # is redone on --resume.

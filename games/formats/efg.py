@@ -49,6 +49,7 @@ import numpy as np
 
 from efce.errors import GameError
 from efce.games.game import CHANCE, MAX_ABS_PAYOFF, PROBABILITY_TOLERANCE, TERMINAL, ExplicitLabels, Game
+from efce.interrupts import check_stop
 
 __all__ = ["load", "loads", "save", "dumps"]
 
@@ -83,6 +84,9 @@ _ONE_LINE = {
 _ONE_LINE.update({ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})
 _UNESCAPE = re.compile(r'\\(["\\])')
 
+#: Tokens (and nodes) read between two looks at the stop request (a power of two, minus one).
+_CHECK_EVERY = 2**16 - 1
+
 # token kinds
 _STR, _NUM, _SYM, _EOF = "string", "number", "symbol", "end of file"
 
@@ -109,7 +113,11 @@ def _tokenize(text: str, source: str) -> list[_Token]:
     line = 1
     pos, end = 0, len(text)
     match = _LEXER.match
+    count = 0
     while pos < end:
+        count += 1
+        if not count & _CHECK_EVERY:  # a stop request is honoured between chunks of the file
+            check_stop(f"reading {source}")
         m = match(text, pos)
         kind = m.lastgroup
         value = m.group()
@@ -263,6 +271,8 @@ class _Parser:
         parent, action, acc, hist, prob = -1, -1, None, zero_history, 1.0
         while True:
             node, k, acc_node, probs = self.parse_node(parent, action, acc, hist, prob)
+            if not node & _CHECK_EVERY:
+                check_stop(f"reading {self.source}")
             if k:
                 if self.player[node] >= 0:
                     p = self.player[node]

@@ -21,6 +21,7 @@ import numpy as np
 
 from efce.errors import GameError
 from efce.games.game import CHANCE, TERMINAL, Game, Labels
+from efce.interrupts import check_stop
 
 
 @dataclass
@@ -130,8 +131,16 @@ def build_game(
     action_label: Callable[[int, int], str] = lambda p, c: str(c),
     player_names=None,
 ) -> Game:
-    """Build a :class:`~efce.games.game.Game` by expanding ``root_state`` (arrays with one row) level
-    by level."""
+    """Build a :class:`~efce.games.game.Game` by expanding ``root_state`` (arrays with one row)
+    level by level.
+
+    A stop request (:mod:`efce.interrupts`) is honoured between two levels.
+
+    Raises
+    ------
+    Interrupted
+        A stop was requested while the tree was being built.
+    """
     parents, actions, players, keys, probs, codes, payoffs = [], [], [], [], [], [], []
     forests = [_HistoryForest() for _ in range(num_players)]
     state = {k: np.asarray(v) for k, v in root_state.items()}
@@ -141,6 +150,7 @@ def build_game(
     codes.append(np.array([-1]))
     next_id = 1
     while len(frontier_ids):
+        check_stop(f"building {name}")
         exp = expand(state)
         player = np.asarray(exp.player, dtype=np.int64)
         if player.shape != frontier_ids.shape:
@@ -158,6 +168,7 @@ def build_game(
             raise GameError(f"{name}: observation tokens must be nonnegative")
         new_hist = np.empty((num_edges, num_players), dtype=np.int64)
         for p in range(num_players):
+            check_stop(f"building {name}")
             new_hist[:, p] = forests[p].extend(frontier_hist[edge_parent, p], obs[:, p])
         parents.append(frontier_ids[edge_parent])
         actions.append(np.asarray(exp.edge_action, dtype=np.int64))
@@ -167,6 +178,7 @@ def build_game(
         next_id += num_edges
         frontier_hist = new_hist
         state = exp.child_state
+    check_stop(f"building {name}")
     player = np.concatenate(players)
     game = Game.from_tree(
         num_players=num_players,

@@ -70,6 +70,23 @@ PARAMETERS = {
 }
 
 
+def check_parameters(*, max_raises=None, raises_per_player=1, **_others) -> None:
+    """What the parameters must satisfy together (each is checked alone by its
+    :data:`PARAMETERS` entry); :mod:`games.spec` calls it before estimating the size (it is the
+    ``check`` of Leduc's declaration).
+
+    Raises
+    ------
+    GameError
+        With neither raise cap the betting would never end.
+    """
+    if max_raises is None and raises_per_player is None:
+        raise GameError(
+            "leduc: max_raises and raises_per_player cannot both be none: the betting would never "
+            "end (give one of them)"
+        )
+
+
 def _is_int(x) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
@@ -134,10 +151,7 @@ def leduc(
         raise GameError(
             f"leduc: raises_per_player must be an integer >= 0 or None, got {raises_per_player!r}"
         )
-    if max_raises is None and raises_per_player is None:
-        raise GameError(
-            "leduc: max_raises and raises_per_player cannot both be None (the betting would never end)"
-        )
+    check_parameters(max_raises=max_raises, raises_per_player=raises_per_player)
     total_cap = np.iinfo(np.int64).max if max_raises is None else int(max_raises)
     player_cap = np.iinfo(np.int64).max if raises_per_player is None else int(raises_per_player)
     check_size(
@@ -452,4 +466,4 @@ def leduc_size(
 
 
 #: The game spec strings name (:data:`efce.games.spec.GENERATORS`).
-GAMES = (GameGenerator("leduc", leduc, PARAMETERS, estimate=leduc_size),)
+GAMES = (GameGenerator("leduc", leduc, PARAMETERS, estimate=leduc_size, check=check_parameters),)

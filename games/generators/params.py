@@ -91,9 +91,14 @@ class GameGenerator:
         that a game over the memory budget is refused before the generator runs
         (:func:`games.resources.estimate.check_size`).  None: no estimate (the game is built
         unchecked).
+    check : callable, optional
+        ``check(**values)`` raises :class:`~efce.errors.GameError` for parameters that do not go
+        together (each alone is checked by its :class:`Param`), e.g. Leduc without any raise
+        cap; run before the size is estimated.
     """
 
     name: str
     function: Callable[..., Game]
     parameters: Mapping[str, Param]
     estimate: Callable[..., SizeEstimate] | None = None
+    check: Callable[..., None] | None = None

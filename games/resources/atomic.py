@@ -33,6 +33,10 @@ def atomic_open(path: str, mode: str = "w", **kwargs):
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
+        # mkstemp makes the file private (0600); a result file gets the mode any new file gets
+        # (0666 less the umask), as open() would have given it.
+        with contextlib.suppress(AttributeError, OSError):  # no fchmod off POSIX
+            os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, mode, **kwargs) as fh:
             yield fh
         os.replace(tmp, path)
@@ -47,3 +51,19 @@ def atomic_savefig(fig, path: str, **kwargs) -> None:
     fmt = kwargs.pop("format", os.path.splitext(path)[1].lstrip(".") or None)
     with atomic_open(path, "wb") as fh:
         fig.savefig(fh, format=fmt, **kwargs)
+
+
+def current_umask() -> int:
+    """The process's umask (the permission bits new files do not get).  Read from
+    ``/proc/self/status`` where Linux shows it, else set and restored at once (``os.umask`` can
+    only be read by setting it)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -58,8 +58,33 @@ def peak_memory_mib() -> float:
     return round(peak_rss_bytes() / MIB, 1)
 
 
+def address_space_left() -> int | None:
+    """Bytes of address space this process may still map under its limit (``RLIMIT_AS``, set
+    by ``ulimit -v`` or by ``efce compare --memory-limit`` for its children); None without one.
+    Past it an allocation fails however much RAM is free, so a budget must not exceed it."""
+    try:
+        import resource
+    except ImportError:  # no POSIX limits
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    return max(0, int(soft) - int(psutil.Process().memory_info().vms))
+
+
 def default_memory_budget() -> int:
-    return int(DEFAULT_BUDGET_FRACTION * available_memory_bytes())
+    """:data:`DEFAULT_BUDGET_FRACTION` of what this process can still use: the available RAM,
+    or the address space left under its limit when that is smaller (:func:`address_space_left`)."""
+    return int(DEFAULT_BUDGET_FRACTION * _usable_bytes()[0])
+
+
+def _usable_bytes() -> tuple[int, str]:
+    """The bytes a new model can use and what limits them (for messages)."""
+    available = available_memory_bytes()
+    left = address_space_left()
+    if left is not None and left < available:
+        return left, "the address space left under the process's limit"
+    return available, "the available RAM"
 
 
 def gib(n: float) -> str:
@@ -80,7 +105,8 @@ def check_budget(estimate_bytes: int, what: str, budget: int | None = None) -> i
     what : str
         What is refused, for the message (e.g. "the EFCE LP of sheriff(...)").
     budget : int, optional
-        Bytes; default: :data:`DEFAULT_BUDGET_FRACTION` of the available RAM.
+        Bytes; default: :func:`default_memory_budget` (a share of the available RAM, or of the
+        address space left under the process's limit).
 
     Returns
     -------
@@ -95,7 +121,7 @@ def check_budget(estimate_bytes: int, what: str, budget: int | None = None) -> i
     note = ""
     if budget is None:
         budget = default_memory_budget()
-        note = f" ({DEFAULT_BUDGET_FRACTION:.0%} of the available RAM)"
+        note = f" ({DEFAULT_BUDGET_FRACTION:.0%} of {_usable_bytes()[1]})"
     if estimate_bytes > budget:
         raise MemoryBudgetExceeded(
             f"{what} is too large: about {gib(estimate_bytes)}, over the memory "

@@ -11,7 +11,7 @@ influence play or any trigger agent (triggers fire only at infosets the plan rea
 information.  :meth:`Device.reduced` maps plans to this canonical form and merges duplicates,
 which is how the empirical frequency of ICFR stays small.
 
-JSON format (read by :func:`device_from_json`, written by :func:`device_to_json`)::
+JSON format (read by :func:`device_from_json`, written by :func:`write_device`)::
 
     {"device": [{"p": 0.25, "plans": [{"<infoset label>": "<action label>", ...},   # player 1
                                        {...}, ...]},                                   # player 2..
@@ -25,7 +25,9 @@ by its position ``"P:N"``; actions by their label or their position ``"#N"`` (fr
 JSON number matches the action label that reads the same (``3`` for ``"3"``).  A name that
 could mean two infosets (a repeated label, or a label reading as another infoset's position) or
 two actions is refused with the unambiguous names of both, as is a JSON key given twice in one
-object.  Every plan must name an action at every infoset of its player.
+object.  Every plan must name an action at every infoset of its player that it reaches; it may
+leave out the others (they cannot matter), and the writer does: each plan it writes is reduced
+to the infosets it reaches, so a file costs what its plans hold.
 """
 
 from __future__ import annotations
@@ -38,29 +40,93 @@ from typing import Any
 import numpy as np
 
 from efce.errors import GameError
+from efce.games.formats.jsonfile import read_json, shorten
 from efce.games.game import Game
 
 #: Tolerance on the probabilities of a device summing to one.
 DEVICE_TOLERANCE = 1e-9
-#: Largest number of joint plans a solver writes as a device (``efce solve --device-out``): the
-#: JSON file takes a few hundred bytes per joint plan, and the trigger methods' exact expansion
-#: costs (iterations × joint plans) operations.
-DEVICE_PLAN_LIMIT = 10**6
+#: Largest device file a solver writes (``efce solve --device-out``) and ``efce gap`` reads, in
+#: bytes.  A file names, for every joint plan, an action at each infoset the plan reaches; its
+#: size is bounded before the run (:func:`device_bytes_bound`).
+DEVICE_BYTES_LIMIT = 256 * 2**20
 
 
-def check_device_size(count: int, what: str = "joint plans") -> None:
-    """Refuse (one line) a device of more than :data:`DEVICE_PLAN_LIMIT` joint plans.
+def check_device_size(game: Game, count: int, what: str = "joint plans") -> None:
+    """Refuse (one line) a device of ``count`` joint plans whose file could exceed
+    :data:`DEVICE_BYTES_LIMIT`, before any of it is computed (:func:`device_bytes_bound`).
 
     Raises
     ------
     GameError
-        ``count`` exceeds the limit.
+        Naming both sizes and the limit.
     """
-    if count > DEVICE_PLAN_LIMIT:
+    size = device_bytes_bound(game, count)
+    if size > DEVICE_BYTES_LIMIT:
         raise GameError(
-            f"the device would have {count:,} {what}, over the limit of "
-            f"{DEVICE_PLAN_LIMIT:,} (solvers.evaluation.device.DEVICE_PLAN_LIMIT)"
+            f"the device file could take {_mib(size)} ({count:,} {what} of up to "
+            f"{_mib(size // max(count, 1))} each), over the limit of {_mib(DEVICE_BYTES_LIMIT)} "
+            f"(solvers.evaluation.device.DEVICE_BYTES_LIMIT); run fewer iterations"
         )
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:,.1f} MiB" if size >= 2**20 else f"{size:,} bytes"
+
+
+#: Bytes of a joint plan's entry around its plans: ``{"p": <float>, "plans": [...]}, ``.
+_ENTRY_BYTES = len('{"p": , "plans": []}, ') + 24
+
+
+def device_bytes_bound(game: Game, count: int) -> int:
+    """Most bytes :func:`write_device` takes for ``count`` joint plans: each player's largest
+    *reduced* plan (the infosets it reaches, each with its name and an action's), found by a
+    pass over the treeplex from the leaves (the largest choice at every infoset), plus each
+    entry's frame.
+
+    Raises
+    ------
+    GameError
+        An infoset or action without an unambiguous name (:func:`check_device_names`).
+    """
+    check_device_names(game)
+    listing = infoset_names(game)
+    per_plan = _ENTRY_BYTES
+    for p, rows in enumerate(listing):
+        space = game.sequences(p)
+        below = [0] * space.num_sequences  # largest text of the infosets below each sequence
+        first = space.infoset_first_seq
+        for j in range(space.num_infosets - 1, -1, -1):  # children before parents
+            key = len(_json_text(rows[j]["name"])) + 2  # '"name": '
+            best = max(
+                len(_json_text(action)) + 2 + below[int(first[j]) + a]  # '"action", '
+                for a, action in enumerate(rows[j]["actions"])
+            )
+            below[int(space.infoset_parent_seq[j])] += key + best
+        per_plan += 2 + below[0] + 2  # '{', '}', ', '
+    return count * per_plan
+
+
+def _json_text(value: str) -> str:
+    return json.dumps(value)
+
+
+def check_device_names(game: Game) -> None:
+    """Refuse, before a run whose distribution is to be written, a game with an infoset or
+    action that has no unambiguous name in device files (:func:`infoset_names`).
+
+    Raises
+    ------
+    GameError
+        Naming the first such infoset by its position.
+    """
+    for p, rows in enumerate(infoset_names(game)):
+        for row in rows:
+            if row["name"] is None or None in row["actions"]:
+                raise GameError(
+                    f"cannot write a device of {shorten(game.name)}: player {p + 1}'s infoset at "
+                    f"position {row['position']} or one of its actions has no unambiguous name; "
+                    f"relabel the game's infosets and actions"
+                )
 
 
 def infoset_offsets(game: Game) -> np.ndarray:
@@ -188,7 +254,7 @@ class Device:
                 k, j = map(int, np.argwhere(reached & (block < 0))[0])
                 raise GameError(
                     f"device: plan {k} of player {p + 1} reaches infoset "
-                    f"'{game.infoset_label(p, j)}' but names no action there"
+                    f"'{shorten(game.infoset_label(p, j))}' but names no action there"
                 )
         return self
 
@@ -254,8 +320,10 @@ class _Names:
         label = self.game.infoset_label(player, infoset)
         position = f"position {player + 1}:{infoset + 1}"
         if name is None:
-            return f"'{label}' at {position} (no unambiguous name: relabel it in the game file)"
-        return f"'{name}'" if name == label else f"'{name}' (labelled '{label}')"
+            return f"'{shorten(label)}' at {position} (no unambiguous name: relabel it in the game file)"
+        if name == label:
+            return f"'{shorten(name)}'"
+        return f"'{shorten(name)}' (labelled '{shorten(label)}')"
 
     def find_infoset(self, player: int, key: str, where: str) -> int:
         """The infoset of ``player`` that ``key`` names; refuses unknown and ambiguous names."""
@@ -273,14 +341,16 @@ class _Names:
         if found:
             meanings = "; ".join(self.describe_infoset(player, i) for i in found)
             raise GameError(
-                f"{where}: infoset name '{key}' of player {player + 1} is ambiguous: it "
+                f"{where}: infoset name '{shorten(key)}' of player {player + 1} is ambiguous: it "
                 f"could mean {len(found)} infosets; name the one you mean by: "
                 f"{meanings} (see efce info GAME --infosets)"
             )
         labels = list(self.labels[player])
-        listed = ", ".join(f"'{label}'" for label in labels[:8]) + (", ..." if len(labels) > 8 else "")
+        listed = ", ".join(f"'{shorten(label)}'" for label in labels[:8]) + (
+            ", ..." if len(labels) > 8 else ""
+        )
         raise GameError(
-            f"{where}: player {player + 1} has no infoset labelled '{key}' (valid: "
+            f"{where}: player {player + 1} has no infoset labelled '{shorten(key)}' (valid: "
             f"{listed + ' (see efce info GAME --infosets)' if labels else 'none'}, "
             f"or by position {positional})"
         )
@@ -310,6 +380,13 @@ class _Names:
         positional = f"#{action + 1}"
         return positional if self.action_candidates(player, infoset, positional) == [action] else None
 
+    def _shown_action(self, player: int, infoset: int, action: int) -> str:
+        """An action in a message: its unambiguous name, or its position when it has none."""
+        name = self.action_name(player, infoset, action)
+        if name is None:
+            return f"the action at position {action + 1} (no unambiguous name: relabel it in the game file)"
+        return f"'{shorten(name)}'"
+
     def find_action(self, player: int, infoset: int, action, where: str) -> int:
         """The index of the action ``action`` names: its label or its position ``#N`` (from 1);
         a JSON number matches the label that reads the same (``3`` for ``"3"``)."""
@@ -323,15 +400,15 @@ class _Names:
         labels = self.game.action_labels(player, infoset)
         if found:
             meanings = "; ".join(
-                f"'{self.action_name(player, infoset, a)}' (action {a + 1}, labelled '{labels[a]}')"
+                f"{self._shown_action(player, infoset, a)} (action {a + 1}, labelled '{shorten(labels[a])}')"
                 for a in found
             )
             raise GameError(
-                f"{where}: action name '{text}' at {where_infoset} is ambiguous; name "
+                f"{where}: action name '{shorten(text)}' at {where_infoset} is ambiguous; name "
                 f"the one you mean by: {meanings}"
             )
-        valid = ", ".join(f"'{a}'" for a in labels)
-        shown = f"'{action}'" if isinstance(action, str) else json.dumps(action)
+        valid = ", ".join(f"'{shorten(a)}'" for a in labels[:20]) + (", ..." if len(labels) > 20 else "")
+        shown = f"'{shorten(action)}'" if isinstance(action, str) else shorten(json.dumps(action))
         raise GameError(
             f"{where}: {where_infoset} has no action {shown} (valid actions: {valid}, "
             f"or by position #1 to #{len(labels)})"
@@ -378,7 +455,7 @@ def device_from_dict(game: Game, data: Any) -> Device:
         raise GameError("device file: 'device' must be a nonempty list")
     names = _Names(game)
     off = infoset_offsets(game)
-    plans = np.zeros((len(entries), int(off[-1])), dtype=np.int64)
+    plans = np.full((len(entries), int(off[-1])), -1, dtype=np.int64)  # -1: not named
     probs = np.zeros(len(entries))
     n = game.num_players
     for k, entry in enumerate(entries):
@@ -386,7 +463,7 @@ def device_from_dict(game: Game, data: Any) -> Device:
             raise GameError(f"device entry {k}: expected an object with keys 'p' and 'plans'")
         p = entry["p"]
         if isinstance(p, bool) or not isinstance(p, (int, float)) or not np.isfinite(p):
-            raise GameError(f"device entry {k}: probability {p!r} is not a number")
+            raise GameError(f"device entry {k}: probability {shorten(repr(p))} is not a number")
         if p < 0:
             raise GameError(f"device entry {k}: negative probability {p}")
         probs[k] = p
@@ -407,36 +484,41 @@ def device_from_dict(game: Game, data: Any) -> Device:
                 if seen[j]:
                     raise GameError(
                         f"{where}: the plan of player {player + 1} names infoset "
-                        f"{names.describe_infoset(player, j)} twice ('{label}' is "
+                        f"{names.describe_infoset(player, j)} twice ('{shorten(label)}' is "
                         f"another name for it); name every infoset once"
                     )
                 plans[k, off[player] + j] = names.find_action(player, j, action, where)
                 seen[j] = True
-            if not seen.all():
-                missing = int(np.flatnonzero(~seen)[0])
-                raise GameError(
-                    f"device entry {k}: the plan of player {player + 1} names no "
-                    f"action at infoset {names.describe_infoset(player, missing)} "
-                    f"({int((~seen).sum())} infosets missing)"
-                )
+    for player in range(n):  # a plan names an action at least at every infoset it reaches
+        block = plans[:, off[player] : off[player + 1]]
+        missing = plans_reach_infosets(game, player, block) & (block < 0)
+        if missing.any():
+            k, j = map(int, np.argwhere(missing)[0])
+            raise GameError(
+                f"device entry {k}: the plan of player {player + 1} names no action at infoset "
+                f"{names.describe_infoset(player, j)}, which it reaches "
+                f"({int(missing[k].sum())} reached infosets missing)"
+            )
     if abs(probs.sum() - 1.0) > DEVICE_TOLERANCE:
         raise GameError(f"device: probabilities sum to {probs.sum():.12g}, not 1")
     return Device(plans, probs).validate(game)
 
 
 def device_from_json(game: Game, path_or_text: str) -> Device:
-    """Read a device from a JSON file path (or a JSON string starting with ``{``)."""
-    text = path_or_text
-    if not path_or_text.lstrip().startswith("{"):
-        try:
-            with open(path_or_text) as fh:
-                text = fh.read()
-        except OSError as exc:
-            raise GameError(f"cannot read device file '{path_or_text}': {exc.strerror}") from None
-    try:
-        data = json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
-    except json.JSONDecodeError as exc:
-        raise GameError(f"device file is not valid JSON: {exc}") from None
+    """Read a device from a JSON file path (or a JSON string starting with ``{``), through the
+    guarded reader (:func:`games.formats.jsonfile.read_json`: size at most
+    :data:`DEVICE_BYTES_LIMIT`, UTF-8, nesting, numbers in range, no key twice).
+
+    Raises
+    ------
+    GameError
+        A file that cannot be read or is not such JSON, or a device that does not fit the game.
+    """
+    if path_or_text.lstrip().startswith("{"):
+        source, what = path_or_text.encode("utf-8", "surrogatepass"), "device file"
+    else:
+        source, what = path_or_text, f"device file '{shorten(path_or_text)}'"
+    data = read_json(source, what, max_bytes=DEVICE_BYTES_LIMIT, object_pairs_hook=_refuse_duplicate_keys)
     return device_from_dict(game, data)
 
 
@@ -447,7 +529,7 @@ def _refuse_duplicate_keys(pairs):
     for key, value in pairs:
         if key in out:
             raise GameError(
-                f"device file: key '{key}' appears twice in one JSON object; give "
+                f"device file: key '{shorten(key)}' appears twice in one JSON object; give "
                 f"each infoset (and each of 'p', 'plans') once"
             )
         out[key] = value
@@ -455,7 +537,8 @@ def _refuse_duplicate_keys(pairs):
 
 
 def device_to_dict(game: Game, device: Device) -> dict:
-    """Inverse of :func:`device_from_dict`; ``-1`` entries are written with the first action.
+    """Inverse of :func:`device_from_dict`: each plan names the infosets it reaches (its
+    *reduced* form; entries at infosets it does not reach are left out).
 
     Infosets and actions are written by their unambiguous names (:func:`infoset_names`).
 
@@ -464,22 +547,59 @@ def device_to_dict(game: Game, device: Device) -> dict:
     GameError
         When an infoset or action of the game has no unambiguous name.
     """
-    off = infoset_offsets(game)
-    out = []
-    listing = infoset_names(game)
-    for p, rows in enumerate(listing):
-        for row in rows:
-            if row["name"] is None or None in row["actions"]:
-                raise GameError(
-                    f"cannot write a device: player {p + 1}'s infoset at position "
-                    f"{row['position']} or one of its actions has no unambiguous "
-                    f"name; relabel the game's infosets and actions"
-                )
-    labels = [[(row["name"], row["actions"]) for row in rows] for rows in listing]
-    for k in range(device.size):
-        plans = []
+    return json.loads("".join(_device_json(game, device)))
+
+
+def write_device(game: Game, device, fh) -> int:
+    """Write ``device`` (a :class:`Device`, or any object with per-player ``tables`` of plans,
+    joint ``ids`` and ``probs``, as :class:`~solvers.evaluation.device_gaps.FactoredDevice`) as
+    device JSON to the text file ``fh``, one joint plan at a time, each plan reduced to the
+    infosets it reaches; the file is at most :func:`device_bytes_bound` bytes.
+
+    Returns
+    -------
+    int
+        The number of joint plans written.
+
+    Raises
+    ------
+    GameError
+        When an infoset or action of the game has no unambiguous name.
+    """
+    for piece in _device_json(game, device):
+        fh.write(piece)
+    return len(device.probs)
+
+
+def _device_json(game: Game, device):
+    """The device's JSON text in pieces: the JSON text of each distinct reduced plan is made
+    once, and each joint plan's entry joins the texts of its players' plans."""
+    check_device_names(game)
+    if isinstance(device, Device):
+        off = infoset_offsets(game)
+        tables, ids = [], []
         for p in range(game.num_players):
-            row = device.plans[k, off[p] : off[p + 1]]
-            plans.append({lab: acts[max(int(a), 0)] for (lab, acts), a in zip(labels[p], row, strict=True)})
-        out.append({"p": float(device.probs[k]), "plans": plans})
-    return {"device": out}
+            uniq, inverse = np.unique(device.plans[:, off[p] : off[p + 1]], axis=0, return_inverse=True)
+            tables.append(uniq)
+            ids.append(inverse.ravel())
+        ids, probs = np.stack(ids, axis=1) if ids else np.zeros((device.size, 0), np.int64), device.probs
+    else:
+        tables, ids, probs = device.tables, device.ids, device.probs
+    listing = infoset_names(game)
+    texts = []
+    for p, table in enumerate(tables):
+        table = np.asarray(table)
+        reached = plans_reach_infosets(game, p, table) & (table >= 0)
+        keys = [_json_text(row["name"]) for row in listing[p]]
+        actions = [[_json_text(a) for a in row["actions"]] for row in listing[p]]
+        texts.append(
+            [
+                "{" + ", ".join(f"{keys[j]}: {actions[j][int(plan[j])]}" for j in np.flatnonzero(live)) + "}"
+                for plan, live in zip(table, reached, strict=True)
+            ]
+        )
+    yield '{"device": ['
+    for k in range(len(probs)):
+        plans = ", ".join(texts[p][int(ids[k, p])] for p in range(len(texts)))
+        yield f'{", " if k else ""}{{"p": {float(probs[k])!r}, "plans": [{plans}]}}'
+    yield "]}"

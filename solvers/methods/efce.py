@@ -678,6 +678,17 @@ def _check(o: dict) -> None:
         raise OptionError("rm --objective welfare searches the threshold itself; drop --welfare-threshold")
 
 
+def _unused(o: dict) -> dict[str, str]:
+    if o["objective"] == "welfare":
+        from efce.solvers.methods.welfare import WELFARE_INTERVAL_WIDTH
+
+        return {
+            "target_gap": f"--objective welfare stops when its welfare interval is "
+            f"{WELFARE_INTERVAL_WIDTH:g} wide (each step aims at a tenth of that as its gap)"
+        }
+    return {}
+
+
 def _run(game: Game, *, progress: ProgressCallback | None, **o) -> SolveResult:
     if o["objective"] == "welfare":
         from efce.solvers.methods.welfare import WELFARE_INTERVAL_WIDTH, solve_optimal_welfare
@@ -719,5 +730,6 @@ SOLVE_METHODS = (
         players=2,
         chance=False,
         check=_check,
+        unused=_unused,
     ),
 )

@@ -387,6 +387,7 @@ def _runner(variant: str):
             from efce.solvers.methods.trigger import joint_plan_count
 
             check_device_size(
+                game,
                 min(o["iterations"], joint_plan_count(game)),
                 f"joint plans (bound for {o['iterations']} iterations)",
             )

@@ -55,7 +55,7 @@ from efce.errors import GameError
 from efce.games.game import Game
 from efce.games.payoffs import terminal_map
 from efce.solvers.driver import IterationDriver, ProgressCallback
-from efce.solvers.evaluation.device import DEVICE_PLAN_LIMIT, check_device_size
+from efce.solvers.evaluation.device import DEVICE_BYTES_LIMIT, check_device_size
 from efce.solvers.evaluation.device_gaps import FactoredDevice
 from efce.solvers.options import ITERATIONS, LOCAL, TARGET_GAP, TIME_LIMIT, Method, defaults
 from efce.solvers.regret.local import LocalRule, Segments
@@ -650,20 +650,31 @@ class _DeviceRecorder:
 
     ``μ`` pairs the players' strategies *of the same iteration*, so the players' averages are not
     enough.  Each iteration writes every player's ``x_i^t`` as a convex combination of a few
-    reduced pure plans (:func:`_decompose`; at most :func:`plans_per_iteration`) and stores the
-    plans' ids and weights.  The product of these mixtures is a distribution over joint plans
-    that is *realization-equivalent* to ``⊗_i x_i^t``: every trigger agent's gain and every
-    utility is linear in each player's sequence-form realization and the players are independent
-    within an iteration, so all gaps of the recorded distribution equal those of ``μ`` (exactly,
-    up to rounding).  At the end the per-iteration products are expanded and identical joint
-    plans merged; :func:`device_size_bound` bounds their number before the run."""
+    reduced pure plans (:func:`_decompose`; at most :func:`plans_per_iteration`) and adds the
+    product of these mixtures to ``μ``.  That product is a distribution over joint plans
+    *realization-equivalent* to ``⊗_i x_i^t``: every trigger agent's gain and every utility is
+    linear in each player's sequence-form realization and the players are independent within an
+    iteration, so all gaps of the recorded distribution equal those of ``μ`` (exactly, up to
+    rounding); :func:`device_size_bound` bounds its joint plans before the run.
+
+    Memory is bounded by the size of ``μ``, not by the iterations: the iterations' joint plans
+    are buffered and merged into ``μ`` (identical joint plans summed) whenever the buffer holds
+    as many entries as ``μ`` itself (at least :data:`MERGE_AT`), an amortized linear cost."""
+
+    #: Buffered entries before the first merge.
+    MERGE_AT = 4096
 
     def __init__(self, game: Game):
         self.game = game
         self.spaces = [game.sequences(p) for p in range(game.num_players)]
         self.plan_ids: list[dict[bytes, int]] = [{} for _ in self.spaces]
         self.plans: list[list[np.ndarray]] = [[] for _ in self.spaces]
-        self.rounds: list[tuple[float, list[np.ndarray], list[np.ndarray]]] = []
+        n = len(self.spaces)
+        self.ids = np.zeros((0, n), np.int64)  # merged: distinct joint plans, sorted
+        self.probs = np.zeros(0)
+        self.buffer_ids: list[np.ndarray] = []
+        self.buffer_probs: list[np.ndarray] = []
+        self.buffered = 0
 
     def record(self, xs: list[np.ndarray], weight: float) -> None:
         ids, alphas = [], []
@@ -690,28 +701,35 @@ class _DeviceRecorder:
                 row_ids[r] = found
             ids.append(row_ids)
             alphas.append(alpha[:k] / alpha[:k].sum())  # drop rounding residue of the peeling
-        self.rounds.append((weight, ids, alphas))
+        grids = np.meshgrid(*ids, indexing="ij")
+        prob = weight * alphas[0]
+        for p in range(1, len(alphas)):
+            prob = np.multiply.outer(prob, alphas[p])
+        self.buffer_ids.append(np.stack([g.ravel() for g in grids], axis=1))
+        self.buffer_probs.append(prob.ravel())
+        self.buffered += prob.size
+        if self.buffered >= max(self.MERGE_AT, len(self.probs)):
+            self._merge()
+
+    def _merge(self) -> None:
+        """Fold the buffer into ``μ``: identical joint plans summed."""
+        if not self.buffered:
+            return
+        ids = np.concatenate([self.ids, *self.buffer_ids])
+        probs = np.concatenate([self.probs, *self.buffer_probs])
+        unique, inverse = np.unique(ids, axis=0, return_inverse=True)
+        self.probs = np.bincount(inverse.ravel(), weights=probs, minlength=len(unique))
+        self.ids = unique
+        self.buffer_ids, self.buffer_probs, self.buffered = [], [], 0
 
     def device(self) -> FactoredDevice:
-        n = len(self.spaces)
-        all_ids, all_probs = [], []
-        for weight, ids, alphas in self.rounds:
-            grids = np.meshgrid(*ids, indexing="ij")
-            prob = weight * alphas[0]
-            for p in range(1, n):
-                prob = np.multiply.outer(prob, alphas[p])
-            all_ids.append(np.stack([g.ravel() for g in grids], axis=1))
-            all_probs.append(prob.ravel())
-        ids = np.concatenate(all_ids)
-        probs = np.concatenate(all_probs)
-        unique, inverse = np.unique(ids, axis=0, return_inverse=True)
-        merged = np.bincount(inverse.ravel(), weights=probs, minlength=len(unique))
+        self._merge()
         tables = [
             np.array(rows, dtype=np.int16).reshape(len(rows), space.num_infosets)
             for rows, space in zip(self.plans, self.spaces, strict=True)
         ]
         tables = [t.astype(np.int8) if t.size == 0 or t.max() < 127 else t.astype(np.int32) for t in tables]
-        return FactoredDevice(tables, unique.astype(np.int64), merged / merged.sum())
+        return FactoredDevice(tables, self.ids.astype(np.int64), self.probs / self.probs.sum())
 
 
 def joint_plan_count(game: Game) -> int:
@@ -769,8 +787,8 @@ class TriggerDynamics:
         Record ``μ`` over joint reduced plans (:meth:`device`).
     max_iterations : int, optional
         With ``device``: the iteration budget, to refuse (before any iteration) a distribution
-        that could exceed :data:`solvers.evaluation.device.DEVICE_PLAN_LIMIT` joint plans
-        (:func:`device_size_bound`).
+        whose file could exceed :data:`solvers.evaluation.device.DEVICE_BYTES_LIMIT` bytes
+        (:func:`device_size_bound` joint plans, :func:`~solvers.evaluation.device.device_bytes_bound`).
 
     Raises
     ------
@@ -800,6 +818,7 @@ class TriggerDynamics:
                 joint_plan_count(game) if max_iterations is None else device_size_bound(game, max_iterations)
             )
             check_device_size(
+                game,
                 bound,
                 f"joint reduced plans (bound for {max_iterations} iterations)"
                 if max_iterations is not None
@@ -992,5 +1011,5 @@ __all__ = [
     "joint_plan_count",
     "METHODS",
     "AVERAGING",
-    "DEVICE_PLAN_LIMIT",
+    "DEVICE_BYTES_LIMIT",
 ]

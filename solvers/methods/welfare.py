@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from efce.games.game import Game
-from efce.solvers.driver import stop_requested
+from efce.interrupts import acknowledge_stop, stop_requested
 from efce.solvers.methods.efce import DEFAULTS as RM_DEFAULTS
 from efce.solvers.methods.efce import build_efce_model, set_welfare_threshold, solve_efce
 from efce.solvers.regret.local import LocalRule
@@ -180,6 +180,7 @@ def solve_optimal_welfare(
     low_mark = high_mark = None  # the lowest / highest threshold in (lower, upper) left undecided
     while upper - lower > tolerance:
         if stop_requested():  # Ctrl-C / SIGTERM: the step it ended was not a decision
+            acknowledge_stop()
             status = "interrupted"
             break
         if out_of_budget():
@@ -219,6 +220,7 @@ def solve_optimal_welfare(
             if outcome == "undecided":
                 high_mark = b
         if stop_requested():
+            acknowledge_stop()
             status = "interrupted"
             break
         if (

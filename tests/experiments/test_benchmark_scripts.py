@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.paths import ROOT
 
 
@@ -68,3 +70,25 @@ def test_timing_script_measures_every_kind_of_run():
     assert all(c["to_1e-3"] is not None and c["trace"] for c in configurations)
     *cfr, cfr_summary = _timing("cfr-iterations", "kuhn:players=2", "--iterations", "50", "--repeats", "2")
     assert len(cfr) == 2 and cfr_summary["median_seconds_per_iteration"] > 0
+
+
+def test_interrupt_check_cost_script_times_the_builds_with_and_without_the_checks():
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        from interrupt_checks import measure
+    finally:
+        sys.path.pop(0)
+    result = measure("kuhn:players=3,ranks=3", rounds=2)
+    assert {"efce.games.game", "efce.games.generators.builder"} <= set(result["modules_with_checks"])
+    assert len(result["seconds"]["checks"]) == len(result["seconds"]["no_checks"]) == 2
+    from efce import interrupts
+    from efce.games import game, relevant
+
+    assert "efce.interrupts" not in result["modules_with_checks"]
+    assert game.check_stop is interrupts.check_stop is relevant.check_stop  # the real checks are back
+    interrupts.request_stop()
+    try:
+        with pytest.raises(interrupts.Interrupted):
+            game.check_stop("building")
+    finally:
+        interrupts.clear_stop()

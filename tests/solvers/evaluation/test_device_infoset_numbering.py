@@ -45,8 +45,8 @@ def test_unnamed_infosets_are_labelled_by_their_position_from_one():
     assert game.action_labels(0, 0) == ["a", "b"]  # position 1:1 is the root
     d = device_from_dict(game, dev({"1:1": "b", "1:2": "d"}, {"2:1": "y"}))
     assert d.plans[0].tolist() == [1, 1, 1]
-    # The writer uses the same names, and they read back identically.
-    assert device_to_dict(game, d)["device"][0]["plans"] == [{"1:1": "b", "1:2": "d"}, {"2:1": "y"}]
+    # The writer uses the same names, for the infosets the plan reaches ("b" leaves 1:2 behind).
+    assert device_to_dict(game, d)["device"][0]["plans"] == [{"1:1": "b"}, {"2:1": "y"}]
 
 
 def test_a_label_that_reads_as_another_position_is_refused_with_both_names():

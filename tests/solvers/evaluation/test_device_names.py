@@ -7,7 +7,7 @@ import pytest
 
 from efce.games import GameError
 from efce.games.formats import efg
-from efce.solvers.evaluation.device import device_from_dict, device_to_dict
+from efce.solvers.evaluation.device import device_from_dict, device_to_dict, plans_reach_infosets
 from tests.paths import TWINS
 
 # Player 1 has two infosets both named "again" (after her own "a" and "b"), with actions
@@ -33,10 +33,14 @@ def test_positional_names_pick_infosets_that_share_a_label(game):
     dev = device_from_dict(game, device({"root": "a", f"1:{first + 1}": 2, f"1:{second + 1}": "1"}))
     row = dev.plans[0]
     assert row[root] == 0 and row[first] == 1 and row[second] == 0 and row[3] == 1
-    # Written back with positional names for the repeated label, and read again identically.
+    # Written back with positional names for the repeated label, each plan reduced to the
+    # infosets it reaches, and read again identically there.
     data = device_to_dict(game, dev)
-    assert set(data["device"][0]["plans"][0]) == {"root", f"1:{first + 1}", f"1:{second + 1}"}
-    np.testing.assert_array_equal(device_from_dict(game, data).plans, dev.plans)
+    reached = plans_reach_infosets(game, 0, dev.plans[:, :3])[0]
+    assert reached[root] and reached.sum() == 2  # "a" at the root leads to one "again"
+    positions = {root: "root", first: f"1:{first + 1}", second: f"1:{second + 1}"}
+    assert set(data["device"][0]["plans"][0]) == {positions[i] for i in np.flatnonzero(reached)}
+    np.testing.assert_array_equal(device_from_dict(game, data).plans, dev.reduced(game).plans)
 
 
 def test_positional_names_work_for_unique_labels_too(game):

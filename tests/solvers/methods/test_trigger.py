@@ -9,7 +9,7 @@ import pytest
 
 from efce import games
 from efce.experiments.cli import main
-from efce.solvers.evaluation.device import DEVICE_PLAN_LIMIT
+from efce.solvers.evaluation.device import DEVICE_BYTES_LIMIT, device_bytes_bound
 from efce.solvers.evaluation.device_gaps import device_gaps
 from efce.solvers.methods.trigger import (
     TriggerDynamics,
@@ -206,7 +206,8 @@ def test_bad_averaging_and_device_limit():
 
     with pytest.raises(GameError, match="averaging"):
         TriggerDynamics(FIG1, averaging="cubic")
-    assert device_size_bound(KUHN3, 10_000) > DEVICE_PLAN_LIMIT >= joint_plan_count(FIG1)
+    too_many = device_bytes_bound(KUHN3, device_size_bound(KUHN3, 10_000))
+    assert too_many > DEVICE_BYTES_LIMIT >= device_bytes_bound(FIG1, joint_plan_count(FIG1))
     with pytest.raises(GameError, match="over the limit"):
         solve_trigger(KUHN3, 10_000, device=True)
 
@@ -292,7 +293,7 @@ def test_cli_device_out_refusals(capsys, tmp_path):
     )
     assert code != 0 and out.count("\n") == 1
     message = json.loads(out)["error"]
-    assert "over the limit of 1,000,000" in message and "21,970,000" in message
+    assert "over the limit of 256.0 MiB" in message and "21,970,000" in message
     assert "\n" not in message and not path.exists()
     code, out = _run(
         capsys, ["solve", "kuhn:players=3,ranks=3", "--method", "rm", "--device-out", str(path), "--json"]
