@@ -17,6 +17,7 @@ from efce.errors import (
     EFCEError,
     GameError,
     MemoryBudgetExceeded,
+    Interrupted,
     OptionError,
     SweepError,
 )
@@ -43,6 +44,10 @@ def test_every_public_error_derives_from_the_root():
             ):
                 found.add(value)
     found.discard(EFCEError)
+    # Interrupted is control flow, not an error of the user: deliberately outside the root, so
+    # that no ``except EFCEError`` taking refusals swallows a stop request.
+    assert Interrupted in found and not issubclass(Interrupted, EFCEError)
+    found.discard(Interrupted)
     bad = sorted(c.__qualname__ for c in found if not issubclass(c, EFCEError))
     assert not bad, f"public errors outside EFCEError: {bad}"
     assert {GameError, OptionError, SweepError, BackendError, MemoryBudgetExceeded} <= found

@@ -52,6 +52,7 @@ def test_to_json_keeps_the_contract_keys_and_no_nan():
         "setup_seconds": 0.123457,
         "seconds": 1.0,
         "status": "converged",
+        "compile_seconds": None,
         "efce_gap": None,
         "utilities": [0.25, 0.75],
     }
