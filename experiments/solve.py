@@ -46,7 +46,7 @@ def _at_least_one(v):
 
 
 def _thread_count(v):
-    from efce.solvers.regret.engine import available_threads
+    from efce.solvers.backends import available_threads
 
     most = available_threads()
     return None if 1 <= v <= most else f"an integer from 1 to {most} (the cores available)"
@@ -171,20 +171,19 @@ def _run_rm(game, *, progress, **o):
 
     if o["objective"] == "welfare":
         from efce.solvers.methods.welfare import solve_optimal_welfare
-        from efce.solvers.regret.engine import thread_count
 
         # Each bisection step is one rm run, so --iterations caps a step (as it caps a plain run);
         # the bisection itself ends at the interval width, the time limit, or when no step decides.
-        with thread_count(o["threads"]):
-            return solve_optimal_welfare(
-                game,
-                tolerance=WELFARE_INTERVAL_WIDTH,
-                time_limit=o["time_limit"],
-                step_iterations=o["iterations"],
-                rule=o["local"],
-                averaging=o["averaging"],
-                alternating=o["updates"] == "alternating",
-            )
+        return solve_optimal_welfare(
+            game,
+            tolerance=WELFARE_INTERVAL_WIDTH,
+            time_limit=o["time_limit"],
+            step_iterations=o["iterations"],
+            rule=o["local"],
+            averaging=o["averaging"],
+            alternating=o["updates"] == "alternating",
+            threads=o["threads"],
+        )
     return solve_efce(
         game,
         iterations=o["iterations"],
@@ -202,19 +201,18 @@ def _run_rm(game, *, progress, **o):
 def _run_cfr(variant):
     def run(game, *, progress, **o):
         from efce.solvers.methods.cfr import solve_cfr
-        from efce.solvers.regret.engine import thread_count
         from efce.solvers.regret.registry import make_rule
 
-        with thread_count(o["threads"]):
-            return solve_cfr(
-                game,
-                iterations=o["iterations"],
-                variant=variant,
-                rule=make_rule(o["local"]) if o["local"] else None,
-                time_limit=o["time_limit"],
-                target_gap=o["target_gap"],
-                progress=progress,
-            )
+        return solve_cfr(
+            game,
+            iterations=o["iterations"],
+            variant=variant,
+            rule=make_rule(o["local"]) if o["local"] else None,
+            time_limit=o["time_limit"],
+            target_gap=o["target_gap"],
+            progress=progress,
+            threads=o["threads"],
+        )
 
     return run
 
