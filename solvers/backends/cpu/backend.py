@@ -200,7 +200,14 @@ class PayoffProducts:
         block_start = op.triggers.block_start
         trigger_base = op.trigger_base
         self._trigger_base1 = trigger_base[1]
-        self._num_triggers = op.triggers.num_triggers
+        # what the λ entries of Aᵀ x read: the terminals in ascending Ξ entry, the first Y entry
+        # of player 2's triggers, the number of triggers
+        self._following_columns = (
+            *self._following,
+            op.term_order,
+            trigger_base[1],
+            op.triggers.num_triggers,
+        )
         self._deviation = tuple(
             (
                 t.first,
@@ -262,38 +269,20 @@ class PayoffProducts:
         tau = self.operator.tau
         tau = 0.0 if tau is None else tau
         lam_tau = self.operator.lambda_tau
+        following = self._following_columns
         if self.parts > 1:
-            return run_on_threads(self.parts, self._rmatvec_parallel, x, out, sign, tau, lam_tau)
+            return run_on_threads(
+                self.parts, self._rmatvec_parallel, x, out, sign, (*following, lam_tau, tau)
+            )
         for args in self._deviation:
             operator.deviation_rmatvec(*args, x, sign, out)
-        operator.following_rmatvec(
-            *self._following,
-            self.operator.term_order,
-            self._trigger_base1,
-            self._num_triggers,
-            lam_tau,
-            tau,
-            x,
-            sign,
-            out,
-        )
+        operator.following_rmatvec(*following, lam_tau, tau, x, sign, out)
         return out
 
-    def _rmatvec_parallel(self, x, out, sign, tau, lam_tau):
-        parts = self.parts
+    def _rmatvec_parallel(self, x, out, sign, following):
         for args in self._deviation_parallel:
-            operator.deviation_rmatvec_parallel(*args, x, sign, out, parts)
-        operator.following_rmatvec_parallel(
-            *self._following,
-            self.operator.term_order,
-            self._trigger_base1,
-            self._num_triggers,
-            lam_tau,
-            tau,
-            x,
-            sign,
-            out,
-        )
+            operator.deviation_rmatvec_parallel(*args, x, sign, out, self.parts)
+        operator.following_rmatvec_parallel(*following, x, sign, out)
         return out
 
 
