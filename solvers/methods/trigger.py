@@ -328,8 +328,9 @@ def reduced_plan_count(space) -> int:
 
 
 def plans_per_iteration(space) -> int:
-    """Most pure plans :func:`_decompose` uses for one strategy: every step zeroes a sequence of
-    the chosen actions, at most ``1 + Σ_j (|A_j| − 1)`` of them end a step."""
+    """Most pure plans :func:`efce.solvers.backends.cpu.trigger.decompose_strategy` uses for one
+    strategy: every step zeroes a sequence of the chosen actions, at most ``1 + Σ_j (|A_j| − 1)``
+    of them end a step."""
     return 1 + int(space.infoset_num_actions.sum()) - space.num_infosets
 
 
@@ -345,15 +346,16 @@ def device_size_bound(game: Game, iterations: int) -> int:
 class _DeviceRecorder:
     """The exact distribution ``μ`` over joint reduced plans.
 
-    ``μ`` pairs the players' strategies *of the same iteration*, so the players' averages are not
-    enough.  Each iteration writes every player's ``x_i^t`` as a convex combination of a few
-    reduced pure plans (:func:`_decompose`; at most :func:`plans_per_iteration`) and stores the
-    plans' ids and weights.  The product of these mixtures is a distribution over joint plans
-    that is *realization-equivalent* to ``⊗_i x_i^t``: every trigger agent's gain and every
-    utility is linear in each player's sequence-form realization and the players are independent
-    within an iteration, so all gaps of the recorded distribution equal those of ``μ`` (exactly,
-    up to rounding).  At the end the per-iteration products are expanded and identical joint
-    plans merged; :func:`device_size_bound` bounds their number before the run."""
+    ``μ`` pairs the players' strategies *of the same iteration*, so the players' averages are
+    not enough.  Each iteration writes every player's ``x_i^t`` as a convex combination of a few
+    reduced pure plans (:func:`efce.solvers.backends.cpu.trigger.decompose_strategy`; at most
+    :func:`plans_per_iteration`) and stores the plans' ids and weights.  The product of these
+    mixtures is a distribution over joint plans that is *realization-equivalent* to
+    ``⊗_i x_i^t``: every trigger agent's gain and every utility is linear in each player's
+    sequence-form realization and the players are independent within an iteration, so all gaps
+    of the recorded distribution equal those of ``μ`` (exactly, up to rounding).  At the end the
+    per-iteration products are expanded and identical joint plans merged;
+    :func:`device_size_bound` bounds their number before the run."""
 
     def __init__(self, game: Game, backend):
         self.game = game
