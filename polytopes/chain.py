@@ -287,7 +287,7 @@ class Chain:
         ValueError
             A point without one value per entry, or not one scale per point.
         """
-        arrays = tuple(np.asarray(a) for a in arrays)
+        arrays = tuple(_array(a) for a in arrays)
         scales = np.ones(len(arrays)) if scales is None else np.asarray(scales, dtype=np.float64)
         if any(a.shape != (self.num_entries,) for a in arrays) or scales.shape != (len(arrays),):
             raise ValueError(
@@ -329,11 +329,12 @@ class Chain:
         ValueError
             ``values`` without one value per entry.
         """
-        values = np.asarray(values)
+        values = _array(values)
         if values.shape != (self.num_entries,):
             raise ValueError(f"values of shape {values.shape}; expected ({self.num_entries},)")
-        dtype = values.dtype if values.dtype in (np.float32, np.float64) else np.float64
-        return _backend(backend).rescaled_point(self, np.ascontiguousarray(values, dtype=dtype))
+        if values.dtype not in (np.float32, np.float64):
+            values = np.asarray(values, dtype=np.float64)
+        return _backend(backend).rescaled_point(self, values)
 
     def h_values(self, x: np.ndarray) -> np.ndarray:
         """``h_k(x)`` for every step, from a full point ``x`` in entry order."""
@@ -473,3 +474,9 @@ def _backend(backend):
     from efce.solvers.backends import get_backend
 
     return get_backend(backend)
+
+
+def _array(values):
+    """``values`` as an array: a backend's array (one with a shape and a dtype, e.g. on a device)
+    as it is, anything else through numpy."""
+    return values if hasattr(values, "shape") and hasattr(values, "dtype") else np.asarray(values)

@@ -472,6 +472,7 @@ class CPUBackend:
     def rescaled_point(self, chain: Chain, values: np.ndarray) -> np.ndarray:
         """The float64 chain point rescaled from ``values`` (float32 or float64), a new array."""
         x = np.empty(chain.num_entries)
+        values = np.ascontiguousarray(values)
         feasibility.rescaled_point(chain.target_ptr, chain.source_ptr, chain.source, chain.kind, values, x)
         return x
 

@@ -130,9 +130,9 @@ SHARED_BODIES = {"pipeline_class": SharedBodiesCompiler}
 
 
 class StampedKernels:
-    """A decorator factory: ``@kernels(**njit_options)`` compiles like ``numba.njit(cache=True,
-    **njit_options)`` with a cache keyed also on :func:`source_stamp` of ``sources``;
-    ``shares_bodies=True`` adds :data:`SHARED_BODIES`."""
+    """A decorator factory: ``@kernels(**options)`` compiles like
+    ``numba.njit(cache=True, **options)`` with a cache keyed also on :func:`source_stamp` of
+    ``sources`` (and ``constants``); ``shares_bodies=True`` adds :data:`SHARED_BODIES`."""
 
     def __init__(self, sources, constants=()):
         self.cache_class = type("StampedCache", (StampedCache,), {"stamp": source_stamp(sources, constants)})
