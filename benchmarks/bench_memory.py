@@ -20,6 +20,7 @@ large ≤ 60 B per pair (6.2 GiB).
 
 from __future__ import annotations
 
+import functools
 import gc
 import resource
 
@@ -73,22 +74,21 @@ class _Buffers:
 
 
 def _engine_state(engine) -> list:
-    """The regret minimizer's state, its scratch and the parallel passes' tables (the chain is
-    counted on its own)."""
-    held = [engine.state, engine._work, engine.minimizer.__dict__.get("_step_scratch")]
-    kind = engine.minimizer.__dict__.get("_kind")
-    if kind is not None and kind is not engine.chain.kind:
-        held.append(kind)
-    parallel = engine._parallel
-    if parallel is not None:
-        held += [
-            parallel._static[5:],
-            parallel._histograms,
-            parallel._chunk_ranges,
-            list(parallel._bounds.values()),
-            parallel._scratch,
-        ]
-    return held
+    """The regret minimizer's state, its work space and what its backend's passes hold besides
+    the chain's own arrays (counted with the chain): scratch, the parallel passes' tables."""
+    import numpy as np
+
+    chain_arrays = {id(v) for v in vars(engine.chain).values() if isinstance(v, np.ndarray)}
+    held, stack = [], list(vars(engine._passes).values()) if engine._passes is not None else []
+    while stack:
+        obj = stack.pop()
+        if isinstance(obj, functools.partial):
+            stack.extend(obj.args)
+        elif isinstance(obj, (list, tuple)):
+            stack.extend(obj)
+        elif isinstance(obj, np.ndarray) and id(obj) not in chain_arrays:
+            held.append(obj)
+    return [engine.state, engine._work, held]
 
 
 def case(kwargs, iterations: int = 3):

@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 from efce.errors import ChainError
-from efce.games.arrays import U, concat_ranges
+from efce.games.arrays import concat_ranges
 
 SIMPLEX = 0
 SINGLETON = 1
@@ -236,7 +236,7 @@ class Chain:
             raise ChainError("entry_index must label every entry")
 
     # ------------------------------------------------------------------ feasibility
-    def violations(self, arrays, scales=None) -> tuple[float, ...]:
+    def violations(self, arrays, scales=None, *, backend=None) -> tuple[float, ...]:
         """The largest violation of the chain's own constraints by each point
         ``x_r = scales[r] · arrays[r]`` (entry order), in one pass over the steps for all of them.
 
@@ -261,9 +261,11 @@ class Chain:
         pairs nor a pair → entry map, only the chain the solver already holds, so a solver can
         check its iterates while those arrays are out of memory.
 
-        The steps are split into ranges of about equal work (targets plus sources) among numba's
-        threads; each step's sums are computed by one thread in a fixed order and the result is
-        a maximum, so it is the same on any number of threads.
+        The sweep runs on a compute backend (:mod:`efce.solvers.backends`; ``backend``, default the
+        CPU on every thread numba may use), whose CPU kernel splits the steps into ranges of
+        about equal work (targets plus sources) among its threads; each step's sums are
+        computed by one thread in a fixed order and the result is a maximum, so it is the same
+        on any number of threads.
 
         Parameters
         ----------
@@ -272,6 +274,8 @@ class Chain:
             float64 copy (one pass for them, one for the others; sums are taken in float64).
         scales : sequence of float, optional
             One factor per array (default 1), e.g. ``1 / Σ_t w_t`` for a running sum.
+        backend : ComputeBackend or str, optional
+            Where the sweep runs (:func:`efce.solvers.backends.get_backend`).
 
         Returns
         -------
@@ -283,38 +287,17 @@ class Chain:
         ValueError
             A point without one value per entry, or not one scale per point.
         """
-        arrays = tuple(np.asarray(a) for a in arrays)
+        arrays = tuple(_array(a) for a in arrays)
         scales = np.ones(len(arrays)) if scales is None else np.asarray(scales, dtype=np.float64)
         if any(a.shape != (self.num_entries,) for a in arrays) or scales.shape != (len(arrays),):
             raise ValueError(
                 f"points of shapes {[a.shape for a in arrays]} with {scales.size} scales; "
                 f"expected ({self.num_entries},) each and one scale per point"
             )
-        # float32 points are read as they are (no float64 copy of a 10⁸-entry running sum),
-        # in the same pass as the others
-        is_narrow = [a.dtype == np.float32 for a in arrays]
-        wide = [r for r, flag in enumerate(is_narrow) if not flag]
-        narrow = [r for r, flag in enumerate(is_narrow) if flag]
-        group = {
-            dtype: tuple(np.ascontiguousarray(arrays[r], dtype=dtype) for r in mine) or (np.empty(0, dtype),)
-            for dtype, mine in ((np.float64, wide), (np.float32, narrow))
-        }
-        worst = np.zeros(len(arrays))
-        worst[wide + narrow] = _chain_violations(
-            self.target_ptr,
-            self.source_ptr,
-            self.source,
-            group[np.float64],
-            len(wide),
-            group[np.float32],
-            len(narrow),
-            np.ascontiguousarray(scales[wide + narrow]),
-            numba.get_num_threads(),
-        )
-        return tuple(float(w) for w in worst)
+        return _backend(backend).chain_violations(self, arrays, scales)
 
     # ------------------------------------------------------------------ points
-    def rescaled_point(self, values: np.ndarray) -> np.ndarray:
+    def rescaled_point(self, values: np.ndarray, *, backend=None) -> np.ndarray:
         """The chain point whose local strategies are the normalized target blocks of
         ``values``: top-down, ``x[0] = 1`` and for every step ``k``
 
@@ -333,6 +316,8 @@ class Chain:
         ----------
         values : ndarray
             Nonnegative values in entry order (float32 or float64).
+        backend : ComputeBackend or str, optional
+            Where the pass runs (default: the CPU; :func:`efce.solvers.backends.get_backend`).
 
         Returns
         -------
@@ -344,20 +329,12 @@ class Chain:
         ValueError
             ``values`` without one value per entry.
         """
-        values = np.asarray(values)
+        values = _array(values)
         if values.shape != (self.num_entries,):
             raise ValueError(f"values of shape {values.shape}; expected ({self.num_entries},)")
-        dtype = values.dtype if values.dtype in (np.float32, np.float64) else np.float64
-        x = np.empty(self.num_entries)
-        _rescaled_point(
-            self.target_ptr,
-            self.source_ptr,
-            self.source,
-            self.kind,
-            np.ascontiguousarray(values, dtype=dtype),
-            x,
-        )
-        return x
+        if values.dtype not in (np.float32, np.float64):
+            values = np.asarray(values, dtype=np.float64)
+        return _backend(backend).rescaled_point(self, values)
 
     def h_values(self, x: np.ndarray) -> np.ndarray:
         """``h_k(x)`` for every step, from a full point ``x`` in entry order."""
@@ -491,92 +468,15 @@ def _first_invalid_step(target_ptr, source_ptr, source, kind):
     return 0, -1
 
 
-@numba.njit(inline="always")
-def _first_step_of_work(target_ptr, source_ptr, work):
-    """The first step ``k`` with ``target_ptr[k] + source_ptr[k] ≥ work`` (the number of steps
-    if none): the work (targets plus sources) before step ``k`` is monotone in ``k``, so the
-    steps are cut into balanced ranges by bisection, with no per-step array."""
-    lo, hi = 0, len(target_ptr) - 1
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if np.int64(target_ptr[mid]) + np.int64(source_ptr[mid]) < work:  # int32 pointers
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+def _backend(backend):
+    """The compute backend a chain's sweeps run on.  The backend layer lives above this one
+    (:mod:`efce.solvers.backends`, whose kernels read chains): imported on first use."""
+    from efce.solvers.backends import get_backend
+
+    return get_backend(backend)
 
 
-@numba.njit(inline="always")
-def _step_violation(values, k, target_ptr, source_ptr, source):
-    """``max(|Σ_{T_k} x − Σ_{S_k} x|, −min_{T_k} x)`` for step ``k`` of the point ``values``."""
-    filled = 0.0
-    lowest = 0.0
-    for e in range(target_ptr[k], target_ptr[k + 1]):
-        v = values[U(e)]
-        filled += v
-        if v < lowest:
-            lowest = v
-    h = 0.0
-    for j in range(source_ptr[k], source_ptr[k + 1]):
-        h += values[U(source[U(j)])]
-    return max(abs(filled - h), -lowest)
-
-
-@numba.njit(parallel=True, cache=True)
-def _chain_violations(target_ptr, source_ptr, source, wide, n_wide, narrow, n_narrow, scales, parts):
-    """The violations of :meth:`Chain.violations` for the first ``n_wide`` float64 points of
-    ``wide`` and the first ``n_narrow`` float32 points of ``narrow`` (a group without points
-    holds one unused empty array), with ``scales`` for wide then narrow: one pass over the
-    steps reads each step's targets and sources for all the points; the steps are split into
-    ``parts`` ranges of equal work."""
-    n = n_wide + n_narrow
-    num_steps = len(target_ptr) - 1
-    total = np.int64(target_ptr[num_steps]) + np.int64(source_ptr[num_steps])
-    part_worst = np.zeros((parts, n))
-    for part in numba.prange(parts):
-        lo = 0 if part == 0 else _first_step_of_work(target_ptr, source_ptr, (total * part) // parts)
-        hi = (
-            num_steps
-            if part == parts - 1
-            else _first_step_of_work(target_ptr, source_ptr, (total * (part + 1)) // parts)
-        )
-        local = part_worst[part]
-        for k in range(lo, hi):
-            for r in range(n_wide):
-                d = _step_violation(wide[r], k, target_ptr, source_ptr, source) * scales[r]
-                if d > local[r]:
-                    local[r] = d
-            for r in range(n_narrow):
-                d = _step_violation(narrow[r], k, target_ptr, source_ptr, source) * scales[n_wide + r]
-                if d > local[n_wide + r]:
-                    local[n_wide + r] = d
-    worst = np.zeros(n)
-    for r in range(n):
-        first = wide[r][0] if r < n_wide else np.float64(narrow[r - n_wide][0])
-        worst[r] = abs(scales[r] * first - 1.0)
-        for part in range(parts):
-            if part_worst[part, r] > worst[r]:
-                worst[r] = part_worst[part, r]
-    return worst
-
-
-@numba.njit(cache=True)
-def _rescaled_point(target_ptr, source_ptr, source, kind, values, x):
-    """:meth:`Chain.rescaled_point` into ``x`` (steps in their own order: every step's sources
-    are filled by earlier steps)."""
-    x[0] = 1.0
-    for k in range(len(target_ptr) - 1):
-        h = 0.0
-        for j in range(source_ptr[k], source_ptr[k + 1]):
-            h += x[U(source[U(j)])]
-        lo, hi = target_ptr[k], target_ptr[k + 1]
-        if kind[k] == SINGLETON:
-            x[U(lo)] = h
-            continue
-        total = 0.0
-        for e in range(lo, hi):
-            v = np.float64(values[U(e)])
-            total += v if v > 0.0 else 0.0
-        for e in range(lo, hi):
-            v = np.float64(values[U(e)])
-            x[U(e)] = h * (v if v > 0.0 else 0.0) / total if total > 0.0 else h / (hi - lo)
+def _array(values):
+    """``values`` as an array: a backend's array (one with a shape and a dtype, e.g. on a device)
+    as it is, anything else through numpy."""
+    return values if hasattr(values, "shape") and hasattr(values, "dtype") else np.asarray(values)

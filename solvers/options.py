@@ -253,7 +253,7 @@ def nonnegative(value: float) -> str | None:
 
 def thread_range(value: int) -> str | None:
     """Range check of :class:`Option`: from 1 to the cores numba may use."""
-    from efce.solvers.regret.engine import available_threads
+    from efce.solvers.backends import available_threads
 
     most = available_threads()
     return None if 1 <= value <= most else f"an integer from 1 to {most} (the cores available)"

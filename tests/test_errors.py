@@ -16,8 +16,8 @@ from efce.errors import (
     ChainError,
     EFCEError,
     GameError,
-    MemoryBudgetExceeded,
     Interrupted,
+    MemoryBudgetExceeded,
     OptionError,
     SweepError,
 )

@@ -29,9 +29,9 @@ mode = "default"
 _KERNEL_SOURCES = (
     "games/relevant.py",
     "polytopes/decompose.py",
-    "solvers/regret/kernels.py",
+    "solvers/backends/cpu/jit.py",
     "solvers/methods/trigger.py",
-    "solvers/evaluation/gaps.py",
+    "solvers/evaluation/payoff_operator.py",
 )
 
 

@@ -17,11 +17,12 @@ Algorithm (per player ``i``).  For a terminal ``z`` with ``τ = σ_i(z)`` let ``
 player ``i``'s infosets on the path to ``z`` and ``a_j`` the action taken at ``I_j``.  A joint plan
 ``π`` with ``ρ^{π_{-i}}_z = 1`` reaches ``I_j`` iff ``π_i(I_m) = a_m`` for all ``m < j``; in that
 case it triggers the EFCE agent ``(I_j, π_i(I_j))`` and the EFCCE agent ``I_j``.  A compiled
-depth-first walk per joint plan (opponents follow their plan, chance and player ``i`` branch)
-accumulates ``L[τ, j+1, b] += p(π) p_c(z) u_i(z)`` for the trigger at depth ``j`` with recommended
-action ``b`` (slot ``0`` is the always-active "trigger" at the root, for the NFCCE), and the
-following values.  A single bottom-up pass of best responses over player ``i``'s infosets,
-vectorized over all ``(slot, b)`` channels at once, then gives every trigger's deviation value at
+depth-first walk per joint plan (opponents follow their plan, chance and player ``i`` branch;
+:func:`efce.solvers.backends.cpu.device.device_deviation_sums`) accumulates
+``L[τ, j+1, b] += p(π) p_c(z) u_i(z)`` for the trigger at depth ``j`` with recommended action ``b``
+(slot ``0`` is the always-active "trigger" at the root, for the NFCCE), and the following
+values.  A single bottom-up pass of best responses over player ``i``'s infosets, vectorized over
+all ``(slot, b)`` channels at once, then gives every trigger's deviation value at
 its own infoset.  Cost: ``O(Σ_π |nodes consistent with π_{-i}| · depth)`` plus
 ``O(|Σ_i| · depth · |A|)`` for the induction; pure plans of a player are never enumerated.
 """
@@ -30,10 +31,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from efce.games.game import Game
+from efce.solvers.backends import get_backend
 from efce.solvers.evaluation.device import Device, infoset_offsets, plays_sequences
 
 
@@ -61,88 +62,6 @@ class DeviceGaps:
             "welfare": self.welfare,
             "utilities": [float(u) for u in self.utilities],
         }
-
-
-@numba.njit(cache=True)
-def _accumulate(
-    i,
-    tab,
-    rows,
-    probs,
-    first_child,
-    num_children,
-    player,
-    infoset,
-    chance_prob,
-    term_index,
-    payoff_i,
-    node_seq_i,
-    chain_inf,
-    chain_act,
-    seq_depth,
-    first_seq_i,
-    L,
-    F,
-):
-    """DFS per joint plan; fills ``L[τ, slot, b]`` and ``F[σ]`` (``F[0]`` = utility).
-
-    Joint plan ``k`` of player ``p`` is row ``rows[k, p]`` of the table ``tab``."""
-    n_nodes = first_child.shape[0]
-    stack = np.empty(n_nodes, dtype=np.int64)
-    weight = np.empty(n_nodes, dtype=np.float64)
-    for k in range(rows.shape[0]):
-        pk = probs[k]
-        if pk == 0.0:
-            continue
-        top = 0
-        stack[0] = 0
-        weight[0] = pk
-        top = 1
-        while top > 0:
-            top -= 1
-            v = stack[top]
-            w = weight[top]
-            t = term_index[v]
-            if t >= 0:
-                c = w * payoff_i[t]
-                if c == 0.0:
-                    continue
-                tau = node_seq_i[v]
-                L[tau, 0, 0] += c
-                d = seq_depth[tau]
-                consistent = True
-                for j in range(d):
-                    b = tab[rows[k, i], chain_inf[tau, j]]
-                    if b < 0:
-                        consistent = False
-                        break
-                    L[tau, j + 1, b] += c
-                    if b != chain_act[tau, j]:
-                        consistent = False
-                        break
-                if consistent:
-                    F[0] += c
-                    for j in range(d):
-                        F[first_seq_i[chain_inf[tau, j]] + chain_act[tau, j]] += c
-                continue
-            pl = player[v]
-            fc = first_child[v]
-            if pl == -1:
-                for a in range(num_children[v]):
-                    stack[top] = fc + a
-                    weight[top] = w * chance_prob[fc + a]
-                    top += 1
-            elif pl == i:
-                for a in range(num_children[v]):
-                    stack[top] = fc + a
-                    weight[top] = w
-                    top += 1
-            else:
-                a = tab[rows[k, pl], infoset[v]]
-                if a >= 0:
-                    stack[top] = fc + a
-                    weight[top] = w
-                    top += 1
 
 
 @dataclass(eq=False)
@@ -223,10 +142,12 @@ class _PlayerTables:
 
 
 class DeviceGapEvaluator:
-    """Precomputes per-game tables; ``evaluator(device)`` returns :class:`DeviceGaps`."""
+    """Precomputes per-game tables; ``evaluator(device)`` returns :class:`DeviceGaps` (the walk
+    runs on the CPU backend)."""
 
     def __init__(self, game: Game):
         self.game = game
+        self._backend = get_backend("cpu")
         self.off = infoset_offsets(game)
         self.first_child = np.asarray(game.first_child, dtype=np.int64)
         self.num_children = np.asarray(game.num_children, dtype=np.int64)
@@ -251,7 +172,7 @@ class DeviceGapEvaluator:
             S, D, A = t.space.num_sequences, t.D, t.A
             L = np.zeros((S, D + 1, A))
             F = np.zeros(S)
-            _accumulate(
+            self._backend.device_deviation_sums(
                 i,
                 tab,
                 rows,

@@ -18,12 +18,13 @@ structured, and this module keeps only what cannot be recomputed:
   own sequences, nothing stored;
 * the welfare column ``λ_τ``, if any.
 
-``A·y`` and ``Aᵀ·x`` are compiled loops writing into caller-provided buffers, so an iteration of
-the saddle-point solver allocates nothing.  Every sum runs in the order of a CSR product with the
-explicit matrix (ascending column for ``A y``, ascending Ξ entry for ``Aᵀ x``): regret matching
+``A·y`` and ``Aᵀ·x`` are a compute backend's kernels (:mod:`efce.solvers.backends.cpu.operator`
+on the CPU) writing into caller-provided buffers, so an iteration of the saddle-point solver
+allocates nothing.  Every sum runs in the order of a CSR product with the explicit matrix
+(ascending column for ``A y``, ascending Ξ entry for ``Aᵀ x``): regret matching
 breaks ties exactly (a regret of 1e-17 instead of 0 changes the strategy), so this keeps the
 iterates bit-identical to the explicit-matrix computation.  :class:`TriggerTables` is shared with
-the gap evaluator (:mod:`solvers.gaps`).
+the gap evaluator (:mod:`efce.solvers.evaluation.gaps`).
 """
 
 from __future__ import annotations
@@ -34,12 +35,13 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 
-from efce.games.arrays import U, find_in_row, thread_rows
+from efce.games.arrays import find_in_row
 from efce.games.game import Game
 from efce.games.payoffs import terminal_map
 from efce.games.relevant import RelevantPairs, pair_positions
 from efce.polytopes.chain import index_dtype
 from efce.polytopes.triggers import TriggerSpace
+from efce.solvers.backends import ComputeBackend, OperatorProducts, get_backend
 
 if TYPE_CHECKING:  # annotations only: importing scipy here would load it for every solve
     import scipy.sparse as sp
@@ -292,22 +294,17 @@ def _line_table(player, first, z_lo, z_hi, line_start, other, indptr, sigma2):
     return line, -1
 
 
-#: Operators with fewer rows run the serial kernels whatever the thread count (the threads'
-#: fork/join costs more than it saves there); the parallel kernels are bit-identical anyway.
-PARALLEL_MIN_ROWS = 50_000
-
-#: The parallel deviation kernels cut the triggers into this many blocks per thread and deal
-#: them out in turn (block ``b`` to thread ``b mod threads``).  Equal nominal work is not equal
-#: time: ``A y`` skips the zero entries of ``y`` and the rows of some triggers lie farther apart
-#: in memory.  Medium Battleship, player 1, two halves of equal nonzeros: 5.6 and 18.7 ms;
-#: dealt in blocks, both threads finish together (``A y`` 54 → 41 ms, ``Aᵀ x`` 65 → 51 ms).
-BLOCKS_PER_THREAD = 32
-
-
 class PayoffOperator:
     """``A`` of :mod:`solvers.efce` without storing it: rows are Ξ's chain entries, columns are
     Y's entries.  ``matvec(y, out)`` writes ``A y``; ``rmatvec(x, out, sign)`` writes
-    ``sign · Aᵀ x``.  Scratch space is per-sequence (small) and allocated once."""
+    ``sign · Aᵀ x``; both run on the CPU backend on every thread numba may use, and
+    :meth:`products` gives them on any backend (a solver's loop prepares its own).
+
+    The operator is data: the tables, per terminal the players' own sequences and (with a welfare
+    threshold) the welfare weight, the sequences' parents, the terminals in ascending Ξ entry, and
+    the scalars ``τ`` (:attr:`tau`, moved by a welfare bisection), the first Y entry of each
+    player's triggers (:attr:`trigger_base`) and the Y entry of ``λ_τ`` (:attr:`lambda_tau`, -1
+    without a threshold)."""
 
     def __init__(
         self,
@@ -324,214 +321,50 @@ class PayoffOperator:
         self.triggers = triggers
         self.tau = None if welfare_threshold is None else float(welfare_threshold)
         self.shape = (num_rows, triggers.chain.num_entries)
-        self._trigger_base = (0, tables.players[0].num_sequences - 1)
+        self.max_depth = max_depth
+        self.trigger_base = (0, tables.players[0].num_sequences - 1)
         # The welfare weight is the last trigger: entry 1 + (K - 1).
-        self._lambda_tau = triggers.num_triggers if self.tau is not None else -1
+        self.lambda_tau = triggers.num_triggers if self.tau is not None else -1
         # Read by the kernels only with a threshold (λ_τ ≥ 0), which a model keeps for good.
-        self._welfare_weight = (
+        self.welfare_weight = (
             np.ascontiguousarray(tables.weighted.sum(axis=1)) if self.tau is not None else np.zeros(0)
         )
         # Views: the tables keep the terminals' sequences column-major.
-        self._own = tuple(np.ascontiguousarray(tables.terminal_sequences[:, i]) for i in (0, 1))
-        self._seq_parent = tuple(np.ascontiguousarray(p) for p in seq_parents)
+        self.own_sequences = tuple(np.ascontiguousarray(tables.terminal_sequences[:, i]) for i in (0, 1))
+        self.seq_parents = tuple(np.ascontiguousarray(p) for p in seq_parents)
         # Terminals in ascending Ξ entry of σ(z): the order of the rows of the explicit matrix.
         index = index_dtype(len(tables.terminal_pair) + 1)
-        self._term_order = np.argsort(tables.terminal_row, kind="stable").astype(index)
-        self._stack = np.empty(max_depth + 2, dtype=np.int64)
-        # Parallel kernels (bit-identical to the serial ones) for big operators on > 1 thread:
-        # per player the infoset of each trigger sequence and the running work, and one stack
-        # per thread (rows two cache lines apart: the following pass writes them per terminal).
-        self._parallel = num_rows >= PARALLEL_MIN_ROWS
-        if self._parallel:
-            self._trigger_work = tuple(
-                _trigger_work(t.first, t.num_actions, t.line_start, t.num_sequences) for t in tables.players
-            )
-            self._stacks = thread_rows(max_depth + 2, np.int64)
+        self.term_order = np.argsort(tables.terminal_row, kind="stable").astype(index)
+        self._default_products = None
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the operator itself (the shared tables and the entry map included)."""
         return (
             self.tables.nbytes
-            + self._welfare_weight.nbytes
-            + self._term_order.nbytes
-            + sum(p.nbytes for p in self._seq_parent)
+            + self.welfare_weight.nbytes
+            + self.term_order.nbytes
+            + sum(p.nbytes for p in self.seq_parents)
         )
 
-    def _parts(self) -> int:
-        """Threads the next product runs on (1: the serial kernels)."""
-        return numba.get_num_threads() if self._parallel else 1
+    def products(self, backend: ComputeBackend | str | None = None) -> OperatorProducts:
+        """``A y`` and ``sign · Aᵀ x`` on ``backend`` (default: the CPU on every thread numba may
+        use), prepared once: what a solver's loop calls
+        (:meth:`~efce.solvers.backends.protocol.ComputeBackend.payoff_products`)."""
+        return get_backend(backend).payoff_products(self)
+
+    def _products(self) -> OperatorProducts:
+        if self._default_products is None:
+            self._default_products = self.products()
+        return self._default_products
 
     def matvec(self, y: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out = A y`` (``out`` has one slot per Ξ entry)."""
-        parts = self._parts()
-        if parts > 1:
-            return self._matvec_parallel(y, out, parts)
-        out[:] = 0.0
-        self._following(y, out)
-        for i, t in enumerate(self.tables.players):
-            _deviation_matvec(
-                t.first,
-                t.num_actions,
-                t.pos,
-                t.end,
-                t.cum,
-                t.term_ptr,
-                t.term_weight,
-                t.line_start,
-                t.line_term,
-                t.row_start,
-                t.rows,
-                self._trigger_base[i],
-                self.triggers.block_start,
-                y,
-                out,
-            )
-        return out
-
-    def _following(self, y, out):
-        tau = 0.0 if self.tau is None else self.tau
-        _following_matvec(
-            self._seq_parent[0],
-            self._seq_parent[1],
-            self._own[0],
-            self._own[1],
-            self.tables.weighted,
-            self._welfare_weight,
-            self.tables.terminal_row,
-            self._trigger_base[1],
-            self._lambda_tau,
-            tau,
-            y,
-            self._stack,
-            out,
-        )
-
-    def _matvec_parallel(self, y, out, parts):
-        tau = 0.0 if self.tau is None else self.tau
-        # The following pass zeroes ``out`` and writes every terminal row.
-        _following_matvec_parallel(
-            self._seq_parent[0],
-            self._seq_parent[1],
-            self._own[0],
-            self._own[1],
-            self.tables.weighted,
-            self._welfare_weight,
-            self.tables.terminal_row,
-            self._trigger_base[1],
-            self._lambda_tau,
-            tau,
-            y,
-            self._stacks,
-            out,
-            parts,
-        )
-        for i, t in enumerate(self.tables.players):
-            seq_inf, cum_work = self._trigger_work[i]
-            _deviation_matvec_parallel(
-                seq_inf,
-                cum_work,
-                t.first,
-                t.pos,
-                t.end,
-                t.cum,
-                t.term_ptr,
-                t.term_weight,
-                t.line_start,
-                t.line_term,
-                t.row_start,
-                t.rows,
-                self._trigger_base[i],
-                self.triggers.block_start,
-                y,
-                out,
-                parts,
-            )
-        return out
+        return self._products().matvec(y, out)
 
     def rmatvec(self, x: np.ndarray, out: np.ndarray, sign: float = 1.0) -> np.ndarray:
         """``out = sign · Aᵀ x`` (``out`` has one slot per Y entry)."""
-        parts = self._parts()
-        if parts > 1:
-            for i, t in enumerate(self.tables.players):
-                seq_inf, cum_work = self._trigger_work[i]
-                _deviation_rmatvec_parallel(
-                    seq_inf,
-                    cum_work,
-                    t.first,
-                    t.pos,
-                    t.end,
-                    t.cum,
-                    t.term_ptr,
-                    t.term_weight,
-                    t.line_start,
-                    t.line_term,
-                    t.row_start,
-                    t.rows,
-                    self._trigger_base[i],
-                    self.triggers.block_start,
-                    x,
-                    sign,
-                    out,
-                    parts,
-                )
-            tau = 0.0 if self.tau is None else self.tau
-            _following_rmatvec_parallel(
-                self._seq_parent[0],
-                self._seq_parent[1],
-                self._own[0],
-                self._own[1],
-                self.tables.weighted,
-                self._welfare_weight,
-                self.tables.terminal_row,
-                self._term_order,
-                self._trigger_base[1],
-                self.triggers.num_triggers,
-                self._lambda_tau,
-                tau,
-                x,
-                sign,
-                out,
-            )
-            return out
-        for i, t in enumerate(self.tables.players):
-            _deviation_rmatvec(
-                t.first,
-                t.num_actions,
-                t.pos,
-                t.end,
-                t.cum,
-                t.term_ptr,
-                t.term_weight,
-                t.line_start,
-                t.line_term,
-                t.row_start,
-                t.rows,
-                self._trigger_base[i],
-                self.triggers.block_start,
-                x,
-                sign,
-                out,
-            )
-        tau = 0.0 if self.tau is None else self.tau
-        _following_rmatvec(
-            self._seq_parent[0],
-            self._seq_parent[1],
-            self._own[0],
-            self._own[1],
-            self.tables.weighted,
-            self._welfare_weight,
-            self.tables.terminal_row,
-            self._term_order,
-            self._trigger_base[1],
-            self.triggers.num_triggers,
-            self._lambda_tau,
-            tau,
-            x,
-            sign,
-            out,
-        )
-        return out
+        return self._products().rmatvec(x, out, sign)
 
     def __matmul__(self, y: np.ndarray) -> np.ndarray:
         return self.matvec(np.ascontiguousarray(y, dtype=np.float64), np.empty(self.shape[0]))
@@ -569,386 +402,3 @@ def build_payoff_operator(
     return PayoffOperator(
         tables, triggers, len(pairs), tuple(sp_.seq_parent for sp_ in spaces), max_depth, welfare_threshold
     )
-
-
-# The kernels below index through games.arrays.U (unsigned); every index here is non-negative.
-@numba.njit(cache=True)
-def _deviation_matvec(
-    first,
-    num_actions,
-    pos,
-    end,
-    cum,
-    term_ptr,
-    term_w,
-    line_start,
-    line_term,
-    row_start,
-    rows,
-    trig_base,
-    block_start,
-    y,
-    out,
-):
-    for inf in range(len(first)):
-        p_lo, p_hi = cum[U(pos[U(inf)])], cum[U(end[U(inf)])]
-        shift = line_start[U(inf)] - term_ptr[U(p_lo)]
-        width = line_start[U(inf + 1)] - line_start[U(inf)]
-        for a in range(num_actions[U(inf)]):
-            s_hat = first[U(inf)] + a
-            eb = block_start[U(trig_base + s_hat - 1)] - p_lo
-            rshift = row_start[U(inf)] + a * width - line_start[U(inf)]
-            for p in range(p_lo, p_hi):
-                v = y[U(eb + p)]
-                if v == 0.0:
-                    continue
-                for k in range(term_ptr[U(p)] + shift, term_ptr[U(p + 1)] + shift):
-                    out[U(rows[U(rshift + k)])] += term_w[U(line_term[U(k)])] * v
-
-
-@numba.njit(cache=True)
-def _deviation_rmatvec(
-    first,
-    num_actions,
-    pos,
-    end,
-    cum,
-    term_ptr,
-    term_w,
-    line_start,
-    line_term,
-    row_start,
-    rows,
-    trig_base,
-    block_start,
-    x,
-    sign,
-    out,
-):
-    for inf in range(len(first)):
-        p_lo, p_hi = cum[U(pos[U(inf)])], cum[U(end[U(inf)])]
-        shift = line_start[U(inf)] - term_ptr[U(p_lo)]
-        width = line_start[U(inf + 1)] - line_start[U(inf)]
-        for a in range(num_actions[U(inf)]):
-            s_hat = first[U(inf)] + a
-            eb = block_start[U(trig_base + s_hat - 1)] - p_lo
-            rshift = row_start[U(inf)] + a * width - line_start[U(inf)]
-            for p in range(p_lo, p_hi):
-                acc = 0.0
-                for k in range(term_ptr[U(p)] + shift, term_ptr[U(p + 1)] + shift):
-                    acc += term_w[U(line_term[U(k)])] * x[U(rows[U(rshift + k)])]
-                out[U(eb + p)] = sign * acc
-
-
-@numba.njit(cache=True)
-def _following_matvec(
-    seq_parent0,
-    seq_parent1,
-    own0,
-    own1,
-    weighted,
-    welfare_w,
-    terminal_row,
-    trig_base1,
-    lam_tau,
-    tau,
-    y,
-    stack,
-    out,
-):
-    """Columns ``λ`` (and ``λ_τ``) of ``A y``: row ``σ(z)`` gets ``−p_c u_i(z) λ_σ̂`` for every
-    own sequence ``σ̂ ⪯ σ_i(z)`` of either player, added in ascending column order (the order
-    of a CSR row of the explicit matrix).  Rows of distinct terminals are distinct (no chance),
-    so this pass writes each of them once, before the deviation part adds to them."""
-    for z in range(len(own0)):
-        acc = 0.0
-        n = 0
-        s = own0[U(z)]
-        while s != 0:
-            stack[U(n)] = s
-            n += 1
-            s = seq_parent0[U(s)]
-        w = -weighted[z, 0]
-        for q in range(n - 1, -1, -1):
-            acc += w * y[U(stack[U(q)])]  # λ of player 1's trigger σ̂ is entry σ̂
-        n = 0
-        s = own1[U(z)]
-        while s != 0:
-            stack[U(n)] = s
-            n += 1
-            s = seq_parent1[U(s)]
-        w = -weighted[z, 1]
-        for q in range(n - 1, -1, -1):
-            acc += w * y[U(trig_base1 + stack[U(q)])]
-        if lam_tau >= 0:
-            acc += -welfare_w[U(z)] * y[U(lam_tau)]
-        out[U(terminal_row[U(z)])] = acc
-    if lam_tau >= 0:
-        out[0] += tau * y[lam_tau]  # (∅, ∅) is Ξ's entry 0
-
-
-@numba.njit(cache=True)
-def _following_rmatvec(
-    seq_parent0,
-    seq_parent1,
-    own0,
-    own1,
-    weighted,
-    welfare_w,
-    terminal_row,
-    term_order,
-    trig_base1,
-    num_lambda,
-    lam_tau,
-    tau,
-    x,
-    sign,
-    out,
-):
-    """Entries ``λ`` (and ``λ_τ``) of ``sign · Aᵀ x``: minus the following values, summed over
-    the terminals in ascending Ξ-entry order (the order of a CSR row of the explicit ``Aᵀ``)."""
-    for e in range(num_lambda + 1):
-        out[e] = 0.0
-    if lam_tau >= 0:
-        out[lam_tau] = tau * x[0]  # row (∅, ∅) is Ξ's entry 0, the first
-    for q in range(len(term_order)):
-        z = term_order[U(q)]
-        v = x[U(terminal_row[U(z)])]
-        w = -weighted[z, 0]
-        s = own0[U(z)]
-        while s != 0:
-            out[U(s)] += w * v
-            s = seq_parent0[U(s)]
-        w = -weighted[z, 1]
-        s = own1[U(z)]
-        while s != 0:
-            out[U(trig_base1 + s)] += w * v
-            s = seq_parent1[U(s)]
-        if lam_tau >= 0:
-            out[U(lam_tau)] += -welfare_w[U(z)] * v
-    for e in range(1, num_lambda + 1):
-        out[e] = sign * out[e]
-
-
-# ---------------------------------------------------------------------- parallel kernels
-# The same sums as the kernels above, in the same order, split among numba's threads so that
-# every output entry is written by one thread only — the results are bit-identical to the
-# serial kernels for any thread count:
-#
-# * deviation part of ``A y``: the rows of trigger ``σ̂`` are the pairs holding ``σ̂`` as its
-#   player's sequence, so distinct triggers write distinct rows; the triggers (sequences) are
-#   cut into ``parts · BLOCKS_PER_THREAD`` ranges of about equal work (``cum_work``), dealt to
-#   the parts in turn;
-# * deviation part of ``Aᵀ x``: output ``(σ̂, p)`` is one sum, split the same way;
-# * following part of ``A y``: one row per terminal, terminals split evenly;
-# * following part of ``Aᵀ x``: player 1's λ entries, player 2's and λ_τ are disjoint, so two
-#   parts each walk all terminals in the serial order but write only their player's entries.
-
-
-@numba.njit(cache=True)
-def _trigger_work(first, num_actions, line_start, n_seq):
-    """``(seq_inf, cum_work)``: the infoset of each sequence and the running sum over the
-    sequences ``1..s`` of their trigger's deviation nonzeros (``cum_work[0] = 0``)."""
-    seq_inf = np.zeros(n_seq, np.int64)
-    work = np.zeros(n_seq, np.int64)
-    for inf in range(len(first)):
-        width = line_start[inf + 1] - line_start[inf]
-        for a in range(num_actions[inf]):
-            seq_inf[first[inf] + a] = inf
-            work[first[inf] + a] = width + 1
-    return seq_inf, np.cumsum(work)
-
-
-@numba.njit(inline="always")
-def _work_part(cum_work, p, parts):
-    """Sequences ``[lo, hi)`` of part ``p`` of ``parts``: equal shares of the total work."""
-    total = cum_work[-1]
-    lo = 1 if p == 0 else np.searchsorted(cum_work, (total * p) // parts, side="right")
-    hi = (
-        len(cum_work)
-        if p == parts - 1
-        else np.searchsorted(cum_work, (total * (p + 1)) // parts, side="right")
-    )
-    return max(lo, 1), max(hi, 1)
-
-
-@numba.njit(parallel=True, cache=True)
-def _deviation_matvec_parallel(
-    seq_inf,
-    cum_work,
-    first,
-    pos,
-    end,
-    cum,
-    term_ptr,
-    term_w,
-    line_start,
-    line_term,
-    row_start,
-    rows,
-    trig_base,
-    block_start,
-    y,
-    out,
-    parts,
-):
-    blocks = parts * BLOCKS_PER_THREAD
-    for part in numba.prange(parts):
-        for block in range(part, blocks, parts):
-            s_lo, s_hi = _work_part(cum_work, block, blocks)
-            for s_hat in range(s_lo, s_hi):
-                inf = seq_inf[U(s_hat)]
-                a = s_hat - first[U(inf)]
-                p_lo, p_hi = cum[U(pos[U(inf)])], cum[U(end[U(inf)])]
-                shift = line_start[U(inf)] - term_ptr[U(p_lo)]
-                width = line_start[U(inf + 1)] - line_start[U(inf)]
-                eb = block_start[U(trig_base + s_hat - 1)] - p_lo
-                rshift = row_start[U(inf)] + a * width - line_start[U(inf)]
-                for p in range(p_lo, p_hi):
-                    v = y[U(eb + p)]
-                    if v == 0.0:
-                        continue
-                    for k in range(term_ptr[U(p)] + shift, term_ptr[U(p + 1)] + shift):
-                        out[U(rows[U(rshift + k)])] += term_w[U(line_term[U(k)])] * v
-
-
-@numba.njit(parallel=True, cache=True)
-def _deviation_rmatvec_parallel(
-    seq_inf,
-    cum_work,
-    first,
-    pos,
-    end,
-    cum,
-    term_ptr,
-    term_w,
-    line_start,
-    line_term,
-    row_start,
-    rows,
-    trig_base,
-    block_start,
-    x,
-    sign,
-    out,
-    parts,
-):
-    blocks = parts * BLOCKS_PER_THREAD
-    for part in numba.prange(parts):
-        for block in range(part, blocks, parts):
-            s_lo, s_hi = _work_part(cum_work, block, blocks)
-            for s_hat in range(s_lo, s_hi):
-                inf = seq_inf[U(s_hat)]
-                a = s_hat - first[U(inf)]
-                p_lo, p_hi = cum[U(pos[U(inf)])], cum[U(end[U(inf)])]
-                shift = line_start[U(inf)] - term_ptr[U(p_lo)]
-                width = line_start[U(inf + 1)] - line_start[U(inf)]
-                eb = block_start[U(trig_base + s_hat - 1)] - p_lo
-                rshift = row_start[U(inf)] + a * width - line_start[U(inf)]
-                for p in range(p_lo, p_hi):
-                    acc = 0.0
-                    for k in range(term_ptr[U(p)] + shift, term_ptr[U(p + 1)] + shift):
-                        acc += term_w[U(line_term[U(k)])] * x[U(rows[U(rshift + k)])]
-                    out[U(eb + p)] = sign * acc
-
-
-@numba.njit(parallel=True, cache=True)
-def _following_matvec_parallel(
-    seq_parent0,
-    seq_parent1,
-    own0,
-    own1,
-    weighted,
-    welfare_w,
-    terminal_row,
-    trig_base1,
-    lam_tau,
-    tau,
-    y,
-    stacks,
-    out,
-    parts,
-):
-    """``out = 0``, then :func:`_following_matvec` with the terminals in ``parts`` ranges
-    (``stacks``: one row per part).  The zeroing runs on the threads too: alone it is ~10 % of
-    the product (medium Battleship: 6 ms of ``A y``'s 41 on two threads)."""
-    n_out = len(out)
-    for part in numba.prange(parts):
-        out[(n_out * part) // parts : (n_out * (part + 1)) // parts] = 0.0
-    n_z = len(own0)
-    for part in numba.prange(parts):
-        stack = stacks[part]
-        for z in range((n_z * part) // parts, (n_z * (part + 1)) // parts):
-            acc = 0.0
-            n = 0
-            s = own0[U(z)]
-            while s != 0:
-                stack[U(n)] = s
-                n += 1
-                s = seq_parent0[U(s)]
-            w = -weighted[z, 0]
-            for q in range(n - 1, -1, -1):
-                acc += w * y[U(stack[U(q)])]
-            n = 0
-            s = own1[U(z)]
-            while s != 0:
-                stack[U(n)] = s
-                n += 1
-                s = seq_parent1[U(s)]
-            w = -weighted[z, 1]
-            for q in range(n - 1, -1, -1):
-                acc += w * y[U(trig_base1 + stack[U(q)])]
-            if lam_tau >= 0:
-                acc += -welfare_w[U(z)] * y[U(lam_tau)]
-            out[U(terminal_row[U(z)])] = acc
-    if lam_tau >= 0:
-        out[0] += tau * y[lam_tau]
-
-
-@numba.njit(parallel=True, cache=True)
-def _following_rmatvec_parallel(
-    seq_parent0,
-    seq_parent1,
-    own0,
-    own1,
-    weighted,
-    welfare_w,
-    terminal_row,
-    term_order,
-    trig_base1,
-    num_lambda,
-    lam_tau,
-    tau,
-    x,
-    sign,
-    out,
-):
-    """:func:`_following_rmatvec` as two parts: player 1's λ entries, then player 2's and λ_τ;
-    each walks all terminals in the serial order and writes only its own entries."""
-    for e in range(num_lambda + 1):
-        out[e] = 0.0
-    if lam_tau >= 0:
-        out[lam_tau] = tau * x[0]
-    for player in numba.prange(2):
-        if player == 0:
-            for q in range(len(term_order)):
-                z = term_order[U(q)]
-                v = x[U(terminal_row[U(z)])]
-                w = -weighted[z, 0]
-                s = own0[U(z)]
-                while s != 0:
-                    out[U(s)] += w * v
-                    s = seq_parent0[U(s)]
-        else:
-            for q in range(len(term_order)):
-                z = term_order[U(q)]
-                v = x[U(terminal_row[U(z)])]
-                w = -weighted[z, 1]
-                s = own1[U(z)]
-                while s != 0:
-                    out[U(trig_base1 + s)] += w * v
-                    s = seq_parent1[U(s)]
-                if lam_tau >= 0:
-                    out[U(lam_tau)] += -welfare_w[U(z)] * v
-    for e in range(1, num_lambda + 1):
-        out[e] = sign * out[e]

@@ -3,8 +3,9 @@
 Section 3.2 of Farina, Ling, Fang, Sandholm 2019: Algorithm 1 applied to the chain of a player's
 sequence-form polytope (section 3.1) with regret matching at every simplex *is* CFR (Zinkevich et
 al. 2007); with RM+, alternating updates and linear averaging it is CFR+ (Tammelin et al. 2015).
-Both players' chains run in the compiled :class:`~solvers.regret.engine.ChainEngine`; the utility of a
-player is the bilinear sequence-form payoff ``A_i`` against the opponent's current strategy.
+Both players' chains run in the compiled :class:`~solvers.regret.engine.ChainEngine` (on the CPU
+backend, :mod:`efce.solvers.backends`); the utility of a player is the bilinear sequence-form
+payoff ``A_i`` against the opponent's current strategy.
 
 Exploitability is NashConv: ``Σ_i max_{x_i'} u_i(x_i', x̄_{-i}) − u_i(x̄)`` of the average
 strategies, with exact best responses by backward induction.
@@ -20,6 +21,7 @@ from efce.errors import GameError
 from efce.games.game import Game
 from efce.games.payoffs import sequence_form_payoffs
 from efce.polytopes.sequence_form import sequence_form
+from efce.solvers.backends import ComputeBackend, get_backend
 from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.best_response import best_response
 from efce.solvers.methods.selfplay import SelfPlay
@@ -36,13 +38,16 @@ OPTIONS = (ITERATIONS.with_default(1000), TIME_LIMIT, TARGET_GAP, LOCAL, THREADS
 DEFAULTS = defaults(OPTIONS)
 
 
-def exploitability(game: Game, strategies, payoffs=None) -> tuple[float, np.ndarray]:
-    """NashConv of sequence-form ``strategies = (x1, x2)`` and the players' utilities."""
+def exploitability(
+    game: Game, strategies, payoffs=None, backend: ComputeBackend | None = None
+) -> tuple[float, np.ndarray]:
+    """NashConv of sequence-form ``strategies = (x1, x2)`` and the players' utilities (best
+    responses on the CPU ``backend``, default a new one)."""
     a1, a2 = sequence_form_payoffs(game) if payoffs is None else payoffs
     x1, x2 = strategies
     u = np.array([x1 @ (a1 @ x2), x1 @ (a2 @ x2)])
-    br1, _ = best_response(game.sequences(0), a1 @ x2)
-    br2, _ = best_response(game.sequences(1), a2.T @ x1)
+    br1, _ = best_response(game.sequences(0), a1 @ x2, backend)
+    br2, _ = best_response(game.sequences(1), a2.T @ x1, backend)
     return float(br1 - u[0] + br2 - u[1]), u
 
 
@@ -57,6 +62,7 @@ def solve_cfr(
     target_gap: float | None = DEFAULTS["target_gap"],
     check_every: int | None = None,
     progress: ProgressCallback | None = None,
+    threads: int | None = None,
 ) -> SolveResult:
     """Run CFR (``variant="cfr"``: RM, simultaneous updates, uniform averaging) or CFR+
     (``"cfr+"``: RM+, alternating updates, linear averaging) on a two-player game.
@@ -69,7 +75,21 @@ def solve_cfr(
     ``rule`` (a :class:`~solvers.regret.local.LocalRule` or its name; default RM for CFR, RM+ for CFR+)
     runs at every infoset; ``minimizer`` instead builds each player's regret minimizer from the
     chain of their sequence-form polytope (``polytopes.sequence_form``; points indexed by
-    sequence).  Giving both is a ValueError."""
+    sequence).  Giving both is a ValueError.
+
+    ``threads`` (default ``None``: numba's setting, all cores unless changed) is the CPU
+    backend's thread count for the chain passes (:mod:`efce.solvers.backends`); a sequence-form
+    chain smaller than the backend's parallel threshold runs the serial passes anyway, and the
+    iterates are the same on every count.
+
+    Raises
+    ------
+    GameError
+        Not two players, or an unknown variant.
+    ValueError
+        A bad rule, minimizer or thread count (:class:`~efce.errors.OptionError`), before
+        anything is built.
+    """
     started = time.perf_counter()
     if game.num_players != 2:
         raise GameError(
@@ -79,7 +99,8 @@ def solve_cfr(
     if variant not in ("cfr", "cfr+"):
         raise GameError(f"unknown CFR variant '{variant}' (cfr or cfr+)")
     plus = variant == "cfr+"
-    make_minimizer = minimizer_factory(rule, minimizer, RegretMatching(plus=plus))
+    backend = get_backend(threads=threads)
+    make_minimizer = minimizer_factory(rule, minimizer, RegretMatching(plus=plus), backend)
     payoffs = sequence_form_payoffs(game)
     a1, a2 = payoffs
     a2t = a2.T.tocsr()
@@ -101,7 +122,7 @@ def solve_cfr(
         play.step(t)
         if driver.checkpoint_due():
             with driver.paused():
-                gap, _ = exploitability(game, [play.average(0), play.average(1)], payoffs)
+                gap, _ = exploitability(game, [play.average(0), play.average(1)], payoffs, backend)
             if driver.record(
                 TraceRow(t, driver.elapsed(), gap),
                 converged=target_gap is not None and gap <= target_gap,
@@ -109,7 +130,7 @@ def solve_cfr(
             ):
                 break
     avg = [play.average(0), play.average(1)]
-    gap, u = exploitability(game, avg, payoffs)
+    gap, u = exploitability(game, avg, payoffs, backend)
     return SolveResult(
         method=variant,
         point=tuple(avg),
@@ -131,19 +152,18 @@ def solve_cfr(
 # ----------------------------------------------------------------------------- declaration
 def _runner(variant: str):
     def run(game: Game, *, progress: ProgressCallback | None, **o) -> SolveResult:
-        from efce.solvers.regret.engine import thread_count
         from efce.solvers.regret.registry import make_rule
 
-        with thread_count(o["threads"]):
-            return solve_cfr(
-                game,
-                iterations=o["iterations"],
-                variant=variant,
-                rule=make_rule(o["local"]) if o["local"] else None,
-                time_limit=o["time_limit"],
-                target_gap=o["target_gap"],
-                progress=progress,
-            )
+        return solve_cfr(
+            game,
+            iterations=o["iterations"],
+            variant=variant,
+            rule=make_rule(o["local"]) if o["local"] else None,
+            time_limit=o["time_limit"],
+            target_gap=o["target_gap"],
+            progress=progress,
+            threads=o["threads"],
+        )
 
     return run
 

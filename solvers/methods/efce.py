@@ -16,11 +16,13 @@ recommendations drawn from ``ξ``:
 Two compiled chain engines with a local rule at every simplex (RM+ in the paper, section 5;
 PRM+ by default here, :data:`OPTIONS`), alternating updates and linear averaging give feasible
 iterates; the exact max deviation of the average is the stopping rule.
-``A`` is never stored as a matrix: :mod:`solvers.payoff_operator` applies it and its transpose
-from one int32 per nonzero, into buffers allocated once.  The iterations hold no array per
-relevant pair beyond the chain, the engines and the loop buffers (:func:`pair_arrays_parked`):
-the iterates are checked against Ξ's chain at checkpoints, the reported plan against Definition 3
-itself, matrix-free (:mod:`polytopes.feasibility`).
+``A`` is never stored as a matrix: :mod:`efce.solvers.evaluation.payoff_operator` applies it and its
+transpose from one int32 per nonzero, into buffers allocated once.  Every pass, product and
+checkpoint sweep of the loop runs on one compute backend (:mod:`efce.solvers.backends`; the CPU on
+``threads`` threads by default).  The iterations hold no array per relevant pair beyond the chain,
+the engines and the loop buffers (:func:`pair_arrays_parked`): the iterates are checked against Ξ's
+chain at checkpoints, the reported plan against Definition 3 itself, matrix-free
+(:mod:`polytopes.feasibility`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from efce.polytopes.decompose import PairNames, check_decomposable, correlation_
 from efce.polytopes.feasibility import FeasibilityCheck
 from efce.polytopes.triggers import TriggerSpace, trigger_deviations
 from efce.polytopes.triggers import triggers_above as count_triggers_above
+from efce.solvers.backends import ComputeBackend, get_backend
 from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.gaps import EFCEGapEvaluator, GapReport
 from efce.solvers.evaluation.payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
@@ -56,7 +59,7 @@ from efce.solvers.options import (
     Option,
     defaults,
 )
-from efce.solvers.regret.engine import ChainEngine, chain_minimum, minimizer_factory, on_threads
+from efce.solvers.regret.engine import ChainEngine, chain_minimum, minimizer_factory
 from efce.solvers.regret.local import LocalRule
 from efce.solvers.regret.protocol import MinimizerFactory
 from efce.solvers.regret.registry import make_rule
@@ -113,11 +116,12 @@ class EFCEModel:
     """Everything the saddle point needs, built once per game.
 
     ``operator`` is ``A`` (rows: Ξ's chain entries; columns: Y's entries) as a
-    :class:`solvers.payoff_operator.PayoffOperator`.  ``xi_steps`` is Ξ's chain as the engines run
-    it, without natural labels (:meth:`polytopes.chain.Chain.unlabelled`), and ``entry_of_pair[q]``
-    is the chain entry of relevant pair ``q``; :attr:`xi_chain` is the chain labelled by the pairs.
-    ``pairs`` and ``entry_of_pair`` are the only arrays per relevant pair that the iterations never
-    read: they are ``None`` while :func:`pair_arrays_parked` holds them out of memory."""
+    :class:`efce.solvers.evaluation.payoff_operator.PayoffOperator`.  ``xi_steps`` is Ξ's chain as
+    the engines run it, without natural labels (:meth:`polytopes.chain.Chain.unlabelled`), and
+    ``entry_of_pair[q]`` is the chain entry of relevant pair ``q``; :attr:`xi_chain` is the chain
+    labelled by the pairs.  ``pairs`` and ``entry_of_pair`` are the only arrays per relevant pair
+    that the iterations never read: they are ``None`` while :func:`pair_arrays_parked` holds them
+    out of memory."""
 
     game: Game
     pairs: RelevantPairs | None
@@ -330,7 +334,12 @@ def _gather(values: np.ndarray, pieces: Iterable[np.ndarray], n: int) -> np.ndar
 
 
 def average_point(
-    chain: Chain, running_sum: np.ndarray, weight: float, *, in_place: bool = False
+    chain: Chain,
+    running_sum: np.ndarray,
+    weight: float,
+    *,
+    in_place: bool = False,
+    backend: ComputeBackend | None = None,
 ) -> np.ndarray:
     """The float64 average ``Σ_t w_t z_t / Σ_t w_t`` of a running sum over ``chain``.
 
@@ -338,7 +347,8 @@ def average_point(
     big chains' :attr:`~solvers.regret.engine.ChainEngine.sum_dtype`) is feasible only to float32
     precision, so its :meth:`~polytopes.chain.Chain.rescaled_point` is returned instead: a
     point of the chain to float64 rounding, as the reported plan and the welfare certificate's
-    ȳ must be.
+    ȳ must be.  ``backend`` is where the running sum lives (default: the CPU); the point comes
+    back on the host.
 
     Returns
     -------
@@ -346,7 +356,9 @@ def average_point(
         float64 point in entry order (``running_sum`` itself when divided in place).
     """
     if running_sum.dtype != np.float64:
-        return chain.rescaled_point(running_sum)
+        return chain.rescaled_point(running_sum, backend=backend)
+    if backend is not None:
+        running_sum = backend.to_host(running_sum)
     return np.divide(running_sum, weight, out=running_sum if in_place else None)
 
 
@@ -362,7 +374,6 @@ def set_welfare_threshold(model: EFCEModel, welfare_threshold: float) -> None:
     model.welfare_threshold = float(welfare_threshold)
 
 
-@on_threads
 def solve_efce(
     game: Game,
     *,
@@ -379,6 +390,8 @@ def solve_efce(
     memory_budget: int | None = None,
     alternating: bool = DEFAULTS["updates"] == "alternating",
     averaging: str = DEFAULTS["averaging"],
+    threads: int | None = DEFAULTS["threads"],
+    backend: ComputeBackend | str | None = None,
 ) -> SolveResult:
     """Regret minimization on the EFCE saddle point.  Stops at ``target_gap`` (max deviation of
     the average plan, and welfare within ``target_gap`` of the threshold), ``iterations`` or
@@ -415,13 +428,23 @@ def solve_efce(
     (:meth:`~polytopes.chain.Chain.rescaled_point`), feasible to float64 rounding
     (``info["plan_violation"]``, Definition 3).  Smaller chains are float64 throughout.
 
-    ``threads`` (keyword, default ``None``: numba's setting, all cores unless changed) is the
-    number of threads of the chain passes and of the payoff operator
-    (:func:`solvers.engine.thread_count`); the iterates are bit-identical for every count."""
+    ``backend`` (a name or a :class:`~efce.solvers.backends.protocol.ComputeBackend`; default
+    ``"cpu"``) runs every pass, product and checkpoint sweep of the loop; ``threads`` (default
+    ``None``: numba's setting, all cores unless changed) is the CPU backend's thread count, for
+    the chain passes, the payoff operator and the checkpoints; the iterates are bit-identical for
+    every count.  A ``minimizer`` factory brings its own backend.
+
+    Raises
+    ------
+    ValueError
+        A bad option (averaging, rule, minimizer, threads, backend), checked before the model
+        is built; :class:`~efce.errors.OptionError` (a ValueError) for threads and backend.
+    """
     started = time.perf_counter()
     if averaging not in AVERAGING:
         raise ValueError(f"averaging must be one of {', '.join(AVERAGING)}, got {averaging!r}")
-    make_minimizer = minimizer_factory(rule, minimizer, make_rule(DEFAULTS["local"]))
+    backend = get_backend(backend, threads=threads)
+    make_minimizer = minimizer_factory(rule, minimizer, make_rule(DEFAULTS["local"]), backend)
     model = model or build_efce_model(game, welfare_threshold, memory_budget=memory_budget)
     driver = IterationDriver(
         iterations=iterations, time_limit=time_limit, check_every=check_every, progress=progress
@@ -432,13 +455,14 @@ def solve_efce(
             make_minimizer,
             driver,
             started,
+            backend=backend,
             target_gap=target_gap,
             welfare_threshold=welfare_threshold,
             alternating=alternating,
             power=AVERAGING[averaging],
             check_every_iteration=check_feasibility_every_iteration,
         )
-        return _result(model.game, parked, run, driver, welfare_threshold, target_gap)
+        return _result(model.game, parked, run, driver, welfare_threshold, target_gap, backend)
 
 
 @dataclass
@@ -461,17 +485,21 @@ def saddle_point_play(
     alternating: bool = True,
     power: float = 1.0,
     average_deviator: bool = False,
+    products=None,
 ) -> SelfPlay:
     """The correlator (an engine on Ξ's chain, observing ``A·y``) against the deviator (an
     engine on Y's chain, observing ``−Aᵀ·x``), each built by ``make_minimizer`` from its chain,
     with the correlator's running average (and the deviator's with ``average_deviator``) under
-    weights ``t^power``: the loop of :func:`solve_efce`."""
-    operator = model.operator
+    weights ``t^power``: the loop of :func:`solve_efce`.  ``products`` are ``A``'s products on
+    the loop's backend (:meth:`~.PayoffOperator.products`; default: on the CPU, every thread
+    numba may use)."""
+    products = model.operator.products() if products is None else products
+    matvec, rmatvec = products.matvec, products.rmatvec
     xi_engine = ChainEngine(model.xi_steps, minimizer=make_minimizer(model.xi_steps))
     y_engine = ChainEngine(model.triggers.chain, minimizer=make_minimizer(model.triggers.chain))
     return SelfPlay(
         (xi_engine, y_engine),
-        (lambda y, out: operator.matvec(y, out=out), lambda x, out: operator.rmatvec(x, out=out, sign=-1.0)),
+        (lambda y, out: matvec(y, out), lambda x, out: rmatvec(x, out, -1.0)),
         averaged=(True, average_deviator),
         alternating=bool(alternating),
         power=power,
@@ -479,7 +507,14 @@ def saddle_point_play(
     )
 
 
-def saddle_point_gap(model: EFCEModel, values: np.ndarray, scale: float, work: np.ndarray) -> float:
+def saddle_point_gap(
+    model: EFCEModel,
+    values: np.ndarray,
+    scale: float,
+    work: np.ndarray,
+    products=None,
+    backend: ComputeBackend | None = None,
+) -> float:
     """The max deviation of ``ξ = scale · values`` (Ξ's entry order) read from the saddle point:
 
     .. math::
@@ -503,6 +538,9 @@ def saddle_point_gap(model: EFCEModel, values: np.ndarray, scale: float, work: n
         Positive factor (``1 / Σ_t w_t`` for a running sum).
     work : ndarray
         float64 work array of one entry per ``Y`` entry, overwritten.
+    products : OperatorProducts, optional
+        ``A``'s products to use (a loop's, :meth:`~.PayoffOperator.products`; default the
+        operator's own), and ``backend`` the chain minimum's (default: the CPU).
 
     Returns
     -------
@@ -521,8 +559,8 @@ def saddle_point_gap(model: EFCEModel, values: np.ndarray, scale: float, work: n
         raise ValueError(f"values: {values.dtype} {values.shape}, expected float32/64 ({rows},)")
     if work.shape != (columns,) or work.dtype != np.float64 or not work.flags.c_contiguous:
         raise ValueError(f"work: {work.dtype} {work.shape}, expected contiguous float64 ({columns},)")
-    model.operator.rmatvec(values, out=work, sign=-1.0)
-    return max(0.0, -scale * chain_minimum(model.triggers.chain, work, donate=True))
+    (model.operator if products is None else products).rmatvec(values, work, -1.0)
+    return max(0.0, -scale * chain_minimum(model.triggers.chain, work, donate=True, backend=backend))
 
 
 def _iterate(
@@ -536,11 +574,13 @@ def _iterate(
     alternating: bool,
     power: float,
     check_every_iteration: bool,
+    backend: ComputeBackend,
 ) -> _Run:
     """The iterations of :func:`solve_efce` under ``driver``, reading nothing per relevant pair
-    but the chain and the operator.  The engines, iterates and losses are local: they are freed
-    when this returns, before the pair arrays come back."""
+    but the chain and the operator, every pass and sweep on ``backend``.  The engines, iterates
+    and losses are local: they are freed when this returns, before the pair arrays come back."""
     chain, operator = model.xi_steps, model.operator
+    products = operator.products(backend)
     # ȳ is needed only for the certificate.
     play = saddle_point_play(
         model,
@@ -548,15 +588,20 @@ def _iterate(
         alternating=alternating,
         power=power,
         average_deviator=welfare_threshold is not None,
+        products=products,
     )
-    evaluator = EFCEGapEvaluator(model.game, tables=model.tables)  # entry order, no pairs
+    evaluator = EFCEGapEvaluator(model.game, tables=model.tables, backend=backend)  # entry order, no pairs
     release_free_memory()  # what building the engines' layouts left behind
     setup = time.perf_counter() - started
     x, sum_x, sum_y = play.points[0], play.sums[0], play.sums[1]
 
     def deviation_bound() -> float:
         """``min_ξ ξᵀ A ȳ``: above 0 it proves that no EFCE reaches the welfare threshold."""
-        return chain_minimum(chain, operator @ average_point(model.triggers.chain, sum_y, play.weight))
+        y_bar = average_point(model.triggers.chain, sum_y, play.weight, backend=backend)
+        loss = products.matvec(
+            backend.to_device(np.ascontiguousarray(y_bar)), backend.empty(operator.shape[0])
+        )
+        return chain_minimum(chain, loss, donate=True, backend=backend)
 
     # The checkpoints read the gap from the saddle point (saddle_point_gap: about half the
     # evaluator's cost) into a buffer the loop leaves idle between steps; the final report
@@ -568,19 +613,21 @@ def _iterate(
         if work is None:
             report = evaluator.evaluate(sum_x, 1.0 / weight)
             return report.gap, report.welfare
-        return saddle_point_gap(model, sum_x, 1.0 / weight, work), evaluator.welfare(sum_x, 1.0 / weight)
+        gap = saddle_point_gap(model, sum_x, 1.0 / weight, work, products, backend)
+        return gap, evaluator.welfare(sum_x, 1.0 / weight)
 
     max_violation = 0.0
     for t in driver:
         play.step(t)
         if check_every_iteration:
             with driver.paused():
-                max_violation = max(max_violation, chain.violations((x,))[0])
+                max_violation = max(max_violation, chain.violations((x,), backend=backend)[0])
         if not driver.checkpoint_due():
             continue
         weight = play.weight
         with driver.paused():
-            violations = chain.violations((x, sum_x), (1.0, 1.0 / weight))  # before work overwrites x
+            # before work overwrites x
+            violations = chain.violations((x, sum_x), (1.0, 1.0 / weight), backend=backend)
             gap, welfare = average_gap(weight)
             max_violation = max(max_violation, *violations)
             shortfall = 0.0 if welfare_threshold is None else max(0.0, welfare_threshold - welfare)
@@ -610,7 +657,7 @@ def _iterate(
     # The engines, the iterates and ȳ go, and their heap pages back, before the plan is made.
     play = x = sum_y = None
     release_free_memory()
-    average = average_point(chain, sum_x, weight, in_place=True)
+    average = average_point(chain, sum_x, weight, in_place=True, backend=backend)
     sum_x = None
     return _Run(average, evaluator.evaluate(average), max_violation, lower_bound, setup)
 
@@ -622,14 +669,18 @@ def _result(
     driver: IterationDriver,
     welfare_threshold: float | None,
     target_gap: float | None,
+    backend: ComputeBackend,
 ) -> SolveResult:
     """The average plan in relevant-pair order, checked against Definition 3 independently of
-    the chain, and the run's report.  The plan is gathered through the parked pair → entry map
+    the chain (on the CPU, ``backend``'s threads when it is the CPU's), and the run's report.
+    The plan is gathered through the parked pair → entry map
     read piece by piece, the pairs come back once the plan in entry order is freed, and the map
     when the parking block ends: this stage then holds less than the iterations."""
     xbar = parked.gather(run.average)
     run.average = None
-    plan_violation = FeasibilityCheck(game, parked.pairs())(xbar)
+    # The Definition-3 sweep is the CPU's: on the loop's backend if that is the CPU.
+    check_on = backend if hasattr(backend, "definition3_violations") else None
+    plan_violation = FeasibilityCheck(game, parked.pairs(), check_on)(xbar)
     max_violation = max(run.max_violation, plan_violation)
     report, status = run.report, driver.status
     info = {
@@ -692,20 +743,19 @@ def _unused(o: dict) -> dict[str, str]:
 def _run(game: Game, *, progress: ProgressCallback | None, **o) -> SolveResult:
     if o["objective"] == "welfare":
         from efce.solvers.methods.welfare import WELFARE_INTERVAL_WIDTH, solve_optimal_welfare
-        from efce.solvers.regret.engine import thread_count
 
         # Each bisection step is one rm run, so --iterations caps a step (as it caps a plain run);
         # the bisection itself ends at the interval width, the time limit, or when no step decides.
-        with thread_count(o["threads"]):
-            return solve_optimal_welfare(
-                game,
-                tolerance=WELFARE_INTERVAL_WIDTH,
-                time_limit=o["time_limit"],
-                step_iterations=o["iterations"],
-                rule=o["local"],
-                averaging=o["averaging"],
-                alternating=o["updates"] == "alternating",
-            )
+        return solve_optimal_welfare(
+            game,
+            tolerance=WELFARE_INTERVAL_WIDTH,
+            time_limit=o["time_limit"],
+            step_iterations=o["iterations"],
+            rule=o["local"],
+            averaging=o["averaging"],
+            alternating=o["updates"] == "alternating",
+            threads=o["threads"],
+        )
     return solve_efce(
         game,
         iterations=o["iterations"],

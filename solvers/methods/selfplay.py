@@ -29,11 +29,12 @@ LossOperator = Callable[[np.ndarray, np.ndarray], None]
 
 
 class SelfPlay:
-    """Two :class:`~solvers.engine.ChainEngine` players and their running averages.
+    """Two :class:`~efce.solvers.regret.engine.ChainEngine` players and their running averages.
 
     Parameters
     ----------
     engines : pair of ChainEngine
+        Their compute backends hold the loop's buffers (:attr:`ChainEngine.backend`).
     losses : pair of LossOperator
         ``losses[i](z_{1-i}, out)`` writes player ``i``'s loss against the opponent's point.
     alternating : bool
@@ -79,13 +80,16 @@ class SelfPlay:
         self.power = (1.0 if linear_averaging else 0.0) if power is None else float(power)
         dims = [e.chain.num_entries for e in engines]
         sum_dtypes = [e.sum_dtype if narrow else np.float64 for e in engines]
-        self.points = [np.empty(d) for d in dims]
+        # Every buffer is its engine's backend's array (numpy on the CPU).
+        self.points = [e.backend.empty(d) for e, d in zip(engines, dims, strict=True)]
         self.sums = [
-            np.zeros(d, dtype) if keep else None
-            for d, dtype, keep in zip(dims, sum_dtypes, averaged, strict=True)
+            e.backend.zeros(d, dtype) if keep else None
+            for e, d, dtype, keep in zip(engines, dims, sum_dtypes, averaged, strict=True)
         ]
         # Simultaneous updates need both losses before either point changes.
-        self._scratch = None if alternating else [np.empty(d) for d in dims]
+        self._scratch = (
+            None if alternating else [e.backend.empty(d) for e, d in zip(engines, dims, strict=True)]
+        )
         self.weight = 0.0
         for engine, point in zip(engines, self.points, strict=True):
             engine.recommend(out=point)

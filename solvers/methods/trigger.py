@@ -39,8 +39,9 @@ Math (player ``i``, sequence-form polytope ``Q``; ``Σ_ĵ`` the sequences at or 
 Layout.  A *trigger layout* lists, for every trigger, a copy of its subtree's infosets (in the
 sequence space's depth-first preorder, so parents come first) as segments of a flat array: one
 entry per (trigger, sequence of the subtree), ``Σ_σ̂ |Σ_ĵ|`` entries per player.  Every pass over
-it (behavioural → sequence form, the fixed point, CFR values, best responses) is a numba kernel
-below; the local rules run on it through :class:`solvers.regret.local.Segments`.
+it (behavioural → sequence form, the fixed point, CFR values, best responses) is a kernel of the
+CPU backend (:mod:`efce.solvers.backends.cpu.trigger`); the local rules run on it through
+:class:`solvers.regret.local.Segments`.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ import numpy as np
 from efce.errors import GameError
 from efce.games.game import Game
 from efce.games.payoffs import terminal_map
+from efce.solvers.backends import get_backend
 from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.device import DEVICE_BYTES_LIMIT, check_device_size
 from efce.solvers.evaluation.device_gaps import FactoredDevice
@@ -186,260 +188,12 @@ def _build_layout(roots, preorder, position, end, num_actions, first_seq, parent
     return seg_ptr, seg_inf, seg_trig, seg_par, e_seq, e_trig, root_seg, e_hi
 
 
-# ---------------------------------------------------------------------- kernels
-@numba.njit(cache=True)
-def _behaviour_to_sequence(b, seg_ptr, seg_parent_entry, out):
-    """``π̂[e] = b[e] · π̂[parent entry]`` (1 at a block's root), segments top-down."""
-    for g in range(len(seg_ptr) - 1):
-        p = seg_parent_entry[g]
-        scale = 1.0 if p < 0 else out[p]
-        for e in range(seg_ptr[g], seg_ptr[g + 1]):
-            out[e] = b[e] * scale
-
-
-@numba.njit(cache=True)
-def _subtree_values(u, trig_weight, b, seg_ptr, seg_parent_entry, entry_seq, entry_trigger, cf, seg_value):
-    """CFR's counterfactual utilities of every subtree minimizer at once, bottom-up.
-
-    Entry ``e`` of trigger ``t`` starts at ``trig_weight[t] · u[entry_seq[e]]`` (the utility
-    ``x[σ̂]·u|Σ_ĵ``) and gains the values of its child segments; a segment's value is
-    ``Σ_a b[a] cf[a]`` under the recommended behaviour ``b``.  Fills ``cf`` and ``seg_value``
-    (the value of a trigger's root segment is ``x[σ̂]·⟨u|Σ_ĵ, π̂_σ̂⟩``)."""
-    for e in range(len(cf)):
-        cf[e] = trig_weight[entry_trigger[e]] * u[entry_seq[e]]
-    for g in range(len(seg_ptr) - 2, -1, -1):
-        v = 0.0
-        for e in range(seg_ptr[g], seg_ptr[g + 1]):
-            v += b[e] * cf[e]
-        seg_value[g] = v
-        p = seg_parent_entry[g]
-        if p >= 0:
-            cf[p] += v
-
-
-@numba.njit(cache=True)
-def _best_response_values(values, seg_ptr, seg_parent_entry, cf, seg_value):
-    """Best-response values of per-entry utilities ``values`` over every block (bottom-up)."""
-    for e in range(len(cf)):
-        cf[e] = values[e]
-    for g in range(len(seg_ptr) - 2, -1, -1):
-        lo = seg_ptr[g]
-        hi = seg_ptr[g + 1]
-        v = cf[lo]
-        for e in range(lo + 1, hi):
-            if cf[e] > v:
-                v = cf[e]
-        seg_value[g] = v
-        p = seg_parent_entry[g]
-        if p >= 0:
-            cf[p] += v
-
-
-@numba.njit(cache=True)
-def _mmatrix_solve(off, excess, rhs, n):
-    """Solve ``(D − O) y = rhs`` in place (``rhs`` becomes ``y``) for the column diagonally
-    dominant M-matrix with off-diagonal magnitudes ``O = off[:n, :n]`` (``off[a, b] ≥ 0``, the
-    flow ``b → a``; the diagonal of ``off`` is ignored and overwritten) and column excesses
-    ``excess[b] ≥ 0`` (``D[b] = excess[b] + Σ_{a≠b} off[a, b]``), with ``rhs ≥ 0``.
-
-    Gaussian elimination in the Grassmann–Taksar–Heyman form: every pivot is recomputed as its
-    column's excess plus its off-diagonal magnitudes, and every update adds terms of one sign,
-    so nothing cancels.  The fixed-point systems have excesses ``L_j`` that can be 10^-18 of
-    the ``λ`` entries; plain elimination loses the excess to rounding there (zero pivots)."""
-    for k in range(n):
-        piv = excess[k]
-        for i in range(k + 1, n):
-            piv += off[i, k]
-        off[k, k] = piv
-        if piv <= 0.0:  # an isolated state (singular only when rhs is 0 there): y_k = 0
-            continue
-        for i in range(k + 1, n):
-            f = off[i, k] / piv
-            if f != 0.0:
-                for c in range(k + 1, n):
-                    if c != i:
-                        off[i, c] += f * off[k, c]
-                rhs[i] += f * rhs[k]
-        for c in range(k + 1, n):
-            excess[c] += off[k, c] * excess[k] / piv
-    for k in range(n - 1, -1, -1):
-        if off[k, k] <= 0.0:
-            rhs[k] = 0.0
-            continue
-        acc = rhs[k]
-        for c in range(k + 1, n):
-            acc += off[k, c] * rhs[c]
-        rhs[k] = acc / off[k, k]
-
-
-@numba.njit(cache=True)
-def _stationary(rate, n, out, off, excess, rhs, reach):
-    """A stationary distribution of the continuous-time chain with ``rate[b, a]`` (b → a, a ≠ b)
-    into ``out[:n]``: restricted to a closed communicating class (found by transitive closure),
-    the balance equations with the mass of one state (the root) fixed to 1 are an M-matrix
-    system whose column excesses are the rates into the root."""
-    for b in range(n):
-        for a in range(n):
-            reach[b, a] = (a == b) or rate[b, a] > 0.0
-    for k in range(n):
-        for b in range(n):
-            if reach[b, k]:
-                for a in range(n):
-                    if reach[k, a]:
-                        reach[b, a] = True
-    root = 0
-    for r in range(n):
-        closed = True
-        for a in range(n):
-            if reach[r, a] and not reach[a, r]:
-                closed = False
-                break
-        if closed:
-            root = r
-            break
-    # Unknowns: the states of the class other than the root.
-    idx = np.empty(n, np.int64)
-    m = 0
-    for a in range(n):
-        if a != root and reach[root, a]:
-            idx[m] = a
-            m += 1
-    for p in range(m):
-        a = idx[p]
-        for q in range(m):
-            off[p, q] = rate[idx[q], a]
-        excess[p] = rate[a, root]
-        rhs[p] = rate[root, a]
-    if m > 0:
-        _mmatrix_solve(off, excess, rhs, m)
-    for a in range(n):
-        out[a] = 0.0
-    out[root] = 1.0
-    for p in range(m):
-        out[idx[p]] = rhs[p]
-
-
-@numba.njit(cache=True)
-def _fixed_point(
-    coarse,
-    lam,
-    pi,
-    first_seq,
-    num_actions,
-    parent_seq,
-    seq_infoset,
-    root_seg,
-    seg_ptr,
-    entry_hi,
-    entry_seq,
-    x,
-    c,
-    lam_above,
-):
-    """``x = M x`` with ``M = Σ λ_σ̂ φ_{σ̂→π̂_σ̂}``, infoset by infoset top-down (module doc).
-
-    ``pi``: the subtree minimizers' recommendations in sequence form (layout order).  The EFCE
-    trigger of sequence ``σ`` is ``σ − 1``; the coarse trigger of infoset ``j`` is ``j``.
-    ``lam_above``: per sequence (EFCE) or per infoset (coarse), the ``λ`` of the triggers on the
-    path to it (``L_j``).  Each infoset's values are rescaled to sum to ``x[p_j]`` exactly, so
-    ``x`` lies in the sequence-form polytope up to rounding of single products."""
-    n_inf = len(first_seq)
-    x[:] = 0.0
-    c[:] = 0.0
-    x[0] = 1.0
-    lam_above[:] = 0.0
-    amax = 1
-    for j in range(n_inf):
-        if num_actions[j] > amax:
-            amax = num_actions[j]
-    off = np.empty((amax, amax))
-    excess = np.empty(amax)
-    rhs = np.empty(amax)
-    rate = np.empty((amax, amax))
-    stat = np.empty(amax)
-    reach = np.empty((amax, amax), np.bool_)
-    for j in range(n_inf):
-        p = parent_seq[j]
-        A = num_actions[j]
-        f = first_seq[j]
-        xp = x[p]
-        if coarse:
-            pj = seq_infoset[p]
-            L = 0.0 if pj < 0 else lam_above[pj] + lam[pj]
-            lam_above[j] = L
-            denom = L + lam[j]
-            e0 = seg_ptr[root_seg[j]]
-            if denom > 0.0:
-                for a in range(A):
-                    x[f + a] = (c[f + a] + lam[j] * xp * pi[e0 + a]) / denom
-            else:  # no trigger acts here: every split of x[p_j] is a fixed point
-                for a in range(A):
-                    x[f + a] = xp / A
-        else:
-            L = lam_above[p]
-            for a in range(A):
-                lam_above[f + a] = L + lam[f + a - 1]
-            if L > 0.0:
-                # Column b: excess L_j, off-diagonal flows λ_jb π̂_jb[ja] (note, fixed point).
-                for bb in range(A):
-                    tb = f + bb - 1
-                    e0 = seg_ptr[root_seg[tb]]
-                    for a in range(A):
-                        off[a, bb] = lam[tb] * pi[e0 + a]
-                    excess[bb] = L
-                    rhs[bb] = c[f + bb]
-                _mmatrix_solve(off, excess, rhs, A)
-                for a in range(A):
-                    x[f + a] = rhs[a]
-            else:  # c = 0: x[j·]/x[p_j] is a stationary distribution
-                for bb in range(A):
-                    tb = f + bb - 1
-                    e0 = seg_ptr[root_seg[tb]]
-                    for a in range(A):
-                        rate[bb, a] = 0.0 if a == bb else lam[tb] * pi[e0 + a]
-                _stationary(rate, A, stat, off, excess, rhs, reach)
-                for a in range(A):
-                    x[f + a] = stat[a]
-        # Rescale: exact in exact arithmetic (Σ_a c[ja] = L_j x[p_j]); removes rounding drift.
-        total = 0.0
-        for a in range(A):
-            total += x[f + a]
-        if total > 0.0 and np.isfinite(total):
-            scale = xp / total
-            for a in range(A):
-                x[f + a] *= scale
-        else:
-            for a in range(A):
-                x[f + a] = xp / A
-        # Push the triggers rooted here into the c of the infosets below.
-        if coarse:
-            w = lam[j] * xp
-            if w > 0.0:
-                for e in range(seg_ptr[root_seg[j] + 1], entry_hi[j]):
-                    c[entry_seq[e]] += w * pi[e]
-        else:
-            for a in range(A):
-                t = f + a - 1
-                w = lam[t] * x[f + a]
-                if w > 0.0:
-                    for e in range(seg_ptr[root_seg[t] + 1], entry_hi[t]):
-                        c[entry_seq[e]] += w * pi[e]
-
-
-@numba.njit(cache=True)
-def _subtree_sums(values, seq_parent):
-    """``W[σ] = Σ_{σ' ⪰ σ} values[σ']`` (sequences are numbered top-down)."""
-    out = values.copy()
-    for s in range(len(out) - 1, 0, -1):
-        out[seq_parent[s]] += out[s]
-    return out
-
-
 # ---------------------------------------------------------------------- one player
 class _Player:
     """Player ``i``'s Φ-regret minimizer and the accumulators of the exact gap of ``μ``."""
 
-    def __init__(self, game: Game, i: int, coarse: bool, rule: LocalRule):
+    def __init__(self, game: Game, i: int, coarse: bool, rule: LocalRule, backend):
+        self.backend = backend
         space = game.sequences(i)
         self.space = space
         self.coarse = coarse
@@ -448,7 +202,6 @@ class _Player:
         self.A = space.infoset_num_actions.astype(np.int64)
         self.pseq = space.infoset_parent_seq.astype(np.int64)
         self.seq_inf = space.seq_infoset.astype(np.int64)
-        self.seq_parent = space.seq_parent.astype(np.int64)
         self.rule = rule
         # The minimizer's layout, and the EFCE layout the gap accumulators use (the same one for
         # `trigger`; for `coarse-trigger` the EFCE gap of μ is reported too).
@@ -491,8 +244,8 @@ class _Player:
             return self.x
         self.lam = self.rule.recommend(self.lam_state, self.lam_seg)
         self.b = self.rule.recommend(self.sub_state, lay.seg)
-        _behaviour_to_sequence(self.b, lay.seg.ptr, lay.seg_parent_entry, self.pi)
-        _fixed_point(
+        self.backend.behaviour_to_sequence(self.b, lay.seg.ptr, lay.seg_parent_entry, self.pi)
+        self.backend.fixed_point(
             self.coarse,
             self.lam,
             self.pi,
@@ -524,7 +277,7 @@ class _Player:
     def observe(self, u: np.ndarray, weight: float) -> None:
         """Feed the utility vector ``u`` of the round to the minimizer and the accumulators."""
         x = self.x
-        W = _subtree_sums(u * x, self.seq_parent)
+        W = self.backend.subtree_sums(u * x, self.first, self.A, self.pseq)
         # Accumulators of the exact gap (weights w_t).
         el = self.efce_layout
         self.G += weight * (x[1:][el.entry_trigger] * u[el.entry_seq])
@@ -536,7 +289,7 @@ class _Player:
         if lay.num_triggers == 0:
             return
         # Subtree minimizers: CFR with the utility x[σ̂]·u|Σ_ĵ; λ: value of π̂ minus following.
-        _subtree_values(
+        self.backend.subtree_values(
             u,
             self.trigger_weights(x, self.coarse),
             self.b,
@@ -559,28 +312,15 @@ class _Player:
             return 0.0, 0.0, 0.0
         cf = np.empty(el.size)
         sv = np.empty(el.seg.count)
-        _best_response_values(self.G, el.seg.ptr, el.seg_parent_entry, cf, sv)
+        self.backend.best_response_values(self.G, el.seg.ptr, el.seg_parent_entry, cf, sv)
         efce = float(np.max(sv[el.root_seg] - self.F[1:]))
         Gc = np.bincount(self.coarse_of_entry, weights=self.G, minlength=cl.size)
         cf = np.empty(cl.size)
         sv = np.empty(cl.seg.count)
-        _best_response_values(Gc, cl.seg.ptr, cl.seg_parent_entry, cf, sv)
+        self.backend.best_response_values(Gc, cl.seg.ptr, cl.seg_parent_entry, cf, sv)
         efcce = float(np.max(sv[cl.root_seg] - self.following_values(self.F, True)))
-        nfcce = float(_tree_best_response(self.U, self.first, self.A, self.pseq)) - self.utility
+        nfcce = float(self.backend.best_response(self.first, self.A, self.pseq, self.U)[0]) - self.utility
         return efce / total_weight, efcce / total_weight, nfcce / total_weight
-
-
-@numba.njit(cache=True)
-def _tree_best_response(u, first, num_actions, parent_seq):
-    """``max_{x ∈ Q} ⟨u, x⟩`` by backward induction over the infosets (numbered top-down)."""
-    values = u.copy()
-    for j in range(len(first) - 1, -1, -1):
-        best = values[first[j]]
-        for a in range(1, num_actions[j]):
-            if values[first[j] + a] > best:
-                best = values[first[j] + a]
-        values[parent_seq[j]] += best
-    return values[0]
 
 
 # ---------------------------------------------------------------------- reduced plans (device)
@@ -595,8 +335,9 @@ def reduced_plan_count(space) -> int:
 
 
 def plans_per_iteration(space) -> int:
-    """Most pure plans :func:`_decompose` uses for one strategy: every step zeroes a sequence of
-    the chosen actions, at most ``1 + Σ_j (|A_j| − 1)`` of them end a step."""
+    """Most pure plans :func:`efce.solvers.backends.cpu.trigger.decompose_strategy` uses for one
+    strategy: every step zeroes a sequence of the chosen actions, at most ``1 + Σ_j (|A_j| − 1)``
+    of them end a step."""
     return 1 + int(space.infoset_num_actions.sum()) - space.num_infosets
 
 
@@ -609,48 +350,13 @@ def device_size_bound(game: Game, iterations: int) -> int:
     return min(joint_plan_count(game), iterations * per_iteration)
 
 
-@numba.njit(cache=True)
-def _decompose(x, first_seq, num_actions, parent_seq, plans, alphas):
-    """Write the sequence-form strategy ``x`` as a convex combination of reduced pure plans
-    (peeling): repeatedly follow, at every reached infoset, the action with the most remaining
-    mass, and subtract that plan times the smallest remaining mass on its sequences.  Fills
-    ``plans[k]`` (``-1`` where unreached) and ``alphas[k]``; returns the number of plans."""
-    r = x.copy()
-    n_inf = len(first_seq)
-    plays = np.zeros(len(x), np.bool_)
-    k = 0
-    while r[0] > 1e-15 and k < plans.shape[0]:
-        plays[:] = False
-        plays[0] = True
-        alpha = r[0]
-        for j in range(n_inf):
-            if not plays[parent_seq[j]]:
-                plans[k, j] = -1
-                continue
-            best = 0
-            for a in range(1, num_actions[j]):
-                if r[first_seq[j] + a] > r[first_seq[j] + best]:
-                    best = a
-            plans[k, j] = best
-            plays[first_seq[j] + best] = True
-            if r[first_seq[j] + best] < alpha:
-                alpha = r[first_seq[j] + best]
-        if alpha <= 0.0:  # only rounding residue is left
-            break
-        for s in range(len(x)):
-            if plays[s]:
-                r[s] -= alpha
-        alphas[k] = alpha
-        k += 1
-    return k
-
-
 class _DeviceRecorder:
     """The exact distribution ``μ`` over joint reduced plans.
 
     ``μ`` pairs the players' strategies *of the same iteration*, so the players' averages are not
     enough.  Each iteration writes every player's ``x_i^t`` as a convex combination of a few
-    reduced pure plans (:func:`_decompose`; at most :func:`plans_per_iteration`) and adds the
+    reduced pure plans (:func:`efce.solvers.backends.cpu.trigger.decompose_strategy`; at most
+    :func:`plans_per_iteration`) and adds the
     product of these mixtures to ``μ``.  That product is a distribution over joint plans
     *realization-equivalent* to ``⊗_i x_i^t``: every trigger agent's gain and every utility is
     linear in each player's sequence-form realization and the players are independent within an
@@ -664,8 +370,9 @@ class _DeviceRecorder:
     #: Buffered entries before the first merge.
     MERGE_AT = 4096
 
-    def __init__(self, game: Game):
+    def __init__(self, game: Game, backend):
         self.game = game
+        self.backend = backend
         self.spaces = [game.sequences(p) for p in range(game.num_players)]
         self.plan_ids: list[dict[bytes, int]] = [{} for _ in self.spaces]
         self.plans: list[list[np.ndarray]] = [[] for _ in self.spaces]
@@ -682,7 +389,7 @@ class _DeviceRecorder:
             cap = plans_per_iteration(space)
             plans = np.empty((cap, space.num_infosets), np.int16)
             alpha = np.empty(cap)
-            k = _decompose(
+            k = self.backend.decompose_strategy(
                 x,
                 space.infoset_first_seq.astype(np.int64),
                 space.infoset_num_actions.astype(np.int64),
@@ -741,33 +448,13 @@ def joint_plan_count(game: Game) -> int:
 
 
 # ---------------------------------------------------------------------- dynamics
-@numba.njit(cache=True)
-def _utilities_kernel(term_seq, weighted_payoffs, x_flat, offsets, out_flat):
-    """One pass over the terminals: ``out[offsets[i] + σ_i(z)] += p_c(z) u_i(z) Π_{k≠i}
-    x_k[σ_k(z)]`` for every player ``i`` (players' vectors concatenated at ``offsets``)."""
-    n = term_seq.shape[1]
-    reach = np.empty(n)
-    out_flat[:] = 0.0
-    for z in range(term_seq.shape[0]):
-        for k in range(n):
-            reach[k] = x_flat[offsets[k] + term_seq[z, k]]
-        for i in range(n):
-            w = weighted_payoffs[z, i]
-            if w == 0.0:
-                continue
-            for k in range(n):
-                if k != i:
-                    w *= reach[k]
-            out_flat[offsets[i] + term_seq[z, i]] += w
-
-
 def _utilities(
-    term_seq: np.ndarray, weighted_payoffs: np.ndarray, xs: list[np.ndarray], offsets: np.ndarray
+    backend, term_seq: np.ndarray, weighted_payoffs: np.ndarray, xs: list[np.ndarray], offsets: np.ndarray
 ) -> list[np.ndarray]:
     """``u_i[σ] = Σ_{z: σ_i(z) = σ} p_c(z) u_i(z) Π_{k≠i} x_k[σ_k(z)]`` for every player (the
     note's utility vectors), in one compiled pass over the terminals."""
     out = np.empty(offsets[-1])
-    _utilities_kernel(term_seq, weighted_payoffs, np.concatenate(xs), offsets, out)
+    backend.utility_vectors(term_seq, weighted_payoffs, np.concatenate(xs), offsets, out)
     return [out[offsets[i] : offsets[i + 1]] for i in range(len(xs))]
 
 
@@ -809,6 +496,7 @@ class TriggerDynamics:
         if averaging not in AVERAGING:
             raise GameError(f"unknown averaging '{averaging}'; valid: {', '.join(AVERAGING)}")
         rule = as_rule(rule)
+        self.backend = get_backend("cpu")  # the dynamics' kernels are serial
         self.game = game
         self.coarse = coarse
         self.averaging = averaging
@@ -824,8 +512,8 @@ class TriggerDynamics:
                 if max_iterations is not None
                 else "joint reduced plans",
             )
-            self.recorder = _DeviceRecorder(game)
-        self.players = [_Player(game, i, coarse, rule) for i in range(game.num_players)]
+            self.recorder = _DeviceRecorder(game, self.backend)
+        self.players = [_Player(game, i, coarse, rule, self.backend) for i in range(game.num_players)]
         tm = terminal_map(game)
         self.term_seq = tm.sequences.astype(np.int64)
         self.weighted_payoffs = np.ascontiguousarray(tm.weighted_payoffs())
@@ -837,7 +525,7 @@ class TriggerDynamics:
         self.iterations += 1
         weight = 1.0 if self.averaging == "uniform" else float(self.iterations)
         xs = [p.play() for p in self.players]
-        us = _utilities(self.term_seq, self.weighted_payoffs, xs, self.offsets)
+        us = _utilities(self.backend, self.term_seq, self.weighted_payoffs, xs, self.offsets)
         if self.recorder is not None:
             self.recorder.record(xs, weight)
         for p, u in zip(self.players, us, strict=True):

@@ -34,6 +34,7 @@ import numpy as np
 
 from efce.games.game import Game
 from efce.interrupts import acknowledge_stop, stop_requested
+from efce.solvers.backends import get_backend
 from efce.solvers.methods.efce import DEFAULTS as RM_DEFAULTS
 from efce.solvers.methods.efce import build_efce_model, set_welfare_threshold, solve_efce
 from efce.solvers.regret.local import LocalRule
@@ -65,6 +66,7 @@ def solve_optimal_welfare(
     alternating: bool = RM_DEFAULTS["updates"] == "alternating",
     memory_budget: int | None = None,
     log=None,
+    threads: int | None = None,
 ) -> SolveResult:
     """An interval ``[lower, upper]`` around the optimal EFCE social welfare, by bisection on τ.
 
@@ -82,6 +84,7 @@ def solve_optimal_welfare(
     step_iterations : iteration cap of one bisection step.
     rule : local regret minimizer (name or instance) for both players' chains.
     averaging, alternating : the dynamics of every step (:func:`~solvers.methods.efce.solve_efce`).
+    threads : the CPU backend's thread count of every step (default: numba's setting).
 
     Returns
     -------
@@ -101,6 +104,7 @@ def solve_optimal_welfare(
         raise ValueError(f"gap_tolerance must be a positive number, not {gap_tolerance}")
     if isinstance(rule, str):
         make_rule(rule)  # validates the name up front
+    backend = get_backend(threads=threads)  # validates the thread count up front
     started = time.perf_counter()
     lower, upper = welfare_bounds(game)
     model = build_efce_model(game, welfare_threshold=lower, memory_budget=memory_budget)
@@ -132,6 +136,7 @@ def solve_optimal_welfare(
             model=model,
             averaging=averaging,
             alternating=alternating,
+            backend=backend,
         )
         total_iterations += r.iterations
         if r.status == "infeasible":

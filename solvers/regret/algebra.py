@@ -16,8 +16,9 @@ Constructors
   ICML 2019);
 * :func:`chain_minimizer` — Algorithm 1 composed left-associatively along a
   :class:`polytopes.Chain`, unrolled into two flat passes with one local-rule state over all
-  simplex steps.  Its backend is the compiled one (numba, :mod:`solvers.regret.kernels`) when the rule
-  brings a kernel and the level-vectorized numpy one otherwise;
+  simplex steps.  It runs the passes of a compute backend (:mod:`efce.solvers.backends`, the CPU's
+  numba kernels by default) when the rule brings a kernel, and level-vectorized numpy passes
+  otherwise;
   :func:`nested_chain_minimizer` builds the literal nesting of :func:`scaled_extension` objects
   (reference implementation, short chains only);
 * :func:`sequence_form_minimizer` — the chain minimizer of a sequence-form polytope; with
@@ -56,7 +57,7 @@ import numpy as np
 from efce.games.arrays import concat_ranges
 from efce.polytopes.chain import SIMPLEX, Chain
 from efce.polytopes.sequence_form import sequence_form
-from efce.solvers.regret import kernels
+from efce.solvers.backends import ComputeBackend, get_backend
 from efce.solvers.regret.local import Kernel, LocalRule, Segments
 from efce.solvers.regret.protocol import RegretMinimizer, State, copy_state
 from efce.solvers.regret.registry import as_rule
@@ -65,7 +66,9 @@ from efce.solvers.regret.registry import as_rule
 H_TOLERANCE = 1e-9
 #: Longest chain :func:`nested_chain_minimizer` accepts (Python recursion depth).
 MAX_NESTED_STEPS = 200
-#: Backends of :func:`chain_minimizer` (``"auto"`` picks the first that the rule supports).
+#: The names :func:`chain_minimizer` takes for ``backend`` besides a compute backend object or a
+#: compute backend's name (``"cpu"``): ``"compiled"`` is the default compute backend, ``"numpy"``
+#: the numpy passes, ``"auto"`` the first of the two that the rule supports.
 BACKENDS = ("compiled", "numpy")
 
 
@@ -86,11 +89,6 @@ def _work_buffer(loss, dim: int, donate: bool) -> np.ndarray:
 
 
 _NO_TOTAL = np.zeros(0)
-
-
-#: Dtypes of the running sums the compiled RECOMMEND pass adds into: the EFCE saddle point keeps
-#: its correlator's running sum in float32 on big chains (the engines' ``sum_dtype``).
-SUM_DTYPES = (np.float64, np.float32)
 
 
 def accumulation(
@@ -364,61 +362,60 @@ class ChainMinimizer:
 
     Backends (same state, same iterates up to the order of floating-point sums):
 
-    * ``"compiled"`` — both passes as sequential numba loops with the rule's kernel fused in
-      (:mod:`solvers.regret.kernels`); needs ``rule.kernel()``; cost per iteration linear in the
-      number of entries plus sources;
-    * ``"numpy"`` — ``rule.recommend`` / ``rule.observe`` once over all simplex steps, and the
-      passes level by level with numpy (steps of a level only read earlier levels); any rule.
+    * a compute backend (:class:`~efce.solvers.backends.protocol.ComputeBackend`; the CPU's numba
+      kernels by default) — both passes with the rule's kernel fused in
+      (:meth:`~efce.solvers.backends.protocol.ComputeBackend.chain_passes`); needs
+      ``rule.kernel()``; cost per iteration linear in the number of entries plus sources;
+    * ``None``, the numpy passes — ``rule.recommend`` / ``rule.observe`` once over all simplex
+      steps, and the passes level by level with numpy (steps of a level only read earlier
+      levels); any rule.
 
-    Immutable: a frozen dataclass of ``chain``, ``rule`` and ``backend``, checked at
-    construction.  What the backends derive from them (``kernel``, the kernels' bound
-    arguments, the numpy backend's layouts) are lazily computed views
-    (``functools.cached_property``): computed on first use and kept, never assigned.
+    Immutable: a frozen dataclass of ``chain``, ``rule`` and ``backend`` (a compute backend
+    object, or ``None`` for numpy; :func:`chain_minimizer` takes names too), checked at
+    construction.  What the backends derive from them (``kernel``, the bound passes, the numpy
+    passes' layouts) are lazily computed views (``functools.cached_property``): computed on first
+    use and kept, never assigned.
     """
 
     chain: Chain
     rule: LocalRule
-    backend: str = "compiled"
+    backend: ComputeBackend | None
 
     def __post_init__(self):
         self.chain.validate()
-        if self.backend not in BACKENDS:
-            raise ValueError(
-                f"unknown chain-minimizer backend '{self.backend}'; valid: auto, {', '.join(BACKENDS)}"
+        if self.backend is None:
+            return
+        if isinstance(self.backend, str):
+            raise TypeError(
+                f"ChainMinimizer takes a compute backend object or None, got {self.backend!r}; "
+                f"chain_minimizer(chain, rule, backend=...) takes names"
             )
-        if self.backend == "compiled" and self.kernel is None:
+        if self.kernel is None:
             raise ValueError(
                 f"local rule {self.rule.name!r} ({type(self.rule).__name__}) has no "
                 f"compiled kernel; use backend='numpy' (or 'auto')"
             )
-        if self.backend == "compiled":
-            # bound once, here, not on the first pass
-            _ = self._recommend_args, self._observe_args
+        _ = self._passes  # bound once, here, not on the first pass
 
     @cached_property
     def kernel(self) -> Kernel | None:
         """The rule's compiled kernel (None when it has none)."""
         return self.rule.kernel()
 
+    @property
+    def compiled(self) -> bool:
+        """Whether the passes run the rule's kernel in a compute backend (else numpy)."""
+        return self.backend is not None
+
     @cached_property
     def _n(self) -> int:
         return self.chain.num_entries
 
     @cached_property
-    def _static_args(self) -> tuple:
-        # Everything the kernels take but the state and the buffers, bound once: at ~10 µs
-        # per pass (CFR+ on Leduc) Python attribute lookups are measurable.
-        chain = self.chain
-        return (self._kind, chain.target_ptr, chain.source_ptr, chain.source, kernel_order(chain))
-
-    @cached_property
-    def _recommend_args(self) -> tuple:
-        return self._static_args + (self.kernel.family, self.kernel.eta)
-
-    @cached_property
-    def _observe_args(self) -> tuple:
-        kernel = self.kernel
-        return self._static_args + (kernel.family, kernel.plus, kernel.alpha, kernel.beta, kernel.eta)
+    def _passes(self):
+        """The backend's passes over the chain with the rule's kernel
+        (:class:`~efce.solvers.backends.protocol.ChainPasses`)."""
+        return self.backend.chain_passes(self.chain, self.kernel)
 
     @property
     def dim(self) -> int:
@@ -426,10 +423,10 @@ class ChainMinimizer:
 
     @property
     def segments(self) -> Segments:
-        """One segment per simplex step, in level order.  Kept only by the numpy backend: the
+        """One segment per simplex step, in level order.  Kept only by the numpy passes: the
         compiled passes find each step's state with a running counter, and on the large
         Battleship chains the offsets are ~0.25 GB that :meth:`init` needs once."""
-        if self.backend != "compiled":
+        if self.backend is None:
             return self._kept_segments
         # np.diff, not the chain's cached step_size: an int per step the loop never reads
         return Segments.from_sizes(np.diff(self.chain.target_ptr)[self._simplex_steps()])
@@ -440,26 +437,29 @@ class ChainMinimizer:
 
     # -------------------------------------------------------------- regret minimizer interface
     def init(self) -> State:
-        return self.rule.init(self.segments)
+        state = self.rule.init(self.segments)
+        if self.backend is None:
+            return state
+        to_device = self.backend.to_device
+        return {key: to_device(value) for key, value in state.items()}
 
     def recommend(
         self, state: State, out: np.ndarray | None = None, accumulate: tuple[np.ndarray, float] | None = None
     ) -> np.ndarray:
         """The current point (a new array, or written into ``out``); ``accumulate=(total, w)``
-        also adds ``w`` times it into ``total`` (same shape), in the same pass on the compiled
-        backend, which also takes a float32 ``total`` (:data:`SUM_DTYPES`; the numpy backend
-        float64 only)."""
+        also adds ``w`` times it into ``total`` (same shape), in the same pass on a compute
+        backend, which also takes a float32 ``total`` (the passes' ``sum_dtypes``; the numpy
+        passes float64 only)."""
         if out is not None and (
             out.shape != (self._n,) or out.dtype != np.float64 or not out.flags.c_contiguous
         ):
             raise ValueError(f"out must be a contiguous float64 array of shape ({self._n},)")
-        total, w = accumulation(
-            accumulate, self._n, SUM_DTYPES if self.backend == "compiled" else (np.float64,)
-        )
-        if self.backend == "compiled":
-            x = np.empty(self._n) if out is None else out
+        passes = self._passes if self.backend is not None else None
+        total, w = accumulation(accumulate, self._n, (np.float64,) if passes is None else passes.sum_dtypes)
+        if passes is not None:
+            x = self.backend.empty(self._n) if out is None else out
             a, b, _ = self.kernel.arrays(state)
-            kernels.chain_recommend(*self._recommend_args, a, b, x, total, w)
+            passes.recommend(a, b, x, total, w)
             return x
         x = self.chain.point(self._local_weights(state))
         if out is not None:
@@ -474,9 +474,9 @@ class ChainMinimizer:
         loss buffer are updated in place (see :mod:`solvers.regret.protocol`)."""
         work = _work_buffer(loss, self._n, donate)
         new = state if donate else copy_state(state)
-        if self.backend == "compiled":
+        if self.backend is not None:
             a, b, t = self.kernel.arrays(new)
-            kernels.chain_observe(*self._observe_args, a, b, t, work, self._step_scratch)
+            self._passes.observe(a, b, t, work)
             return new
         w = self._local_weights(state)
         for entries, starts, sources, counts in reversed(self._levels):
@@ -489,7 +489,7 @@ class ChainMinimizer:
         """Bottom-up ``m_k = min ℓ̃[targets_k]`` (``ℓ̃[target]`` for a singleton step) added to
         the sources, then the top-down vertex of the chosen entries (section 3.2 recursively);
         ties go to the first entry."""
-        return chain_linear_minimum(self.chain, loss)
+        return chain_linear_minimum(self.chain, loss, backend=self.backend)
 
     # -------------------------------------------------------------- layouts of the backends
     @cached_property
@@ -497,15 +497,6 @@ class ChainMinimizer:
         """Steps in level order (the compiled passes run it forwards and backwards); the chain's
         own array, not a copy (at 10^8 steps a copy is ~0.4 GB)."""
         return self.chain.step_order
-
-    @cached_property
-    def _step_scratch(self) -> np.ndarray:
-        """Work space of one simplex step's strategy, allocated once (not per observation)."""
-        return np.empty(widest_step(self.chain))
-
-    @cached_property
-    def _kind(self) -> np.ndarray:
-        return self.chain.kind.astype(np.int8, copy=False)
 
     def _simplex_steps(self) -> np.ndarray:
         """The simplex steps in level order: segment ``j`` of the state is step
@@ -547,57 +538,68 @@ class ChainMinimizer:
         return w
 
 
-def kernel_order(chain: Chain) -> np.ndarray:
-    """The ``order`` argument of the compiled chain passes (:mod:`solvers.regret.kernels`): the
-    chain's :attr:`~polytopes.chain.Chain.step_order`, or an empty array for a chain numbered in
-    level order already (the kernels read it as the identity, so the ~10⁸ steps of the large
-    Battleship Ξ chain keep no int32 each for it)."""
-    if chain.level_sorted:
-        return _IDENTITY_ORDER
-    return chain.step_order
+def _compute_backend(backend, rule: LocalRule) -> ComputeBackend | None:
+    """The compute backend a chain minimizer runs ``rule`` on (``None``: the numpy passes), from
+    an object, a compute backend's name, or ``"compiled"`` / ``"numpy"`` / ``"auto"``."""
+    if backend == "numpy":
+        return None
+    has_kernel = rule.kernel() is not None
+    if backend == "auto":
+        return get_backend() if has_kernel else None
+    if isinstance(backend, str) and backend != "compiled":
+        try:
+            backend = get_backend(backend)
+        except ValueError:
+            raise ValueError(
+                f"unknown chain-minimizer backend '{backend}'; valid: auto, {', '.join(BACKENDS)} "
+                f"or a compute backend's name"
+            ) from None
+    elif backend == "compiled":
+        backend = get_backend()
+    return backend  # a rule without kernel is refused by ChainMinimizer
 
 
-_IDENTITY_ORDER = np.zeros(0, dtype=np.int32)
-
-
-def widest_step(chain: Chain) -> int:
-    """The most entries a step of ``chain`` fills (at least 1), without caching the chain's
-    ``step_size`` (an int per step that the compiled passes never read)."""
-    return int(np.diff(chain.target_ptr).max(initial=1))
-
-
-def chain_minimizer(chain: Chain, rule: LocalRule | str, *, backend: str = "auto") -> ChainMinimizer:
+def chain_minimizer(
+    chain: Chain, rule: LocalRule | str, *, backend: ComputeBackend | str = "auto"
+) -> ChainMinimizer:
     """Regret minimizer over the polytope of ``chain`` (point in entry order): Algorithm 1
     composed left-associatively, singleton steps by :func:`singleton`, simplex steps by
     independent copies of ``rule``.
 
-    ``backend="auto"`` runs the rule's compiled kernel when it has one
-    (:meth:`~solvers.regret.local.LocalRule.kernel`) and the vectorized numpy path otherwise;
-    ``"compiled"`` (a ValueError for a rule without kernel) and ``"numpy"`` force one."""
+    ``backend="auto"`` runs the rule's compiled kernel on the default compute backend (the CPU
+    on every thread numba may use) when it has one
+    (:meth:`~solvers.regret.local.LocalRule.kernel`) and the vectorized numpy passes otherwise;
+    ``"compiled"`` (a ValueError for a rule without kernel) and ``"numpy"`` force one, and a
+    compute backend object or name (``"cpu"``; :func:`efce.solvers.backends.get_backend`) runs
+    the kernel there.  The minimizer keeps the backend object (``None`` for numpy) as
+    :attr:`ChainMinimizer.backend`.
+
+    Raises
+    ------
+    ValueError
+        An unknown backend, or a compiled backend for a rule without kernel.
+    """
     rule = as_rule(rule)
-    if backend == "auto":
-        backend = "compiled" if rule.kernel() is not None else "numpy"
-    return ChainMinimizer(chain, rule, backend)
+    return ChainMinimizer(chain, rule, _compute_backend(backend, rule))
 
 
 def chain_linear_minimum(
-    chain: Chain, loss, *, vertex: bool = True, donate: bool = False
+    chain: Chain,
+    loss,
+    *,
+    vertex: bool = True,
+    donate: bool = False,
+    backend: ComputeBackend | None = None,
 ) -> tuple[float, np.ndarray | None]:
     """``min_{x ∈ chain} ⟨loss, x⟩`` (entry order) and, with ``vertex``, a vertex attaining it:
     the exact linear minimization oracle of the chain, by the split of section 3.2 applied
-    bottom-up (compiled; ties go to the first entry of a step).  With ``donate``, a float64
-    ``loss`` is the work array itself (overwritten) instead of a copy."""
+    bottom-up (on ``backend``, default the CPU; ties go to the first entry of a step).  With
+    ``donate``, a float64 ``loss`` is the work array itself (overwritten) instead of a copy."""
     work = _work_buffer(loss, chain.num_entries, donate)
-    order = kernel_order(chain)
-    choice = np.empty(chain.num_steps if vertex else 0, dtype=np.int64)
-    value = float(
-        kernels.chain_best_vertex(chain.target_ptr, chain.source_ptr, chain.source, order, work, choice)
-    )
+    backend = get_backend() if backend is None else backend
     if not vertex:
-        return value, None
-    point = np.empty(chain.num_entries)
-    kernels.chain_vertex(chain.target_ptr, chain.source_ptr, chain.source, order, choice, point)
-    return value, point
+        return backend.chain_minimum(chain, work), None
+    return backend.chain_vertex(chain, work)
 
 
 def nested_chain_minimizer(chain: Chain, rule: LocalRule | str):

@@ -12,9 +12,10 @@ dict of flat arrays that :meth:`LocalRule.observe` updates in place; the regret 
 has to.
 
 A rule may bring a compiled form (:meth:`LocalRule.kernel`, a :class:`Kernel`): the chain
-minimizer then runs it fused into its compiled passes; a rule without one runs on the vectorized
-numpy path.  The built-in rules' arithmetic is written once, in :mod:`solvers.regret.kernels`, and their
-``recommend``/``observe`` call it.
+minimizer then runs it fused into a compute backend's passes (:mod:`efce.solvers.backends`); a
+rule without one runs on the vectorized numpy path.  The built-in rules' arithmetic is written
+once, in :mod:`efce.solvers.backends.cpu.rules`, and their ``recommend``/``observe`` run it on
+the CPU backend.
 
 Rules
 -----
@@ -35,7 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from efce.solvers.regret import kernels
+from efce.solvers.backends import HEDGE, PRM_PLUS, RM, get_backend
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,7 +109,8 @@ def state_dtype(entries: int) -> type:
 def prediction_dtype(entries: int) -> type:
     """The dtype of PRM+'s per-entry prediction over ``entries`` entries: ``uint16`` holding
     bfloat16 bits (8 significant bits, float32's range; read and written by the kernels'
-    :func:`~solvers.regret.kernels.widened` / :func:`~solvers.regret.kernels.narrowed`) where
+    :func:`~efce.solvers.backends.cpu.rules.widened` /
+    :func:`~efce.solvers.backends.cpu.rules.narrowed`) where
     :func:`state_dtype` is float32, float64 below.
 
     PRM+'s regret bound (Farina, Kroer, Sandholm 2021) holds for *any* sequence of
@@ -119,8 +121,9 @@ def prediction_dtype(entries: int) -> type:
 
 
 class Kernel(NamedTuple):
-    """The compiled form of a local rule: a family of :mod:`solvers.regret.kernels`, its parameters, and
-    the state keys of the kernel's two per-entry arrays (the same key twice when the family reads
+    """The compiled form of a local rule: a family of :mod:`efce.solvers.backends` (``RM``,
+    ``HEDGE``, ``PRM_PLUS``), its parameters, and the state keys of the kernel's two per-entry
+    arrays (the same key twice when the family reads
     one array).  Every kernel state also has the counter ``"t"`` (``float64[1]``); the per-entry
     arrays are float32 or float64 (:func:`state_dtype`), predictions :func:`prediction_dtype`."""
 
@@ -167,8 +170,20 @@ class LocalRule:
         return None
 
 
+_CPU = None
+
+
+def _cpu():
+    """The CPU backend the rules run their segments on (serial kernels: no thread count)."""
+    global _CPU
+    if _CPU is None:
+        _CPU = get_backend("cpu")
+    return _CPU
+
+
 class _CompiledRule(LocalRule):
-    """A rule whose arithmetic is its kernel (one definition, in :mod:`solvers.regret.kernels`)."""
+    """A rule whose arithmetic is its kernel (one definition, in :mod:`efce.solvers.backends.cpu.rules`,
+    run on the CPU backend)."""
 
     def _spec(self) -> Kernel:
         raise NotImplementedError
@@ -199,7 +214,7 @@ class _CompiledRule(LocalRule):
         spec = self._spec()
         a, b, _ = spec.arrays(state)
         out = np.empty(seg.total)
-        kernels.recommend_segments(spec.family, spec.eta, a, b, seg.ptr, out)
+        _cpu().recommend_segments(spec.family, spec.eta, a, b, seg.ptr, out)
         return out
 
     def observe(self, state, loss, seg):
@@ -208,7 +223,7 @@ class _CompiledRule(LocalRule):
         if loss.shape != (seg.total,):
             raise ValueError(f"loss has shape {loss.shape}, expected ({seg.total},)")
         a, b, t = spec.arrays(state)
-        kernels.observe_segments(
+        _cpu().observe_segments(
             spec.family, spec.plus, spec.alpha, spec.beta, spec.eta, a, b, t, seg.ptr, loss
         )
 
@@ -230,7 +245,7 @@ class RegretMatching(_CompiledRule):
 
     def _spec(self):
         return Kernel(
-            kernels.RM,
+            RM,
             plus=bool(self.plus),
             alpha=np.nan if self.alpha is None else float(self.alpha),
             beta=np.nan if self.beta is None else float(self.beta),
@@ -247,7 +262,7 @@ class Hedge(_CompiledRule):
     name = "hedge"
 
     def _spec(self):
-        return Kernel(kernels.HEDGE, eta=float(self.eta), keys=("cumulative_loss", "cumulative_loss"))
+        return Kernel(HEDGE, eta=float(self.eta), keys=("cumulative_loss", "cumulative_loss"))
 
 
 @dataclass(frozen=True)
@@ -261,7 +276,7 @@ class PredictiveRMPlus(_CompiledRule):
     prediction_keys = ("prediction",)
 
     def _spec(self):
-        return Kernel(kernels.PRM_PLUS, keys=("regret", "prediction"))
+        return Kernel(PRM_PLUS, keys=("regret", "prediction"))
 
 
 # Rules by name: the one registry is :mod:`efce.solvers.regret.registry` (re-exported here).

@@ -92,3 +92,46 @@ def test_interrupt_check_cost_script_times_the_builds_with_and_without_the_check
             game.check_stop("building")
     finally:
         interrupts.clear_stop()
+
+
+def test_phases_script_times_every_pass_of_an_rm_iteration_on_each_thread_count():
+    child = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(ROOT, "benchmarks", "phases.py"),
+            "sheriff:max_bribe=1,max_items=1,rounds=1",
+            "--threads",
+            "1,1",
+            "--iterations",
+            "2",
+            "--warmup",
+            "3",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    first, *lines = [json.loads(line) for line in child.stdout.splitlines()]
+    assert (
+        first["evaluator_gap"] == first["saddle_point_gap"]
+        or abs(first["evaluator_gap"] - first["saddle_point_gap"]) <= 1e-12
+    )
+    assert [line["threads"] for line in lines] == [1, 1]
+    for line in lines:
+        assert list(line["passes_ms"]) == [
+            "A y",
+            "Xi observe",
+            "Xi recommend",
+            "A^T x",
+            "Y observe",
+            "Y recommend",
+        ]
+        assert line["iteration_ms"] == round(sum(line["passes_ms"].values()), 3)
+        assert set(line["checkpoint_ms"]) == {
+            "saddle_point_gap",
+            "transpose_product",
+            "evaluator_gap",
+            "welfare",
+            "violations",
+        }

@@ -3,7 +3,6 @@ the check of a point against the chain's own constraints."""
 
 import dataclasses
 
-import numba
 import numpy as np
 import pytest
 
@@ -13,7 +12,8 @@ from efce.games.relevant import relevant_pairs
 from efce.polytopes import correlation_plan
 from efce.polytopes.chain import SIMPLEX, SINGLETON, Chain
 from efce.polytopes.feasibility import FeasibilityCheck
-from efce.solvers.regret.engine import thread_count
+from efce.solvers.backends import available_threads
+from efce.solvers.backends.cpu import CPUBackend
 
 
 def _chain(**changes):
@@ -138,10 +138,9 @@ def test_decompose_chain_check_agrees_with_definition_3(make):
         bad[int(rng.integers(1, chain.num_entries))] += 0.01 * (1 + trial) * (-1) ** trial
         expected = _reference_violation(chain, bad)
         assert expected >= 0.01 - 1e-15 and definition3(chain.to_natural(bad, len(pairs))) > 1e-3
-        for threads in range(1, numba.config.NUMBA_NUM_THREADS + 1):
-            with thread_count(threads):
-                both = chain.violations((x, 4.0 * bad), (1.0, 0.25))
-                assert both[0] <= 1e-12 and both[1] == pytest.approx(expected, abs=1e-15)
+        for threads in range(1, available_threads() + 1):
+            both = chain.violations((x, 4.0 * bad), (1.0, 0.25), backend=CPUBackend(threads=threads))
+            assert both[0] <= 1e-12 and both[1] == pytest.approx(expected, abs=1e-15)
 
 
 def test_rescaled_point_keeps_a_chain_point_and_renormalizes_each_block():

@@ -1,6 +1,5 @@
 """The matrix-free Definition-3 check agrees with the explicit constraint matrix."""
 
-import numba
 import numpy as np
 import pytest
 
@@ -8,7 +7,8 @@ from efce import games
 from efce.games.relevant import relevant_pairs
 from efce.polytopes import correlation_plan, vsf_constraints
 from efce.polytopes.feasibility import FeasibilityCheck
-from efce.solvers.regret.engine import thread_count
+from efce.solvers.backends import available_threads
+from efce.solvers.backends.cpu import CPUBackend
 
 
 @pytest.mark.parametrize(
@@ -41,9 +41,9 @@ def test_matrix_free_check_equals_the_explicit_system(make):
         assert expected > 1e-3
         assert check(bad) == pytest.approx(expected, abs=1e-15)
         # The infosets are split among threads: any count sees the same violation.
-        for threads in range(1, numba.config.NUMBA_NUM_THREADS + 1):
-            with thread_count(threads):
-                assert check(bad) == pytest.approx(expected, abs=1e-15)
+        for threads in range(1, available_threads() + 1):
+            on_threads = FeasibilityCheck(game, pairs, CPUBackend(threads=threads))
+            assert on_threads(bad) == pytest.approx(expected, abs=1e-15)
         x_bad = bad[chain.entry_index]
         assert check(2.0 * x_bad, entry_of_pair, 0.5) == pytest.approx(expected, abs=1e-15)
         # Several plans in one pass: each gets its own violation.

@@ -9,12 +9,11 @@ import pytest
 
 from efce import games
 from efce.experiments.cli import main
+from efce.solvers.backends import get_backend
 from efce.solvers.evaluation.device import DEVICE_BYTES_LIMIT, device_bytes_bound
 from efce.solvers.evaluation.device_gaps import device_gaps
 from efce.solvers.methods.trigger import (
     TriggerDynamics,
-    _behaviour_to_sequence,
-    _fixed_point,
     device_size_bound,
     joint_plan_count,
     reduced_plan_count,
@@ -100,6 +99,7 @@ def _dense_M(space, layout, lam, pi, coarse):
 @pytest.mark.parametrize("game", [KUHN3, games.goofspiel(2, 3), FIG1])
 def test_fixed_point_is_fixed_and_feasible(game, coarse):
     rng = np.random.default_rng(7)
+    cpu = get_backend("cpu")
     for p in range(game.num_players):
         space = game.sequences(p)
         layout = trigger_layout(space, coarse)
@@ -119,9 +119,9 @@ def test_fixed_point_is_fixed_and_feasible(game, coarse):
                 1.0 / layout.seg.sizes[layout.seg.owner],
             )
             pi = np.zeros(layout.size)
-            _behaviour_to_sequence(b, layout.seg.ptr, layout.seg_parent_entry, pi)
+            cpu.behaviour_to_sequence(b, layout.seg.ptr, layout.seg_parent_entry, pi)
             x = np.zeros(space.num_sequences)
-            _fixed_point(
+            cpu.fixed_point(
                 coarse,
                 lam,
                 pi,

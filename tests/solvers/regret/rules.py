@@ -59,7 +59,7 @@ def every_rule() -> dict[str, LocalRule]:
 
 def reference_step(rule: LocalRule, state: dict, loss: np.ndarray | None, seg: Segments) -> np.ndarray:
     """Textbook formulas of the built-in rules, one simplex at a time (plain numpy, independent
-    of :mod:`solvers.regret.kernels`): the strategy of ``state``; with a ``loss``, ``state`` is then
+    of :mod:`efce.solvers.backends.cpu.rules`): the strategy of ``state``; with a ``loss``, ``state`` is then
     updated in place."""
     x = np.empty(seg.total)
     pos = neg = 1.0

@@ -12,6 +12,7 @@ from efce.games.game import CHANCE
 from efce.games.payoffs import sequence_form_payoffs
 from efce.polytopes import SIMPLEX, Chain, correlation_plan, sequence_form, vsf_constraints
 from efce.polytopes.triggers import trigger_deviations
+from efce.solvers.backends.cpu import CPUBackend
 from efce.solvers.regret.algebra import (
     cartesian_product,
     chain_minimizer,
@@ -318,14 +319,21 @@ def test_flat_chain_equals_nested_algorithm_1(chain_name, rule_name):
 
 def test_backend_choice():
     chain = CHAINS["fig2-cp"]
-    assert chain_minimizer(chain, "rm+").backend == "compiled"
-    assert chain_minimizer(chain, DecayedRegretMatching()).backend == "numpy"
-    assert chain_minimizer(chain, BlumMansour()).backend == "numpy"
+    compiled = chain_minimizer(chain, "rm+")
+    assert compiled.compiled and compiled.backend.name == "cpu"  # "auto": the CPU backend
+    assert chain_minimizer(chain, "rm+", backend="compiled").backend == compiled.backend
+    assert chain_minimizer(chain, "rm+", backend="cpu").backend == compiled.backend
+    one = CPUBackend(threads=1)
+    assert chain_minimizer(chain, "rm+", backend=one).backend is one
+    assert chain_minimizer(chain, "rm+", backend="numpy").backend is None
+    assert chain_minimizer(chain, DecayedRegretMatching()).backend is None  # numpy
+    assert chain_minimizer(chain, BlumMansour()).backend is None
     # A subclass that redefines the arithmetic loses the parent's kernel (never a wrong kernel).
     assert ClippedLossRM().kernel() is None and RegretMatching().kernel() is not None
-    assert chain_minimizer(chain, ClippedLossRM()).backend == "numpy"
-    with pytest.raises(ValueError, match="has no compiled kernel"):
-        chain_minimizer(chain, DecayedRegretMatching(), backend="compiled")
+    assert not chain_minimizer(chain, ClippedLossRM()).compiled
+    for backend in ("compiled", "cpu", one):
+        with pytest.raises(ValueError, match="has no compiled kernel"):
+            chain_minimizer(chain, DecayedRegretMatching(), backend=backend)
     with pytest.raises(ValueError, match="unknown chain-minimizer backend"):
         chain_minimizer(chain, "rm", backend="gpu")
     with pytest.raises(TypeError, match="LocalRule or a rule name"):

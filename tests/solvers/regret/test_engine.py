@@ -58,7 +58,7 @@ def test_engine_and_algebra_give_identical_iterates(chain_name, rule_name):
     on chains whose steps are in level order (Ξ, sequence form) and not (triggers)."""
     chain, rule = CHAINS[chain_name], RULES[rule_name]
     engine = ChainEngine(chain, rule)
-    assert engine.minimizer.backend == "compiled"
+    assert engine.minimizer.compiled
     reference = algebra.nested_chain_minimizer(chain, rule)
     state = reference.init()
     rng = np.random.default_rng(11)
@@ -103,7 +103,7 @@ def test_engine_runs_rules_without_kernel():
     for name in ("user", "user-subclass", "blum-mansour"):
         rule = every_rule()[name]
         engine = ChainEngine(chain, rule)
-        assert engine.minimizer.backend == "numpy"
+        assert not engine.minimizer.compiled
         _assert_engine_tracks(
             engine, algebra.nested_chain_minimizer(chain, rule), rounds=30, seed=2, atol=1e-12
         )
@@ -111,7 +111,7 @@ def test_engine_runs_rules_without_kernel():
 
 @pytest.mark.parametrize("rule_name", ["rm", "rm+", "dcfr", "hedge", "prm+"])
 def test_compiled_rules_equal_textbook_formulas(rule_name):
-    """The one definition of every built-in rule (solvers.regret.kernels) against plain per-simplex
+    """The one definition of every built-in rule (efce.solvers.backends.cpu.rules) against plain per-simplex
     formulas, over many random and adversarial rounds on segments of sizes 1 to 6."""
     rule = every_rule()[rule_name]
     seg = Segments.from_sizes([3, 1, 2, 6, 4, 2, 5])
@@ -150,13 +150,12 @@ def test_observe_overwrite_and_out():
 
 
 @pytest.mark.parametrize("kind", ["compiled", "compiled, parallel passes", "numpy", "composite"])
-def test_recommend_adds_the_point_into_a_running_sum_exactly(kind, monkeypatch):
+def test_recommend_adds_the_point_into_a_running_sum_exactly(kind):
     # recommend(out, accumulate=(total, w)) must leave total exactly as total += w * point would.
-    from efce.solvers.regret import engine as engine_module
+    from efce.solvers.backends.cpu import CPUBackend
 
     chain = CHAINS["sheriff Ξ"]
-    if kind == "compiled, parallel passes":
-        monkeypatch.setattr(engine_module, "PARALLEL_MIN_ENTRIES", 1)
+    backend = CPUBackend(parallel_min_size=1) if kind == "compiled, parallel passes" else None
 
     def make() -> ChainEngine:
         if kind == "numpy":
@@ -166,11 +165,11 @@ def test_recommend_adds_the_point_into_a_running_sum_exactly(kind, monkeypatch):
                 algebra.chain_minimizer(chain, "rm+"), algebra.chain_minimizer(chain, "hedge"), rule="rm"
             )
             return ChainEngine(chain, minimizer=hull)
-        return ChainEngine(chain, "prm+")
+        return ChainEngine(chain, "prm+", backend=backend)
 
     fused, plain = make(), make()
     if kind == "compiled, parallel passes":
-        assert fused._parallel is not None
+        assert fused.minimizer._passes.parallel
     rng = np.random.default_rng(8)
     n = chain.num_entries
     total, expected = rng.random(n), None

@@ -8,9 +8,11 @@ import pytest
 
 from efce.games.spec import make_game
 from efce.polytopes.feasibility import FeasibilityCheck
+from efce.solvers.backends import available_threads
+from efce.solvers.backends.cpu import CPUBackend
 from efce.solvers.methods.efce import build_efce_model, solve_efce
 from efce.solvers.regret import local
-from efce.solvers.regret.engine import ChainEngine, available_threads
+from efce.solvers.regret.engine import ChainEngine
 from efce.solvers.regret.local import make_rule
 
 GAME = "battleship:rows=2,cols=2,ship_sizes=[1],shots=2"
@@ -59,31 +61,24 @@ def test_float32_state_converges_like_float64_and_stays_feasible(rule, monkeypat
     )
 
 
-def test_float32_state_is_the_same_on_every_thread_count(float32_everywhere, monkeypatch):
-    from efce.solvers.evaluation import payoff_operator
-    from efce.solvers.regret import engine as engine_module
-
-    monkeypatch.setattr(engine_module, "PARALLEL_MIN_ENTRIES", 1)
-    monkeypatch.setattr(payoff_operator, "PARALLEL_MIN_ROWS", 1)
+def test_float32_state_is_the_same_on_every_thread_count(float32_everywhere):
     game = make_game(GAME)
     runs = [
-        solve_efce(game, iterations=100, target_gap=None, threads=t, rule="prm+")
+        solve_efce(
+            game, iterations=100, target_gap=None, backend=CPUBackend(t, parallel_min_size=1), rule="prm+"
+        )
         for t in range(1, min(2, available_threads()) + 1)
     ]
     assert all(np.array_equal(runs[0].point, r.point) for r in runs)
 
 
-def test_float32_running_sum_reports_a_plan_feasible_to_float64(float32_everywhere, monkeypatch):
-    from efce.solvers.evaluation import payoff_operator
-    from efce.solvers.regret import engine as engine_module
-
+def test_float32_running_sum_reports_a_plan_feasible_to_float64(float32_everywhere):
     game = make_game(GAME)
     model = build_efce_model(game)
     wide = solve_efce(game, model=model, iterations=2000, target_gap=None, check_every=500)
-    monkeypatch.setattr(engine_module, "PARALLEL_MIN_ENTRIES", 1)
-    monkeypatch.setattr(payoff_operator, "PARALLEL_MIN_ROWS", 1)
-    assert ChainEngine(model.xi_steps, make_rule("prm+")).sum_dtype == np.float32
-    narrow = solve_efce(game, model=model, iterations=2000, target_gap=None, check_every=500)
+    big = CPUBackend(parallel_min_size=1)  # these small chains run as the big ones
+    assert ChainEngine(model.xi_steps, make_rule("prm+"), backend=big).sum_dtype == np.float32
+    narrow = solve_efce(game, model=model, iterations=2000, target_gap=None, check_every=500, backend=big)
     assert narrow.point.dtype == np.float64
     # The plan: Definition 3 to float64 rounding, checked independently of the solver.
     assert narrow.info["plan_violation"] <= 1e-12

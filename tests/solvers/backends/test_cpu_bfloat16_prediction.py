@@ -8,7 +8,8 @@ import numba
 import numpy as np
 import pytest
 
-from efce.solvers.regret import kernels, local
+from efce.solvers.backends.cpu import rules
+from efce.solvers.regret import local
 from efce.solvers.regret.local import PredictiveRMPlus, Segments
 
 
@@ -17,8 +18,8 @@ def _round_trip(values):
     bits = np.zeros(len(values), np.uint16)
     out = np.empty(len(values))
     for i in range(len(values)):
-        bits[i] = kernels.narrowed(values[i], bits[i])
-        out[i] = kernels.widened(bits[i])
+        bits[i] = rules.narrowed(values[i], bits[i])
+        out[i] = rules.widened(bits[i])
     return bits, out
 
 
@@ -51,8 +52,8 @@ def test_float64_state_is_stored_unrounded():
     def store(values, like):
         out = np.zeros_like(like)
         for i in range(len(values)):
-            out[i] = kernels.narrowed(values[i], out[i])
-        return out, kernels.widened(out[0])
+            out[i] = rules.narrowed(values[i], out[i])
+        return out, rules.widened(out[0])
 
     values = np.array([np.pi, -1e-300])
     out, first = store(values, np.zeros(2))

@@ -1,251 +1,47 @@
-"""Compiled (numba) arithmetic of the local rules and of the chain passes — one definition each.
+"""The passes of a chain's regret minimizer with the local rule fused in, serial and parallel,
+and the chain's linear minimization oracle.
 
-A local rule with a compiled form (:meth:`solvers.local.LocalRule.kernel`) names a *family*
-below and its parameters; its strategy (:func:`local_strategy`) and its update formula
-(:func:`rm_regret`, :func:`prm_plus_regret`; Hedge adds the loss) run
-
-* the rule on its own, over every segment of a :class:`~solvers.local.Segments` partition
-  (:func:`recommend_segments`, :func:`observe_segments`: what ``LocalRule.recommend`` /
-  ``observe`` call), and
-* the rule fused into the two passes of Algorithm 1 unrolled over a chain (Farina, Ling, Fang,
-  Sandholm 2019, section 3.2; :func:`chain_recommend`, :func:`chain_observe`): RECOMMEND
-  top-down ``x[targets_k] = h_k(x) · y_k``; OBSERVELOSS bottom-up, step ``k`` reads the
-  accumulated loss ``ℓ̃[targets_k]``, updates its local state and adds ``⟨ℓ̃[targets_k], y_k⟩``
-  (pre-update ``y_k``) to ``ℓ̃`` of every source of ``h_k``.
-
-All numba code of the package lives in this one file on purpose: numba's on-disk cache is
-invalidated per source file, so a kernel inlined into a function of another file could run stale.
+Algorithm 1 of Farina, Ling, Fang, Sandholm 2019 unrolled over a chain (section 3.2;
+:class:`efce.solvers.regret.algebra.ChainMinimizer`): RECOMMEND top-down ``x[targets_k] = h_k(x) ·
+y_k``; OBSERVELOSS bottom-up, step ``k`` reads the accumulated loss ``ℓ̃[targets_k]``, updates its
+local state (:func:`efce.solvers.backends.cpu.rules.observe_simplex`) and adds
+``⟨ℓ̃[targets_k], y_k⟩`` (pre-update ``y_k``) to ``ℓ̃`` of every source of ``h_k``.  One step body
+each (:func:`recommend_step`, :func:`~efce.solvers.backends.cpu.rules.observe_simplex`) serves the
+serial passes (:func:`chain_recommend`, :func:`chain_observe`: steps in level order, one loop) and
+the parallel ones (:func:`chain_recommend_parallel`, :func:`chain_observe_parallel`: each level's
+chunks split among threads), which keep their own loop structures: numba compiles a ``prange``
+body into a function of its own, which LLVM optimizes better than the serial single loop on big
+chains, while the serial loop has no chunk bookkeeping on the small ones.
 
 Local state arrays are indexed by *state position*: the simplex steps' entries, steps in the
-passes' level order (``order``), so each pass finds a step's state with a running counter.  They
-are float64 or float32 (:func:`solvers.regret.local.state_dtype`), PRM+'s prediction bfloat16 bits
-where the state is float32 (:func:`solvers.regret.local.prediction_dtype`): every kernel reads the
-state, computes in float64 and rounds only what it stores.
+passes' level order (``order``), so each pass finds a step's state with a running counter.
 """
 
 from __future__ import annotations
 
-import os
-
-# The parallel passes meet at a barrier a few dozen times per iteration.  libgomp's default
-# (spin, then sleep) lets a waiting thread burn a core that another process needs; on a shared
-# 2-core machine under load that made a 2-thread pass 4x slower than a 1-thread one, while a
-# passive wait costs microseconds per barrier.  Read by libgomp when numba first starts its
-# threads (after this import); a value set by the user wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 import numba
 import numpy as np
-from llvmlite import ir
-from numba.core import types
-from numba.extending import intrinsic, overload
 
 from efce.games.arrays import U
 from efce.polytopes.chain import SINGLETON
 
-#: Kernel families (see :class:`solvers.local.Kernel`).
-RM, HEDGE, PRM_PLUS = 0, 1, 2
+from .jit import even_part, kernel
+from .rules import discounts, local_strategy, observe_simplex
 
 # The hot kernels index through games.arrays.U (unsigned); every index here is non-negative.
 
 
-# ---------------------------------------------------------------------- bfloat16 predictions
-# On big chains PRM+ keeps its prediction as bfloat16 (the upper half of a float32, stored as
-# uint16; see solvers.regret.local.prediction_dtype): the kernels read it through widened()
-# and write it through narrowed().  numba has no 16-bit float, so the two
-# conversions are written on the float32's bits.
-
-
-@intrinsic
-def _float32_bits(typingctx, value):
-    """The bits of a float32 as a uint32 (a bit cast, no conversion)."""
-    if value != types.float32:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(32))
-
-    return types.uint32(types.float32), codegen
-
-
-@intrinsic
-def _bits_float32(typingctx, bits):
-    """The float32 whose bits are the low 32 bits of the unsigned integer ``bits`` (numba
-    widens unsigned shifts to 64 bits)."""
-    if not isinstance(bits, types.Integer) or bits.signed or bits.bitwidth < 32:
-        return None
-
-    def codegen(context, builder, signature, args):
-        low = args[0] if bits.bitwidth == 32 else builder.trunc(args[0], ir.IntType(32))
-        return builder.bitcast(low, ir.FloatType())
-
-    return types.float32(bits), codegen
-
-
 @numba.njit(inline="always")
-def bfloat16_bits(value):
-    """``value`` rounded to bfloat16 (8 significant bits, float32's range), to nearest with
-    ties to even, as the uint16 of its bits."""
-    bits = _float32_bits(np.float32(value))
-    bits += np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
-    return np.uint16(bits >> np.uint32(16))
-
-
-@numba.njit(inline="always")
-def bfloat16_value(bits):
-    """The float64 value of the bfloat16 with uint16 ``bits``."""
-    return np.float64(_bits_float32(np.uint32(bits) << np.uint32(16)))
-
-
-def widened(value):
-    """A stored state value as float64: float32/float64 as it is, uint16 as bfloat16 bits."""
-
-
-def narrowed(value, like):
-    """``value`` rounded to the type of the stored value ``like`` (uint16: bfloat16 bits)."""
-
-
-# Both dispatch at compile time on the stored scalar's type, so a kernel compiled for float
-# state holds no conversion at all; ``narrowed`` is handed the stored value only for its type
-# (the load it reads is dead and removed by the compiler).
-@overload(widened, inline="always")
-def _widened(value):
-    if value == types.uint16:
-        return lambda value: bfloat16_value(value)
-    return lambda value: np.float64(value)
-
-
-@overload(narrowed, inline="always")
-def _narrowed(value, like):
-    if like == types.uint16:
-        return lambda value, like: bfloat16_bits(value)
-    return lambda value, like: value
-
-
-@numba.njit(cache=True)
-def discounts(alpha, beta, t):
-    """DCFR factors ``t^α/(t^α+1)`` and ``t^β/(t^β+1)`` after iteration ``t`` (NaN: no discount,
-    factor 1)."""
-    pos = 1.0 if np.isnan(alpha) else t**alpha / (t**alpha + 1.0)
-    neg = 1.0 if np.isnan(beta) else t**beta / (t**beta + 1.0)
-    return pos, neg
-
-
-@numba.njit(inline="always")
-def local_strategy(family, eta, a, b, lo, n, out, out_lo):
-    """The strategy of the segment ``a[lo:lo+n]`` (and ``b``) into ``out[out_lo:out_lo+n]``.
-
-    RM / RM+ / DCFR: ``[R]^+`` normalized; PRM+: ``[R + m]^+`` normalized (``m = b``, the
-    prediction); both uniform when the positive part is 0.  Hedge: ``exp(-η L)`` normalized with
-    ``L = a`` the cumulative loss (shifted by its maximum for stability)."""
-    total = 0.0
-    if family == HEDGE:
-        m = -np.inf
-        for e in range(lo, lo + n):
-            z = -eta * a[U(e)]
-            if z > m:
-                m = z
-        for e in range(lo, lo + n):
-            w = np.exp(-eta * a[U(e)] - m)
-            out[U(out_lo + e - lo)] = w
-            total += w
-    else:
-        for e in range(lo, lo + n):
-            # float64 arithmetic whatever the state's dtype (float32 on big chains)
-            w = np.float64(a[U(e)]) + widened(b[U(e)]) if family == PRM_PLUS else np.float64(a[U(e)])
-            w = w if w > 0.0 else 0.0
-            out[U(out_lo + e - lo)] = w
-            total += w
-    if total > 0.0:
-        scale = 1.0 / total
-        for i in range(n):
-            out[U(out_lo + i)] = out[U(out_lo + i)] * scale
-    else:
-        for i in range(n):
-            out[U(out_lo + i)] = 1.0 / n
-
-
-@numba.njit
-def rm_regret(r, instantaneous, plus, pos, neg):
-    """RM / RM+ / DCFR (Hart & Mas-Colell 2000; Tammelin et al. 2015; Brown & Sandholm 2019):
-    ``R ← (R + r)·(pos if > 0 else neg)``, clipped at 0 for RM+."""
-    r = r + instantaneous
-    r = r * (pos if r > 0.0 else neg)
-    return 0.0 if plus and r < 0.0 else r
-
-
-@numba.njit
-def prm_plus_regret(r, instantaneous):
-    """PRM+ (Farina, Kroer, Sandholm 2021): ``R ← [R + r]^+`` (the prediction becomes ``r``)."""
-    r = r + instantaneous
-    return r if r > 0.0 else 0.0
-
-
-@numba.njit(inline="always")
-def local_update(family, plus, pos, neg, a, b, lo, n, loss, loss_lo, v):
-    """Observe ``loss[loss_lo:loss_lo+n]`` on the segment ``a[lo:lo+n]`` (and ``b``); ``v =
-    ⟨loss, y⟩`` with ``y`` the strategy before the update, so ``v − ℓ_e`` is the instantaneous
-    regret of ``e``.  Hedge: ``L ← L + ℓ``; PRM+: :func:`prm_plus_regret` and ``m ← v − ℓ``;
-    RM family: :func:`rm_regret`.
-
-    :func:`chain_observe` writes these three loops out in its body rather than calling this
-    function: on the Sheriff Ξ chain a pass calling it ran ~50% slower (numba's inlining of a
-    function holding loops); the formulas stay single definitions in both."""
-    if family == HEDGE:
-        for i in range(n):
-            a[lo + i] += loss[loss_lo + i]
-    elif family == PRM_PLUS:
-        for i in range(n):
-            inst = v - loss[loss_lo + i]
-            a[lo + i] = prm_plus_regret(a[lo + i], inst)
-            b[lo + i] = narrowed(inst, b[lo + i])
-    else:
-        for i in range(n):
-            a[lo + i] = rm_regret(a[lo + i], v - loss[loss_lo + i], plus, pos, neg)
-
-
-@numba.njit(inline="always")
-def _dot(loss, loss_lo, y, n):
-    v = 0.0
-    for i in range(n):
-        v += loss[U(loss_lo + i)] * y[U(i)]
-    return v
-
-
-@numba.njit(inline="always")
-def _step(order, idx):
+def step_at(order, idx):
     """Step number ``idx`` of the passes' level order: ``order[idx]``, or ``idx`` itself when
     ``order`` is empty (a chain numbered in level order already, e.g. DECOMPOSE's: no int per
     step is kept for the identity)."""
     return np.int64(idx) if len(order) == 0 else np.int64(order[U(idx)])
 
 
-# ---------------------------------------------------------------------- one rule on segments
-@numba.njit(cache=True)
-def recommend_segments(family, eta, a, b, ptr, out):
-    """The strategy of every segment ``ptr[s]:ptr[s+1]`` into ``out``."""
-    for s in range(len(ptr) - 1):
-        local_strategy(family, eta, a, b, ptr[s], ptr[s + 1] - ptr[s], out, ptr[s])
-
-
-@numba.njit(cache=True)
-def observe_segments(family, plus, alpha, beta, eta, a, b, t, ptr, loss):
-    """Every segment observes its part of ``loss`` (``t[0]`` counts the observations)."""
-    t[0] += 1.0
-    pos, neg = discounts(alpha, beta, t[0])
-    widest = 1
-    for s in range(len(ptr) - 1):
-        widest = max(widest, ptr[s + 1] - ptr[s])
-    y = np.empty(widest)
-    for s in range(len(ptr) - 1):
-        lo, n = ptr[s], ptr[s + 1] - ptr[s]
-        local_strategy(family, eta, a, b, lo, n, y, 0)
-        local_update(family, plus, pos, neg, a, b, lo, n, loss, lo, _dot(loss, lo, y, n))
-
-
 # ---------------------------------------------------------------------- chain passes
 @numba.njit(inline="always")
-def _recommend_step(k, pos, kind, tptr, sptr, source, family, eta, a, b, x, total, w, accumulate):
+def recommend_step(k, pos, kind, tptr, sptr, source, family, eta, a, b, x, total, w, accumulate):
     """Step ``k`` of RECOMMEND (its local state at ``pos``): ``x[targets_k] = h_k(x) · y_k``, and
     ``total[targets_k] += w · x[targets_k]`` when ``accumulate``.  Returns the next state
     position.  The one step body of the serial and the parallel pass."""
@@ -266,7 +62,7 @@ def _recommend_step(k, pos, kind, tptr, sptr, source, family, eta, a, b, x, tota
     return pos
 
 
-@numba.njit(cache=True)
+@kernel()
 def chain_recommend(kind, tptr, sptr, source, order, family, eta, a, b, x, total, w):
     """RECOMMEND: ``x[targets_k] = h_k(x) · y_k`` for the steps in ``order`` (level order); with a
     non-empty ``total``, also ``total += w · x`` entry by entry as ``x`` is written (a running
@@ -277,51 +73,39 @@ def chain_recommend(kind, tptr, sptr, source, order, family, eta, a, b, x, total
         total[0] += w * x[0]
     pos = 0
     for idx in range(len(kind)):
-        pos = _recommend_step(
-            _step(order, idx), pos, kind, tptr, sptr, source, family, eta, a, b, x, total, w, accumulate
+        pos = recommend_step(
+            step_at(order, idx), pos, kind, tptr, sptr, source, family, eta, a, b, x, total, w, accumulate
         )
 
 
-@numba.njit(cache=True)
-def chain_observe(kind, tptr, sptr, source, order, family, plus, alpha, beta, eta, a, b, t, loss, y):
+@kernel(shares_bodies=True)
+def chain_observe(kind, tptr, sptr, source, order, family, plus, alpha, beta, eta, y, a, b, t, loss):
     """OBSERVELOSS: ``loss`` (entry order) is overwritten with the accumulated ``ℓ̃``; ``y`` is a
     work buffer as long as the widest step."""
     t[0] += 1.0
     pos, neg = discounts(alpha, beta, t[0])
     s = len(a)  # state position just past the step, running backwards
     for idx in range(len(kind) - 1, -1, -1):
-        k = _step(order, idx)
+        k = step_at(order, idx)
         lo, hi = tptr[U(k)], tptr[U(k + 1)]
         if kind[U(k)] == SINGLETON:
             v = loss[U(lo)]
         else:
             n = hi - lo
             s -= n
-            local_strategy(family, eta, a, b, s, n, y, 0)
-            v = _dot(loss, lo, y, n)
-            if family == HEDGE:  # the loops of local_update (see there why not a call)
-                for i in range(n):
-                    a[U(s + i)] += loss[U(lo + i)]
-            elif family == PRM_PLUS:
-                for i in range(n):
-                    inst = v - loss[U(lo + i)]
-                    a[U(s + i)] = prm_plus_regret(a[U(s + i)], inst)
-                    b[U(s + i)] = narrowed(inst, b[U(s + i)])
-            else:
-                for i in range(n):
-                    a[U(s + i)] = rm_regret(a[U(s + i)], v - loss[U(lo + i)], plus, pos, neg)
+            v = observe_simplex(family, plus, pos, neg, eta, a, b, s, n, loss, lo, y)
         for j in range(sptr[U(k)], sptr[U(k + 1)]):
             loss[U(source[U(j)])] += v
 
 
-@numba.njit(cache=True)
+@kernel()
 def chain_best_vertex(tptr, sptr, source, order, loss, choice):
     """``min_{x ∈ chain} ⟨loss, x⟩`` by the split of section 3.2 applied bottom-up: a simplex
     step adds its smallest accumulated loss to its sources and records that entry (the first
     smallest) in ``choice[k]`` (nothing is recorded when ``choice`` is empty: the value alone
     needs no array per step).  ``loss`` is overwritten; returns the minimum."""
     for idx in range(len(tptr) - 2, -1, -1):
-        k = _step(order, idx)
+        k = step_at(order, idx)
         lo, hi = tptr[k], tptr[k + 1]
         best = lo
         for e in range(lo + 1, hi):
@@ -335,12 +119,12 @@ def chain_best_vertex(tptr, sptr, source, order, loss, choice):
     return loss[0]
 
 
-@numba.njit(cache=True)
+@kernel()
 def chain_vertex(tptr, sptr, source, order, choice, x):
     """The vertex with entry ``choice[k]`` picked at every simplex step (top-down)."""
     x[0] = 1.0
     for idx in range(len(tptr) - 1):
-        k = _step(order, idx)
+        k = step_at(order, idx)
         h = 0.0
         for j in range(sptr[k], sptr[k + 1]):
             h += x[source[j]]
@@ -366,7 +150,7 @@ def chain_vertex(tptr, sptr, source, order, choice, x):
 # also names the row of the per-part scratch.
 
 
-@numba.njit(cache=True)
+@kernel()
 def chain_chunks(kind, tptr, sptr, order, level_ptr, target_work):
     """Chunks of the level order for the parallel passes: each chunk is a run of consecutive
     steps of one level holding about ``target_work`` entries plus sources.  Returns
@@ -384,7 +168,7 @@ def chain_chunks(kind, tptr, sptr, order, level_ptr, target_work):
         level_chunk[L] = c
         work = target_work  # forces a new chunk at the level's first step
         for idx in range(level_ptr[L], level_ptr[L + 1]):
-            k = _step(order, idx)
+            k = step_at(order, idx)
             if work >= target_work:
                 chunk_ptr[c] = idx
                 chunk_state[c] = state
@@ -399,7 +183,7 @@ def chain_chunks(kind, tptr, sptr, order, level_ptr, target_work):
     return chunk_ptr[: c + 1].copy(), chunk_state[:c].copy(), level_chunk
 
 
-@numba.njit(cache=True)
+@kernel()
 def level_source_histograms(sptr, source, order, level_ptr, buckets):
     """Where each level's additions land: ``(lo, hi, cum)`` with ``[lo[L], hi[L])`` the range of
     its steps' source entries (the destinations of the up pass's scatter) cut into ``buckets``
@@ -411,7 +195,7 @@ def level_source_histograms(sptr, source, order, level_ptr, buckets):
     for L in range(n_levels):
         a, b = np.int64(1) << 62, np.int64(0)
         for idx in range(level_ptr[L], level_ptr[L + 1]):
-            k = _step(order, idx)
+            k = step_at(order, idx)
             for j in range(sptr[k], sptr[k + 1]):
                 s = np.int64(source[j])
                 a = min(a, s)
@@ -421,7 +205,7 @@ def level_source_histograms(sptr, source, order, level_ptr, buckets):
         lo[L], hi[L] = a, b
         width = b - a
         for idx in range(level_ptr[L], level_ptr[L + 1]):
-            k = _step(order, idx)
+            k = step_at(order, idx)
             for j in range(sptr[k], sptr[k + 1]):
                 cum[L, 1 + ((np.int64(source[j]) - a) * buckets) // width] += 1
         for q in range(buckets):
@@ -429,7 +213,7 @@ def level_source_histograms(sptr, source, order, level_ptr, buckets):
     return lo, hi, cum
 
 
-@numba.njit(cache=True)
+@kernel()
 def scatter_bounds(lo, hi, cum, parts):
     """Destination bounds of the up pass's scatter: ``bounds[L, p] .. bounds[L, p+1]`` is part
     ``p``'s range of level ``L``, cut at bucket edges so that each part receives about the same
@@ -449,7 +233,7 @@ def scatter_bounds(lo, hi, cum, parts):
     return bounds
 
 
-@numba.njit(cache=True)
+@kernel()
 def chunk_source_ranges(sptr, source, order, chunk_ptr):
     """``(lo, hi)`` per chunk: its smallest source entry and one past its largest, so the up
     pass's scatter skips the chunks that add nothing into a thread's destination range (sources
@@ -460,20 +244,13 @@ def chunk_source_ranges(sptr, source, order, chunk_ptr):
     for c in range(n):
         a, b = np.int64(1) << 62, np.int64(0)
         for idx in range(chunk_ptr[c], chunk_ptr[c + 1]):
-            k = _step(order, idx)
+            k = step_at(order, idx)
             for j in range(sptr[k], sptr[k + 1]):
                 e = np.int64(source[j])
                 a = min(a, e)
                 b = max(b, e + 1)
         lo[c], hi[c] = (a, b) if b > 0 else (0, 0)
     return lo, hi
-
-
-@numba.njit(inline="always")
-def _part(lo, hi, p, parts):
-    """Bounds of part ``p`` of ``parts`` equal parts of ``range(lo, hi)``."""
-    n = hi - lo
-    return lo + (n * p) // parts, lo + (n * (p + 1)) // parts
 
 
 @numba.njit(inline="always")
@@ -488,11 +265,11 @@ def _chunks_of_part(lo, hi, p, parts, dealt):
     passes lose their locality: RECOMMEND 276 → 316–320 ms)."""
     if dealt:
         return lo + p, hi, parts
-    first, stop = _part(lo, hi, p, parts)
+    first, stop = even_part(lo, hi, p, parts)
     return first, stop, 1
 
 
-@numba.njit(parallel=True, cache=True)
+@kernel(parallel=True)
 def chain_recommend_parallel(
     kind,
     tptr,
@@ -524,8 +301,8 @@ def chain_recommend_parallel(
             for c in range(c_lo, c_hi, c_step):
                 pos = chunk_state[c]
                 for idx in range(chunk_ptr[c], chunk_ptr[c + 1]):
-                    pos = _recommend_step(
-                        _step(order, idx),
+                    pos = recommend_step(
+                        step_at(order, idx),
                         pos,
                         kind,
                         tptr,
@@ -542,7 +319,7 @@ def chain_recommend_parallel(
                     )
 
 
-@numba.njit(parallel=True, cache=True)
+@kernel(parallel=True)
 def chain_observe_parallel(
     kind,
     tptr,
@@ -583,25 +360,12 @@ def chain_observe_parallel(
             for c in range(c_lo, c_hi, c_step):
                 s = chunk_state[c]
                 for idx in range(chunk_ptr[c], chunk_ptr[c + 1]):
-                    k = _step(order, idx)
+                    k = step_at(order, idx)
                     if kind[U(k)] == SINGLETON:
                         continue  # v = ℓ̃[lo] already
                     lo, hi = tptr[U(k)], tptr[U(k + 1)]
                     n = hi - lo
-                    local_strategy(family, eta, a, b, s, n, y, 0)
-                    v = _dot(loss, lo, y, n)
-                    if family == HEDGE:
-                        for i in range(n):
-                            a[U(s + i)] += loss[U(lo + i)]
-                    elif family == PRM_PLUS:
-                        for i in range(n):
-                            inst = v - loss[U(lo + i)]
-                            a[U(s + i)] = prm_plus_regret(a[U(s + i)], inst)
-                            b[U(s + i)] = narrowed(inst, b[U(s + i)])
-                    else:
-                        for i in range(n):
-                            a[U(s + i)] = rm_regret(a[U(s + i)], v - loss[U(lo + i)], plus, pos, neg)
-                    loss[U(lo)] = v
+                    loss[U(lo)] = observe_simplex(family, plus, pos, neg, eta, a, b, s, n, loss, lo, y)
                     s += n
         # (2) scatter in the serial order, each destination entry owned by one part; a part
         # skips the chunks whose sources all lie outside its range
@@ -611,7 +375,7 @@ def chain_observe_parallel(
                 if chunk_src_hi[c] <= d_lo or chunk_src_lo[c] >= d_hi:
                     continue
                 for idx in range(chunk_ptr[c + 1] - 1, chunk_ptr[c] - 1, -1):
-                    k = _step(order, idx)
+                    k = step_at(order, idx)
                     v = loss[U(tptr[U(k)])]
                     for j in range(sptr[U(k)], sptr[U(k + 1)]):
                         e = np.int64(source[U(j)])

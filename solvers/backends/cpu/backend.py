@@ -1,0 +1,513 @@
+"""The CPU backend object: numpy arrays, the numba kernels of this folder, a thread count.
+
+:class:`CPUBackend` implements :class:`efce.solvers.backends.protocol.ComputeBackend` and the
+CPU-only kernel families (local rules on segments, CFR's best responses, the trigger-regret
+dynamics, the n-player device gaps, the Definition-3 check).  Its parallel kernels run on
+``threads`` parts, numba's count set around each call (:func:`~.jit.run_on_threads`); serial
+kernels are the backend's attributes themselves (no Python call in between).  Every parallel
+kernel gives the same result on any thread count: each output is computed by one thread in the
+serial order, or is a maximum.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from typing import ClassVar
+
+import numpy as np
+
+from efce.errors import OptionError
+from efce.polytopes.chain import Chain
+from efce.solvers.regret.local import state_dtype
+
+from . import chain_passes, device, feasibility, gaps, operator, rules, trigger
+from .jit import available_threads, default_threads, run_on_threads, thread_rows
+
+#: Chains with fewer entries run the serial passes whatever the thread count: below this a
+#: pass takes tens of microseconds and the threads' fork/join costs more than it saves.  The
+#: parallel passes are bit-identical to the serial ones, so the switch never changes an iterate.
+#: Bigger chains run the parallel passes on every thread count, one included: numba compiles a
+#: ``prange`` body into a function of its own, which LLVM optimizes better than the serial
+#: kernels' single loop (one thread, medium Battleship: Ξ RECOMMEND 176 against 320 ms,
+#: OBSERVELOSS 171 against 204–223, Y's 44 against 90 and 73 against 90).
+PARALLEL_MIN_ENTRIES = 50_000
+
+#: Operators with fewer rows run the serial products whatever the thread count (the threads'
+#: fork/join costs more than it saves there), and so do all on one thread (the parallel
+#: products are no faster there); the parallel products are bit-identical anyway.
+PARALLEL_MIN_ROWS = 50_000
+
+#: Buckets of each level's destination range from which the up pass's scatter is cut into
+#: parts of equal additions (the cut is at most one bucket off the ideal).
+SCATTER_BUCKETS = 4096
+
+#: Entries plus sources per chunk of the parallel passes (fixed, independent of the thread
+#: count): big enough to amortize the loop overhead, small enough to balance a level's chunks.
+CHUNK_WORK = 4096
+
+#: Dtypes of the running sums the RECOMMEND passes add into: the EFCE saddle point keeps its
+#: correlator's running sum in float32 on big chains (:attr:`ParallelChainPasses.sum_dtype`).
+SUM_DTYPES = (np.float64, np.float32)
+
+_NO_CHOICE = np.zeros(0, dtype=np.int64)
+_IDENTITY_ORDER = np.zeros(0, dtype=np.int32)
+
+
+def kernel_order(chain: Chain) -> np.ndarray:
+    """The ``order`` argument of the chain kernels: the chain's
+    :attr:`~efce.polytopes.chain.Chain.step_order`, or an empty array for a chain numbered in
+    level order already (the kernels read it as the identity, so the ~10⁸ steps of the large
+    Battleship Ξ chain keep no int32 each for it)."""
+    if chain.level_sorted:
+        return _IDENTITY_ORDER
+    return chain.step_order
+
+
+def widest_step(chain: Chain) -> int:
+    """The most entries a step of ``chain`` fills (at least 1), without caching the chain's
+    ``step_size`` (an int per step that the passes never read)."""
+    return int(np.diff(chain.target_ptr).max(initial=1))
+
+
+def level_bounds(chain: Chain) -> np.ndarray:
+    """``level_ptr``: the steps of level ``d`` (from 1) are positions ``level_ptr[d-1] :
+    level_ptr[d]`` of the passes' level order (int64), read from the chain's own bounds when it
+    keeps them (then no per-step level or order array is built)."""
+    if chain.level_ptr is not None:
+        return np.asarray(chain.level_ptr, dtype=np.int64)
+    sizes = np.fromiter((len(level) for level in chain.levels), dtype=np.int64)
+    level_ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=level_ptr[1:])
+    return level_ptr
+
+
+def _step_arrays(chain: Chain) -> tuple:
+    """``(kind, target_ptr, source_ptr, source, order)`` as the chain kernels take them."""
+    kind = chain.kind.astype(np.int8, copy=False)
+    return kind, chain.target_ptr, chain.source_ptr, chain.source, kernel_order(chain)
+
+
+class SerialChainPasses:
+    """The passes of a small chain (:func:`~.chain_passes.chain_recommend`,
+    :func:`~.chain_passes.chain_observe`): :attr:`recommend` and :attr:`observe` are the kernels
+    with the chain and the rule bound — at ~10 µs per pass (CFR+ on Leduc) a Python call in
+    between is measurable."""
+
+    parallel = False
+    sum_dtype = np.float64
+    sum_dtypes = SUM_DTYPES
+
+    def __init__(self, chain: Chain, kernel):
+        static = _step_arrays(chain)
+        self.recommend = partial(chain_passes.chain_recommend, *static, kernel.family, kernel.eta)
+        self.observe = partial(
+            chain_passes.chain_observe,
+            *static,
+            kernel.family,
+            kernel.plus,
+            kernel.alpha,
+            kernel.beta,
+            kernel.eta,
+            np.empty(widest_step(chain)),  # one step's strategy, allocated once
+        )
+
+
+class ParallelChainPasses:
+    """The passes of a big chain on ``threads`` threads (:func:`~.chain_passes.chain_recommend_parallel`
+    / :func:`~.chain_passes.chain_observe_parallel`), bit-identical to the serial passes.
+
+    Holds the chunking of the level order (one int64 pair per chunk, ~1/1000 of the entries),
+    the destination bounds of each level's scatter (from a histogram of its source entries in
+    :data:`SCATTER_BUCKETS` buckets) and a per-thread strategy scratch whose rows share no cache
+    line (:func:`~.jit.thread_rows`)."""
+
+    parallel = True
+    sum_dtypes = SUM_DTYPES
+
+    def __init__(self, chain: Chain, kernel, threads: int):
+        kind, tptr, sptr, source, order = _step_arrays(chain)
+        level_ptr = level_bounds(chain)
+        chunk_ptr, chunk_state, level_chunk = chain_passes.chain_chunks(
+            kind, tptr, sptr, order, level_ptr, CHUNK_WORK
+        )
+        histograms = chain_passes.level_source_histograms(sptr, source, order, level_ptr, SCATTER_BUCKETS)
+        static = (kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk)
+        self.threads = threads
+        self._recommend = (*static, kernel.family, kernel.eta)
+        self._observe = (
+            *static,
+            chain_passes.scatter_bounds(*histograms, threads),
+            *chain_passes.chunk_source_ranges(sptr, source, order, chunk_ptr),
+            kernel.family,
+            kernel.plus,
+            kernel.alpha,
+            kernel.beta,
+            kernel.eta,
+        )
+        self._scratch = thread_rows(widest_step(chain))
+        #: float32 where the rule's state is (chains of 2²⁰ entries or more): the pass adds
+        #: ``w · x`` computed in float64 and rounds the sum.
+        self.sum_dtype = state_dtype(chain.num_entries)
+
+    def recommend(self, a, b, x, total, w) -> None:
+        run_on_threads(
+            self.threads,
+            chain_passes.chain_recommend_parallel,
+            *self._recommend,
+            a,
+            b,
+            x,
+            total,
+            w,
+            self.threads,
+        )
+
+    def observe(self, a, b, t, loss) -> None:
+        run_on_threads(
+            self.threads,
+            chain_passes.chain_observe_parallel,
+            *self._observe,
+            a,
+            b,
+            t,
+            loss,
+            self._scratch,
+            self.threads,
+        )
+
+
+class PayoffProducts:
+    """``A y`` and ``sign · Aᵀ x`` of a :class:`~efce.solvers.evaluation.payoff_operator.PayoffOperator`
+    with the serial kernels or, for an operator of :data:`PARALLEL_MIN_ROWS` rows or more on more
+    than one thread, the parallel ones (:mod:`.operator`), which need per player the infoset of
+    each trigger sequence and the running work, and one stack per thread (rows two cache lines
+    apart: the following pass writes them per terminal)."""
+
+    def __init__(self, op, threads: int, parallel_min_rows: int):
+        self.operator = op
+        tables = op.tables
+        self.parts = threads if op.shape[0] >= parallel_min_rows and threads > 1 else 1
+        self._following = (
+            op.seq_parents[0],
+            op.seq_parents[1],
+            op.own_sequences[0],
+            op.own_sequences[1],
+            tables.weighted,
+            op.welfare_weight,
+            tables.terminal_row,
+        )
+        block_start = op.triggers.block_start
+        trigger_base = op.trigger_base
+        self._trigger_base1 = trigger_base[1]
+        # what the λ entries of Aᵀ x read: the terminals in ascending Ξ entry, the first Y entry
+        # of player 2's triggers, the number of triggers
+        self._following_columns = (
+            *self._following,
+            op.term_order,
+            trigger_base[1],
+            op.triggers.num_triggers,
+        )
+        self._deviation = tuple(
+            (
+                t.first,
+                t.num_actions,
+                t.pos,
+                t.end,
+                t.cum,
+                t.term_ptr,
+                t.term_weight,
+                t.line_start,
+                t.line_term,
+                t.row_start,
+                t.rows,
+                trigger_base[i],
+                block_start,
+            )
+            for i, t in enumerate(tables.players)
+        )
+        if self.parts > 1:
+            # the parallel kernels' arguments: per trigger sequence its infoset and the running
+            # work, then the serial ones but the actions (read through the infoset)
+            self._deviation_parallel = tuple(
+                (
+                    *operator.trigger_work(t.first, t.num_actions, t.line_start, t.num_sequences),
+                    args[0],
+                    *args[2:],
+                )
+                for t, args in zip(tables.players, self._deviation, strict=True)
+            )
+            self._stacks = thread_rows(op.max_depth + 2, np.int64)
+        else:
+            self._stack = np.empty(op.max_depth + 2, dtype=np.int64)
+
+    def matvec(self, y: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``out = A y`` (``out`` has one slot per Ξ entry)."""
+        tau = self.operator.tau
+        tau = 0.0 if tau is None else tau
+        lam_tau = self.operator.lambda_tau
+        if self.parts > 1:
+            return run_on_threads(self.parts, self._matvec_parallel, y, out, tau, lam_tau)
+        out[:] = 0.0
+        operator.following_matvec(*self._following, self._trigger_base1, lam_tau, tau, y, self._stack, out)
+        for args in self._deviation:
+            operator.deviation_matvec(*args, y, out)
+        return out
+
+    def _matvec_parallel(self, y, out, tau, lam_tau):
+        parts = self.parts
+        # The following pass zeroes ``out`` and writes every terminal row.
+        operator.following_matvec_parallel(
+            *self._following, self._trigger_base1, lam_tau, tau, y, self._stacks, out, parts
+        )
+        for args in self._deviation_parallel:
+            operator.deviation_matvec_parallel(*args, y, out, parts)
+        return out
+
+    def rmatvec(self, x: np.ndarray, out: np.ndarray, sign: float = 1.0) -> np.ndarray:
+        """``out = sign · Aᵀ x`` (``out`` has one slot per Y entry)."""
+        tau = self.operator.tau
+        tau = 0.0 if tau is None else tau
+        lam_tau = self.operator.lambda_tau
+        following = self._following_columns
+        if self.parts > 1:
+            return run_on_threads(
+                self.parts, self._rmatvec_parallel, x, out, sign, (*following, lam_tau, tau)
+            )
+        for args in self._deviation:
+            operator.deviation_rmatvec(*args, x, sign, out)
+        operator.following_rmatvec(*following, lam_tau, tau, x, sign, out)
+        return out
+
+    def _rmatvec_parallel(self, x, out, sign, following):
+        for args in self._deviation_parallel:
+            operator.deviation_rmatvec_parallel(*args, x, sign, out, self.parts)
+        operator.following_rmatvec_parallel(*following, x, sign, out)
+        return out
+
+
+def cumulative_work(t) -> np.ndarray:
+    """Running cost of the trigger infosets ``0..I-1`` of one player's table in
+    :func:`~.gaps.trigger_gains`: per action, a pass over the subtree's sequences and the
+    infoset's line of terminals."""
+    subtree_sequences = t.cum[t.end] - t.cum[t.pos]
+    width = np.diff(t.line_start)
+    per_infoset = t.num_actions.astype(np.int64) * (subtree_sequences + width + 1)
+    return np.concatenate(([0], np.cumsum(per_infoset)))
+
+
+class GapSweeps:
+    """The EFCE gap evaluator's sweeps over one game's
+    :class:`~efce.solvers.evaluation.payoff_operator.TriggerTables` (:mod:`.gaps`): the trigger
+    infosets of each player split among ``threads`` threads by their work."""
+
+    def __init__(self, tables, threads: int):
+        self.tables = tables
+        self.threads = threads
+        self._players = tuple(
+            (
+                t.first,
+                t.num_actions,
+                t.child_ptr,
+                t.child_inf,
+                t.pos,
+                t.pre,
+                t.end,
+                t.cum,
+                t.term_ptr,
+                t.term_weight,
+                t.line_start,
+                t.line_term,
+                t.row_start,
+                t.rows,
+            )
+            for t in tables.players
+        )
+        self._cum_work = tuple(cumulative_work(t) for t in tables.players)
+
+    def gains(self, values: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """Per player, the gain of every trigger sequence against ``ξ = values`` (NaN for the
+        empty sequence), and the players' utilities."""
+        tables = self.tables
+        players = tables.players
+        per_seq0, per_seq1, utilities = gaps.terminal_sums(
+            values,
+            tables.terminal_row,
+            tables.terminal_sequences,
+            tables.weighted,
+            players[0].num_sequences,
+            players[1].num_sequences,
+        )
+        out = []
+        for i, per_seq in enumerate((per_seq0, per_seq1)):
+            t = players[i]
+            # Following values: per own sequence, then accumulated over subtrees.
+            follow = gaps.subtree_sums(per_seq, t.first, t.num_actions, t.infoset_parent)
+            out.append(
+                run_on_threads(
+                    self.threads,
+                    gaps.trigger_gains,
+                    *self._players[i],
+                    follow,
+                    values,
+                    self._cum_work[i],
+                    self.threads,
+                )
+            )
+        return out, utilities
+
+    def welfare(self, values: np.ndarray) -> float:
+        """``Σ_z p_c(z) (u_1 + u_2)(z) ξ[σ(z)]`` for ``ξ = values`` (one pass over the terminals)."""
+        return float(gaps.welfare(values, self.tables.terminal_row, self.tables.weighted))
+
+
+def _is_integer(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class CPUBackend:
+    """The CPU backend: numpy arrays and numba kernels on ``threads`` threads.
+
+    Parameters
+    ----------
+    threads : int, optional
+        Threads of the parallel kernels (default: numba's current setting — every core of
+        numba's pool unless changed); iterates and reports are the same on every count.
+    parallel_min_size : int, optional
+        Chains and operators of at least this many entries / rows run the parallel kernels
+        (default :data:`PARALLEL_MIN_ENTRIES` / :data:`PARALLEL_MIN_ROWS`); ``1`` runs them on
+        every size (the tests compare them with the serial ones).
+
+    Raises
+    ------
+    OptionError
+        ``threads`` is not an integer from 1 to :func:`~.jit.available_threads`, or
+        ``parallel_min_size`` is not a positive integer.
+    """
+
+    threads: int = field(default_factory=default_threads)
+    parallel_min_size: int | None = field(default=None, repr=False)
+    name: ClassVar[str] = "cpu"
+
+    def __post_init__(self):
+        most = available_threads()
+        if not _is_integer(self.threads) or not 1 <= self.threads <= most:
+            raise OptionError(
+                f"threads must be an integer from 1 to {most} (the cores numba may use), got {self.threads!r}"
+            )
+        size = self.parallel_min_size
+        if size is not None and (not _is_integer(size) or size < 1):
+            raise OptionError(f"parallel_min_size must be a positive integer, got {size!r}")
+
+    # ------------------------------------------------------------------ arrays
+    def empty(self, n: int, dtype: type = np.float64) -> np.ndarray:
+        return np.empty(n, dtype=dtype)
+
+    def zeros(self, n: int, dtype: type = np.float64) -> np.ndarray:
+        return np.zeros(n, dtype=dtype)
+
+    def to_device(self, array: np.ndarray) -> np.ndarray:
+        return array
+
+    def to_host(self, array: np.ndarray) -> np.ndarray:
+        return np.asarray(array)
+
+    # ------------------------------------------------------------------ chains
+    def chain_passes(self, chain: Chain, kernel) -> SerialChainPasses | ParallelChainPasses:
+        """Serial passes below :data:`PARALLEL_MIN_ENTRIES` entries, parallel ones above."""
+        smallest = PARALLEL_MIN_ENTRIES if self.parallel_min_size is None else self.parallel_min_size
+        if chain.num_entries >= smallest:
+            return ParallelChainPasses(chain, kernel, self.threads)
+        return SerialChainPasses(chain, kernel)
+
+    def chain_minimum(self, chain: Chain, loss: np.ndarray) -> float:
+        """``min_{x ∈ chain} ⟨loss, x⟩``; ``loss`` (float64, contiguous) is overwritten."""
+        return float(
+            chain_passes.chain_best_vertex(
+                chain.target_ptr, chain.source_ptr, chain.source, kernel_order(chain), loss, _NO_CHOICE
+            )
+        )
+
+    def chain_vertex(self, chain: Chain, loss: np.ndarray) -> tuple[float, np.ndarray]:
+        """``min_{x ∈ chain} ⟨loss, x⟩`` and a vertex attaining it (the first smallest entry of
+        every step); ``loss`` (float64, contiguous) is overwritten."""
+        order = kernel_order(chain)
+        choice = np.empty(chain.num_steps, dtype=np.int64)
+        value = float(
+            chain_passes.chain_best_vertex(
+                chain.target_ptr, chain.source_ptr, chain.source, order, loss, choice
+            )
+        )
+        point = np.empty(chain.num_entries)
+        chain_passes.chain_vertex(chain.target_ptr, chain.source_ptr, chain.source, order, choice, point)
+        return value, point
+
+    def chain_violations(self, chain: Chain, arrays, scales) -> tuple[float, ...]:
+        """The violation of each point ``scales[r] · arrays[r]`` (one value per entry each); float32
+        points are read without a float64 copy, in the same pass as the others."""
+        is_narrow = [a.dtype == np.float32 for a in arrays]
+        wide = [r for r, flag in enumerate(is_narrow) if not flag]
+        narrow = [r for r, flag in enumerate(is_narrow) if flag]
+        group = {
+            dtype: tuple(np.ascontiguousarray(arrays[r], dtype=dtype) for r in mine) or (np.empty(0, dtype),)
+            for dtype, mine in ((np.float64, wide), (np.float32, narrow))
+        }
+        worst = np.zeros(len(arrays))
+        worst[wide + narrow] = run_on_threads(
+            self.threads,
+            feasibility.chain_violations,
+            chain.target_ptr,
+            chain.source_ptr,
+            chain.source,
+            group[np.float64],
+            len(wide),
+            group[np.float32],
+            len(narrow),
+            np.ascontiguousarray(np.asarray(scales, dtype=np.float64)[wide + narrow]),
+            self.threads,
+        )
+        return tuple(float(w) for w in worst)
+
+    def rescaled_point(self, chain: Chain, values: np.ndarray) -> np.ndarray:
+        """The float64 chain point rescaled from ``values`` (float32 or float64), a new array."""
+        x = np.empty(chain.num_entries)
+        values = np.ascontiguousarray(values)
+        feasibility.rescaled_point(chain.target_ptr, chain.source_ptr, chain.source, chain.kind, values, x)
+        return x
+
+    def definition3_violations(self, structure: tuple, cum_work: np.ndarray, arrays, index_map, scales):
+        """:func:`~.feasibility.definition3_violations` of the plans ``arrays`` on this backend's
+        threads: ``(worst per plan, the first bad row or -1)``."""
+        return run_on_threads(
+            self.threads,
+            feasibility.definition3_violations,
+            *structure,
+            arrays,
+            index_map,
+            scales,
+            cum_work,
+            self.threads,
+        )
+
+    # ------------------------------------------------------------------ payoff operator, gaps
+    def payoff_products(self, op) -> PayoffProducts:
+        smallest = PARALLEL_MIN_ROWS if self.parallel_min_size is None else self.parallel_min_size
+        return PayoffProducts(op, self.threads, smallest)
+
+    def gap_sweeps(self, tables) -> GapSweeps:
+        return GapSweeps(tables, self.threads)
+
+    # ------------------------------------------------------------------ serial CPU-only kernels
+    # The kernels themselves (numba dispatchers), called as the backend's methods.
+    recommend_segments = staticmethod(rules.recommend_segments)
+    observe_segments = staticmethod(rules.observe_segments)
+    best_response = staticmethod(gaps.best_response)
+    subtree_sums = staticmethod(gaps.subtree_sums)
+    behaviour_to_sequence = staticmethod(trigger.behaviour_to_sequence)
+    subtree_values = staticmethod(trigger.subtree_values)
+    best_response_values = staticmethod(trigger.best_response_values)
+    fixed_point = staticmethod(trigger.fixed_point)
+    utility_vectors = staticmethod(trigger.utility_vectors)
+    decompose_strategy = staticmethod(trigger.decompose_strategy)
+    device_deviation_sums = staticmethod(device.device_deviation_sums)

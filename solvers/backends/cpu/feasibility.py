@@ -1,0 +1,295 @@
+"""The feasibility sweeps: a point's violation of its chain's constraints, the chain point
+rescaled from any nonnegative values, and the violation of Definition 3 read off the relevant
+pairs.
+
+* :func:`chain_violations` — ``max(|x[0] − 1|, max_e −x[e], max_k |Σ_{T_k} x − Σ_{S_k} x|)`` for
+  several points at once (:meth:`efce.polytopes.chain.Chain.violations` has the math); the steps
+  are split into ranges of about equal work, and the result is a maximum, the same on any number
+  of threads;
+* :func:`rescaled_point` — top-down, ``x[T_k] = h_k(x) · v[T_k] / Σ_{T_k} v``
+  (:meth:`efce.polytopes.chain.Chain.rescaled_point`);
+* :func:`definition3_violations` — the constraints of Definition 3 (Farina, Ling, Fang, Sandholm
+  2019; von Stengel and Forges 2008) by player 1's infosets, whose rows' player-2 constraints and
+  column sums are read once per plan (:class:`efce.polytopes.feasibility.FeasibilityCheck` has
+  the math); player 1's infosets are split into ranges of about equal pair counts, and the
+  result is a maximum, the same on any number of threads.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from efce.games.arrays import U, lower_bound
+from efce.polytopes.chain import SINGLETON
+
+from .jit import balanced_part, kernel
+
+
+@numba.njit(inline="always")
+def _first_step_of_work(target_ptr, source_ptr, work):
+    """The first step ``k`` with ``target_ptr[k] + source_ptr[k] ≥ work`` (the number of steps
+    if none): the work (targets plus sources) before step ``k`` is monotone in ``k``, so the
+    steps are cut into balanced ranges by bisection, with no per-step array."""
+    lo, hi = 0, len(target_ptr) - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if np.int64(target_ptr[mid]) + np.int64(source_ptr[mid]) < work:  # int32 pointers
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(inline="always")
+def _step_violation(values, k, target_ptr, source_ptr, source):
+    """``max(|Σ_{T_k} x − Σ_{S_k} x|, −min_{T_k} x)`` for step ``k`` of the point ``values``."""
+    filled = 0.0
+    lowest = 0.0
+    for e in range(target_ptr[k], target_ptr[k + 1]):
+        v = values[U(e)]
+        filled += v
+        if v < lowest:
+            lowest = v
+    h = 0.0
+    for j in range(source_ptr[k], source_ptr[k + 1]):
+        h += values[U(source[U(j)])]
+    return max(abs(filled - h), -lowest)
+
+
+@kernel(parallel=True)
+def chain_violations(target_ptr, source_ptr, source, wide, n_wide, narrow, n_narrow, scales, parts):
+    """The violations of :meth:`efce.polytopes.chain.Chain.violations` for the first ``n_wide``
+    float64 points of ``wide`` and the first ``n_narrow`` float32 points of ``narrow`` (a group
+    without points holds one unused empty array), with ``scales`` for wide then narrow: one pass
+    over the
+    steps reads each step's targets and sources for all the points; the steps are split into
+    ``parts`` ranges of equal work."""
+    n = n_wide + n_narrow
+    num_steps = len(target_ptr) - 1
+    total = np.int64(target_ptr[num_steps]) + np.int64(source_ptr[num_steps])
+    part_worst = np.zeros((parts, n))
+    for part in numba.prange(parts):
+        lo = 0 if part == 0 else _first_step_of_work(target_ptr, source_ptr, (total * part) // parts)
+        hi = (
+            num_steps
+            if part == parts - 1
+            else _first_step_of_work(target_ptr, source_ptr, (total * (part + 1)) // parts)
+        )
+        local = part_worst[part]
+        for k in range(lo, hi):
+            for r in range(n_wide):
+                d = _step_violation(wide[r], k, target_ptr, source_ptr, source) * scales[r]
+                if d > local[r]:
+                    local[r] = d
+            for r in range(n_narrow):
+                d = _step_violation(narrow[r], k, target_ptr, source_ptr, source) * scales[n_wide + r]
+                if d > local[n_wide + r]:
+                    local[n_wide + r] = d
+    worst = np.zeros(n)
+    for r in range(n):
+        first = wide[r][0] if r < n_wide else np.float64(narrow[r - n_wide][0])
+        worst[r] = abs(scales[r] * first - 1.0)
+        for part in range(parts):
+            if part_worst[part, r] > worst[r]:
+                worst[r] = part_worst[part, r]
+    return worst
+
+
+@kernel()
+def rescaled_point(target_ptr, source_ptr, source, kind, values, x):
+    """:meth:`efce.polytopes.chain.Chain.rescaled_point` into ``x`` (steps in their own order:
+    every step's sources are filled by earlier steps)."""
+    x[0] = 1.0
+    for k in range(len(target_ptr) - 1):
+        h = 0.0
+        for j in range(source_ptr[k], source_ptr[k + 1]):
+            h += x[U(source[U(j)])]
+        lo, hi = target_ptr[k], target_ptr[k + 1]
+        if kind[k] == SINGLETON:
+            x[U(lo)] = h
+            continue
+        total = 0.0
+        for e in range(lo, hi):
+            v = np.float64(values[U(e)])
+            total += v if v > 0.0 else 0.0
+        for e in range(lo, hi):
+            v = np.float64(values[U(e)])
+            x[U(e)] = h * (v if v > 0.0 else 0.0) / total if total > 0.0 else h / (hi - lo)
+
+
+@numba.njit(inline="always")
+def _position(index_map, q):
+    return q if len(index_map) == 0 else index_map[q]
+
+
+@numba.njit(inline="always")
+def _read_rows(arrays, scales, index_map, lo, hi, out):
+    """``out[r, q - lo] = ξ_r[q]`` for the pairs ``q`` of one row, every array at once."""
+    for q in range(lo, hi):
+        e = _position(index_map, q)
+        for r in range(len(arrays)):
+            out[r, q - lo] = scales[r] * arrays[r][e]
+
+
+@numba.njit(inline="always")
+def _row_violations(sigma2, lo, hi, row_vals, seq_infoset2, nact2, parent2, worst):
+    """Player 2's constraints inside one row, ``Σ_b ξ[σ1, (J, b)] = ξ[σ1, σ(J)]``, for every
+    plan (``worst[r]`` raised); False if a parent is missing."""
+    k = lo
+    while k < hi:
+        col = sigma2[k]
+        if col == 0:
+            k += 1
+            continue
+        j = seq_infoset2[col]
+        nb = nact2[j]
+        target = parent2[j]
+        a = lower_bound(sigma2, lo, hi, target)
+        if a >= hi or sigma2[a] != target:
+            return False
+        for r in range(row_vals.shape[0]):
+            lhs = 0.0
+            for b in range(nb):
+                lhs += row_vals[r, k + b - lo]
+            d = abs(lhs - row_vals[r, a - lo])
+            if d > worst[r]:
+                worst[r] = d
+        k += nb
+    return True
+
+
+@numba.njit(inline="always")
+def _infoset_violations(
+    inf,
+    indptr,
+    sigma2,
+    first1,
+    nact1,
+    parent1,
+    seq_infoset2,
+    nact2,
+    parent2,
+    arrays,
+    index_map,
+    scales,
+    row_vals,
+    col_sum,
+    worst,
+):
+    """The constraints of player 1's infoset ``inf`` (its rows' player-2 constraints and the
+    column sums against the parent row), ``worst[r]`` raised per plan; the bad row or -1."""
+    f = first1[inf]
+    width = indptr[f + 1] - indptr[f]
+    n = len(arrays)
+    for r in range(n):
+        for o in range(width):
+            col_sum[r, o] = 0.0
+    for a in range(nact1[inf]):
+        lo, hi = indptr[f + a], indptr[f + a + 1]
+        _read_rows(arrays, scales, index_map, lo, hi, row_vals)
+        if not _row_violations(sigma2, lo, hi, row_vals, seq_infoset2, nact2, parent2, worst):
+            return f + a
+        for r in range(n):
+            for o in range(width):
+                col_sum[r, o] += row_vals[r, o]
+    # Player 1: Σ_a ξ[(I, a), σ2] = ξ[σ(I), σ2] over the shared pattern, merged into σ(I)'s row.
+    lo = indptr[f]
+    par = parent1[inf]
+    q, q_end = indptr[par], indptr[par + 1]
+    for o in range(width):
+        col = sigma2[lo + o]
+        while q < q_end and sigma2[q] < col:
+            q += 1
+        if q >= q_end or sigma2[q] != col:
+            return par
+        e = _position(index_map, q)
+        for r in range(n):
+            d = abs(col_sum[r, o] - scales[r] * arrays[r][e])
+            if d > worst[r]:
+                worst[r] = d
+    return -1
+
+
+@kernel(parallel=True)
+def definition3_violations(
+    indptr,
+    sigma2,
+    first1,
+    nact1,
+    parent1,
+    seq_infoset2,
+    nact2,
+    parent2,
+    arrays,
+    index_map,
+    scales,
+    cum_work,
+    parts,
+):
+    """One pass over the rows, infoset by infoset of player 1 (the rows of an infoset's
+    sequences are adjacent): every value of every plan is read once into a row buffer, which
+    serves player 2's constraints of that row and the column sums of player 1's constraints.
+    The infosets are split into ``parts`` ranges of equal pair counts (``cum_work``), one thread
+    each; the first bad row in infoset order is reported, as a serial pass would.  Returns
+    ``(worst per plan, bad row or -1)``."""
+    n = len(arrays)
+    num_rows = len(indptr) - 1
+    max_width = 0
+    for r in range(num_rows):
+        if indptr[r + 1] - indptr[r] > max_width:
+            max_width = indptr[r + 1] - indptr[r]
+    worst = np.zeros(n)
+    e0 = _position(index_map, 0)
+    for r in range(n):
+        worst[r] = abs(scales[r] * arrays[r][e0] - 1.0)
+    # Row ∅ (the root of player 1): player 2's constraints only.
+    row_vals = np.empty((n, max_width))
+    _read_rows(arrays, scales, index_map, indptr[0], indptr[1], row_vals)
+    if not _row_violations(sigma2, indptr[0], indptr[1], row_vals, seq_infoset2, nact2, parent2, worst):
+        return worst, np.int64(0)
+    part_worst = np.zeros((parts, n))
+    part_bad = np.full(parts, -1, np.int64)
+    n_values = len(arrays[0])
+    for part in numba.prange(parts):
+        local = part_worst[part]
+        # ξ ≥ 0, in storage order (the map is a bijection).
+        for r in range(n):
+            lowest = 0.0
+            values = arrays[r]
+            for q in range((n_values * part) // parts, (n_values * (part + 1)) // parts):
+                if values[q] < lowest:
+                    lowest = values[q]
+            if -scales[r] * lowest > local[r]:
+                local[r] = -scales[r] * lowest
+        lo, hi = balanced_part(cum_work, part, parts)
+        buf = np.empty((n, max_width))
+        sums = np.empty((n, max_width))
+        for inf in range(lo, hi):
+            bad = _infoset_violations(
+                inf,
+                indptr,
+                sigma2,
+                first1,
+                nact1,
+                parent1,
+                seq_infoset2,
+                nact2,
+                parent2,
+                arrays,
+                index_map,
+                scales,
+                buf,
+                sums,
+                local,
+            )
+            if bad >= 0:
+                part_bad[part] = bad
+                break
+    for part in range(parts):
+        if part_bad[part] >= 0:
+            return worst, part_bad[part]
+        for r in range(n):
+            if part_worst[part, r] > worst[r]:
+                worst[r] = part_worst[part, r]
+    return worst, np.int64(-1)
