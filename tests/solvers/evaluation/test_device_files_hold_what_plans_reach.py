@@ -105,11 +105,12 @@ def _uniform(space) -> np.ndarray:
 
 
 def test_recording_a_device_takes_memory_bounded_by_the_device_not_the_iterations():
+    from efce.solvers.backends import get_backend
     from efce.solvers.methods.trigger import _DeviceRecorder
 
     game = make_game("farina-fig1")  # 28 joint reduced plans
     xs = [_uniform(game.sequences(p)) for p in range(game.num_players)]
-    recorder = _DeviceRecorder(game)
+    recorder = _DeviceRecorder(game, get_backend("cpu"))
     tracemalloc.start()
     try:
         grown = []
