@@ -766,3 +766,144 @@ def _row_classes(ptr, short_threshold, long_threshold):
             medium[n_medium] = r
             n_medium += 1
     return medium, long
+
+
+# ---------------------------------------------------------------------- device memory
+def _itemsize(dtype) -> int:
+    return np.dtype(dtype).itemsize
+
+
+def run_device_bytes(
+    xi: ChainLayout,
+    y: ChainLayout,
+    payoff: PayoffLayout,
+    *,
+    predictive: bool,
+    alternating: bool = True,
+    averaged_deviator: bool = False,
+    block_size: int = BLOCK_SIZE,
+) -> int:
+    """The bytes a :class:`~.saddle.CudaSaddlePoint` run allocates on the GPU for these layouts:
+    the layouts, per chain the rule's state (:func:`solvers.regret.local.state_dtype` of its
+    simplex entries; PRM+'s predictions: ``predictive``), the iterate, the running sums, the
+    simultaneous updates' loss buffers, the checkpoints' work arrays.
+
+    Returns
+    -------
+    int
+    """
+    from efce.solvers.regret.local import prediction_dtype, state_dtype
+
+    total = xi.nbytes + y.nbytes + payoff.nbytes
+    for chain in (xi, y):
+        n = chain.num_entries
+        total += n * _itemsize(state_dtype(chain.simplex_entries))
+        if predictive:
+            total += n * _itemsize(prediction_dtype(chain.simplex_entries))
+        total += 8 * n * (1 if alternating else 2)  # the iterate (and the loss buffer)
+    total += xi.num_entries * _itemsize(state_dtype(xi.num_entries))  # Σ w x
+    if averaged_deviator:
+        total += y.num_entries * _itemsize(state_dtype(y.num_entries))
+    total += 8 * y.num_entries  # the checkpoints' Aᵀ product
+    total += 16 * (len(xi.all_wide_steps) + -(-xi.num_steps // block_size))  # violations per block
+    total += 8 * 1024 + 64  # the welfare's per-block sums, the scalars
+    return int(total)
+
+
+def _payoff_nonzeros(game: Game) -> int:
+    """Nonzeros of ``A`` without the welfare column, as :func:`payoff_layout` stores them (zero
+    payoffs left out), counted from the terminals: a terminal ``z`` with ``p_c(z) u_i(z) ≠ 0``
+    gives one following and one deviation nonzero per trigger above ``σ_i(z)`` (the counts of
+    :func:`solvers.methods.efce.saddle_point_sizes`, restricted to those terminals)."""
+    from efce.games.payoffs import terminal_map
+    from efce.polytopes.triggers import triggers_above
+
+    tm = terminal_map(game)
+    weighted = tm.weighted_payoffs()
+    total = 0
+    for i in (0, 1):
+        space = game.sequences(i)
+        above = np.zeros(space.num_sequences, dtype=np.int64)  # triggers whose subtree holds σ
+        depth = np.zeros(space.num_sequences, dtype=np.int64)  # own sequences ⪯ σ
+        infoset = space.seq_infoset[1:].astype(np.int64)
+        above[1:] = triggers_above(space)[infoset]
+        depth[1:] = space.infoset_depth.astype(np.int64)[infoset] + 1
+        own = tm.sequences[weighted[:, i] != 0.0, i]
+        total += int(above[own].sum()) + int(depth[own].sum())
+    return total
+
+
+#: Ξ's steps, source slots and gather runs per relevant pair, with ~10 % margin over DECOMPOSE's
+#: on small Battleship (1,515,325 steps, 4,608,835 source slots, 3,907,555 runs for 3,893,341
+#: pairs: 0.39, 1.18, 1.00).
+XI_STEPS_PER_PAIR = 0.45
+XI_SOURCES_PER_PAIR = 1.3
+XI_RUNS_PER_PAIR = 1.1
+#: Y's steps (one source each) and gather runs per entry, with margin (small Battleship: 318,145
+#: steps and 141,493 runs for 1,351,093 entries: 0.24, 0.10).
+Y_STEPS_PER_ENTRY = 0.3
+Y_RUNS_PER_ENTRY = 0.15
+#: Allocator slack and the kernels' own memory, beyond the arrays counted.
+CUDA_FIXED_BYTES = 64 * 2**20
+
+
+def estimate_cuda_bytes(
+    game: Game, *, predictive: bool = True, alternating: bool = True, welfare: bool = False
+) -> int:
+    """Estimated GPU bytes of a :class:`~.saddle.CudaSaddlePoint` run on ``game``, from
+    :func:`solvers.methods.efce.saddle_point_sizes` (counted without building anything): what
+    :func:`run_device_bytes` counts, with Ξ's and Y's step and run counts taken per relevant pair
+    and per Y entry (the constants above), ``A``'s nonzeros counted exactly, and int32 or int64
+    indices as the builders choose them.  Meant to refuse, before
+    any build, a model larger than the GPU's free memory.
+
+    Parameters
+    ----------
+    game : Game
+        A two-player game without chance.
+    predictive : bool
+        PRM+ (a prediction per entry besides the regret), the default rule.
+    alternating : bool
+        Alternating updates (simultaneous ones hold a loss buffer per chain).
+    welfare : bool
+        With a welfare threshold (the deviator's running sum, one more column of ``A``).
+
+    Returns
+    -------
+    int
+    """
+    from efce.solvers.methods.efce import saddle_point_sizes
+    from efce.solvers.regret.local import prediction_dtype, state_dtype
+
+    sizes = saddle_point_sizes(game)
+    pairs = sizes["relevant_pairs"]
+    triggers = sum(game.sequences(i).num_sequences - 1 for i in (0, 1)) + int(welfare)
+    y_entries = 1 + triggers + sizes["trigger_entries"]
+    terminals = game.num_terminals
+    nnz = _payoff_nonzeros(game) + (terminals + 1 if welfare else 0)
+
+    def chain_bytes(entries, steps, sources, runs, ordered):
+        index = _itemsize(index_dtype(max(entries, sources) + 1))
+        arrays = steps * (1 + 2 * index + (index if ordered else 0)) + sources * 2 * index + runs * 2 * index
+        state = entries * (_itemsize(state_dtype(entries // 2)) + 8 * (1 if alternating else 2))
+        if predictive:
+            state += entries * _itemsize(prediction_dtype(entries // 2))
+        return arrays + state
+
+    # the simplex entries (which decide the state's dtype) are taken as half the entries at least
+    xi_steps = int(XI_STEPS_PER_PAIR * pairs)
+    total = chain_bytes(
+        pairs, xi_steps, int(XI_SOURCES_PER_PAIR * pairs), int(XI_RUNS_PER_PAIR * pairs), False
+    )
+    y_steps = int(Y_STEPS_PER_ENTRY * y_entries)
+    total += chain_bytes(y_entries, y_steps, y_steps, int(Y_RUNS_PER_ENTRY * y_entries), True)
+    total += pairs * _itemsize(state_dtype(pairs))  # Σ w x
+    if welfare:
+        total += y_entries * _itemsize(state_dtype(y_entries))
+    total += 8 * y_entries  # the checkpoints' work
+    ptr = _itemsize(index_dtype(nnz + 1))
+    total += (pairs + 1 + y_entries + 1) * ptr + nnz * (8 + _itemsize(index_dtype(y_entries)))
+    total += nnz * (8 + _itemsize(index_dtype(pairs)))
+    total += terminals * (8 + _itemsize(index_dtype(pairs)))
+    total += 16 * xi_steps // 32 + CUDA_FIXED_BYTES
+    return int(total)
