@@ -88,7 +88,7 @@ def bfloat16_bits(value):
 @cuda.jit(device=True, inline="always")
 def bfloat16_value(bits):
     """The float64 value of the bfloat16 with uint16 ``bits``."""
-    b = np.int64(bits)
+    b = int(bits)
     exponent = (b >> 7) & 0xFF
     mantissa = b & 0x7F
     if exponent == 0xFF:
@@ -156,6 +156,9 @@ def _block_min(shared, value):
 
 
 # ---------------------------------------------------------------------- local rules
+# A float32 state value is widened explicitly before any arithmetic: numba computes float32 with
+# float64 in float64 anyway, but the simulator's NumPy would round ``python float * float32`` to
+# float32 (NEP 50), and the CPU kernels compute in float64.
 # One simplex's strategy is ``y_e = raw_e · scale`` (uniform ``1/n`` when ``scale`` is 0):
 # RM/RM+/DCFR ``[R]^+``, PRM+ ``[R + m]^+``, Hedge ``exp(−η L − shift)`` with ``shift`` the
 # largest ``−η L`` (solvers.regret.kernels.local_strategy).  ``pred16`` holds bfloat16
@@ -165,7 +168,7 @@ def _block_min(shared, value):
 @cuda.jit(device=True, inline="always")
 def _raw(family, eta, shift, a, pred64, pred16, e):
     if family == HEDGE:
-        return math.exp(-eta * a[e] - shift)
+        return math.exp(-eta * np.float64(a[e]) - shift)
     w = np.float64(a[e])
     if family == PRM_PLUS:
         w += bfloat16_value(pred16[e]) if len(pred16) > 0 else pred64[e]
@@ -184,7 +187,7 @@ def _strategy(family, eta, a, pred64, pred16, lo, hi):
     if family == HEDGE:
         shift = -math.inf
         for e in range(lo, hi):
-            z = -eta * a[e]
+            z = -eta * np.float64(a[e])
             if z > shift:
                 shift = z
     total = 0.0
@@ -201,8 +204,8 @@ def _block_strategy(family, eta, a, pred64, pred16, lo, hi, shared):
     if family == HEDGE:
         z = -math.inf
         for e in range(lo + t, hi, nt):
-            if -eta * a[e] > z:
-                z = -eta * a[e]
+            if -eta * np.float64(a[e]) > z:
+                z = -eta * np.float64(a[e])
         shift = _block_max(shared, z)
     total = 0.0
     for e in range(lo + t, hi, nt):
@@ -450,7 +453,7 @@ def _step_violation(values, lo, hi, s_lo, s_hi, source):
             lowest = v
     h = 0.0
     for j in range(s_lo, s_hi):
-        h += values[source[j]]
+        h += np.float64(values[source[j]])
     return max(abs(filled - h), -lowest)
 
 
@@ -466,7 +469,7 @@ def _block_step_violation(values, lo, hi, s_lo, s_hi, source, shared):
             lowest = v
     h = 0.0
     for j in range(s_lo + t, s_hi, nt):
-        h += values[source[j]]
+        h += np.float64(values[source[j]])
     difference = _group_sum(shared, filled - h, nt)
     return max(abs(difference), -_block_min(shared, lowest))
 
