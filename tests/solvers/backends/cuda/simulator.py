@@ -42,5 +42,11 @@ NARROW = {"block_size": 8, "wide_threshold": 10**9, "short_row": 10**9, "long_ro
 
 #: Options that send the tiny test games' bigger steps to whole blocks and their longer CSR rows
 #: to groups of threads and to blocks (block reductions, the paths of the big games' root
-#: simplex and long rows).
+#: simplex and long rows): every step with more than 3 entries plus sources.
 WIDE = {"block_size": 4, "wide_threshold": 3, "short_row": 2, "long_row": 4, "row_group": 2}
+
+#: As :data:`WIDE` for whole runs, with fewer blocks (the simulator runs a block's threads as
+#: Python threads and polls them, so block reductions cost it ~10x a thread's loop): Y's root
+#: simplex (and any step with more than 4 entries plus sources) on a block, rows of more than 2
+#: nonzeros on groups of 2 threads, of more than 4 on a block.
+BLOCKS = {"block_size": 8, "wide_threshold": 4, "short_row": 2, "long_row": 4, "row_group": 2}
