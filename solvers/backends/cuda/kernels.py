@@ -550,6 +550,13 @@ def copy_scalar(values, entry, scalars, slot):
 
 
 @cuda.jit(cache=True)
+def fill(values, value):
+    """``values[:] = value`` (grid-stride)."""
+    for i in range(cuda.grid(1), len(values), cuda.gridsize(1)):
+        values[i] = value
+
+
+@cuda.jit(cache=True)
 def set_value(values, entry, value):
     """``values[entry] = value`` (the welfare threshold τ in the CSR values)."""
     if cuda.grid(1) == 0:

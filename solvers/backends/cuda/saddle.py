@@ -64,6 +64,11 @@ def _blocks(n: int, block: int) -> int:
     return (n + block - 1) // block
 
 
+def _fill(array, value, block_size: int) -> None:
+    if array.size:
+        _kernels().fill[min(_blocks(array.size, block_size), 4096), block_size](array, value)
+
+
 def _check_power_of_two(name: str, value: int, most: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= most:
         raise OptionError(f"{name} must be an integer from 1 to {most}, got {value!r}")
@@ -80,7 +85,7 @@ class DeviceRule:
     dtypes the CPU rule would use on the chain's simplex entries; ``observations`` counts the
     losses seen (DCFR's discount reads it)."""
 
-    def __init__(self, rule: LocalRule, layout: ChainLayout):
+    def __init__(self, rule: LocalRule, layout: ChainLayout | DeviceChain):
         cuda = _cuda()
         kernel = rule.kernel()
         if kernel is None:
@@ -100,6 +105,12 @@ class DeviceRule:
 
     def arrays(self) -> tuple:
         return self.a, self.pred64, self.pred16
+
+    def reset(self, block_size: int) -> None:
+        """The initial state again (zeros; +0.0 in every dtype, bfloat16 bits included)."""
+        for array in self.arrays():
+            _fill(array, 0, block_size)
+        self.observations = 0
 
     def discounts(self) -> tuple[float, float]:
         """Count one more observation; DCFR's factors for it (1, 1 without discounting)."""
@@ -121,7 +132,12 @@ class DeviceChain:
 
     def __init__(self, layout: ChainLayout, block_size: int):
         cuda = _cuda()
-        self.layout = layout
+        # Scalars only: the host's layout arrays may go once they are on the GPU.
+        self.num_entries = layout.num_entries
+        self.num_steps = layout.num_steps
+        self.simplex_entries = layout.simplex_entries
+        self.wide_threshold = layout.wide_threshold
+        self.num_wide = len(layout.wide_steps)
         self.block = block_size
         self.arrays = {
             name: cuda.to_device(np.ascontiguousarray(a)) for name, a in layout.device_arrays().items()
@@ -142,10 +158,6 @@ class DeviceChain:
         self._partial = None  # the violations' per-block maxima, made on first use
 
     @property
-    def num_entries(self) -> int:
-        return self.layout.num_entries
-
-    @property
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.arrays.values())
 
@@ -157,7 +169,7 @@ class DeviceChain:
     ) -> None:
         """RECOMMEND into ``x`` (and ``total += w · x`` when ``accumulate``) from the state
         ``(a, pred64, pred16)`` under the rule family ``rule_family``."""
-        k, d, lay = _kernels(), self.arrays, self.layout
+        k, d = _kernels(), self.arrays
         k.set_root[1, 1](x, total, w, accumulate)
         for lo, hi, w_lo, w_hi, _, _ in self.levels:
             grid = self._grid(lo, hi, w_lo, w_hi)
@@ -173,7 +185,7 @@ class DeviceChain:
                     d["wide_steps"],
                     w_lo,
                     w_hi,
-                    lay.wide_threshold,
+                    self.wide_threshold,
                     rule_family,
                     eta,
                     *state,
@@ -186,7 +198,7 @@ class DeviceChain:
     def observe(self, rule: DeviceRule, loss) -> None:
         """OBSERVELOSS of ``loss`` (overwritten with the accumulated ``ℓ̃``), level by level from
         the last: the local updates, then the gather into the sources."""
-        k, d, lay = _kernels(), self.arrays, self.layout
+        k, d = _kernels(), self.arrays
         pos, neg = rule.discounts()
         spec = rule.kernel
         for lo, hi, w_lo, w_hi, r_lo, r_hi in reversed(self.levels):
@@ -202,7 +214,7 @@ class DeviceChain:
                     d["wide_steps"],
                     w_lo,
                     w_hi,
-                    lay.wide_threshold,
+                    self.wide_threshold,
                     spec.family,
                     spec.plus,
                     pos,
@@ -223,7 +235,7 @@ class DeviceChain:
     def minimum(self, loss, masked: int = -1) -> None:
         """``min_{z ∈ chain} ⟨loss, z⟩`` into ``loss[0]`` (``loss`` is overwritten), the entry
         ``masked`` (-1: none) left out of its simplex (:func:`~.kernels.best_level`)."""
-        k, d, lay = _kernels(), self.arrays, self.layout
+        k, d = _kernels(), self.arrays
         for lo, hi, w_lo, w_hi, r_lo, r_hi in reversed(self.levels):
             grid = self._grid(lo, hi, w_lo, w_hi)
             if grid:
@@ -236,7 +248,7 @@ class DeviceChain:
                     d["wide_steps"],
                     w_lo,
                     w_hi,
-                    lay.wide_threshold,
+                    self.wide_threshold,
                     masked,
                     loss,
                 )
@@ -245,8 +257,8 @@ class DeviceChain:
     def violations(self, x, x_scale: float, s, s_scale: float, scalars, slot: int) -> None:
         """The chain violations (:meth:`~polytopes.chain.Chain.violations`) of ``x_scale · x``
         and ``s_scale · s`` into ``scalars[slot]`` and ``scalars[slot + 1]``."""
-        cuda, k, d, lay = _cuda(), _kernels(), self.arrays, self.layout
-        grid = len(lay.all_wide_steps) + _blocks(lay.num_steps, self.block)
+        cuda, k, d = _cuda(), _kernels(), self.arrays
+        grid = self.num_wide + _blocks(self.num_steps, self.block)
         if self._partial is None:
             self._partial = cuda.device_array((2, grid))
         k.violations[grid, self.block](
@@ -254,7 +266,7 @@ class DeviceChain:
             d["source_ptr"],
             d["source"],
             d["all_wide_steps"],
-            lay.wide_threshold,
+            self.wide_threshold,
             x,
             x_scale,
             s,
@@ -269,7 +281,10 @@ class DeviceCSR:
 
     def __init__(self, csr, block_size: int, group: int):
         cuda = _cuda()
-        self.csr = csr
+        self.shape = csr.shape
+        self.short_threshold = csr.short_threshold
+        self.num_medium, self.num_long = len(csr.medium_rows), len(csr.long_rows)
+        self.tau_position = csr.tau_position
         self.block = block_size
         self.group = group
         self.arrays = {
@@ -294,7 +309,7 @@ class DeviceCSR:
                 x,
                 out,
                 sign,
-                self.csr.short_threshold,
+                self.short_threshold,
                 d["long_rows"],
                 d["medium_rows"],
                 self.group,
@@ -413,7 +428,7 @@ class CudaSaddlePoint:
         del payoff, xi_layout, y_layout  # the host copies go; the GPU keeps its own
 
         nx, ny = self.xi_chain.num_entries, self.y_chain.num_entries
-        self.rules = (DeviceRule(rule, self.xi_chain.layout), DeviceRule(rule, self.y_chain.layout))
+        self.rules = (DeviceRule(rule, self.xi_chain), DeviceRule(rule, self.y_chain))
         self.sum_dtype = state_dtype(nx)  # the CPU engine's sum_dtype on the compiled passes
         self.x = cuda.device_array(nx)
         self.y = cuda.device_array(ny)
@@ -429,6 +444,15 @@ class CudaSaddlePoint:
         self._scalars = cuda.device_array(8)
         self._no_sum = cuda.device_array(0)
         self._no_u16 = cuda.to_device(np.zeros(0, dtype=np.uint16))
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to iteration 0 (the rules' initial state, empty running sums, the first
+        points), keeping everything built: a second run without a second upload."""
+        for rule in self.rules:
+            rule.reset(self.block)
+        for total in (self.sum_x, self.sum_y):
+            _fill(total, 0, self.block)
         self.weight = 0.0
         self.iterations = 0
         self._recommend(0, self.x, self._no_sum, 0.0, False)
@@ -525,8 +549,8 @@ class CudaSaddlePoint:
         if self.welfare_threshold is None:
             raise ValueError("the model was built without a welfare threshold; build it with one")
         tau = float(welfare_threshold)
-        self.a.set_value(self.a.csr.tau_position, tau)
-        self.at.set_value(self.at.csr.tau_position, tau)
+        self.a.set_value(self.a.tau_position, tau)
+        self.at.set_value(self.at.tau_position, tau)
         self.welfare_threshold = tau
 
     # ------------------------------------------------------------------ results
