@@ -23,6 +23,8 @@ from tests.paths import GAME_DATA
 
 SMALL_SHERIFF = "sheriff:max_bribe=1,max_items=1,rounds=1"
 GAMES = ["farina-fig1", "farina-fig2", SMALL_SHERIFF, "three_doors"]
+#: Player 1 has sequences three deep: a following row with three terms of one player.
+DEEPER_SHERIFF = "sheriff:max_bribe=1,max_items=1,rounds=2"
 
 
 def game_of(name: str):
@@ -51,7 +53,7 @@ def serial_csr_product(csr, v: np.ndarray, sign: float = 1.0) -> np.ndarray:
 
 
 @pytest.mark.parametrize("tau", [None, 0.75])
-@pytest.mark.parametrize("name", GAMES)
+@pytest.mark.parametrize("name", [*GAMES, DEEPER_SHERIFF])
 def test_csr_of_a_and_its_transpose_hold_the_operator_and_add_in_its_order(name, tau):
     model = model_of(name, tau)
     operator = model.operator
@@ -62,8 +64,9 @@ def test_csr_of_a_and_its_transpose_hold_the_operator_and_add_in_its_order(name,
     assert layout.a.nnz == np.count_nonzero(dense) + (1 if tau == 0.0 else 0)  # no stored zeros
     assert not np.any(layout.a.val == 0.0) or tau == 0.0
     rng = np.random.default_rng(7)
-    y = rng.random(operator.shape[1])
-    x = rng.random(operator.shape[0])
+    # magnitudes 1e-8 .. 1e8, so that another order of a row's terms rounds differently
+    y = rng.standard_normal(operator.shape[1]) * 10.0 ** rng.integers(-8, 9, operator.shape[1])
+    x = rng.standard_normal(operator.shape[0]) * 10.0 ** rng.integers(-8, 9, operator.shape[0])
     # Bit for bit: the CSR rows add in the operator's order (up to the sign of a zero).
     assert np.array_equal(serial_csr_product(layout.a, y), operator @ y)
     assert np.array_equal(
@@ -131,6 +134,8 @@ def test_chain_layout_gathers_exactly_the_serial_up_pass_additions_in_order(name
 
 
 def test_memory_estimate_bounds_the_exact_device_bytes():
+    # On the tiny games the fixed allowance dominates; on Battleship the counted part alone bounds
+    # the exact bytes, within 50 %.
     for name in ("farina-fig1", "three_doors", "battleship:rows=2,cols=3,ship_sizes=[1],shots=2"):
         game = game_of(name)
         for tau in (None, 1.0):
@@ -144,3 +149,5 @@ def test_memory_estimate_bounds_the_exact_device_bytes():
             )
             estimate = estimate_cuda_bytes(game, welfare=tau is not None)
             assert exact <= estimate and estimate - CUDA_FIXED_BYTES <= 1.5 * exact
+            if name.startswith("battleship"):
+                assert exact <= estimate - CUDA_FIXED_BYTES

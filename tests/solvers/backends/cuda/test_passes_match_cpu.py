@@ -145,7 +145,7 @@ def test_a_wide_pass_from_a_vertex_state_with_integer_losses_is_the_cpu_pass(sid
     assert work.copy_to_host()[0] == chain_minimum(chain, loss)
 
 
-def test_wide_csr_products_and_violations_of_integer_vectors_are_the_cpu_operators():
+def test_wide_csr_products_of_integer_vectors_are_the_cpu_operators():
     from numba import cuda
 
     from efce.solvers.backends.cuda.saddle import CudaSaddlePoint
@@ -158,13 +158,61 @@ def test_wide_csr_products_and_violations_of_integer_vectors_are_the_cpu_operato
     y = rng.integers(-4, 5, columns).astype(np.float64)
     x = rng.integers(-4, 5, rows).astype(np.float64)
     out = cuda.device_array(rows)
-    gpu.a.matvec(cuda.to_device(y), out)
-    assert np.array_equal(out.copy_to_host(), model.operator @ y)
+    for sign in (1.0, -1.0):
+        gpu.a.matvec(cuda.to_device(y), out, sign)
+        assert np.array_equal(out.copy_to_host(), sign * (model.operator @ y))
     out = cuda.device_array(columns)
     gpu.at.matvec(cuda.to_device(x), out, -1.0)
     assert np.array_equal(out.copy_to_host(), model.operator.rmatvec(x, out=np.empty(columns), sign=-1.0))
-    # violations of two integer "points" (not in the polytope), one of them scaled
-    p, q = rng.integers(-2, 3, rows).astype(np.float64), rng.integers(0, 5, rows).astype(np.float32)
+
+
+def test_violations_by_threads_and_by_blocks_of_integer_points_are_the_cpu_chains():
+    from numba import cuda
+
+    from efce.solvers.backends.cuda.layouts import chain_layout
+    from efce.solvers.backends.cuda.saddle import DeviceChain
+
+    chain = build_efce_model(game_of("three_doors")).xi_steps
+    rng = np.random.default_rng(9)
+    # off the step equations; and v1 - v2 + v3 for vertices v_i, which meets every step equation
+    # and x[0] = 1, so that only its negative entries violate the polytope
+    p, q = rng.integers(-2, 3, chain.num_entries).astype(np.float64), rng.integers(0, 5, chain.num_entries)
+    v1, v2, v3 = (chain.random_point(rng, vertex=True) for _ in range(3))
+    signed = v1 - v2 + v3
+    assert chain.violations((signed,)) == (1.0,)
     scalars = cuda.device_array(2)
-    gpu.xi_chain.violations(cuda.to_device(p), 1.0, cuda.to_device(q), 0.5, scalars, 0)
-    assert tuple(scalars.copy_to_host()) == model.xi_steps.violations((p, q), (1.0, 0.5))
+    for threshold, block in ((10**9, 8), (1, 4)):  # every step on a thread, every step on a block
+        device = DeviceChain(chain_layout(chain, threshold), block)
+        for first, second in ((p, q.astype(np.float32)), (signed, signed.astype(np.float32))):
+            device.violations(cuda.to_device(first), 1.0, cuda.to_device(second), 0.5, scalars, 0)
+            assert tuple(scalars.copy_to_host()) == chain.violations((first, second), (1.0, 0.5))
+
+
+def test_the_gather_adds_in_the_cpu_serial_order():
+    from numba import cuda
+
+    from efce.solvers.backends.cuda.layouts import chain_layout
+    from efce.solvers.backends.cuda.saddle import DeviceChain
+
+    chain = build_efce_model(game_of("three_doors")).xi_steps
+    layout = chain_layout(chain)
+    device = DeviceChain(layout, 8)
+    rng = np.random.default_rng(2)
+    tested = 0
+    for level, steps in enumerate(chain.levels):
+        loss = rng.standard_normal(chain.num_entries)
+        # where a destination gets two values, 1 + 2^53 - 2^53 is 0 in this order and 1 in the other
+        for r in range(layout.gather_level_ptr[level], layout.gather_level_ptr[level + 1]):
+            lo, hi = layout.gather_ptr[r], layout.gather_ptr[r + 1]
+            if hi - lo == 2 and layout.gather_value[lo] != layout.gather_value[lo + 1]:
+                loss[layout.gather_dest[r]] = 1.0
+                loss[layout.gather_value[lo]], loss[layout.gather_value[lo + 1]] = 2.0**53, -(2.0**53)
+                tested += 1
+        expected = loss.copy()
+        for k in steps[::-1]:  # chain_observe's scatter within a level: steps backwards
+            for j in range(chain.source_ptr[k], chain.source_ptr[k + 1]):
+                expected[chain.source[j]] += expected[chain.target_ptr[k]]
+        work = cuda.to_device(loss)
+        device._gather(*device.levels[level][4:], work)
+        assert np.array_equal(work.copy_to_host(), expected)
+    assert tested > 0
