@@ -242,6 +242,7 @@ def _update(family, plus, pos, neg, a, pred64, pred16, e, loss_e, v):
 
 
 # ---------------------------------------------------------------------- chain passes
+# A step on a thread is one that is neither wide nor split (split steps are wide by size too).
 @cuda.jit(device=True, inline="always")
 def _step(order, idx):
     """Step at position ``idx`` of the level order (``order`` empty: the identity)."""
@@ -438,6 +439,161 @@ def best_level(tptr, sptr, order, lo, hi, wide, w_lo, w_hi, threshold, masked, l
         if e != masked and loss[e] < best:
             best = loss[e]
     loss[e_lo] = best
+
+
+# ---------------------------------------------------------------------- split steps
+# A step with millions of entries runs as pieces, a block each, in phases separated by launches:
+# partial sums per piece (``partial[piece]``), combined per step in a fixed order (``scal[s]``:
+# 0 the Hedge shift, 1 the scale, 2 h, 3 the step's value), then the pieces write.  Modes of
+# the piece kernels: PIECE_SHIFT, PIECE_TOTAL, PIECE_VALUE and PIECE_MIN (partials), PIECE_WRITE
+# (RECOMMEND) and PIECE_UPDATE (OBSERVELOSS).
+PIECE_SHIFT, PIECE_TOTAL, PIECE_VALUE, PIECE_MIN, PIECE_WRITE, PIECE_UPDATE = 0, 1, 2, 3, 4, 5
+
+
+@cuda.jit(device=True, inline="always")
+def _piece(tptr, order, split, piece_step, piece_ptr, piece_size, p):
+    """``(s, k, lo, hi, n)``: piece ``p``'s split step (index ``s``, step ``k`` with ``n``
+    entries) and its entries ``lo .. hi-1``."""
+    s = piece_step[p]
+    k = _step(order, split[s])
+    lo = tptr[k] + (p - piece_ptr[s]) * piece_size
+    hi = min(lo + piece_size, tptr[k + 1])
+    return s, k, lo, hi, tptr[k + 1] - tptr[k]
+
+
+@cuda.jit(cache=True)
+def piece_partials(
+    tptr,
+    order,
+    split,
+    piece_step,
+    piece_ptr,
+    piece_size,
+    p_lo,
+    mode,
+    masked,
+    family,
+    eta,
+    a,
+    pred64,
+    pred16,
+    loss,
+    scal,
+    partial,
+):
+    """Block ``b`` reduces piece ``p_lo + b``: the largest ``−η L`` (PIECE_SHIFT), ``Σ raw``
+    (PIECE_TOTAL), ``Σ ℓ̃_e y_e`` (PIECE_VALUE) or the smallest ``ℓ̃_e``, ``e ≠ masked``
+    (PIECE_MIN), into ``partial[p]``."""
+    shared = cuda.shared.array(MAX_BLOCK, float64)
+    p = p_lo + cuda.blockIdx.x
+    t, nt = cuda.threadIdx.x, cuda.blockDim.x
+    s, k, lo, hi, n = _piece(tptr, order, split, piece_step, piece_ptr, piece_size, p)
+    if mode == PIECE_SHIFT:
+        z = -math.inf
+        for e in range(lo + t, hi, nt):
+            if -eta * np.float64(a[e]) > z:
+                z = -eta * np.float64(a[e])
+        out = _block_max(shared, z)
+    elif mode == PIECE_MIN:
+        best = math.inf
+        for e in range(lo + t, hi, nt):
+            if e != masked and loss[e] < best:
+                best = loss[e]
+        out = _block_min(shared, best)
+    else:
+        acc = 0.0
+        for e in range(lo + t, hi, nt):
+            if mode == PIECE_TOTAL:
+                acc += _raw(family, eta, scal[s, 0], a, pred64, pred16, e)
+            else:
+                acc += loss[e] * _prob(family, eta, scal[s, 0], scal[s, 1], a, pred64, pred16, e, n)
+        out = _group_sum(shared, acc, nt)
+    if t == 0:
+        partial[p] = out
+
+
+@cuda.jit(cache=True)
+def piece_combine(tptr, sptr, source, order, split, s_lo, piece_ptr, mode, x, partial, scal):
+    """Block ``b`` combines split step ``s_lo + b``'s partials in a fixed order: the shift
+    (PIECE_SHIFT), the scale and ``h = Σ x[sources]`` (PIECE_TOTAL), the value ``v``
+    (PIECE_VALUE) or the minimum, left in ``x[first target]`` (PIECE_MIN; ``x`` is ℓ̃)."""
+    shared = cuda.shared.array(MAX_BLOCK, float64)
+    s = s_lo + cuda.blockIdx.x
+    t, nt = cuda.threadIdx.x, cuda.blockDim.x
+    k = _step(order, split[s])
+    if mode in (PIECE_SHIFT, PIECE_MIN):
+        best = -math.inf if mode == PIECE_SHIFT else math.inf
+        for q in range(piece_ptr[s] + t, piece_ptr[s + 1], nt):
+            if (mode == PIECE_SHIFT and partial[q] > best) or (mode == PIECE_MIN and partial[q] < best):
+                best = partial[q]
+        best = _block_max(shared, best) if mode == PIECE_SHIFT else _block_min(shared, best)
+        if t == 0:
+            if mode == PIECE_SHIFT:
+                scal[s, 0] = best
+            else:
+                x[tptr[k]] = best
+        return
+    acc = 0.0
+    for q in range(piece_ptr[s] + t, piece_ptr[s + 1], nt):
+        acc += partial[q]
+    total = _group_sum(shared, acc, nt)
+    if mode == PIECE_TOTAL:
+        acc = 0.0
+        for j in range(sptr[k] + t, sptr[k + 1], nt):
+            acc += x[source[j]]
+        h = _group_sum(shared, acc, nt)
+        if t == 0:
+            scal[s, 1] = _scale(total)
+            scal[s, 2] = h
+    elif t == 0:
+        scal[s, 3] = total
+
+
+@cuda.jit(cache=True)
+def piece_apply(
+    tptr,
+    order,
+    split,
+    piece_step,
+    piece_ptr,
+    piece_size,
+    p_lo,
+    mode,
+    family,
+    plus,
+    pos,
+    neg,
+    eta,
+    a,
+    pred64,
+    pred16,
+    x,
+    total,
+    w,
+    accumulate,
+    scal,
+):
+    """Block ``b`` writes piece ``p_lo + b``: ``x = h · y`` and ``total += w · x``
+    (PIECE_WRITE), or the rule's update from ``ℓ̃ = x`` and ``v`` (PIECE_UPDATE)."""
+    p = p_lo + cuda.blockIdx.x
+    t, nt = cuda.threadIdx.x, cuda.blockDim.x
+    s, k, lo, hi, n = _piece(tptr, order, split, piece_step, piece_ptr, piece_size, p)
+    for e in range(lo + t, hi, nt):
+        if mode == PIECE_WRITE:
+            x[e] = scal[s, 2] * _prob(family, eta, scal[s, 0], scal[s, 1], a, pred64, pred16, e, n)
+            if accumulate:
+                total[e] += w * x[e]
+        else:
+            _update(family, plus, pos, neg, a, pred64, pred16, e, x[e], scal[s, 3])
+
+
+@cuda.jit(cache=True)
+def piece_values(tptr, order, split, s_lo, s_hi, scal, loss):
+    """``ℓ̃[first target] = v`` for the split steps ``s_lo .. s_hi-1`` (after their updates,
+    which read ``ℓ̃[first target]``)."""
+    s = s_lo + cuda.grid(1)
+    if s < s_hi:
+        loss[tptr[_step(order, split[s])]] = scal[s, 3]
 
 
 # ---------------------------------------------------------------------- checkpoints

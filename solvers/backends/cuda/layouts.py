@@ -33,6 +33,11 @@ from efce.solvers.evaluation.payoff_operator import PayoffOperator
 
 #: Threads per block of the GPU kernels (a power of two; the tests force tiny ones).
 BLOCK_SIZE = 256
+#: A step with more entries than this is *split*: its pieces of :data:`PIECE_ENTRIES` entries run
+#: on a block each and their partial sums are combined, so that a simplex of millions of entries
+#: (Y's root on large Battleship, 3.2M) is not read and written by one multiprocessor.
+SPLIT_ENTRIES = 32768
+PIECE_ENTRIES = 4096
 
 
 # ---------------------------------------------------------------------- chains
@@ -54,8 +59,17 @@ class ChainLayout:
     wide_threshold : int
         A step is wide when its entries plus sources exceed this.
     wide_steps : int64[W], wide_ptr : int64[depth + 1]
-        The level-order positions of the wide steps, level ``L``'s at ``wide_ptr[L] :
-        wide_ptr[L+1]``.
+        The level-order positions of the wide steps (split ones excepted), level ``L``'s at
+        ``wide_ptr[L] : wide_ptr[L+1]``.
+    split_threshold, piece_size : int
+        A step with more entries than ``split_threshold`` is split into pieces of ``piece_size``
+        entries (one block each).
+    split_steps : int64[P], split_ptr : int64[depth + 1]
+        The level-order positions of the split steps, level ``L``'s at ``split_ptr[L] :
+        split_ptr[L+1]``.
+    piece_ptr : int64[P + 1], piece_step : int32[pieces]
+        Split step ``s`` has the pieces ``piece_ptr[s] : piece_ptr[s+1]``; ``piece_step`` maps a
+        piece back to its split step.
     gather_dest, gather_ptr, gather_value : ndarray
         The transposed scatter of OBSERVELOSS: run ``r`` adds, into ``ℓ̃[gather_dest[r]]``, the
         values held at the entries ``gather_value[gather_ptr[r] : gather_ptr[r+1]]`` (the first
@@ -80,6 +94,12 @@ class ChainLayout:
     wide_threshold: int
     wide_steps: np.ndarray
     wide_ptr: np.ndarray
+    split_threshold: int
+    piece_size: int
+    split_steps: np.ndarray
+    split_ptr: np.ndarray
+    piece_ptr: np.ndarray
+    piece_step: np.ndarray
     gather_dest: np.ndarray
     gather_ptr: np.ndarray
     gather_value: np.ndarray
@@ -100,11 +120,13 @@ class ChainLayout:
 
     @property
     def all_wide_steps(self) -> np.ndarray:
-        """Every wide step (step numbers, not level-order positions), for the passes that visit
-        the steps in any order (the violations)."""
+        """Every wide or split step (step numbers, not level-order positions), for the pass that
+        visits the steps in any order and runs each of these on a block (the violations, at
+        checkpoints only)."""
+        positions = np.sort(np.concatenate([self.wide_steps, self.split_steps]))
         if len(self.order) == 0:
-            return self.wide_steps
-        return self.order[self.wide_steps].astype(np.int64)
+            return positions
+        return self.order[positions].astype(np.int64)
 
     def device_arrays(self) -> dict[str, np.ndarray]:
         """The arrays the GPU holds, by name (the level bounds stay on the host)."""
@@ -116,6 +138,9 @@ class ChainLayout:
             "order": self.order,
             "wide_steps": self.wide_steps,
             "all_wide_steps": self.all_wide_steps,
+            "split_steps": self.split_steps,
+            "piece_ptr": self.piece_ptr,
+            "piece_step": self.piece_step,
             "gather_dest": self.gather_dest,
             "gather_ptr": self.gather_ptr,
             "gather_value": self.gather_value,
@@ -127,7 +152,13 @@ class ChainLayout:
         return sum(a.nbytes for a in self.device_arrays().values())
 
 
-def chain_layout(chain: Chain, wide_threshold: int = BLOCK_SIZE) -> ChainLayout:
+def chain_layout(
+    chain: Chain,
+    wide_threshold: int = BLOCK_SIZE,
+    *,
+    split_threshold: int | None = None,
+    piece_size: int = PIECE_ENTRIES,
+) -> ChainLayout:
     """The :class:`ChainLayout` of ``chain``: compiled passes over its own arrays, linear in its
     entries plus sources (no sort).
 
@@ -138,6 +169,9 @@ def chain_layout(chain: Chain, wide_threshold: int = BLOCK_SIZE) -> ChainLayout:
     wide_threshold : int
         Steps with more entries plus sources than this run on a block each (default: the
         block size).
+    split_threshold, piece_size : int
+        Steps with more entries than ``split_threshold`` (default :data:`SPLIT_ENTRIES`, at
+        least ``wide_threshold``) run as pieces of ``piece_size`` entries, a block each.
 
     Returns
     -------
@@ -146,15 +180,24 @@ def chain_layout(chain: Chain, wide_threshold: int = BLOCK_SIZE) -> ChainLayout:
     Raises
     ------
     ValueError
-        ``wide_threshold`` is below 1.
+        ``wide_threshold`` or ``piece_size`` below 1, or ``split_threshold`` below
+        ``wide_threshold``.
     """
-    if wide_threshold < 1:
-        raise ValueError(f"wide_threshold must be at least 1, got {wide_threshold}")
+    if split_threshold is None:
+        split_threshold = max(SPLIT_ENTRIES, wide_threshold)
+    if wide_threshold < 1 or piece_size < 1 or split_threshold < wide_threshold:
+        raise ValueError(
+            f"need 1 <= wide_threshold <= split_threshold and piece_size >= 1, got "
+            f"{wide_threshold}, {split_threshold}, {piece_size}"
+        )
     order = np.zeros(0, dtype=np.int32) if chain.level_sorted else np.ascontiguousarray(chain.step_order)
     level_ptr = _level_ptr(chain)
     kind = chain.kind.astype(np.int8, copy=False)
     tptr, sptr, source = chain.target_ptr, chain.source_ptr, chain.source
-    wide_steps, wide_ptr = _wide_steps(tptr, sptr, order, level_ptr, wide_threshold)
+    wide_steps, wide_ptr, split_steps, split_ptr = _wide_steps(
+        tptr, sptr, order, level_ptr, wide_threshold, split_threshold
+    )
+    piece_ptr, piece_step = _pieces(tptr, order, split_steps, piece_size)
     index = index_dtype(max(chain.num_entries, len(source)) + 1)
     dest, ptr, value, gather_level_ptr = _transposed_scatter(
         tptr, sptr, source, order, level_ptr, np.zeros(chain.num_entries + 1, dtype=index)
@@ -171,6 +214,12 @@ def chain_layout(chain: Chain, wide_threshold: int = BLOCK_SIZE) -> ChainLayout:
         int(wide_threshold),
         wide_steps,
         wide_ptr,
+        int(split_threshold),
+        int(piece_size),
+        split_steps,
+        split_ptr,
+        piece_ptr,
+        piece_step,
         dest,
         ptr,
         value,
@@ -194,26 +243,50 @@ def _step(order, idx):
     return np.int64(idx) if len(order) == 0 else np.int64(order[idx])
 
 
+@numba.njit(inline="always")
+def _step_class(tptr, sptr, k, threshold, split):
+    """0: a thread's step, 1: a block's (wide), 2: split into pieces."""
+    size = tptr[k + 1] - tptr[k]
+    if size > split:
+        return 2
+    return 1 if size + (sptr[k + 1] - sptr[k]) > threshold else 0
+
+
 @numba.njit(cache=True)
-def _wide_steps(tptr, sptr, order, level_ptr, threshold):
-    """``(wide_steps, wide_ptr)`` of :class:`ChainLayout`."""
+def _wide_steps(tptr, sptr, order, level_ptr, threshold, split):
+    """``(wide_steps, wide_ptr, split_steps, split_ptr)`` of :class:`ChainLayout`."""
     n_levels = len(level_ptr) - 1
-    wide_ptr = np.zeros(n_levels + 1, np.int64)
+    ptr = np.zeros((3, n_levels + 1), np.int64)
     for L in range(n_levels):
         for idx in range(level_ptr[L], level_ptr[L + 1]):
-            k = _step(order, idx)
-            if (tptr[k + 1] - tptr[k]) + (sptr[k + 1] - sptr[k]) > threshold:
-                wide_ptr[L + 1] += 1
+            ptr[_step_class(tptr, sptr, _step(order, idx), threshold, split), L + 1] += 1
     for L in range(n_levels):
-        wide_ptr[L + 1] += wide_ptr[L]
-    wide = np.empty(wide_ptr[n_levels], np.int64)
-    w = 0
+        ptr[:, L + 1] += ptr[:, L]
+    wide = np.empty(ptr[1, n_levels], np.int64)
+    split_steps = np.empty(ptr[2, n_levels], np.int64)
+    w = q = 0
     for idx in range(level_ptr[n_levels]):
-        k = _step(order, idx)
-        if (tptr[k + 1] - tptr[k]) + (sptr[k + 1] - sptr[k]) > threshold:
+        c = _step_class(tptr, sptr, _step(order, idx), threshold, split)
+        if c == 1:
             wide[w] = idx
             w += 1
-    return wide, wide_ptr
+        elif c == 2:
+            split_steps[q] = idx
+            q += 1
+    return wide, ptr[1].copy(), split_steps, ptr[2].copy()
+
+
+@numba.njit(cache=True)
+def _pieces(tptr, order, split_steps, piece_size):
+    """``(piece_ptr, piece_step)`` of :class:`ChainLayout`."""
+    piece_ptr = np.zeros(len(split_steps) + 1, np.int64)
+    for s in range(len(split_steps)):
+        k = _step(order, split_steps[s])
+        piece_ptr[s + 1] = piece_ptr[s] + (tptr[k + 1] - tptr[k] + piece_size - 1) // piece_size
+    piece_step = np.empty(piece_ptr[len(split_steps)], np.int32)
+    for s in range(len(split_steps)):
+        piece_step[piece_ptr[s] : piece_ptr[s + 1]] = s
+    return piece_ptr, piece_step
 
 
 @numba.njit(cache=True)
@@ -806,6 +879,8 @@ def run_device_bytes(
         total += y.num_entries * _itemsize(state_dtype(y.num_entries))
     total += 8 * y.num_entries  # the checkpoints' Aᵀ product
     total += 16 * (len(xi.all_wide_steps) + -(-xi.num_steps // block_size))  # violations per block
+    for chain in (xi, y):  # the split steps' scalars and per-piece sums
+        total += 32 * max(len(chain.split_steps), 1) + 8 * max(len(chain.piece_step), 1)
     total += 8 * 1024 + 64  # the welfare's per-block sums, the scalars
     return int(total)
 

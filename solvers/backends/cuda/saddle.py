@@ -32,10 +32,20 @@ import numpy as np
 
 from efce.errors import OptionError
 from efce.solvers.methods.efce import EFCEModel, average_point
-from efce.solvers.regret.kernels import PRM_PLUS, RM, discounts
+from efce.solvers.regret.kernels import HEDGE, PRM_PLUS, RM, discounts
 from efce.solvers.regret.local import LocalRule, as_rule, prediction_dtype, state_dtype
 
-from .layouts import BLOCK_SIZE, ROW_GROUP, SHORT_ROW, ChainLayout, PayoffLayout, chain_layout, payoff_layout
+from .layouts import (
+    BLOCK_SIZE,
+    PIECE_ENTRIES,
+    ROW_GROUP,
+    SHORT_ROW,
+    SPLIT_ENTRIES,
+    ChainLayout,
+    PayoffLayout,
+    chain_layout,
+    payoff_layout,
+)
 
 
 @functools.cache
@@ -142,7 +152,7 @@ class DeviceChain:
         self.arrays = {
             name: cuda.to_device(np.ascontiguousarray(a)) for name, a in layout.device_arrays().items()
         }
-        w, g = layout.wide_ptr, layout.gather_level_ptr
+        w, g, sp, pieces = layout.wide_ptr, layout.gather_level_ptr, layout.split_ptr, layout.piece_ptr
         # per level: (lo, hi) positions, (w_lo, w_hi) wide steps, (r_lo, r_hi) gather runs
         self.levels = [
             (
@@ -155,11 +165,22 @@ class DeviceChain:
             )
             for L in range(layout.depth)
         ]
+        # per level: (s_lo, s_hi) split steps, (p_lo, p_hi) their pieces
+        self.split_levels = [
+            (int(sp[L]), int(sp[L + 1]), int(pieces[sp[L]]), int(pieces[sp[L + 1]]))
+            for L in range(layout.depth)
+        ]
+        self.num_split = len(layout.split_steps)
+        self.piece_size = layout.piece_size
+        self._scal = cuda.to_device(np.zeros((max(self.num_split, 1), 4)))  # shift, scale, h, v
+        self._piece_partial = cuda.device_array(max(len(layout.piece_step), 1))
+        self._empty64 = cuda.device_array(0)  # an absent total or prediction
+        self._empty16 = cuda.to_device(np.zeros(0, dtype=np.uint16))
         self._partial = None  # the violations' per-block maxima, made on first use
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in self.arrays.values())
+        return sum(a.nbytes for a in self.arrays.values()) + self._scal.nbytes + self._piece_partial.nbytes
 
     def _grid(self, lo, hi, w_lo, w_hi) -> int:
         return (w_hi - w_lo) + _blocks(hi - lo, self.block)
@@ -171,7 +192,12 @@ class DeviceChain:
         ``(a, pred64, pred16)`` under the rule family ``rule_family``."""
         k, d = _kernels(), self.arrays
         k.set_root[1, 1](x, total, w, accumulate)
-        for lo, hi, w_lo, w_hi, _, _ in self.levels:
+        for (lo, hi, w_lo, w_hi, _, _), split in zip(self.levels, self.split_levels, strict=True):
+            if split[1] > split[0]:
+                self._split_strategy(split, rule_family, eta, state, x)
+                self._apply(
+                    split, k.PIECE_WRITE, rule_family, False, 1.0, 1.0, eta, state, x, total, w, accumulate
+                )
             grid = self._grid(lo, hi, w_lo, w_hi)
             if grid:
                 k.recommend_level[grid, self.block](
@@ -201,7 +227,31 @@ class DeviceChain:
         k, d = _kernels(), self.arrays
         pos, neg = rule.discounts()
         spec = rule.kernel
-        for lo, hi, w_lo, w_hi, r_lo, r_hi in reversed(self.levels):
+        for (lo, hi, w_lo, w_hi, r_lo, r_hi), split in zip(
+            reversed(self.levels), reversed(self.split_levels), strict=True
+        ):
+            if split[1] > split[0]:
+                state = rule.arrays()
+                self._split_strategy(split, spec.family, spec.eta, state, loss)
+                self._partials(split, k.PIECE_VALUE, -1, spec.family, spec.eta, state, loss)
+                self._combine(split, k.PIECE_VALUE, loss)
+                self._apply(
+                    split,
+                    k.PIECE_UPDATE,
+                    spec.family,
+                    spec.plus,
+                    pos,
+                    neg,
+                    spec.eta,
+                    state,
+                    loss,
+                    self._empty64,
+                    0.0,
+                    False,
+                )
+                k.piece_values[_blocks(split[1] - split[0], self.block), self.block](
+                    d["target_ptr"], d["order"], d["split_steps"], split[0], split[1], self._scal, loss
+                )
             grid = self._grid(lo, hi, w_lo, w_hi)
             if grid:
                 k.observe_level[grid, self.block](
@@ -225,6 +275,76 @@ class DeviceChain:
                 )
             self._gather(r_lo, r_hi, loss)
 
+    # The split steps of one level (``split`` = (s_lo, s_hi, p_lo, p_hi)), phase by phase.
+    def _partials(self, split, mode, masked, family, eta, state, values) -> None:
+        d = self.arrays
+        _kernels().piece_partials[split[3] - split[2], self.block](
+            d["target_ptr"],
+            d["order"],
+            d["split_steps"],
+            d["piece_step"],
+            d["piece_ptr"],
+            self.piece_size,
+            split[2],
+            mode,
+            masked,
+            family,
+            eta,
+            *state,
+            values,
+            self._scal,
+            self._piece_partial,
+        )
+
+    def _combine(self, split, mode, values) -> None:
+        d = self.arrays
+        _kernels().piece_combine[split[1] - split[0], self.block](
+            d["target_ptr"],
+            d["source_ptr"],
+            d["source"],
+            d["order"],
+            d["split_steps"],
+            split[0],
+            d["piece_ptr"],
+            mode,
+            values,
+            self._piece_partial,
+            self._scal,
+        )
+
+    def _split_strategy(self, split, family, eta, state, values) -> None:
+        """Each split step's shift (Hedge), scale and ``h`` into ``_scal``."""
+        k = _kernels()
+        if family == HEDGE:
+            self._partials(split, k.PIECE_SHIFT, -1, family, eta, state, values)
+            self._combine(split, k.PIECE_SHIFT, values)
+        self._partials(split, k.PIECE_TOTAL, -1, family, eta, state, values)
+        self._combine(split, k.PIECE_TOTAL, values)
+
+    def _apply(self, split, mode, family, plus, pos, neg, eta, state, x, total, w, accumulate) -> None:
+        d = self.arrays
+        _kernels().piece_apply[split[3] - split[2], self.block](
+            d["target_ptr"],
+            d["order"],
+            d["split_steps"],
+            d["piece_step"],
+            d["piece_ptr"],
+            self.piece_size,
+            split[2],
+            mode,
+            family,
+            plus,
+            pos,
+            neg,
+            eta,
+            *state,
+            x,
+            total,
+            w,
+            accumulate,
+            self._scal,
+        )
+
     def _gather(self, r_lo: int, r_hi: int, loss) -> None:
         if r_hi > r_lo:
             d = self.arrays
@@ -236,7 +356,14 @@ class DeviceChain:
         """``min_{z ∈ chain} ⟨loss, z⟩`` into ``loss[0]`` (``loss`` is overwritten), the entry
         ``masked`` (-1: none) left out of its simplex (:func:`~.kernels.best_level`)."""
         k, d = _kernels(), self.arrays
-        for lo, hi, w_lo, w_hi, r_lo, r_hi in reversed(self.levels):
+        for (lo, hi, w_lo, w_hi, r_lo, r_hi), split in zip(
+            reversed(self.levels), reversed(self.split_levels), strict=True
+        ):
+            if split[1] > split[0]:
+                self._partials(
+                    split, k.PIECE_MIN, masked, RM, 0.0, (loss, self._empty64, self._empty16), loss
+                )
+                self._combine(split, k.PIECE_MIN, loss)
             grid = self._grid(lo, hi, w_lo, w_hi)
             if grid:
                 k.best_level[grid, self.block](
@@ -358,11 +485,13 @@ class CudaSaddlePoint:
         Threads per block (a power of two up to 1024).
     wide_threshold : int, optional
         Chain steps with more entries plus sources run on a block each (default: the block size).
+    split_threshold, piece_size : int, optional
+        Chain steps with more entries than ``split_threshold`` (default 32,768, at least
+        ``wide_threshold``) run as pieces of ``piece_size`` entries (default 4,096), a block each.
     short_row, long_row, row_group : int, optional
         CSR rows with at most ``short_row`` (default 16 or ``long_row``) nonzeros are summed by a
-        thread, up to ``long_row``
-        (default: the block size) by ``row_group`` threads (a power of two up to the block
-        size; default 32 or the block), longer ones by a block.
+        thread, up to ``long_row`` (default: the block size) by ``row_group`` threads (a power of
+        two up to the block size; default 32 or the block), longer ones by a block.
 
     Raises
     ------
@@ -380,6 +509,8 @@ class CudaSaddlePoint:
         average_deviator: bool | None = None,
         block_size: int = BLOCK_SIZE,
         wide_threshold: int | None = None,
+        split_threshold: int | None = None,
+        piece_size: int = PIECE_ENTRIES,
         short_row: int | None = None,
         long_row: int | None = None,
         row_group: int | None = None,
@@ -399,10 +530,11 @@ class CudaSaddlePoint:
         wide = block if wide_threshold is None else int(wide_threshold)
         long_row = block if long_row is None else int(long_row)
         short_row = min(SHORT_ROW, long_row) if short_row is None else int(short_row)
-        if wide < 1 or not 1 <= short_row <= long_row:
+        split = max(SPLIT_ENTRIES, wide) if split_threshold is None else int(split_threshold)
+        if not (1 <= wide <= split and piece_size >= 1 and 1 <= short_row <= long_row):
             raise OptionError(
-                f"need wide_threshold >= 1 and 1 <= short_row <= long_row, "
-                f"got {wide}, {short_row}, {long_row}"
+                f"need 1 <= wide_threshold <= split_threshold, piece_size >= 1 and "
+                f"1 <= short_row <= long_row, got {wide}, {split}, {piece_size}, {short_row}, {long_row}"
             )
         cuda = _cuda()
         self.model = model
@@ -411,8 +543,8 @@ class CudaSaddlePoint:
         self.power = float(power)
         self.block = block
         self.welfare_threshold = model.operator.tau
-        xi_layout = chain_layout(model.xi_steps, wide)
-        y_layout = chain_layout(model.triggers.chain, wide)
+        xi_layout = chain_layout(model.xi_steps, wide, split_threshold=split, piece_size=piece_size)
+        y_layout = chain_layout(model.triggers.chain, wide, split_threshold=split, piece_size=piece_size)
         payoff: PayoffLayout = payoff_layout(
             model.operator, model.game, short_threshold=short_row, long_threshold=long_row
         )

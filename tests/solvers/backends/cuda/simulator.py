@@ -40,13 +40,29 @@ requires_simulator = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 #: for operation (blocks of 8 keep the simulator's Python threads few).
 NARROW = {"block_size": 8, "wide_threshold": 10**9, "short_row": 10**9, "long_row": 10**9}
 
-#: Options that send the tiny test games' bigger steps to whole blocks and their longer CSR rows
-#: to groups of threads and to blocks (block reductions, the paths of the big games' root
-#: simplex and long rows): every step with more than 3 entries plus sources.
-WIDE = {"block_size": 4, "wide_threshold": 3, "short_row": 2, "long_row": 4, "row_group": 2}
+#: Options that send the tiny test games' bigger steps to whole blocks, their biggest (Y's root
+#: simplex, 13-15 entries) to pieces of 4 entries on a block each, and their longer CSR rows to
+#: groups of threads and to blocks: the paths of the big games' root simplex and long rows.
+WIDE = {
+    "block_size": 4,
+    "wide_threshold": 3,
+    "split_threshold": 8,
+    "piece_size": 4,
+    "short_row": 2,
+    "long_row": 4,
+    "row_group": 2,
+}
 
 #: As :data:`WIDE` for whole runs, with fewer blocks (the simulator runs a block's threads as
 #: Python threads and polls them, so block reductions cost it ~10x a thread's loop): Y's root
-#: simplex (and any step with more than 4 entries plus sources) on a block, rows of more than 2
-#: nonzeros on groups of 2 threads, of more than 4 on a block.
-BLOCKS = {"block_size": 8, "wide_threshold": 4, "short_row": 2, "long_row": 4, "row_group": 2}
+#: simplex in pieces of 8 entries, steps with more than 4 entries plus sources on a block, rows
+#: of more than 2 nonzeros on groups of 2 threads, of more than 4 on a block.
+BLOCKS = {
+    "block_size": 8,
+    "wide_threshold": 4,
+    "split_threshold": 8,
+    "piece_size": 8,
+    "short_row": 2,
+    "long_row": 4,
+    "row_group": 2,
+}

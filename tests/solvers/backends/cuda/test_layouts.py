@@ -109,7 +109,7 @@ def serial_additions(chain):
 def test_chain_layout_gathers_exactly_the_serial_up_pass_additions_in_order(name, side):
     model = model_of(name)
     chain = model.xi_steps if side == "xi" else model.triggers.chain
-    layout = chain_layout(chain, wide_threshold=3)
+    layout = chain_layout(chain, wide_threshold=3, split_threshold=8, piece_size=4)
     assert (len(layout.order) == 0) == (side == "xi")  # Ξ is numbered in level order, Y is not
     expected = serial_additions(chain)
     assert layout.depth == len(expected)
@@ -123,13 +123,19 @@ def test_chain_layout_gathers_exactly_the_serial_up_pass_additions_in_order(name
         }
         assert len(got) == len(runs)  # one run per destination and level
         assert got == adds
-    # wide steps: exactly those with more entries plus sources than the threshold, per level
+    # per level: split steps, those with more than 8 entries; wide steps, the others with more
+    # entries plus sources than 3
     for L, steps in enumerate(chain.levels):
         positions = np.arange(layout.level_ptr[L], layout.level_ptr[L + 1])
-        work = chain.step_size[steps] + chain.num_sources[steps]
-        assert np.array_equal(
-            layout.wide_steps[layout.wide_ptr[L] : layout.wide_ptr[L + 1]], positions[work > 3]
-        )
+        size = chain.step_size[steps]
+        work = size + chain.num_sources[steps]
+        wide = layout.wide_steps[layout.wide_ptr[L] : layout.wide_ptr[L + 1]]
+        split = layout.split_steps[layout.split_ptr[L] : layout.split_ptr[L + 1]]
+        assert np.array_equal(wide, positions[(work > 3) & (size <= 8)])
+        assert np.array_equal(split, positions[size > 8])
+    sizes = np.diff(chain.target_ptr)[chain.step_order[layout.split_steps]]
+    assert np.array_equal(np.diff(layout.piece_ptr), -(-sizes // 4))  # pieces of at most 4 entries
+    assert np.array_equal(layout.piece_step, np.repeat(np.arange(len(sizes)), -(-sizes // 4)))
     assert layout.simplex_entries == int(chain.step_size[chain.kind == 0].sum())
 
 

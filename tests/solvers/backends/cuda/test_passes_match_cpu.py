@@ -103,8 +103,11 @@ def test_a_wide_pass_from_a_vertex_state_with_integer_losses_is_the_cpu_pass(sid
     chain = model.xi_steps if side == "xi" else model.triggers.chain
     from efce.solvers.backends.cuda.layouts import chain_layout
 
-    layout = chain_layout(chain, WIDE["wide_threshold"])
+    layout = chain_layout(
+        chain, WIDE["wide_threshold"], split_threshold=WIDE["split_threshold"], piece_size=WIDE["piece_size"]
+    )
     assert len(layout.wide_steps) > 0  # the test runs the block paths
+    assert (len(layout.split_steps) > 0) == (side == "y")  # and Y's root simplex in pieces
     device = DeviceChain(layout, WIDE["block_size"])
     gpu_rule = DeviceRule(as_rule(rule), layout)
     # A vertex state: one positive integer regret per simplex, so every strategy is 0/1.
@@ -138,11 +141,21 @@ def test_a_wide_pass_from_a_vertex_state_with_integer_losses_is_the_cpu_pass(sid
     assert np.array_equal(host["a"][entries], state["regret"])
     if rule == "prm+":
         assert np.array_equal(host["pred64"][entries], state["prediction"])
-    # The chain minimum of any loss: a minimum is exact, the gather in the CPU's order.
+    # The chain minimum of any loss: a minimum is exact, the gather in the CPU's order; an entry
+    # left out (the welfare weight's, in Y's root simplex) is one the minimum never picks.
     loss = rng.standard_normal(chain.num_entries)
-    work = cuda.to_device(loss)
-    device.minimum(work)
-    assert work.copy_to_host()[0] == chain_minimum(chain, loss)
+    root = chain.step_order[0]
+    for masked in (
+        -1,
+        int(chain.target_ptr[root])
+        + int(np.argmin(loss[chain.target_ptr[root] : chain.target_ptr[root + 1]])),
+    ):
+        work = cuda.to_device(loss)
+        device.minimum(work, masked)
+        expected = loss.copy()
+        if masked >= 0:
+            expected[masked] = np.inf
+        assert work.copy_to_host()[0] == chain_minimum(chain, expected)
 
 
 def test_wide_csr_products_of_integer_vectors_are_the_cpu_operators():
