@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -103,11 +105,13 @@ def test_a_wide_pass_from_a_vertex_state_with_integer_losses_is_the_cpu_pass(sid
     chain = model.xi_steps if side == "xi" else model.triggers.chain
     from efce.solvers.backends.cuda.layouts import chain_layout
 
-    layout = chain_layout(
-        chain, WIDE["wide_threshold"], split_threshold=WIDE["split_threshold"], piece_size=WIDE["piece_size"]
+    # Y's root simplex in pieces; on Ξ (steps of at most 3 entries) the 3-entry steps in pieces of
+    # 2, whose h is not 1
+    sizes = (
+        (WIDE["wide_threshold"], WIDE["split_threshold"], WIDE["piece_size"]) if side == "y" else (1, 2, 2)
     )
-    assert len(layout.wide_steps) > 0  # the test runs the block paths
-    assert (len(layout.split_steps) > 0) == (side == "y")  # and Y's root simplex in pieces
+    layout = chain_layout(chain, sizes[0], split_threshold=sizes[1], piece_size=sizes[2])
+    assert len(layout.wide_steps) > 0 and len(layout.split_steps) > 0  # the block and piece paths
     device = DeviceChain(layout, WIDE["block_size"])
     gpu_rule = DeviceRule(as_rule(rule), layout)
     # A vertex state: one positive integer regret per simplex, so every strategy is 0/1.
@@ -142,16 +146,15 @@ def test_a_wide_pass_from_a_vertex_state_with_integer_losses_is_the_cpu_pass(sid
     if rule == "prm+":
         assert np.array_equal(host["pred64"][entries], state["prediction"])
     # The chain minimum of any loss: a minimum is exact, the gather in the CPU's order; an entry
-    # left out (the welfare weight's, in Y's root simplex) is one the minimum never picks.
+    # left out (the welfare weight's, in Y's root simplex) is one the minimum never picks, even
+    # where it would be the smallest.
     loss = rng.standard_normal(chain.num_entries)
     root = chain.step_order[0]
-    for masked in (
-        -1,
-        int(chain.target_ptr[root])
-        + int(np.argmin(loss[chain.target_ptr[root] : chain.target_ptr[root + 1]])),
-    ):
+    loss[chain.target_ptr[root] + 1] = -1e6
+    whole = DeviceChain(chain_layout(chain, WIDE["wide_threshold"]), WIDE["block_size"])  # no pieces
+    for masked, chain_on_device in itertools.product((-1, int(chain.target_ptr[root]) + 1), (device, whole)):
         work = cuda.to_device(loss)
-        device.minimum(work, masked)
+        chain_on_device.minimum(work, masked)
         expected = loss.copy()
         if masked >= 0:
             expected[masked] = np.inf
