@@ -182,11 +182,13 @@ class _Backend:
 
     def run(self, params_bytes, primal, dual):
         if self.worker is None:
-            return _run_stage(params_bytes, primal, dual)
-        primal, dual, log = self.worker.call(_run_stage, params_bytes, primal, dual)
-        # Arrays unpickled from the worker's pipe are read-only, and numba compiles a separate
-        # specialization of the gap evaluator's kernels for read-only arrays: inside the clock,
-        # on a first run, after the warm-up compiled the writable one.  One copy per stage.
+            primal, dual, log = _run_stage(params_bytes, primal, dual)
+        else:
+            primal, dual, log = self.worker.call(_run_stage, params_bytes, primal, dual)
+        # Arrays unpickled from the worker's pipe are read-only, and so are OR-Tools' own in
+        # this process; numba compiles a separate specialization of the gap evaluator's kernels
+        # for read-only arrays: inside the clock, on a first run, after the warm-up compiled the
+        # writable one.  One copy per stage where needed.
         return np.require(primal, requirements="W"), np.require(dual, requirements="W"), log
 
     def close(self):

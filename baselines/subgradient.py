@@ -34,6 +34,7 @@ from efce.polytopes.vsf import vsf_constraints
 from efce.solvers.driver import IterationDriver
 from efce.solvers.options import ITERATIONS, SEED, TIME_LIMIT, Method, Option, defaults, positive
 from efce.solvers.result import SolveResult, TraceRow
+from efce.solvers.warm_up import warm_up_run
 
 from .efce_lp import check_memory, estimate_efce_lp, incentive_block
 
@@ -221,6 +222,33 @@ def _step(rule: str, alpha: float, t: int, f: float, g: np.ndarray) -> float:
     return min(f / norm2, alpha) if norm2 > 0 else 0.0
 
 
+def check_subgradient_model(game: Game, memory_budget: int | None = None) -> None:
+    """Refuse, before anything is built, a game :func:`solve_subgradient` cannot model: not
+    two players without chance moves, or operators (sized from the EFCE LP) over
+    ``memory_budget`` bytes.
+
+    Raises
+    ------
+    GameError
+        Naming the reason.
+    """
+    check_decomposable(game)
+    check_memory(
+        estimate_efce_lp(game),
+        game,
+        memory_budget,
+        factor=SUBGRADIENT_MEMORY_FACTOR,
+        what="the subgradient method's operators (sized from the EFCE LP)",
+    )
+
+
+def _warm_up(game: Game, o: dict, device: bool = False) -> None:
+    """Refuse what the run refuses, then load the model builders' kernels (its only numba code:
+    the relevant pairs) on a tiny game (:func:`efce.solvers.warm_up.warm_up_run`)."""
+    check_subgradient_model(game)
+    warm_up_run(_run, game, o)
+
+
 def solve_subgradient(
     game: Game,
     *,
@@ -265,14 +293,7 @@ def solve_subgradient(
     if not (step_size > 0 and np.isfinite(step_size)):
         raise ValueError(f"step_size must be a positive number, not {step_size}")
     t_setup = time.perf_counter()
-    check_decomposable(game)
-    check_memory(
-        estimate_efce_lp(game),
-        game,
-        memory_budget,
-        factor=SUBGRADIENT_MEMORY_FACTOR,
-        what="the subgradient method's operators (sized from the EFCE LP)",
-    )
+    check_subgradient_model(game, memory_budget)
     pairs = relevant_pairs(game)
     vsf = vsf_constraints(game, pairs)
     C = vsf.matrix.tocsr()
@@ -392,5 +413,6 @@ SOLVE_METHODS = (
         OPTIONS,
         _run,
         chance=False,
+        warm_up=_warm_up,
     ),
 )

@@ -295,7 +295,7 @@ def solve(
     unreachable = welfare_out_of_reach(game, method, values.get("welfare_threshold"))
     if unreachable is not None:
         return unreachable
-    compile_seconds = warm_up(METHODS[method], game, values)
+    compile_seconds = warm_up(METHODS[method], game, values, device=device)
     if device:
         result = METHODS[method].run(game, progress=progress, device=True, **values)
     else:
@@ -307,16 +307,18 @@ def solve(
     return finite_or_error(result)
 
 
-#: Seconds a warm-up runs before :func:`warm_up` says on stderr what it is doing (a warm numba
-#: cache loads in less; only a first run, which compiles, says it).
+#: Seconds a warm-up runs before :func:`warm_up` says on stderr what it is doing, when numba has
+#: not started compiling before (a warm numba cache usually loads in less).
 WARM_UP_NOTICE_SECONDS = 0.5
 
 
-def warm_up(spec: Method, game: Game, values: dict[str, Any]) -> float | None:
+def warm_up(spec: Method, game: Game, values: dict[str, Any], *, device: bool = False) -> float | None:
     """Run ``spec``'s warm-up (:attr:`~efce.solvers.options.Method.warm_up`) before its timed run.
 
-    A warm-up that takes longer than :data:`WARM_UP_NOTICE_SECONDS` (kernels compiled, not
-    loaded from numba's cache) prints a progress line on stderr and, when it ends, its time.
+    A warm-up that compiles (numba starts compiling a kernel: it was not in the cache) prints one
+    progress line on stderr at once, saying it compiles; one that loads for longer than
+    :data:`WARM_UP_NOTICE_SECONDS` without compiling prints one saying it loads.  Either, when
+    the warm-up ends, is followed by its time.
 
     Returns
     -------
@@ -329,23 +331,35 @@ def warm_up(spec: Method, game: Game, values: dict[str, Any]) -> float | None:
     import threading
     import time
 
-    said = threading.Event()
+    from efce.solvers.warm_up import compile_notice
 
-    def notice() -> None:
-        said.set()
-        print(f"{spec.name}: compiling its kernels (first run; cached after)...", file=sys.stderr, flush=True)
+    said: list[str] = []  # the first notice's verb, once
+    lock = threading.Lock()
 
-    timer = threading.Timer(WARM_UP_NOTICE_SECONDS, notice)
+    def notice(compiling: bool) -> None:
+        with lock:
+            if said:
+                return
+            said.append("compiled" if compiling else "warmed up")
+        what = (
+            "compiling its kernels (first run; cached after)" if compiling else "loading its compiled kernels"
+        )
+        print(f"{spec.name}: {what}...", file=sys.stderr, flush=True)
+
+    timer = threading.Timer(WARM_UP_NOTICE_SECONDS, notice, args=(False,))
     timer.daemon = True
     started = time.perf_counter()
     timer.start()
     try:
-        spec.warm_up(game, values)
+        with compile_notice(lambda: notice(True)):
+            spec.warm_up(game, values, device=device)
     finally:
         timer.cancel()
     seconds = time.perf_counter() - started
-    if said.is_set():
-        print(f"{spec.name}: compiled in {seconds:.1f} s, outside the timed run", file=sys.stderr, flush=True)
+    if said:
+        print(
+            f"{spec.name}: {said[0]} in {seconds:.1f} s, outside the timed run", file=sys.stderr, flush=True
+        )
     return seconds
 
 

@@ -35,7 +35,6 @@ from efce.errors import OptionError
 from efce.solvers.regret.registry import RULE_NAMES
 
 if TYPE_CHECKING:
-    from efce.games.game import Game
     from efce.solvers.result import SolveResult
 
 
@@ -152,11 +151,12 @@ class Method:
         use in that configuration, each with why; giving one of them is refused
         (:func:`efce.experiments.solve.validate_options`).
     warm_up : callable, optional
-        ``warm_up(game, options)`` compiles (or loads from numba's cache) every kernel the run
-        will call, with the types and thread counts it will use: :func:`efce.experiments.solve.solve`
-        calls it before ``run`` and reports its seconds as the result's ``compile_seconds``,
-        outside the run's clock.  None: the method warms up inside ``run`` itself (the LP front
-        ends, in the process that solves) or not at all.
+        ``warm_up(game, options, device=False)`` compiles (or loads from numba's cache) every
+        kernel variant the run ``run(game, device=device, **options)`` will call, with the types
+        it will use (:func:`efce.solvers.warm_up.warm_up_run`):
+        :func:`efce.experiments.solve.solve` calls it before ``run`` and reports its seconds as
+        the result's ``compile_seconds``, outside the run's clock.  None: the method warms up
+        inside ``run`` itself (the LP front ends, in the process that solves) or not at all.
     """
 
     name: str
@@ -167,7 +167,7 @@ class Method:
     chance: bool = True
     writes_device: bool = False
     check: Callable[[dict[str, Any]], None] | None = None
-    warm_up: Callable[[Game, dict[str, Any]], None] | None = None
+    warm_up: Callable[..., None] | None = None
     unused: Callable[[dict[str, Any]], dict[str, str]] | None = None
 
     @property

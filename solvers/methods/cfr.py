@@ -30,6 +30,7 @@ from efce.solvers.regret.engine import ChainEngine, minimizer_factory
 from efce.solvers.regret.local import LocalRule, RegretMatching
 from efce.solvers.regret.protocol import MinimizerFactory
 from efce.solvers.result import SolveResult, TraceRow
+from efce.solvers.warm_up import warm_up_run
 
 #: The options of ``cfr`` and ``cfr+`` (:data:`SOLVE_METHODS`): type, range and default of each
 #: (``local`` None: the variant's own rule, RM for CFR, RM+ for CFR+).
@@ -168,8 +169,23 @@ def _runner(variant: str):
     return run
 
 
+def _warm_up_of(run):
+    def warm_up(game: Game, o: dict, device: bool = False) -> None:
+        """Every kernel variant of ``run(game, **o)``, on a tiny game standing in the sizes of
+        the players' sequence-form chains (:func:`efce.solvers.warm_up.warm_up_run`)."""
+        sizes = [game.sequences(p).num_sequences for p in range(game.num_players)]
+        warm_up_run(run, game, o, sizes=sizes, backend=get_backend(threads=o["threads"]))
+
+    return warm_up
+
+
+def _method(variant: str, description: str) -> Method:
+    run = _runner(variant)
+    return Method(variant, description, OPTIONS, run, players=2, warm_up=_warm_up_of(run))
+
+
 #: ``cfr`` and ``cfr+`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
 SOLVE_METHODS = (
-    Method("cfr", "CFR (Nash equilibrium, two players)", OPTIONS, _runner("cfr"), players=2),
-    Method("cfr+", "CFR+ (Nash equilibrium, two players)", OPTIONS, _runner("cfr+"), players=2),
+    _method("cfr", "CFR (Nash equilibrium, two players)"),
+    _method("cfr+", "CFR+ (Nash equilibrium, two players)"),
 )

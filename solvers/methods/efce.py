@@ -64,6 +64,7 @@ from efce.solvers.regret.local import LocalRule
 from efce.solvers.regret.protocol import MinimizerFactory
 from efce.solvers.regret.registry import make_rule
 from efce.solvers.result import SolveResult, TraceRow
+from efce.solvers.warm_up import warm_up_run
 
 #: Weight ``t^p`` of iteration ``t`` in the average plan, per averaging scheme.
 AVERAGING = {"uniform": 0.0, "linear": 1.0, "quadratic": 2.0}
@@ -272,9 +273,21 @@ def saddle_point_sizes(game: Game) -> dict:
     }
 
 
-def estimate_efce_bytes(game: Game) -> int:
-    """Estimated peak memory of :func:`solve_efce` on ``game`` (see the constants above)."""
-    n = saddle_point_sizes(game)
+def saddle_point_entries(game: Game, *, welfare: bool = False, sizes: dict | None = None) -> tuple[int, int]:
+    """The entries of Ξ's chain (one per relevant pair) and of Y's (the constant, one weight per
+    trigger — a non-empty sequence of either player, :mod:`polytopes.triggers` — and one more
+    for the welfare constraint, and per trigger a copy of its subtree), counted without building
+    either (``sizes``: :func:`saddle_point_sizes` of ``game`` if already counted): the sizes
+    that choose the loop's kernel variants (:func:`_warm_up`)."""
+    sizes = saddle_point_sizes(game) if sizes is None else sizes
+    triggers = sum(game.sequences(i).num_sequences - 1 for i in (0, 1)) + int(welfare)
+    return sizes["relevant_pairs"], 1 + triggers + sizes["trigger_entries"]
+
+
+def estimate_efce_bytes(game: Game, sizes: dict | None = None) -> int:
+    """Estimated peak memory of :func:`solve_efce` on ``game`` (see the constants above;
+    ``sizes``: :func:`saddle_point_sizes` of ``game`` if already counted)."""
+    n = saddle_point_sizes(game) if sizes is None else sizes
     return int(
         FIXED_BYTES
         + BYTES_PER_RELEVANT_PAIR * n["relevant_pairs"]
@@ -283,6 +296,25 @@ def estimate_efce_bytes(game: Game) -> int:
         + BYTES_PER_TRIGGER_TERMINAL * n["trigger_terminals"]
         + BYTES_PER_GAME_NODE * n["nodes"]
     )
+
+
+def check_efce_model(game: Game, memory_budget: int | None = None, sizes: dict | None = None) -> None:
+    """Refuse, before anything is built, a game :func:`build_efce_model` cannot model: with
+    chance moves or not two players, without any decision, or whose estimated peak memory
+    exceeds ``memory_budget`` (bytes; default 60% of the available RAM; ``sizes``:
+    :func:`saddle_point_sizes` of ``game`` if already counted).
+
+    Raises
+    ------
+    GameError
+        Naming the reason (a :class:`~efce.games.resources.memory.MemoryBudgetExceeded` for
+        the memory).
+    """
+    check_decomposable(game)
+    # No infoset means no trigger agent: the deviator's chain would be empty.
+    game.require_decisions("rm (the EFCE saddle point)")
+    need = estimate_efce_bytes(game, sizes)
+    check_budget(need, f"the EFCE saddle point of {game.name}", memory_budget)
 
 
 def build_efce_model(
@@ -297,10 +329,7 @@ def build_efce_model(
     may be passed to reuse ones already built.  A game whose estimated peak memory exceeds
     ``memory_budget`` (bytes; default 60% of the available RAM) is refused before anything
     large is built."""
-    check_decomposable(game)
-    # No infoset means no trigger agent: the deviator's chain would be empty.
-    game.require_decisions("rm (the EFCE saddle point)")
-    check_budget(estimate_efce_bytes(game), f"the EFCE saddle point of {game.name}", memory_budget)
+    check_efce_model(game, memory_budget)
     release_free_memory()  # what building the game left behind
     pairs = relevant_pairs(game) if pairs is None else pairs
     xi_chain = correlation_plan(game, pairs) if xi_chain is None else xi_chain
@@ -770,6 +799,16 @@ def _run(game: Game, *, progress: ProgressCallback | None, **o) -> SolveResult:
     )
 
 
+def _warm_up(game: Game, o: dict, device: bool = False) -> None:
+    """Every kernel variant of ``_run(game, **o)``, on a tiny game standing in Ξ's and Y's sizes
+    (:func:`efce.solvers.warm_up.warm_up_run`)."""
+    sizes = saddle_point_sizes(game)
+    check_efce_model(game, sizes=sizes)  # a game the run refuses is refused before the warm-up
+    welfare = o["welfare_threshold"] is not None or o["objective"] == "welfare"
+    entries = saddle_point_entries(game, welfare=welfare, sizes=sizes)
+    warm_up_run(_run, game, o, sizes=entries, backend=get_backend(threads=o["threads"]))
+
+
 #: ``rm`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
 SOLVE_METHODS = (
     Method(
@@ -781,5 +820,6 @@ SOLVE_METHODS = (
         chance=False,
         check=_check,
         unused=_unused,
+        warm_up=_warm_up,
     ),
 )

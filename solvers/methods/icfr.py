@@ -39,6 +39,7 @@ from efce.solvers.regret.internal import BlumMansour
 from efce.solvers.regret.local import LocalRule, RegretMatching, Segments
 from efce.solvers.regret.registry import as_rule
 from efce.solvers.result import SolveResult, TraceRow
+from efce.solvers.warm_up import segments_warm_up
 
 METHODS = ("icfr", "cfr-s")
 
@@ -378,19 +379,23 @@ def solve_icfr(
 
 
 # ----------------------------------------------------------------------------- declaration
+def _check_before_warm_up(game: Game, o: dict, device: bool) -> None:
+    if device:
+        # The empirical frequency has at most one joint plan per iteration: refuse up front
+        # what could not be written (the exact support is checked again when writing).
+        from efce.solvers.evaluation.device import check_device_size
+        from efce.solvers.methods.trigger import joint_plan_count
+
+        check_device_size(
+            game,
+            min(o["iterations"], joint_plan_count(game)),
+            f"joint plans (bound for {o['iterations']} iterations)",
+        )
+
+
 def _runner(variant: str):
     def run(game: Game, *, progress: ProgressCallback | None, device: bool = False, **o) -> SolveResult:
-        if device:
-            # The empirical frequency has at most one joint plan per iteration: refuse up front
-            # what could not be written (the exact support is checked again when writing).
-            from efce.solvers.evaluation.device import check_device_size
-            from efce.solvers.methods.trigger import joint_plan_count
-
-            check_device_size(
-                game,
-                min(o["iterations"], joint_plan_count(game)),
-                f"joint plans (bound for {o['iterations']} iterations)",
-            )
+        _check_before_warm_up(game, o, device)
         return solve_icfr(
             game,
             o["iterations"],
@@ -405,21 +410,13 @@ def _runner(variant: str):
 
 
 #: ``icfr`` and ``cfr-s`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
+def _method(variant: str, description: str) -> Method:
+    run = _runner(variant)
+    warm_up = segments_warm_up(run, check=_check_before_warm_up)
+    return Method(variant, description, OPTIONS, run, players=None, writes_device=True, warm_up=warm_up)
+
+
 SOLVE_METHODS = (
-    Method(
-        "icfr",
-        "ICFR (EFCE, n players, chance; Celli et al. 2020)",
-        OPTIONS,
-        _runner("icfr"),
-        players=None,
-        writes_device=True,
-    ),
-    Method(
-        "cfr-s",
-        "CFR-S (EFCCE, n players, chance; Celli et al. 2020)",
-        OPTIONS,
-        _runner("cfr-s"),
-        players=None,
-        writes_device=True,
-    ),
+    _method("icfr", "ICFR (EFCE, n players, chance; Celli et al. 2020)"),
+    _method("cfr-s", "CFR-S (EFCCE, n players, chance; Celli et al. 2020)"),
 )

@@ -63,6 +63,7 @@ from efce.solvers.options import ITERATIONS, LOCAL, TARGET_GAP, TIME_LIMIT, Meth
 from efce.solvers.regret.local import LocalRule, Segments
 from efce.solvers.regret.registry import as_rule
 from efce.solvers.result import SolveResult, TraceRow
+from efce.solvers.warm_up import segments_warm_up
 
 METHODS = ("trigger", "coarse-trigger")
 #: Weights of the averaged distribution: uniform (w_t = 1) or linear (w_t = t).
@@ -350,6 +351,25 @@ def device_size_bound(game: Game, iterations: int) -> int:
     return min(joint_plan_count(game), iterations * per_iteration)
 
 
+def check_device_request(game: Game, iterations: int | None) -> None:
+    """Refuse, before any iteration, a recorded ``μ`` whose device file could exceed
+    :data:`solvers.evaluation.device.DEVICE_BYTES_LIMIT` bytes: :func:`device_size_bound` joint
+    plans after ``iterations`` (None: any number, :func:`joint_plan_count`).
+
+    Raises
+    ------
+    GameError
+        Naming the bound and the limit.
+    """
+    bound = joint_plan_count(game) if iterations is None else device_size_bound(game, iterations)
+    what = (
+        "joint reduced plans"
+        if iterations is None
+        else f"joint reduced plans (bound for {iterations} iterations)"
+    )
+    check_device_size(game, bound, what)
+
+
 class _DeviceRecorder:
     """The exact distribution ``μ`` over joint reduced plans.
 
@@ -502,16 +522,7 @@ class TriggerDynamics:
         self.averaging = averaging
         self.recorder = None
         if device:
-            bound = (
-                joint_plan_count(game) if max_iterations is None else device_size_bound(game, max_iterations)
-            )
-            check_device_size(
-                game,
-                bound,
-                f"joint reduced plans (bound for {max_iterations} iterations)"
-                if max_iterations is not None
-                else "joint reduced plans",
-            )
+            check_device_request(game, max_iterations)
             self.recorder = _DeviceRecorder(game, self.backend)
         self.players = [_Player(game, i, coarse, rule, self.backend) for i in range(game.num_players)]
         tm = terminal_map(game)
@@ -671,23 +682,20 @@ def _runner(coarse: bool):
 
 #: ``trigger`` and ``coarse-trigger`` for :func:`efce.solve` (collected by
 #: :data:`efce.experiments.solve.METHODS`).
+def _check_before_warm_up(game: Game, o: dict, device: bool) -> None:
+    if device:
+        check_device_request(game, o["iterations"])
+
+
+def _method(name: str, description: str) -> Method:
+    run = _runner(name == "coarse-trigger")
+    warm_up = segments_warm_up(run, check=_check_before_warm_up)
+    return Method(name, description, OPTIONS, run, players=None, writes_device=True, warm_up=warm_up)
+
+
 SOLVE_METHODS = (
-    Method(
-        "trigger",
-        "deterministic trigger-regret dynamics (EFCE, n players, chance; Farina et al. 2022)",
-        OPTIONS,
-        _runner(False),
-        players=None,
-        writes_device=True,
-    ),
-    Method(
-        "coarse-trigger",
-        "deterministic coarse-trigger-regret dynamics (EFCCE, n players, chance)",
-        OPTIONS,
-        _runner(True),
-        players=None,
-        writes_device=True,
-    ),
+    _method("trigger", "deterministic trigger-regret dynamics (EFCE, n players, chance; Farina et al. 2022)"),
+    _method("coarse-trigger", "deterministic coarse-trigger-regret dynamics (EFCCE, n players, chance)"),
 )
 
 __all__ = [

@@ -37,6 +37,7 @@ from typing import NamedTuple
 import numpy as np
 
 from efce.solvers.backends import HEDGE, PRM_PLUS, RM, get_backend
+from efce.solvers.backends.sizing import state_variant_size
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,8 +103,9 @@ def state_dtype(entries: int) -> type:
     dtype, and the chain's points stay feasible to float64 rounding.  Only the regrets carry
     float32's ~7 significant digits: on the large chains (the Battleship correlation plans,
     10⁶–10⁸ entries) that halves the biggest arrays of a run; small games keep float64 and
-    therefore every iterate they had."""
-    return np.float32 if entries >= FLOAT32_STATE_MIN_ENTRIES else np.float64
+    therefore every iterate they had.  (A method's warm-up may choose for a stand-in size:
+    :func:`efce.solvers.backends.sizing.sized_as`.)"""
+    return np.float32 if state_variant_size(entries) >= FLOAT32_STATE_MIN_ENTRIES else np.float64
 
 
 def prediction_dtype(entries: int) -> type:

@@ -11,15 +11,18 @@ serial order, or is a maximum.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
+from numbers import Integral
 from typing import ClassVar
 
 import numpy as np
 
 from efce.errors import OptionError
 from efce.polytopes.chain import Chain
-from efce.solvers.regret.local import state_dtype
+from efce.solvers.backends.sizing import variant_size
+from efce.solvers.regret import local
 
 from . import chain_passes, device, feasibility, gaps, operator, rules, trigger
 from .jit import available_threads, default_threads, run_on_threads, thread_rows
@@ -146,9 +149,10 @@ class ParallelChainPasses:
             kernel.eta,
         )
         self._scratch = thread_rows(widest_step(chain))
-        #: float32 where the rule's state is (chains of 2²⁰ entries or more): the pass adds
-        #: ``w · x`` computed in float64 and rounds the sum.
-        self.sum_dtype = state_dtype(chain.num_entries)
+        #: float32 on chains of 2²⁰ entries or more (:func:`~efce.solvers.regret.local.state_dtype`'s
+        #: threshold): the pass adds ``w · x`` computed in float64 and rounds the sum.
+        big = variant_size(chain.num_entries) >= local.FLOAT32_STATE_MIN_ENTRIES
+        self.sum_dtype = np.float32 if big else np.float64
 
     def recommend(self, a, b, x, total, w) -> None:
         run_on_threads(
@@ -187,7 +191,7 @@ class PayoffProducts:
     def __init__(self, op, threads: int, parallel_min_rows: int):
         self.operator = op
         tables = op.tables
-        self.parts = threads if op.shape[0] >= parallel_min_rows and threads > 1 else 1
+        self.parts = threads if variant_size(op.shape[0]) >= parallel_min_rows and threads > 1 else 1
         self._following = (
             op.seq_parents[0],
             op.seq_parents[1],
@@ -400,6 +404,53 @@ class CPUBackend:
         if size is not None and (not _is_integer(size) or size < 1):
             raise OptionError(f"parallel_min_size must be a positive integer, got {size!r}")
 
+    def _smallest_parallel(self, default: int) -> int:
+        return default if self.parallel_min_size is None else self.parallel_min_size
+
+    # ------------------------------------------------------------------ kernel variants
+    def variant_sizes(self, sizes: Iterable[int | tuple[int, int]]) -> list[tuple[int, int]]:
+        """The sizes a warm-up stands in (:func:`~efce.solvers.backends.sizing.sized_as`) to call
+        every kernel variant that a run on chains and operators of ``sizes`` entries calls.
+
+        A chain's size chooses serial or parallel passes (:data:`PARALLEL_MIN_ENTRIES`) and a
+        float64 or float32 running sum; an operator's, serial or parallel products
+        (:data:`PARALLEL_MIN_ROWS`, on more than one thread); the entries of a rule's state —
+        a chain's simplex entries, at most its entries — float64 or float32 state
+        (:data:`~efce.solvers.regret.local.FLOAT32_STATE_MIN_ENTRIES`).  Sizes between the same
+        thresholds choose alike: each class is represented by its lowest size (0, or the
+        largest threshold reached).  A chain of 2²⁰ entries or more may keep its state in either
+        dtype, so both are included.
+
+        Parameters
+        ----------
+        sizes : iterable of int or (int, int)
+            Entries of the run's chains, rows of its operators, entries of its segment sets;
+            a pair ``(lo, hi)`` is a size known only to lie in ``[lo, hi]`` (every class a size
+            in the range falls in is included).
+
+        Returns
+        -------
+        list of (int, int)
+            ``(entries, state entries)`` pairs, in increasing order; empty for no sizes.
+        """
+        narrow = local.FLOAT32_STATE_MIN_ENTRIES
+        thresholds = sorted(
+            {
+                self._smallest_parallel(PARALLEL_MIN_ENTRIES),
+                self._smallest_parallel(PARALLEL_MIN_ROWS),
+                narrow,
+            }
+        )
+        classes = set()
+        for size in sizes:
+            lo, hi = (size, size) if isinstance(size, Integral) else size
+            for n in (lo, hi, *(t for t in thresholds if lo < t <= hi)):
+                entries = max((t for t in thresholds if t <= n), default=0)
+                classes.add((entries, entries))
+                if entries >= narrow:
+                    classes.add((entries, 0))
+        return sorted(classes)
+
     # ------------------------------------------------------------------ arrays
     def empty(self, n: int, dtype: type = np.float64) -> np.ndarray:
         return np.empty(n, dtype=dtype)
@@ -415,9 +466,9 @@ class CPUBackend:
 
     # ------------------------------------------------------------------ chains
     def chain_passes(self, chain: Chain, kernel) -> SerialChainPasses | ParallelChainPasses:
-        """Serial passes below :data:`PARALLEL_MIN_ENTRIES` entries, parallel ones above."""
-        smallest = PARALLEL_MIN_ENTRIES if self.parallel_min_size is None else self.parallel_min_size
-        if chain.num_entries >= smallest:
+        """Serial passes below :data:`PARALLEL_MIN_ENTRIES` entries, parallel ones above (the
+        entries a warm-up stands in, :func:`~efce.solvers.backends.sizing.sized_as`)."""
+        if variant_size(chain.num_entries) >= self._smallest_parallel(PARALLEL_MIN_ENTRIES):
             return ParallelChainPasses(chain, kernel, self.threads)
         return SerialChainPasses(chain, kernel)
 
@@ -492,8 +543,7 @@ class CPUBackend:
 
     # ------------------------------------------------------------------ payoff operator, gaps
     def payoff_products(self, op) -> PayoffProducts:
-        smallest = PARALLEL_MIN_ROWS if self.parallel_min_size is None else self.parallel_min_size
-        return PayoffProducts(op, self.threads, smallest)
+        return PayoffProducts(op, self.threads, self._smallest_parallel(PARALLEL_MIN_ROWS))
 
     def gap_sweeps(self, tables) -> GapSweeps:
         return GapSweeps(tables, self.threads)

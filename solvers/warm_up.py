@@ -1,0 +1,194 @@
+"""Compilation outside the clock: what every method's warm-up shares.
+
+A numba kernel is compiled — or loaded from numba's on-disk cache — the first time a process
+calls it with a new combination of argument types (a *variant*).  Left to the run, that happens
+inside its clock: on an empty cache, rm's first iterations on small Sheriff took seconds instead
+of milliseconds.  A method's warm-up (:attr:`~efce.solvers.options.Method.warm_up`, run by
+:func:`efce.experiments.solve.solve` before the method's run and reported as the result's
+``compile_seconds``) therefore calls every variant the run will call, first.
+
+It does so by running the method itself, with the run's options, on a tiny game of the same kind
+(:func:`twin_game`: the same number of players, chance moves or not) for
+:data:`WARM_UP_ITERATIONS` iterations — the loop, its checkpoint sweeps and the final report, each
+with the argument types the real run passes, since the same builders make them — once per
+*size class* of the real run's structures: inside :func:`~efce.solvers.backends.sizing.sized_as`
+the tiny run chooses the kernel variants (parallel passes and products, float32 state) that
+structures of the real size choose (:func:`warm_up_run`).  No kernel is listed twice: the list is
+the method's code.  The tiny run also loads the builders' kernels the run's setup calls.
+
+A process warms each method configuration and size class once (:data:`_WARMED`); after that a
+warm-up costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from efce.interrupts import check_stop
+from efce.solvers.backends import get_backend
+from efce.solvers.backends.sizing import sized_as
+
+if TYPE_CHECKING:
+    from efce.games.game import Game
+    from efce.solvers.result import SolveResult
+
+#: Iterations of a warm-up run: the first iteration is a checkpoint and the last ends the run,
+#: so the loop's passes, its checkpoint sweeps and the final report all run.
+WARM_UP_ITERATIONS = 2
+
+#: The options a warm-up run sets to its own budget (when the method takes them): a short run
+#: that neither stops early on its gap nor on the clock.
+WARM_UP_BUDGET = {"iterations": WARM_UP_ITERATIONS, "time_limit": None, "target_gap": 0.0}
+
+#: Options that change how long a run lasts, not which kernels it calls.
+_BUDGET_OPTIONS = frozenset(WARM_UP_BUDGET) | {"seed"}
+
+#: What this process has warmed up: (runner, options but the budget, players, chance moves,
+#: device, stand-in size).
+_WARMED: set[tuple] = set()
+
+
+@cache
+def twin_game(players: int, chance: bool) -> Game:
+    """The tiny game a warm-up runs a method on, of the kind of the real game: two players —
+    Sheriff with bribes up to 2, one item and one round (21 nodes) without chance moves, Kuhn
+    poker with them; more players — Goofspiel with two ranks, prizes revealed in order (no
+    chance moves) or drawn by chance.  Built once per process.
+
+    The two-player game without chance moves has more relevant pairs than trigger entries (63
+    against 61), as the games rm solves in practice do: rm's checkpoints then read the gap from
+    the saddle point in a buffer the loop leaves idle, and the tiny run calls those kernels; a
+    game with more trigger entries evaluates the gap with the evaluator's kernels, which every
+    run's final report calls anyway.
+
+    Raises
+    ------
+    ValueError
+        Fewer than two players.
+    """
+    from efce import games
+
+    if players < 2:
+        raise ValueError(f"a warm-up game has at least two players, got {players}")
+    if players == 2:
+        return games.kuhn() if chance else games.sheriff(max_bribe=2, max_items=1, rounds=1)
+    return games.goofspiel(players=players, ranks=2, prizes="random" if chance else "sorted")
+
+
+def warm_up_run(
+    run: Callable[..., SolveResult],
+    game: Game,
+    options: Mapping[str, Any],
+    *,
+    sizes: Iterable[int | tuple[int, int]] = (),
+    device: bool = False,
+    backend: Any = None,
+) -> None:
+    """Call every kernel variant that ``run(game, **options)`` calls: run ``run`` on
+    :func:`twin_game` of ``game``'s kind with ``options`` but the budget
+    (:data:`WARM_UP_BUDGET`), once per size class of ``sizes``.
+
+    Parameters
+    ----------
+    run : callable
+        The method's runner (:attr:`~efce.solvers.options.Method.run`).
+    game : Game
+        The game the real run solves; only its number of players and its chance moves are read.
+    options : mapping
+        The real run's options, validated (every option of the method).
+    sizes : iterable of int or (int, int)
+        Entries of the real run's chains, rows of its operators, entries of its rules' segment
+        sets; a pair ``(lo, hi)`` when only bounds are known
+        (:meth:`~efce.solvers.backends.cpu.CPUBackend.variant_sizes`).  Empty: the tiny run's
+        own sizes.
+    device : bool
+        The real run records its distribution (``solve(..., device=True)``).
+    backend : ComputeBackend or str, optional
+        The backend whose size classes apply (default: the CPU).
+
+    Raises
+    ------
+    Interrupted
+        A stop was requested before or during the warm-up.
+    """
+    backend = get_backend(backend)
+    stand_ins = backend.variant_sizes(sizes) if hasattr(backend, "variant_sizes") else [None]
+    settings = {**options, **{k: v for k, v in WARM_UP_BUDGET.items() if k in options}}
+    configuration = tuple(sorted((k, repr(v)) for k, v in options.items() if k not in _BUDGET_OPTIONS))
+    twin = twin_game(game.num_players, game.has_chance)
+    extra = {"device": True} if device else {}
+    for size in stand_ins or [None]:
+        key = (run, configuration, game.num_players, game.has_chance, device, size)
+        if key in _WARMED:
+            continue
+        check_stop("warming up")
+        if size is None:
+            run(twin, progress=None, **settings, **extra)
+        else:
+            with sized_as(*size):
+                run(twin, progress=None, **settings, **extra)
+        _WARMED.add(key)
+    check_stop("warming up")  # a stop the tiny run honoured ends the real one before it starts
+
+
+@contextmanager
+def compile_notice(callback: Callable[[], None]) -> Iterator[None]:
+    """Inside the block, ``callback()`` is called when numba starts compiling a kernel (an event
+    of :mod:`numba.core.event`; loading one from the cache is not compiling), each time: a
+    warm-up's progress line says so at once, before the seconds a compilation takes."""
+    from numba.core import event
+
+    class Notice(event.Listener):
+        def on_start(self, _event) -> None:
+            callback()
+
+        def on_end(self, _event) -> None:
+            pass
+
+    with event.install_listener("numba:compile", Notice()):
+        yield
+
+
+def segment_size_bound(game: Game) -> int:
+    """An upper bound on the entries of any segment set a method over the players' sequences
+    keeps a rule's state on (ICFR's and CFR-S's infoset rules, the trigger dynamics' subtrees):
+    per player ``|Σ_i| · (depth_i + 1) · max |A|``, the sequences times the triggers above one
+    sequence."""
+    bound = 0
+    for i in range(game.num_players):
+        space = game.sequences(i)
+        depth = int(space.infoset_depth.max(initial=0)) + 1
+        widest = int(space.infoset_num_actions.max(initial=1))
+        bound = max(bound, space.num_sequences * depth * widest)
+    return bound
+
+
+def segments_warm_up(
+    run: Callable[..., SolveResult], check: Callable[[Game, Mapping[str, Any], bool], None] | None = None
+) -> Callable[..., None]:
+    """The :attr:`~efce.solvers.options.Method.warm_up` of a method whose rules keep their state
+    on segment sets over the players' sequences (ICFR and CFR-S, the trigger dynamics), whose
+    runner is ``run``: ``check(game, options, device)`` first (the run's own refusals, so that a
+    request the run refuses is refused before any compilation), then :func:`warm_up_run` for
+    the segment sizes up to :func:`segment_size_bound`."""
+
+    def warm_up(game: Game, options: Mapping[str, Any], device: bool = False) -> None:
+        if check is not None:
+            check(game, options, device)
+        warm_up_run(run, game, options, sizes=[(1, segment_size_bound(game))], device=device)
+
+    return warm_up
+
+
+__all__ = [
+    "WARM_UP_BUDGET",
+    "WARM_UP_ITERATIONS",
+    "compile_notice",
+    "segment_size_bound",
+    "segments_warm_up",
+    "twin_game",
+    "warm_up_run",
+]
