@@ -23,6 +23,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -36,6 +37,7 @@ from .harness import MAX_MEMORY_LIMIT_GIB, efce_command, run_child
 from .paths import check_outputs
 from .solve import (
     OPTIONS,
+    WARM_UP_LINE,
     check_folder_argument,
     check_game_argument,
     check_text_list,
@@ -161,9 +163,11 @@ def run_method(
     time_limit: float,
     memory_limit_gib: float | None,
     options: dict | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> tuple[MethodRun, list[dict]]:
     """Run one method (or configuration, ``rm[local=rm+]``: :func:`method_variant`) in a child
-    process (:mod:`experiments.harness`); never raises for the method's own failures."""
+    process (:mod:`experiments.harness`); never raises for the method's own failures.  The
+    child's warm-up lines (:data:`~efce.experiments.solve.WARM_UP_LINE`) go to ``log``."""
     label = method
     method, variant = method_variant(label)
     trace_path = os.path.join(out_dir, trace_file_name(label))
@@ -180,8 +184,17 @@ def run_method(
         *option_arguments({**variant, **(options or {})}),
     )
     limit = None if memory_limit_gib is None else int(memory_limit_gib * 2**30)
+
+    def pass_on(line: str) -> None:
+        if log is not None and WARM_UP_LINE.match(line):
+            log(line)
+
     child = run_child(
-        command, timeout=child_timeout(time_limit), memory_limit_bytes=limit, stop_requested=stop_requested
+        command,
+        timeout=child_timeout(time_limit),
+        memory_limit_bytes=limit,
+        stop_requested=stop_requested,
+        on_stderr_line=pass_on,
     )
     run = MethodRun(label, "error", child.wall_seconds, child.peak_memory_mib)
     payload = child.payload
@@ -427,6 +440,7 @@ def compare(
                 time_limit=time_limit,
                 memory_limit_gib=memory_limit_gib,
                 options=(options or {}).get(method),
+                log=log,
             )
             runs.append(run)
             all_rows += rows

@@ -15,7 +15,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 #: Seconds a child gets after SIGINT to write what it has before it is killed.  A child
@@ -120,6 +122,7 @@ def run_child(
     memory_limit_bytes: int | None = None,
     env: dict[str, str] | None = None,
     stop_requested=lambda: False,
+    on_stderr_line: Callable[[str], None] | None = None,
 ) -> ChildResult:
     """Run ``command`` to completion (or to ``timeout`` seconds, then SIGKILL).
 
@@ -138,6 +141,9 @@ def run_child(
         result so far) and :data:`INTERRUPT_GRACE_SECONDS` to finish.  The child runs in its
         own process group, so a terminal's Ctrl-C reaches it only through this forwarding, and
         it is killed if this function is left by an exception (a second Ctrl-C).
+    on_stderr_line : callable, optional
+        Called with each line of the child's stderr as it is written (from a reader thread),
+        e.g. to pass a long warm-up's progress line on to the user.
 
     Returns
     -------
@@ -158,17 +164,33 @@ def run_child(
         env=env,
         process_group=0,
     )
+    # Both pipes are drained by reader threads while this thread polls the child, so that a
+    # stderr line can be passed on as it comes and neither pipe fills up and blocks the child.
+    out: list[str] = []
+    err: list[str] = []
+
+    def read_stdout() -> None:
+        out.append(proc.stdout.read())
+
+    def read_stderr() -> None:
+        for line in proc.stderr:
+            err.append(line)
+            if on_stderr_line is not None:
+                on_stderr_line(line.rstrip("\n"))
+
+    readers = [threading.Thread(target=f, daemon=True) for f in (read_stdout, read_stderr)]
+    for reader in readers:
+        reader.start()
     deadline = None if timeout is None else started + timeout
     timed_out = False
     interrupted_at = None
-    stdout = stderr = ""
     try:
         while True:
             wait = POLL_SECONDS
             if deadline is not None:
                 wait = min(wait, max(deadline - time.perf_counter(), 0.01))
             try:
-                stdout, stderr = proc.communicate(timeout=wait)
+                proc.wait(timeout=wait)
                 break
             except subprocess.TimeoutExpired:
                 pass
@@ -180,13 +202,16 @@ def run_child(
             late = interrupted_at is not None and now - interrupted_at > INTERRUPT_GRACE_SECONDS
             if (deadline is not None and now >= deadline) or late:
                 proc.kill()
-                stdout, stderr = proc.communicate()
+                proc.wait()
                 timed_out = not late
                 break
     except BaseException:  # a second Ctrl-C here: the child must not go on computing for nobody
         proc.kill()
         proc.wait()
         raise
+    for reader in readers:
+        reader.join()
+    stdout, stderr = "".join(out), "".join(err)
     wall = time.perf_counter() - started
     payload = last_json_object(stdout)
     peak = payload.get("peak_memory_mib") if payload else None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -311,6 +312,12 @@ def solve(
 #: not started compiling before (a warm numba cache usually loads in less).
 WARM_UP_NOTICE_SECONDS = 0.5
 
+#: The lines :func:`warm_up` prints on stderr (``compare`` passes them on from its children, so
+#: that a first run's minute of compiling is said, not silent).
+WARM_UP_LINE = re.compile(
+    r"^[^:\s]+: (compiling its kernels|loading its compiled kernels|compiled in|warmed up in) "
+)
+
 
 def warm_up(spec: Method, game: Game, values: dict[str, Any], *, device: bool = False) -> float | None:
     """Run ``spec``'s warm-up (:attr:`~efce.solvers.options.Method.warm_up`) before its timed run.
@@ -333,14 +340,16 @@ def warm_up(spec: Method, game: Game, values: dict[str, Any], *, device: bool = 
 
     from efce.solvers.warm_up import compile_notice
 
-    said: list[str] = []  # the first notice's verb, once
+    # What has been said: the first compile event says "compiling" at once, even after the
+    # timer said "loading" (a cold run's first half second may pass before numba compiles).
+    said = {"compiling": False, "loading": False}
     lock = threading.Lock()
 
     def notice(compiling: bool) -> None:
         with lock:
-            if said:
+            if said["compiling"] or (said["loading"] and not compiling):
                 return
-            said.append("compiled" if compiling else "warmed up")
+            said["compiling" if compiling else "loading"] = True
         what = (
             "compiling its kernels (first run; cached after)" if compiling else "loading its compiled kernels"
         )
@@ -356,10 +365,9 @@ def warm_up(spec: Method, game: Game, values: dict[str, Any], *, device: bool = 
     finally:
         timer.cancel()
     seconds = time.perf_counter() - started
-    if said:
-        print(
-            f"{spec.name}: {said[0]} in {seconds:.1f} s, outside the timed run", file=sys.stderr, flush=True
-        )
+    if said["compiling"] or said["loading"]:
+        verb = "compiled" if said["compiling"] else "warmed up"
+        print(f"{spec.name}: {verb} in {seconds:.1f} s, outside the timed run", file=sys.stderr, flush=True)
     return seconds
 
 

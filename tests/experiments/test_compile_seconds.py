@@ -128,3 +128,55 @@ def test_a_first_comparison_times_the_lps_like_a_repeat(tmp_path):
         assert first["methods"][method]["compile_seconds"] > 0, method
         times = [s["methods"][method]["time_to_gap"]["0.001"] for s in (first, repeat)]
         assert _first_like_repeat(*times), (method, times)
+
+
+def test_compare_passes_a_childs_warm_up_lines_on_as_they_come():
+    """A first run compiles for tens of seconds inside compare's child: its warm-up lines reach
+    compare's log while the child still runs (not after it ends), and only those lines."""
+    import sys
+    import time
+
+    from efce.experiments.harness import run_child
+    from efce.experiments.solve import WARM_UP_LINE
+
+    child = (
+        "import sys, time\n"
+        "print('rm: compiling its kernels (first run; cached after)...', file=sys.stderr, flush=True)\n"
+        "print('some other line', file=sys.stderr, flush=True)\n"
+        "time.sleep(1.5)\n"
+        "print('rm: compiled in 1.5 s, outside the timed run', file=sys.stderr, flush=True)\n"
+        'print(\'{"status": "converged"}\')\n'
+    )
+    seen: list[tuple[float, str]] = []
+    started = time.perf_counter()
+    result = run_child(
+        [sys.executable, "-c", child],
+        on_stderr_line=lambda line: seen.append((time.perf_counter() - started, line)),
+    )
+    assert result.payload == {"status": "converged"} and result.stderr_tail.startswith("rm: compiled in")
+    assert [line for _, line in seen][0].startswith("rm: compiling")
+    assert seen[0][0] < 1.0 < result.wall_seconds  # passed on before the child ended
+    warm_up = [line for _, line in seen if WARM_UP_LINE.match(line)]
+    assert warm_up == [
+        "rm: compiling its kernels (first run; cached after)...",
+        "rm: compiled in 1.5 s, outside the timed run",
+    ]
+
+
+def test_a_timer_notice_gives_way_to_a_later_compilation(monkeypatch, capsys):
+    """A cold run may spend its first half second before numba compiles: the timer's "loading"
+    line comes first, and the compilation that follows is still said, and named at the end."""
+    import time
+
+    import numba
+
+    def warm_up(game, options, device=False):
+        time.sleep(0.8)  # past the timer's notice
+        numba.njit(lambda x: x + 2)(1)  # never compiled before
+
+    monkeypatch.setitem(METHODS, "rm", dataclasses.replace(METHODS["rm"], warm_up=warm_up))
+    solve(GAME, "rm", threads=1)
+    err = capsys.readouterr().err
+    assert err.count("rm: loading its compiled kernels...") == 1
+    assert err.count("rm: compiling its kernels (first run; cached after)...") == 1
+    assert "rm: compiled in" in err
