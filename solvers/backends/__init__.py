@@ -26,9 +26,13 @@ Backends, by name (:func:`get_backend`):
   thread count.  Iterates and reports are bit-identical on every thread count.  It also runs the
   CPU-only families: local rules on segments, best responses, the trigger-regret dynamics, the
   n-player device gaps, the Definition-3 check.
-* ``cuda`` — registered by :mod:`efce.solvers.backends.cuda` (optional extra
-  ``efce-toolkit[cuda]``, numba-cuda): arrays resident on the GPU, deterministic run to run, not
-  bitwise equal to the CPU (one-ulp differences flip regret-matching ties).
+* ``cuda`` (:class:`efce.solvers.backends.cuda.CUDABackend`; optional extra
+  ``efce-toolkit[cuda]``, numba-cuda) — ``rm``'s whole loop resident on the GPU (its
+  ``saddle_point``), deterministic run to run, not bitwise equal to the CPU (one-ulp
+  differences flip regret-matching ties).  Creating it refuses, in one line, a machine where it
+  cannot run (numba-cuda missing, no CUDA driver or GPU); under numba-cuda's simulator
+  (``NUMBA_ENABLE_CUDASIM=1``, set by the user or the tests, never by the toolkit) it runs the
+  same kernels as Python on the CPU.
 
 A new backend implements :class:`~efce.solvers.backends.protocol.ComputeBackend` and registers a
 factory with :func:`register_backend` (or an entry ``"module:attribute"`` imported on first use,
@@ -49,6 +53,7 @@ from .protocol import HEDGE, PRM_PLUS, RM, Array, ChainPasses, ComputeBackend, G
 #: factory, imported on first use.
 BACKENDS: dict[str, Callable[..., ComputeBackend] | str] = {
     "cpu": "efce.solvers.backends.cpu:CPUBackend",
+    "cuda": "efce.solvers.backends.cuda:CUDABackend",
 }
 
 
