@@ -71,3 +71,9 @@ def test_the_library_refuses_before_the_game_is_built(monkeypatch):
         efce.solve("farina-fig1", "rm", backend="cuda")
     with pytest.raises(OptionError, match="needs numba-cuda"):
         get_backend("cuda")
+
+
+@pytest.mark.parametrize("method", ["cfr", "trigger", "lp-highs"])
+def test_other_methods_refuse_the_backend_option(method):
+    with pytest.raises(OptionError, match=f"{method} does not use --backend; it is an option of rm"):
+        efce.solve("farina-fig1", method, backend="cuda")

@@ -1,8 +1,8 @@
 """``rm`` with ``backend="cuda"`` through the public entries (``efce.solve`` and ``efce solve
 --backend cuda --json``) under numba-cuda's simulator: the CPU's contract — options, trace rows,
 JSON keys, statuses, Ctrl-C with the trace kept, the welfare objective — with the reported plan
-in Ξ and its gap the CPU evaluator's; and the refusals that need numba-cuda to be importable (a
-model over the GPU's free memory, other methods).  The refusals of a machine without numba-cuda
+in Ξ and its gap the CPU evaluator's; and the refusal that needs numba-cuda to be importable (a
+model over the GPU's free memory).  The refusals of a machine without numba-cuda
 or without a GPU are in :mod:`.test_backend_cuda_refusals`."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 import pytest
 
 import efce
-from efce.errors import MemoryBudgetExceeded, OptionError
+from efce.errors import MemoryBudgetExceeded
 from efce.games import load
 from efce.games.relevant import relevant_pairs
 from efce.polytopes.feasibility import FeasibilityCheck
@@ -97,12 +97,6 @@ def test_a_model_over_the_gpus_free_memory_is_refused_before_it_is_built(monkeyp
         with pytest.raises(MemoryBudgetExceeded, match="too large for the GPU") as caught:
             efce.solve(three_doors, "rm", backend="cuda", objective=objective, iterations=5)
         assert "\n" not in str(caught.value)
-
-
-@pytest.mark.parametrize("method", ["cfr", "trigger", "lp-highs"])
-def test_other_methods_refuse_the_backend_option(method, three_doors):
-    with pytest.raises(OptionError, match=f"{method} does not use backend|{method} does not use --backend"):
-        efce.solve(three_doors, method, backend="cuda")
 
 
 def test_cli_json_has_the_cpus_keys_plus_the_device_and_says_the_simulator_on_stderr(tmp_path):
