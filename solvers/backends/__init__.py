@@ -26,7 +26,7 @@ Backends, by name (:func:`get_backend`):
   thread count.  Iterates and reports are bit-identical on every thread count.  It also runs the
   CPU-only families: local rules on segments, best responses, the trigger-regret dynamics, the
   n-player device gaps, the Definition-3 check.
-* ``cuda`` (:class:`efce.solvers.backends.cuda.CUDABackend`; optional extra
+* ``cuda`` (:class:`efce.solvers.backends.cuda.backend.CUDABackend`; optional extra
   ``efce-toolkit[cuda]``, numba-cuda) — ``rm``'s whole loop resident on the GPU (its
   ``saddle_point``), deterministic run to run, not bitwise equal to the CPU (one-ulp
   differences flip regret-matching ties).  Creating it refuses, in one line, a machine where it

@@ -451,18 +451,17 @@ def solve_efce(
     the chain passes, the payoff operator and the checkpoints; the iterates are bit-identical for
     every count.  A ``minimizer`` factory brings its own backend.
 
-    ``backend="cuda"`` (:class:`efce.solvers.backends.cuda.CUDABackend`) runs the whole
-    iteration and its checkpoints on the GPU (:meth:`~efce.solvers.backends.cuda.CUDABackend.
-    saddle_point`): the model's arrays are copied once, a checkpoint brings back four scalars,
-    and the running sum comes back once, at the end, to be made the plan on the host; the
-    final report and the Definition-3 check run on the CPU (``threads`` threads).  Same options,
-    trace, statuses and ``info``, plus ``info["device"]``; the first launches' compilation is
-    ``compile_seconds``, outside ``seconds``.  It runs the built-in rules only (``rule``, not
-    ``minimizer``), and is refused before anything is built where it cannot run (numba-cuda
-    missing, no GPU: :class:`~efce.errors.OptionError`) or the model would not fit the GPU's
-    free memory (:class:`~efce.errors.MemoryBudgetExceeded`).  Its iterates are deterministic
-    but not the CPU's bit for bit (sums in another order; regret matching turns one-ulp
-    differences into other ties).
+    ``backend="cuda"`` (:class:`~.CUDABackend`) runs the whole iteration and its checkpoints on the
+    GPU (:meth:`~.CUDABackend.saddle_point`): the model's arrays are copied once, a checkpoint
+    brings back four scalars, and the running sum comes back once, at the end, to be made the plan
+    on the host; the final report and the Definition-3 check run on the CPU (``threads`` threads).
+    Same options, trace, statuses and ``info``, plus ``info["device"]``; the first launches'
+    compilation is ``compile_seconds``, outside ``seconds``.  It runs the built-in rules only
+    (``rule``, not ``minimizer``), and is refused before anything is built where it cannot run
+    (numba-cuda missing, no GPU: :class:`~efce.errors.OptionError`) or the model would not fit the
+    GPU's free memory (:class:`~efce.errors.MemoryBudgetExceeded`).  Its iterates are deterministic
+    but not the CPU's bit for bit (sums in another order; regret matching turns one-ulp differences
+    into other ties).
 
     Raises
     ------
@@ -562,7 +561,7 @@ def check_device_memory(
 
 @dataclass
 class _Run:
-    """What :func:`_iterate` leaves: the average plan in Ξ's entry order (:func:`average_point`
+    """What ``_iterate`` leaves: the average plan in Ξ's entry order (:func:`average_point`
     of the running sum), its gap report, the largest chain violation seen, the certificate's
     lower bound (with a welfare threshold), the setup time and the loop's own warm-up
     (:meth:`SaddlePointRun.warm_up`; None for the host loop)."""
@@ -673,7 +672,7 @@ class Checkpoint:
 
 
 class SaddlePointRun(Protocol):
-    """One run of :func:`solve_efce`'s loop, wherever its arrays live, as :func:`_iterate`
+    """One run of :func:`solve_efce`'s loop, wherever its arrays live, as ``_iterate``
     drives it: :class:`HostSaddlePoint` (a backend's kernels one at a time: the CPU) or
     :class:`efce.solvers.backends.cuda.saddle.CudaSaddlePoint` (the whole loop on the GPU)."""
 

@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 
     from .saddle import CudaSaddlePoint
 
-#: Threads per block under numba-cuda's simulator, which runs every thread of a block as a
-#: Python thread: blocks of 8 keep a run on the papers' small games to seconds, and still send
-#: their bigger steps and longer rows to the block reductions (a GPU gets :data:`BLOCK_SIZE`).
+#: Threads per block under numba-cuda's simulator, which runs every thread of a block as a Python
+#: thread: blocks of 8 keep a run on the papers' small games to seconds, and still send their bigger
+#: steps and longer rows to the block reductions (a GPU gets :data:`~.layouts.BLOCK_SIZE`).
 SIMULATOR_BLOCK_SIZE = 8
 
 #: Share of the GPU's free memory a run may take (the rest: the CUDA context's own allocations
@@ -100,8 +100,8 @@ class CUDABackend:
         Threads of the work on the host (the model's layouts, the final report, the
         Definition-3 check); default: numba's current setting.
     **sizes : int
-        Launch shapes of :class:`~.saddle.CudaSaddlePoint` (:data:`SIZE_OPTIONS`); the block
-        size defaults to :data:`BLOCK_SIZE` on a GPU and :data:`SIMULATOR_BLOCK_SIZE` under the
+        Launch shapes of :class:`~.saddle.CudaSaddlePoint` (:data:`SIZE_OPTIONS`); the block size
+        defaults to :data:`~.layouts.BLOCK_SIZE` on a GPU and :data:`SIMULATOR_BLOCK_SIZE` under the
         simulator.
 
     Raises
