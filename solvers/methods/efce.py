@@ -33,7 +33,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
@@ -488,7 +488,7 @@ def solve_efce(
     )
     with pair_arrays_parked(model) as parked:
         evaluator = EFCEGapEvaluator(model.game, tables=model.tables, backend=host)  # entry order, no pairs
-        dynamics = {
+        dynamics: dict[str, Any] = {
             "alternating": bool(alternating),
             "power": AVERAGING[averaging],
             "average_deviator": welfare_threshold is not None,  # ȳ is needed only for the certificate
@@ -506,11 +506,43 @@ def solve_efce(
             welfare_threshold=welfare_threshold,
             check_every_iteration=check_feasibility_every_iteration,
         )
-        play = None  # the host loop's engines are gone already; the device run stays with its backend
+        del play  # the host loop's engines are gone already; the device run stays with its backend
         return _result(model.game, parked, run, driver, welfare_threshold, target_gap, backend)
 
 
-def runs_on_device(backend: ComputeBackend) -> bool:
+class DeviceBackend(ComputeBackend, Protocol):
+    """A compute backend that runs ``rm``'s whole loop itself, its arrays resident on a device
+    (``cuda``: :class:`~.CUDABackend`): what :func:`solve_efce` asks of it beyond
+    :class:`~efce.solvers.backends.protocol.ComputeBackend`."""
+
+    #: The CPU backend of the work that stays on the host (the final report, Definition 3).
+    host: ComputeBackend
+
+    @property
+    def device(self) -> str:
+        """The device in words (``info["device"]``)."""
+        ...
+
+    def check_memory(
+        self, game: Game, *, predictive: bool = True, alternating: bool = True, welfare: bool = False
+    ) -> int:
+        """Refuse, before anything is built, a run over the device's free memory; the estimate."""
+        ...
+
+    def saddle_point(
+        self,
+        model: EFCEModel,
+        rule: LocalRule,
+        *,
+        alternating: bool = True,
+        power: float = 1.0,
+        average_deviator: bool = False,
+    ) -> SaddlePointRun:
+        """The run of :func:`solve_efce`'s loop on ``model``, at iteration 0."""
+        ...
+
+
+def runs_on_device(backend: ComputeBackend) -> TypeGuard[DeviceBackend]:
     """Whether ``backend`` runs ``rm``'s whole loop itself, its arrays resident on a device
     (``cuda``: a ``saddle_point`` method, :class:`SaddlePointRun`), rather than kernel by kernel
     for :class:`HostSaddlePoint`."""
@@ -541,7 +573,7 @@ def device_rule(rule: LocalRule | str | None, minimizer: MinimizerFactory | None
 
 
 def check_device_memory(
-    game: Game, backend: ComputeBackend, rule: LocalRule, alternating: bool, welfare: bool
+    game: Game, backend: DeviceBackend, rule: LocalRule, alternating: bool, welfare: bool
 ) -> None:
     """Refuse, before anything is built, a run larger than the device's free memory (the game
     checks of :func:`build_efce_model` first, which the estimate assumes).
@@ -554,9 +586,8 @@ def check_device_memory(
     """
     _check_game(game)
     kernel = rule.kernel()
-    backend.check_memory(
-        game, predictive=kernel.family == PRM_PLUS, alternating=bool(alternating), welfare=welfare
-    )
+    predictive = kernel is not None and kernel.family == PRM_PLUS
+    backend.check_memory(game, predictive=predictive, alternating=bool(alternating), welfare=welfare)
 
 
 @dataclass
@@ -676,8 +707,10 @@ class SaddlePointRun(Protocol):
     drives it: :class:`HostSaddlePoint` (a backend's kernels one at a time: the CPU) or
     :class:`efce.solvers.backends.cuda.saddle.CudaSaddlePoint` (the whole loop on the GPU)."""
 
-    #: ``Σ_t w_t`` of the iterations so far.
-    weight: float
+    @property
+    def weight(self) -> float:
+        """``Σ_t w_t`` of the iterations so far."""
+        ...
 
     def step(self, t: int) -> None:
         """Iteration ``t`` (from 1): both players observe their loss and move; the averages take
@@ -725,7 +758,7 @@ class HostSaddlePoint:
     ):
         self.model, self.backend, self.evaluator = model, backend, evaluator
         self.products = model.operator.products(backend)
-        self.play: SelfPlay | None = saddle_point_play(
+        self.play: SelfPlay = saddle_point_play(
             model,
             make_minimizer,
             alternating=alternating,
@@ -782,7 +815,8 @@ class HostSaddlePoint:
         """The average plan; ends the run (its engines and buffers are dropped first)."""
         weight, sum_x = self.play.weight, self.play.sums[0]
         # The engines, the iterates and ȳ go, and their heap pages back, before the plan is made.
-        self.play = self._work = None
+        del self.play
+        self._work = None
         release_free_memory()
         return average_point(self.model.xi_steps, sum_x, weight, in_place=True, backend=self.backend)
 
