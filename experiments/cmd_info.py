@@ -98,15 +98,15 @@ def _rm_estimates(game) -> dict:
     """``estimated_rm_bytes``, the peak memory of ``efce solve GAME --method rm`` on the CPU
     (:func:`~efce.solvers.methods.efce.estimate_efce_bytes`), and ``estimated_gpu_bytes``, the
     GPU memory of its run with ``--backend cuda`` in rm's default configuration
-    (:func:`~efce.solvers.backends.cuda.estimate_cuda_bytes`: the estimates that refuse a run
+    (:func:`~efce.solvers.backends.estimate_gpu_bytes`: the estimates that refuse a run
     before anything is built), counted from the game without building the model; both None for
     a game ``rm`` does not solve (not two players, chance moves, no decision)."""
     if game.num_players != 2 or game.has_chance or not all(game.sequences(i).num_infosets for i in (0, 1)):
         return {"estimated_rm_bytes": None, "estimated_gpu_bytes": None}
-    from efce.solvers.backends.cuda.layouts import estimate_cuda_bytes
+    from efce.solvers.backends import estimate_gpu_bytes
     from efce.solvers.methods.efce import estimate_efce_bytes
 
-    return {"estimated_rm_bytes": estimate_efce_bytes(game), "estimated_gpu_bytes": estimate_cuda_bytes(game)}
+    return {"estimated_rm_bytes": estimate_efce_bytes(game), "estimated_gpu_bytes": estimate_gpu_bytes(game)}
 
 
 def _listed_name(row: dict) -> str:

@@ -75,9 +75,9 @@ def run_solve(args):
         )
     check_outputs({"trace file (--trace)": args.trace, "device file (--device-out)": args.device_out})
     if options.get("backend") == "cuda":
-        from efce.solvers.backends.cuda import simulator_enabled
+        from efce.solvers.backends import cuda_simulator_enabled
 
-        if simulator_enabled():  # never silently: the user set it, and may not mean it
+        if cuda_simulator_enabled():  # never silently: the user set it, and may not mean it
             print(
                 "efce: --backend cuda runs under numba-cuda's simulator (NUMBA_ENABLE_CUDASIM=1 is "
                 "set): the GPU kernels as Python on the CPU, for tests; unset it to use a GPU",

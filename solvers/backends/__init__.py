@@ -43,10 +43,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from efce.errors import OptionError
 
 from .protocol import HEDGE, PRM_PLUS, RM, Array, ChainPasses, ComputeBackend, GapSweeps, OperatorProducts
+
+if TYPE_CHECKING:
+    from efce.games.game import Game
 
 #: Backend factories by name: ``factory()`` returns a backend with its default thread count,
 #: ``factory(threads=n)`` one on ``n`` threads; or a string ``"module:attribute"`` naming a
@@ -100,6 +104,31 @@ def available_threads() -> int:
     return most()
 
 
+def estimate_gpu_bytes(game: Game) -> int:
+    """The GPU memory of ``rm``'s run with ``backend="cuda"`` in its default configuration,
+    counted from ``game`` without building anything (the estimate that refuses a run over the
+    GPU's free memory; :func:`~efce.solvers.backends.cuda.layouts.estimate_cuda_bytes`).  Needs
+    no numba-cuda.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    from .cuda.layouts import estimate_cuda_bytes
+
+    return estimate_cuda_bytes(game)
+
+
+def cuda_simulator_enabled() -> bool:
+    """Whether the ``cuda`` backend would run numba-cuda's simulator (``NUMBA_ENABLE_CUDASIM=1``
+    set by the user or the tests; the toolkit never sets it) rather than a GPU
+    (:func:`~efce.solvers.backends.cuda.backend.simulator_enabled`)."""
+    from .cuda.backend import simulator_enabled
+
+    return simulator_enabled()
+
+
 __all__ = [
     "BACKENDS",
     "HEDGE",
@@ -111,6 +140,8 @@ __all__ = [
     "GapSweeps",
     "OperatorProducts",
     "available_threads",
+    "cuda_simulator_enabled",
+    "estimate_gpu_bytes",
     "get_backend",
     "register_backend",
 ]
