@@ -3,17 +3,19 @@ Battleship instances (issue 32): one command for a machine with an NVIDIA GPU, u
 an H100/H200 host with 16 cores.
 
 For each game: build the model (timed), time iterations of the CPU engine on all cores and of the
-GPU loop (:class:`efce.solvers.backends.cuda.saddle.CudaSaddlePoint`), checkpoints excluded, both
-in ``efce solve --method rm``'s default configuration (PRM+, alternating updates, linear
-averaging); then run one game (large by default) on the GPU from iteration 1 to max deviation
-``--target-gap`` (1e-3) under the solver's checkpoint schedule, timing iterations and checkpoints,
-and check the reported plan on the CPU: its Definition-3 violation
-(:class:`efce.polytopes.feasibility.FeasibilityCheck`) and its max deviation by the CPU evaluator.
-Prints a table and writes the numbers as JSON (``--out``).
+GPU loop (the run :meth:`efce.solvers.backends.cuda.CUDABackend.saddle_point` makes for
+``solve_efce``), checkpoints excluded, both in ``efce solve --method rm``'s default configuration
+(PRM+, alternating updates, linear averaging); then run one game (large by default) to max
+deviation ``--target-gap`` (1e-3) through ``solve_efce(game, model=..., backend=...)`` on the same
+GPU run (its driver, checkpoint schedule and final report: the plan's Definition-3 violation and
+its max deviation by the CPU evaluator); then, unless ``--no-cli``, the whole command
+``efce solve TARGET --method rm --backend cuda --json`` from the spec string to the JSON, timed
+in a child process.  Prints a table and writes the numbers as JSON (``--out``).
 
     python benchmarks/gpu_rm.py [--games small medium large] [--out gpu_rm.json] [--budget 450]
-    NUMBA_ENABLE_CUDASIM=1 python benchmarks/gpu_rm.py --games farina-fig1 --block-size 8 \\
-        --gpu-iterations 3 --target-gap 0.05     # end to end without a GPU, under the simulator
+    python benchmarks/gpu_rm.py --quick      # small and medium, medium to the target: ~2-3 min
+    NUMBA_ENABLE_CUDASIM=1 python benchmarks/gpu_rm.py --games farina-fig1 \\
+        --gpu-iterations 3 --target-gap 0.05   # end to end without a GPU, under the simulator
 
 ``--budget`` (seconds, whole script) is a guard: a stage that would start past it is skipped and
 reported as such, and the run to the target stops at the budget with status ``time_limit``.
@@ -25,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import sys
 import time
@@ -41,19 +42,41 @@ HEAVY = ("cvxpy", "highspy", "ortools", "dask")
 CHECK_RESERVE = 60.0
 
 
+#: ``--quick``: what a short device session (15 minutes in all, start-up included) has room for.
+QUICK = {
+    "games": ["small", "medium"],
+    "budget": 240.0,
+    "cpu_iterations": 3,
+    "gpu_iterations": 10,
+    "cli": False,
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--games", nargs="+", default=list(GAMES), help="small, medium, large or game specs")
+    parser.add_argument("--games", nargs="+", default=None, help="small, medium, large or game specs")
     parser.add_argument("--out", default="gpu_rm.json")
-    parser.add_argument("--budget", type=float, default=450.0, help="seconds for the whole script")
-    parser.add_argument("--cpu-iterations", type=int, default=5, help="timed CPU iterations per game")
-    parser.add_argument("--gpu-iterations", type=int, default=30, help="timed GPU iterations per game")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed iterations first (compilation)")
+    parser.add_argument("--budget", type=float, default=None, help="seconds for the whole script (450)")
+    parser.add_argument("--cpu-iterations", type=int, default=None, help="timed CPU iterations per game (5)")
+    parser.add_argument("--gpu-iterations", type=int, default=None, help="timed GPU iterations per game (30)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed iterations first")
     parser.add_argument("--target-gap", type=float, default=1e-3)
     parser.add_argument("--target-game", default=None, help="the game run to the target (default: the last)")
     parser.add_argument("--max-iterations", type=int, default=5000, help="of the run to the target")
-    parser.add_argument("--block-size", type=int, default=256, help="GPU threads per block")
+    parser.add_argument(
+        "--block-size", type=int, default=None, help="GPU threads per block (backend's default)"
+    )
+    parser.add_argument(
+        "--no-cli", dest="cli", action="store_false", default=None, help="skip the command's run"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="small and medium only, fewer iterations, no command"
+    )
     args = parser.parse_args()
+    full = {"games": list(GAMES), "budget": 450.0, "cpu_iterations": 5, "gpu_iterations": 30, "cli": True}
+    for name, value in (QUICK if args.quick else full).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
     started = time.perf_counter()
 
     def remaining() -> float:
@@ -61,29 +84,32 @@ def main() -> None:
 
     import numba
 
-    from efce.solvers.backends.cuda.saddle import CudaSaddlePoint, _cuda
+    from efce.solvers.backends.cuda import CUDABackend
 
-    cuda = _cuda()
-    simulated = _simulated()
-    device = "numba-cuda simulator (no GPU)" if simulated else _device_name(cuda)
+    # Refuses in one line where it cannot run (no numba-cuda, no GPU, NUMBA_ENABLE_CUDASIM unset).
+    backend = CUDABackend(**({} if args.block_size is None else {"block_size": args.block_size}))
     specs = [GAMES.get(g, g) for g in args.games]
     target = GAMES.get(args.target_game, args.target_game) if args.target_game else specs[-1]
     results = {
-        "device": device,
-        "simulator": simulated,
+        "device": backend.device,
+        "simulator": backend.simulator,
         "host": {"cpu_threads": numba.get_num_threads(), "python": platform.python_version()},
         "versions": _versions(),
         "configuration": {"local": "prm+", "updates": "alternating", "averaging": "linear",
-                          "block_size": args.block_size, "target_gap": args.target_gap},
+                          "block_size": backend.sizes["block_size"], "target_gap": args.target_gap,
+                          "quick": args.quick},
         "games": [],
     }  # fmt: skip
     for spec in specs:
         if remaining() <= 0:
             results["games"].append({"game": spec, "skipped": "budget spent"})
             continue
-        row = bench_game(spec, args, CudaSaddlePoint, remaining, run_to_target=spec == target)
+        row = bench_game(spec, args, backend, remaining, run_to_target=spec == target)
+        backend.release()  # this game's device arrays go before the next game's
         results["games"].append(row)
         print_row(row, flush=True)
+    if args.cli:
+        results["command"] = run_command(target, args, remaining)
     results["heavy_modules_loaded"] = sorted(m for m in HEAVY if m in sys.modules)
     results["seconds"] = time.perf_counter() - started
     with open(args.out, "w") as fh:
@@ -94,17 +120,44 @@ def main() -> None:
         sys.exit(f"the rm path imported {', '.join(results['heavy_modules_loaded'])}")
 
 
-def _device_name(cuda) -> str:
-    device = cuda.get_current_device()
-    name = device.name.decode() if isinstance(device.name, bytes) else str(device.name)
-    _, total = cuda.current_context().get_memory_info()
-    major, minor = device.compute_capability
-    return f"{name} ({total / 2**30:.0f} GiB, compute capability {major}.{minor})"
+def run_command(spec: str, args, remaining) -> dict:
+    """``efce solve SPEC --method rm --backend cuda --json`` in a child process, from the spec
+    string to the JSON (its build on the host's cores, the kernels loaded from numba-cuda's
+    cache), wall-clock timed."""
+    import subprocess
 
-
-def _simulated() -> bool:
-    """numba-cuda's simulator (it reads the variable when numba.cuda is imported)."""
-    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+    if remaining() <= 30:
+        return {"game": spec, "skipped": "budget spent"}
+    command = [sys.executable, "-m", "efce", "solve", spec, "--method", "rm", "--backend", "cuda"]
+    command += [
+        "--target-gap",
+        str(args.target_gap),
+        "--time-limit",
+        str(max(remaining() - 20, 10)),
+        "--json",
+    ]
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=max(remaining(), 30))
+    except subprocess.TimeoutExpired:
+        return {"game": spec, "skipped": "budget spent while it ran"}
+    out = {"game": spec, "wall_seconds": time.perf_counter() - started, "returncode": done.returncode}
+    try:
+        result = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        out["stderr"] = done.stderr[-2000:]
+        return out
+    keys = (
+        "status",
+        "iterations",
+        "setup_seconds",
+        "seconds",
+        "compile_seconds",
+        "efce_gap",
+        "plan_violation",
+    )
+    out.update({k: result.get(k) for k in keys})
+    return out
 
 
 def _versions() -> dict:
@@ -119,15 +172,16 @@ def _versions() -> dict:
     return out
 
 
-def bench_game(spec: str, args, CudaSaddlePoint, remaining, *, run_to_target: bool) -> dict:
-    """One game: build, CPU iterations, GPU iterations, and (``run_to_target``) the GPU run to
-    the target with its plan checked on the CPU."""
+def bench_game(spec: str, args, backend, remaining, *, run_to_target: bool) -> dict:
+    """One game: build, CPU iterations, GPU iterations, and (``run_to_target``) the run to the
+    target through ``solve_efce`` on the same GPU run, its plan checked on the CPU."""
     from efce.games.spec import make_game
-    from efce.solvers.methods.efce import build_efce_model
+    from efce.solvers.methods.efce import DEFAULTS, build_efce_model, device_rule
 
     row: dict = {"game": spec}
     t = time.perf_counter()
     game = make_game(spec)
+    row["estimated_gpu_bytes"] = backend.check_memory(game)  # refused here if it does not fit
     model = build_efce_model(game)
     row["build_seconds"] = time.perf_counter() - t
     row["relevant_pairs"] = int(model.operator.shape[0])
@@ -140,15 +194,17 @@ def bench_game(spec: str, args, CudaSaddlePoint, remaining, *, run_to_target: bo
         row["gpu"] = {"skipped": "budget spent"}
         return row
     t = time.perf_counter()
-    gpu = CudaSaddlePoint(model, "prm+", block_size=args.block_size)
+    # rm's default dynamics, as solve_efce asks for them: the target run below reuses this run.
+    gpu = backend.saddle_point(model, device_rule(DEFAULTS["local"], None), alternating=True, power=1.0)
     gpu.synchronize()
     row["gpu"] = {"setup_seconds": time.perf_counter() - t, "device_bytes": gpu.device_bytes}
+    row["gpu"]["compile_seconds"] = gpu.warm_up()
     row["gpu"].update(time_gpu(gpu, args.gpu_iterations, args.warmup, budget=max(remaining() / 4, 1.0)))
     if "seconds_per_iteration" in row["gpu"] and "seconds_per_iteration" in row.get("cpu", {}):
         row["speedup"] = row["cpu"]["seconds_per_iteration"] / row["gpu"]["seconds_per_iteration"]
     if run_to_target:
         if remaining() > CHECK_RESERVE:
-            row["target_run"] = run_gpu_to_target(gpu, model, args, remaining() - CHECK_RESERVE)
+            row["target_run"] = run_gpu_to_target(model, backend, args, remaining() - CHECK_RESERVE)
         else:
             row["target_run"] = {"skipped": "budget spent"}
     return row
@@ -214,51 +270,38 @@ def time_gpu(gpu, iterations: int, warmup: int, budget: float) -> dict:
     }
 
 
-def run_gpu_to_target(gpu, model, args, time_limit: float) -> dict:
-    """From iteration 1 (the run's arrays reset) to ``--target-gap`` under the solver's driver
-    (geometric checkpoints aimed at the target), then the plan checked on the CPU."""
-    import numpy as np
+def run_gpu_to_target(model, backend, args, time_limit: float) -> dict:
+    """From iteration 1 to ``--target-gap`` through ``solve_efce`` on ``backend`` (the run kept
+    from the timing, reset; geometric checkpoints aimed at the target), then its final report:
+    the plan's Definition-3 violation and its max deviation by the CPU evaluator."""
+    from efce.solvers.methods.efce import solve_efce
 
-    from efce.polytopes.feasibility import FeasibilityCheck
-    from efce.solvers.driver import IterationDriver
-    from efce.solvers.evaluation.gaps import EFCEGapEvaluator
-    from efce.solvers.result import TraceRow
-
-    gpu.reset()
-    gpu.synchronize()
-    driver = IterationDriver(iterations=args.max_iterations, time_limit=time_limit)
-    check = None
-    for t in driver:
-        gpu.step(t)
-        if not driver.checkpoint_due():
-            continue
-        gpu.synchronize()  # the iterations' kernels end inside the iteration time
-        with driver.paused():
-            check = gpu.checkpoint()
-        row = TraceRow(t, driver.elapsed(), check.gap, max(check.violation_iterate, check.violation_average))
-        if driver.record(row, converged=check.gap <= args.target_gap, aim=(check.gap, args.target_gap)):
-            break
-    out = {
-        "status": driver.status,
-        "iterations": driver.iteration,
-        "seconds": driver.elapsed(),  # iterations and checkpoints
-        "iteration_seconds": driver.iteration_seconds,
-        "checkpoints": len(driver.trace),
-        "max_deviation": check.gap,
-        "violation_iterate": check.violation_iterate,
-        "violation_average": check.violation_average,
-    }
     t = time.perf_counter()
-    plan = gpu.average()  # entry order, copied back once
-    out["plan_copy_seconds"] = time.perf_counter() - t
-    report = EFCEGapEvaluator(model.game, tables=model.tables).evaluate(plan)
-    out["cpu_evaluator_max_deviation"] = report.gap
-    out["max_deviation_agrees"] = bool(abs(report.gap - check.gap) <= 1e-6 * max(1.0, report.gap))
-    pairs_plan = np.take(plan, model.entry_of_pair)
-    del plan
-    out["plan_violation"] = FeasibilityCheck(model.game, model.pairs)(pairs_plan)
-    out["check_seconds"] = time.perf_counter() - t
-    return out
+    result = solve_efce(
+        model.game,
+        model=model,
+        backend=backend,
+        target_gap=args.target_gap,
+        iterations=args.max_iterations,
+        time_limit=time_limit,
+    )
+    wall = time.perf_counter() - t
+    last = result.trace[-1] if result.trace else None
+    return {
+        "status": result.status,
+        "iterations": result.iterations,
+        "seconds": result.seconds,  # iterations and checkpoints
+        "iteration_seconds": result.info["iteration_seconds"],
+        "checkpoints": len(result.trace),
+        "max_deviation": None if last is None else last.gap,  # the GPU's last checkpoint
+        "violation_iterate": None if last is None else last.extra["violation_iterate"],
+        "violation_average": None if last is None else last.extra["violation_average"],
+        "cpu_evaluator_max_deviation": result.info["efce_gap"],
+        "max_deviation_agrees": last is not None
+        and abs(result.info["efce_gap"] - last.gap) <= 1e-6 * max(1.0, result.info["efce_gap"]),
+        "plan_violation": result.info["plan_violation"],
+        "report_seconds": wall - result.seconds - (result.compile_seconds or 0.0),  # copy back, CPU checks
+    }
 
 
 def _fmt(value, spec: str) -> str:
@@ -318,12 +361,23 @@ def print_table(results: dict) -> None:
                 f"\n{row['game']} to max deviation {results['configuration']['target_gap']:g} on the GPU: "
                 f"{run['status']} after {run['iterations']} iterations, {run['seconds']:.2f} s "
                 f"({run['iteration_seconds']:.2f} s iterating, {run['checkpoints']} checkpoints); "
-                f"max deviation {run['max_deviation']:.3e} "
+                f"max deviation {_fmt(run['max_deviation'], '.3e')} "
                 f"(CPU evaluator {run['cpu_evaluator_max_deviation']:.3e}), "
                 f"plan violation {run['plan_violation']:.1e} (Definition 3)"
             )
         elif run:
             print(f"\n{row['game']}: run to the target skipped ({run['skipped']})")
+    command = results.get("command")
+    if command and "skipped" not in command:
+        print(
+            f"\nefce solve {command['game']} --method rm --backend cuda --json: "
+            f"{command['wall_seconds']:.1f} s from the spec to the JSON (exit {command['returncode']}, "
+            f"status {command.get('status')}, setup {_fmt(command.get('setup_seconds'), '.1f')} s, "
+            f"compile {_fmt(command.get('compile_seconds'), '.1f')} s, "
+            f"solve {_fmt(command.get('seconds'), '.2f')} s)"
+        )
+    elif command:
+        print(f"\nthe command's run skipped ({command['skipped']})")
     print(
         f"heavy modules loaded: {results['heavy_modules_loaded'] or 'none'}; "
         f"{results['seconds']:.0f} s in all"

@@ -1,6 +1,7 @@
 """``efce info GAME``: the sizes of a game (players, infosets, sequences, terminals, relevant
-sequence pairs), its infosets' names with ``--infosets``, or its size estimated from the spec
-alone with ``--estimate``."""
+sequence pairs, and for ``rm``'s games the estimated memory of its run on the CPU and on a GPU),
+its infosets' names with ``--infosets``, or its size estimated from the spec alone with
+``--estimate``."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ def run_info(args: argparse.Namespace) -> tuple[dict, str]:
         "terminals": game.num_terminals,
         "nodes": game.num_nodes,
         "relevant_pairs": pairs,
+        **_rm_estimates(game),
         "seconds": round(seconds, 6),
     }
     lines = [
@@ -58,6 +60,13 @@ def run_info(args: argparse.Namespace) -> tuple[dict, str]:
         )
     if pairs is not None:
         lines.append(f"relevant pairs  {pairs:,}")
+    if result["estimated_rm_bytes"] is not None:
+        from efce.games.resources.memory import gib
+
+        lines.append(
+            f"rm memory       about {gib(result['estimated_rm_bytes'])} (CPU), "
+            f"{gib(result['estimated_gpu_bytes'])} of GPU memory with --backend cuda"
+        )
     lines.append(f"built in        {seconds:.3f} s")
     if args.infosets:
         from efce.solvers.evaluation.device import infoset_names
@@ -83,6 +92,21 @@ def run_info(args: argparse.Namespace) -> tuple[dict, str]:
             )
         result["infoset_labels"] = listing
     return result, "\n".join(lines)
+
+
+def _rm_estimates(game) -> dict:
+    """``estimated_rm_bytes``, the peak memory of ``efce solve GAME --method rm`` on the CPU
+    (:func:`~efce.solvers.methods.efce.estimate_efce_bytes`), and ``estimated_gpu_bytes``, the
+    GPU memory of its run with ``--backend cuda`` in rm's default configuration
+    (:func:`~efce.solvers.backends.estimate_gpu_bytes`: the estimates that refuse a run
+    before anything is built), counted from the game without building the model; both None for
+    a game ``rm`` does not solve (not two players, chance moves, no decision)."""
+    if game.num_players != 2 or game.has_chance or not all(game.sequences(i).num_infosets for i in (0, 1)):
+        return {"estimated_rm_bytes": None, "estimated_gpu_bytes": None}
+    from efce.solvers.backends import estimate_gpu_bytes
+    from efce.solvers.methods.efce import estimate_efce_bytes
+
+    return {"estimated_rm_bytes": estimate_efce_bytes(game), "estimated_gpu_bytes": estimate_gpu_bytes(game)}
 
 
 def _listed_name(row: dict) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import time
 
 from efce.errors import CommandError, ResultWithError
@@ -73,6 +74,16 @@ def run_solve(args):
             f"--device-out is an option of {', '.join(device_methods())}"
         )
     check_outputs({"trace file (--trace)": args.trace, "device file (--device-out)": args.device_out})
+    if options.get("backend") == "cuda":
+        from efce.solvers.backends import cuda_simulator_enabled
+
+        if cuda_simulator_enabled():  # never silently: the user set it, and may not mean it
+            print(
+                "efce: --backend cuda runs under numba-cuda's simulator (NUMBA_ENABLE_CUDASIM=1 is "
+                "set): the GPU kernels as Python on the CPU, for tests; unset it to use a GPU",
+                file=sys.stderr,
+                flush=True,
+            )
     started = time.perf_counter()
     game = make_game(args.game)
     build_seconds = time.perf_counter() - started
@@ -108,6 +119,8 @@ def run_solve(args):
         lines.append("  utilities       " + ", ".join(f"{u:.6g}" for u in result.info["utilities"]))
     if result.info.get("welfare_interval"):
         lines.append("  welfare_interval [{:.6g}, {:.6g}]".format(*result.info["welfare_interval"]))
+    if result.info.get("device"):
+        lines.append(f"  device          {result.info['device']}")
     if result.info.get("message"):
         lines.append("  " + result.info["message"])
     if device_out:

@@ -26,9 +26,13 @@ Backends, by name (:func:`get_backend`):
   thread count.  Iterates and reports are bit-identical on every thread count.  It also runs the
   CPU-only families: local rules on segments, best responses, the trigger-regret dynamics, the
   n-player device gaps, the Definition-3 check.
-* ``cuda`` — registered by :mod:`efce.solvers.backends.cuda` (optional extra
-  ``efce-toolkit[cuda]``, numba-cuda): arrays resident on the GPU, deterministic run to run, not
-  bitwise equal to the CPU (one-ulp differences flip regret-matching ties).
+* ``cuda`` (:class:`efce.solvers.backends.cuda.backend.CUDABackend`; optional extra
+  ``efce-toolkit[cuda]``, numba-cuda) — ``rm``'s whole loop resident on the GPU (its
+  ``saddle_point``), deterministic run to run, not bitwise equal to the CPU (one-ulp
+  differences flip regret-matching ties).  Creating it refuses, in one line, a machine where it
+  cannot run (numba-cuda missing, no CUDA driver or GPU); under numba-cuda's simulator
+  (``NUMBA_ENABLE_CUDASIM=1``, set by the user or the tests, never by the toolkit) it runs the
+  same kernels as Python on the CPU.
 
 A new backend implements :class:`~efce.solvers.backends.protocol.ComputeBackend` and registers a
 factory with :func:`register_backend` (or an entry ``"module:attribute"`` imported on first use,
@@ -39,16 +43,21 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from efce.errors import OptionError
 
 from .protocol import HEDGE, PRM_PLUS, RM, Array, ChainPasses, ComputeBackend, GapSweeps, OperatorProducts
+
+if TYPE_CHECKING:
+    from efce.games.game import Game
 
 #: Backend factories by name: ``factory()`` returns a backend with its default thread count,
 #: ``factory(threads=n)`` one on ``n`` threads; or a string ``"module:attribute"`` naming a
 #: factory, imported on first use.
 BACKENDS: dict[str, Callable[..., ComputeBackend] | str] = {
     "cpu": "efce.solvers.backends.cpu:CPUBackend",
+    "cuda": "efce.solvers.backends.cuda:CUDABackend",
 }
 
 
@@ -95,6 +104,31 @@ def available_threads() -> int:
     return most()
 
 
+def estimate_gpu_bytes(game: Game) -> int:
+    """The GPU memory of ``rm``'s run with ``backend="cuda"`` in its default configuration,
+    counted from ``game`` without building anything (the estimate that refuses a run over the
+    GPU's free memory; :func:`~efce.solvers.backends.cuda.layouts.estimate_cuda_bytes`).  Needs
+    no numba-cuda.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    from .cuda.layouts import estimate_cuda_bytes
+
+    return estimate_cuda_bytes(game)
+
+
+def cuda_simulator_enabled() -> bool:
+    """Whether the ``cuda`` backend would run numba-cuda's simulator (``NUMBA_ENABLE_CUDASIM=1``
+    set by the user or the tests; the toolkit never sets it) rather than a GPU
+    (:func:`~efce.solvers.backends.cuda.backend.simulator_enabled`)."""
+    from .cuda.backend import simulator_enabled
+
+    return simulator_enabled()
+
+
 __all__ = [
     "BACKENDS",
     "HEDGE",
@@ -106,6 +140,8 @@ __all__ = [
     "GapSweeps",
     "OperatorProducts",
     "available_threads",
+    "cuda_simulator_enabled",
+    "estimate_gpu_bytes",
     "get_backend",
     "register_backend",
 ]

@@ -19,10 +19,12 @@ iterates; the exact max deviation of the average is the stopping rule.
 ``A`` is never stored as a matrix: :mod:`efce.solvers.evaluation.payoff_operator` applies it and its
 transpose from one int32 per nonzero, into buffers allocated once.  Every pass, product and
 checkpoint sweep of the loop runs on one compute backend (:mod:`efce.solvers.backends`; the CPU on
-``threads`` threads by default).  The iterations hold no array per relevant pair beyond the chain,
-the engines and the loop buffers (:func:`pair_arrays_parked`): the iterates are checked against Ξ's
-chain at checkpoints, the reported plan against Definition 3 itself, matrix-free
-(:mod:`polytopes.feasibility`).
+``threads`` threads by default); a backend that keeps the whole loop on a device (``cuda``: every
+array resident on the GPU, scalars back per checkpoint) runs it as one :class:`SaddlePointRun`
+under the same driver, trace and statuses (:func:`solve_efce`).  The iterations hold no array per
+relevant pair beyond the chain, the engines and the loop buffers (:func:`pair_arrays_parked`):
+the iterates are checked against Ξ's chain at checkpoints, the reported plan against
+Definition 3 itself, matrix-free (:mod:`polytopes.feasibility`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
@@ -43,7 +46,8 @@ from efce.polytopes.decompose import PairNames, check_decomposable, correlation_
 from efce.polytopes.feasibility import FeasibilityCheck
 from efce.polytopes.triggers import TriggerSpace, trigger_deviations
 from efce.polytopes.triggers import triggers_above as count_triggers_above
-from efce.solvers.backends import ComputeBackend, get_backend
+from efce.solvers.backends import BACKENDS, ComputeBackend, get_backend
+from efce.solvers.backends.protocol import PRM_PLUS
 from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.gaps import EFCEGapEvaluator, GapReport
 from efce.solvers.evaluation.payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
@@ -62,7 +66,7 @@ from efce.solvers.options import (
 from efce.solvers.regret.engine import ChainEngine, chain_minimum, minimizer_factory
 from efce.solvers.regret.local import LocalRule
 from efce.solvers.regret.protocol import MinimizerFactory
-from efce.solvers.regret.registry import make_rule
+from efce.solvers.regret.registry import as_rule, make_rule
 from efce.solvers.result import SolveResult, TraceRow
 from efce.solvers.warm_up import warm_up_run
 
@@ -104,6 +108,14 @@ OPTIONS = (
         default="alternating",
     ),
     THREADS,
+    Option(
+        "backend",
+        str,
+        "where the iterations and checkpoints run: cpu (numba) or cuda (an NVIDIA GPU through "
+        "numba-cuda, pip install 'efce-toolkit[cuda]'; refused up front where it cannot run)",
+        choices=tuple(BACKENDS),
+        default="cpu",
+    ),
 )
 #: Option name → ``rm``'s default (:data:`OPTIONS`).
 DEFAULTS = defaults(OPTIONS)
@@ -298,6 +310,13 @@ def estimate_efce_bytes(game: Game, sizes: dict | None = None) -> int:
     )
 
 
+def _check_game(game: Game) -> None:
+    """The game checks of :func:`build_efce_model`, cheap and before any estimate."""
+    check_decomposable(game)
+    # No infoset means no trigger agent: the deviator's chain would be empty.
+    game.require_decisions("rm (the EFCE saddle point)")
+
+
 def check_efce_model(game: Game, memory_budget: int | None = None, sizes: dict | None = None) -> None:
     """Refuse, before anything is built, a game :func:`build_efce_model` cannot model: with
     chance moves or not two players, without any decision, or whose estimated peak memory
@@ -310,9 +329,7 @@ def check_efce_model(game: Game, memory_budget: int | None = None, sizes: dict |
         Naming the reason (a :class:`~efce.games.resources.memory.MemoryBudgetExceeded` for
         the memory).
     """
-    check_decomposable(game)
-    # No infoset means no trigger agent: the deviator's chain would be empty.
-    game.require_decisions("rm (the EFCE saddle point)")
+    _check_game(game)
     need = estimate_efce_bytes(game, sizes)
     check_budget(need, f"the EFCE saddle point of {game.name}", memory_budget)
 
@@ -420,7 +437,7 @@ def solve_efce(
     alternating: bool = DEFAULTS["updates"] == "alternating",
     averaging: str = DEFAULTS["averaging"],
     threads: int | None = DEFAULTS["threads"],
-    backend: ComputeBackend | str | None = None,
+    backend: ComputeBackend | str | None = DEFAULTS["backend"],
 ) -> SolveResult:
     """Regret minimization on the EFCE saddle point.  Stops at ``target_gap`` (max deviation of
     the average plan, and welfare within ``target_gap`` of the threshold), ``iterations`` or
@@ -463,48 +480,158 @@ def solve_efce(
     the chain passes, the payoff operator and the checkpoints; the iterates are bit-identical for
     every count.  A ``minimizer`` factory brings its own backend.
 
+    ``backend="cuda"`` (:class:`~.CUDABackend`) runs the whole iteration and its checkpoints on the
+    GPU (:meth:`~.CUDABackend.saddle_point`): the model's arrays are copied once, a checkpoint
+    brings back four scalars, and the running sum comes back once, at the end, to be made the plan
+    on the host; the final report and the Definition-3 check run on the CPU (``threads`` threads).
+    Same options, trace, statuses and ``info``, plus ``info["device"]``; the first launches'
+    compilation is ``compile_seconds``, outside ``seconds``.  It runs the built-in rules only
+    (``rule``, not ``minimizer``), and is refused before anything is built where it cannot run
+    (numba-cuda missing, no GPU: :class:`~efce.errors.OptionError`) or the model would not fit the
+    GPU's free memory (:class:`~efce.errors.MemoryBudgetExceeded`).  Its iterates are deterministic
+    but not the CPU's bit for bit (sums in another order; regret matching turns one-ulp differences
+    into other ties).
+
     Raises
     ------
     ValueError
         A bad option (averaging, rule, minimizer, threads, backend), checked before the model
         is built; :class:`~efce.errors.OptionError` (a ValueError) for threads and backend.
+    MemoryBudgetExceeded
+        The model's estimate exceeds the memory budget (the GPU's free memory on ``cuda``).
     """
     started = time.perf_counter()
     if averaging not in AVERAGING:
         raise ValueError(f"averaging must be one of {', '.join(AVERAGING)}, got {averaging!r}")
     backend = get_backend(backend, threads=threads)
-    make_minimizer = minimizer_factory(rule, minimizer, make_rule(DEFAULTS["local"]), backend)
+    if runs_on_device(backend):
+        local = device_rule(rule, minimizer)
+        if model is None:
+            check_device_memory(game, backend, local, alternating, welfare_threshold is not None)
+    else:
+        make_minimizer = minimizer_factory(rule, minimizer, make_rule(DEFAULTS["local"]), backend)
     model = model or build_efce_model(game, welfare_threshold, memory_budget=memory_budget)
+    host = getattr(backend, "host", backend)  # where the final report and the plan's check run
     driver = IterationDriver(
         iterations=iterations, time_limit=time_limit, check_every=check_every, progress=progress
     )
     with pair_arrays_parked(model) as parked:
+        evaluator = EFCEGapEvaluator(model.game, tables=model.tables, backend=host)  # entry order, no pairs
+        dynamics: dict[str, Any] = {
+            "alternating": bool(alternating),
+            "power": AVERAGING[averaging],
+            "average_deviator": welfare_threshold is not None,  # ȳ is needed only for the certificate
+        }
+        if runs_on_device(backend):
+            play = backend.saddle_point(model, local, **dynamics)
+        else:
+            play = HostSaddlePoint(model, make_minimizer, backend, evaluator, **dynamics)
         run = _iterate(
-            model,
-            make_minimizer,
+            play,
+            evaluator,
             driver,
             started,
-            backend=backend,
             target_gap=target_gap,
             welfare_threshold=welfare_threshold,
-            alternating=alternating,
-            power=AVERAGING[averaging],
             check_every_iteration=check_feasibility_every_iteration,
         )
+        del play  # the host loop's engines are gone already; the device run stays with its backend
         return _result(model.game, parked, run, driver, welfare_threshold, target_gap, backend)
+
+
+class DeviceBackend(ComputeBackend, Protocol):
+    """A compute backend that runs ``rm``'s whole loop itself, its arrays resident on a device
+    (``cuda``: :class:`~.CUDABackend`): what :func:`solve_efce` asks of it beyond
+    :class:`~efce.solvers.backends.protocol.ComputeBackend`."""
+
+    #: The CPU backend of the work that stays on the host (the final report, Definition 3).
+    host: ComputeBackend
+
+    @property
+    def device(self) -> str:
+        """The device in words (``info["device"]``)."""
+        ...
+
+    def check_memory(
+        self, game: Game, *, predictive: bool = True, alternating: bool = True, welfare: bool = False
+    ) -> int:
+        """Refuse, before anything is built, a run over the device's free memory; the estimate."""
+        ...
+
+    def saddle_point(
+        self,
+        model: EFCEModel,
+        rule: LocalRule,
+        *,
+        alternating: bool = True,
+        power: float = 1.0,
+        average_deviator: bool = False,
+    ) -> SaddlePointRun:
+        """The run of :func:`solve_efce`'s loop on ``model``, at iteration 0."""
+        ...
+
+
+def runs_on_device(backend: ComputeBackend) -> TypeGuard[DeviceBackend]:
+    """Whether ``backend`` runs ``rm``'s whole loop itself, its arrays resident on a device
+    (``cuda``: a ``saddle_point`` method, :class:`SaddlePointRun`), rather than kernel by kernel
+    for :class:`HostSaddlePoint`."""
+    return callable(getattr(backend, "saddle_point", None))
+
+
+def device_rule(rule: LocalRule | str | None, minimizer: MinimizerFactory | None) -> LocalRule:
+    """The local rule a device loop runs (``rm``'s default when ``rule`` is None).
+
+    Raises
+    ------
+    OptionError
+        A ``minimizer`` factory (its minimizers run on the host), or a rule without a compiled
+        form (:meth:`~efce.solvers.regret.local.LocalRule.kernel`).
+    """
+    if minimizer is not None:
+        raise OptionError(
+            "minimizer= builds regret minimizers that run on the host; a device backend runs a "
+            "built-in local rule (rule=) at every simplex"
+        )
+    local = as_rule(DEFAULTS["local"] if rule is None else rule)
+    if local.kernel() is None:
+        raise OptionError(
+            f"local rule {local.name!r} has no compiled form, so it cannot run on the GPU; "
+            f"use one of rm, rm+, hedge, prm+, dcfr"
+        )
+    return local
+
+
+def check_device_memory(
+    game: Game, backend: DeviceBackend, rule: LocalRule, alternating: bool, welfare: bool
+) -> None:
+    """Refuse, before anything is built, a run larger than the device's free memory (the game
+    checks of :func:`build_efce_model` first, which the estimate assumes).
+
+    Raises
+    ------
+    GameError
+        A game ``rm`` does not solve; :class:`~efce.errors.MemoryBudgetExceeded` (a GameError)
+        when the estimate exceeds the device's free memory.
+    """
+    _check_game(game)
+    kernel = rule.kernel()
+    predictive = kernel is not None and kernel.family == PRM_PLUS
+    backend.check_memory(game, predictive=predictive, alternating=bool(alternating), welfare=welfare)
 
 
 @dataclass
 class _Run:
-    """What :func:`_iterate` leaves: the average plan in Ξ's entry order (:func:`average_point`
+    """What ``_iterate`` leaves: the average plan in Ξ's entry order (:func:`average_point`
     of the running sum), its gap report, the largest chain violation seen, the certificate's
-    lower bound (with a welfare threshold) and the setup time."""
+    lower bound (with a welfare threshold), the setup time and the loop's own warm-up
+    (:meth:`SaddlePointRun.warm_up`; None for the host loop)."""
 
     average: np.ndarray | None
     report: GapReport
     max_violation: float
     lower_bound: float | None
     setup_seconds: float
+    compile_seconds: float | None
 
 
 def saddle_point_play(
@@ -592,103 +719,192 @@ def saddle_point_gap(
     return max(0.0, -scale * chain_minimum(model.triggers.chain, work, donate=True, backend=backend))
 
 
+@dataclass(frozen=True)
+class Checkpoint:
+    """What :func:`solve_efce`'s loop records at a checkpoint: the max deviation and welfare of
+    the average plan ``ξ̄ = Σ_t w_t x_t / Σ_t w_t``, and the chain violations of the current
+    iterate and of ``ξ̄``."""
+
+    gap: float
+    welfare: float
+    violation_iterate: float
+    violation_average: float
+
+
+class SaddlePointRun(Protocol):
+    """One run of :func:`solve_efce`'s loop, wherever its arrays live, as ``_iterate``
+    drives it: :class:`HostSaddlePoint` (a backend's kernels one at a time: the CPU) or
+    :class:`efce.solvers.backends.cuda.saddle.CudaSaddlePoint` (the whole loop on the GPU)."""
+
+    @property
+    def weight(self) -> float:
+        """``Σ_t w_t`` of the iterations so far."""
+        ...
+
+    def step(self, t: int) -> None:
+        """Iteration ``t`` (from 1): both players observe their loss and move; the averages take
+        the new points with weight ``t^power``."""
+
+    def synchronize(self) -> None:
+        """Wait for the iterations' work to end (a device's launches return before it does)."""
+
+    def checkpoint(self) -> Checkpoint:
+        """The checkpoint's scalars (the average's max deviation read from the saddle point, or
+        the evaluator's with a welfare threshold; its welfare; the violations)."""
+
+    def iterate_violation(self) -> float:
+        """The chain violation of the current iterate."""
+
+    def deviation_bound(self) -> float:
+        """``min_ξ ξᵀ A ȳ`` for the deviator's average ȳ: above 0 no EFCE reaches the welfare
+        threshold (the run keeps ȳ only with ``average_deviator``)."""
+
+    def warm_up(self) -> float | None:
+        """Compile the loop's kernels before the clock starts; their seconds (None: nothing
+        to warm up here)."""
+
+    def average(self) -> np.ndarray:
+        """The average plan in Ξ's entry order (float64, a chain point), on the host."""
+
+
+class HostSaddlePoint:
+    """:func:`solve_efce`'s loop on a backend's kernels, one at a time (the CPU's): the
+    :class:`~efce.solvers.methods.selfplay.SelfPlay` of :func:`saddle_point_play`, ``A``'s
+    products on ``backend``, the checkpoint sweeps and ``evaluator``'s (a
+    :class:`SaddlePointRun`).  The engines, iterates and losses are its own: :meth:`average`
+    drops them before the plan is made."""
+
+    def __init__(
+        self,
+        model: EFCEModel,
+        make_minimizer: MinimizerFactory,
+        backend: ComputeBackend,
+        evaluator: EFCEGapEvaluator,
+        *,
+        alternating: bool = True,
+        power: float = 1.0,
+        average_deviator: bool = False,
+    ):
+        self.model, self.backend, self.evaluator = model, backend, evaluator
+        self.products = model.operator.products(backend)
+        self.play: SelfPlay = saddle_point_play(
+            model,
+            make_minimizer,
+            alternating=alternating,
+            power=power,
+            average_deviator=average_deviator,
+            products=self.products,
+        )
+        # The checkpoints read the gap from the saddle point (saddle_point_gap: about half the
+        # evaluator's cost) into a buffer the loop leaves idle between steps; the final report
+        # still comes from the evaluator.
+        self._work = (
+            self.play.idle_buffer(model.triggers.chain.num_entries) if model.operator.tau is None else None
+        )
+
+    @property
+    def weight(self) -> float:
+        return self.play.weight
+
+    def step(self, t: int) -> None:
+        self.play.step(t)
+
+    def synchronize(self) -> None:
+        """Nothing to wait for: the kernels return when done."""
+
+    def warm_up(self) -> None:
+        """Nothing here: the CPU kernels are warmed by ``rm``'s declaration (``Method.warm_up``)
+        or compile on first use."""
+        return None
+
+    def iterate_violation(self) -> float:
+        return self.model.xi_steps.violations((self.play.points[0],), backend=self.backend)[0]
+
+    def checkpoint(self) -> Checkpoint:
+        x, sum_x, scale = self.play.points[0], self.play.sums[0], 1.0 / self.play.weight
+        # before work overwrites x
+        violations = self.model.xi_steps.violations((x, sum_x), (1.0, scale), backend=self.backend)
+        if self._work is None:
+            report = self.evaluator.evaluate(sum_x, scale)
+            gap, welfare = report.gap, report.welfare
+        else:
+            gap = saddle_point_gap(self.model, sum_x, scale, self._work, self.products, self.backend)
+            welfare = self.evaluator.welfare(sum_x, scale)
+        return Checkpoint(gap, welfare, *violations)
+
+    def deviation_bound(self) -> float:
+        backend, model = self.backend, self.model
+        y_bar = average_point(model.triggers.chain, self.play.sums[1], self.play.weight, backend=backend)
+        loss = self.products.matvec(
+            backend.to_device(np.ascontiguousarray(y_bar)), backend.empty(model.operator.shape[0])
+        )
+        return chain_minimum(model.xi_steps, loss, donate=True, backend=backend)
+
+    def average(self) -> np.ndarray:
+        """The average plan; ends the run (its engines and buffers are dropped first)."""
+        weight, sum_x = self.play.weight, self.play.sums[0]
+        # The engines, the iterates and ȳ go, and their heap pages back, before the plan is made.
+        del self.play
+        self._work = None
+        release_free_memory()
+        return average_point(self.model.xi_steps, sum_x, weight, in_place=True, backend=self.backend)
+
+
 def _iterate(
-    model: EFCEModel,
-    make_minimizer: MinimizerFactory,
+    play: SaddlePointRun,
+    evaluator: EFCEGapEvaluator,
     driver: IterationDriver,
     started: float,
     *,
     target_gap: float | None,
     welfare_threshold: float | None,
-    alternating: bool,
-    power: float,
     check_every_iteration: bool,
-    backend: ComputeBackend,
 ) -> _Run:
-    """The iterations of :func:`solve_efce` under ``driver``, reading nothing per relevant pair
-    but the chain and the operator, every pass and sweep on ``backend``.  The engines, iterates
-    and losses are local: they are freed when this returns, before the pair arrays come back."""
-    chain, operator = model.xi_steps, model.operator
-    products = operator.products(backend)
-    # ȳ is needed only for the certificate.
-    play = saddle_point_play(
-        model,
-        make_minimizer,
-        alternating=alternating,
-        power=power,
-        average_deviator=welfare_threshold is not None,
-        products=products,
-    )
-    evaluator = EFCEGapEvaluator(model.game, tables=model.tables, backend=backend)  # entry order, no pairs
+    """The iterations of :func:`solve_efce` under ``driver``, on ``play`` (which reads nothing
+    per relevant pair but the chain and the operator); the final report by ``evaluator``."""
     release_free_memory()  # what building the engines' layouts left behind
-    setup = time.perf_counter() - started
-    x, sum_x, sum_y = play.points[0], play.sums[0], play.sums[1]
-
-    def deviation_bound() -> float:
-        """``min_ξ ξᵀ A ȳ``: above 0 it proves that no EFCE reaches the welfare threshold."""
-        y_bar = average_point(model.triggers.chain, sum_y, play.weight, backend=backend)
-        loss = products.matvec(
-            backend.to_device(np.ascontiguousarray(y_bar)), backend.empty(operator.shape[0])
-        )
-        return chain_minimum(chain, loss, donate=True, backend=backend)
-
-    # The checkpoints read the gap from the saddle point (saddle_point_gap: about half the
-    # evaluator's cost) into a buffer the loop leaves idle between steps; the final report
-    # still comes from the evaluator.
-    work = play.idle_buffer(model.triggers.chain.num_entries) if operator.tau is None else None
-
-    def average_gap(weight: float) -> tuple[float, float]:
-        """Max deviation and welfare of the average plan ``sum_x / weight`` (overwrites ``work``)."""
-        if work is None:
-            report = evaluator.evaluate(sum_x, 1.0 / weight)
-            return report.gap, report.welfare
-        gap = saddle_point_gap(model, sum_x, 1.0 / weight, work, products, backend)
-        return gap, evaluator.welfare(sum_x, 1.0 / weight)
-
+    compile_seconds = play.warm_up()
+    setup = time.perf_counter() - started - (compile_seconds or 0.0)
     max_violation = 0.0
     for t in driver:
         play.step(t)
         if check_every_iteration:
             with driver.paused():
-                max_violation = max(max_violation, chain.violations((x,), backend=backend)[0])
+                max_violation = max(max_violation, play.iterate_violation())
         if not driver.checkpoint_due():
             continue
-        weight = play.weight
+        play.synchronize()  # a device's iterations end inside the iterations' time
         with driver.paused():
-            # before work overwrites x
-            violations = chain.violations((x, sum_x), (1.0, 1.0 / weight), backend=backend)
-            gap, welfare = average_gap(weight)
+            check = play.checkpoint()
+            violations = (check.violation_iterate, check.violation_average)
             max_violation = max(max_violation, *violations)
-            shortfall = 0.0 if welfare_threshold is None else max(0.0, welfare_threshold - welfare)
+            shortfall = 0.0 if welfare_threshold is None else max(0.0, welfare_threshold - check.welfare)
             certified = (
-                welfare_threshold is not None and shortfall > 0 and deviation_bound() > CERTIFICATE_TOLERANCE
+                welfare_threshold is not None
+                and shortfall > 0
+                and play.deviation_bound() > CERTIFICATE_TOLERANCE
             )  # stop early
         row = TraceRow(
             t,
             driver.elapsed(),
-            gap,
+            check.gap,
             max(violations),
             {
-                "welfare": welfare,
+                "welfare": check.welfare,
                 "welfare_shortfall": shortfall,
                 "violation_iterate": violations[0],
                 "violation_average": violations[1],
             },
         )
-        converged = target_gap is not None and gap <= target_gap and shortfall <= target_gap
-        if driver.record(row, converged=converged, aim=(gap, target_gap)):
+        converged = target_gap is not None and check.gap <= target_gap and shortfall <= target_gap
+        if driver.record(row, converged=converged, aim=(check.gap, target_gap)):
             break
         if certified:
             driver.status = "infeasible"
             break
-    weight = play.weight
-    lower_bound = deviation_bound() if welfare_threshold is not None else None
-    # The engines, the iterates and ȳ go, and their heap pages back, before the plan is made.
-    play = x = sum_y = None
-    release_free_memory()
-    average = average_point(chain, sum_x, weight, in_place=True, backend=backend)
-    sum_x = None
-    return _Run(average, evaluator.evaluate(average), max_violation, lower_bound, setup)
+    lower_bound = play.deviation_bound() if welfare_threshold is not None else None
+    average = play.average()
+    return _Run(average, evaluator.evaluate(average), max_violation, lower_bound, setup, compile_seconds)
 
 
 def _result(
@@ -707,8 +923,10 @@ def _result(
     when the parking block ends: this stage then holds less than the iterations."""
     xbar = parked.gather(run.average)
     run.average = None
-    # The Definition-3 sweep is the CPU's: on the loop's backend if that is the CPU.
-    check_on = backend if hasattr(backend, "definition3_violations") else None
+    # The Definition-3 sweep is the CPU's: on the loop's backend if that is the CPU, else on
+    # the CPU backend the device backend runs its host work on.
+    host = getattr(backend, "host", backend)
+    check_on = host if hasattr(host, "definition3_violations") else None
     plan_violation = FeasibilityCheck(game, parked.pairs(), check_on)(xbar)
     max_violation = max(run.max_violation, plan_violation)
     report, status = run.report, driver.status
@@ -722,7 +940,10 @@ def _result(
         "feasible_iterates": max_violation <= 1e-9,
         "plan_violation": plan_violation,
         "iteration_seconds": driver.iteration_seconds,
+        "backend": backend.name,
     }
+    if runs_on_device(backend):
+        info["device"] = backend.device
     if welfare_threshold is not None:
         lower_bound = run.lower_bound
         info.update(
@@ -749,6 +970,7 @@ def _result(
         seconds=driver.elapsed(),
         trace=driver.trace,
         info=info,
+        compile_seconds=run.compile_seconds,
     )
 
 
@@ -756,6 +978,9 @@ def _result(
 def _check(o: dict) -> None:
     if o["objective"] == "welfare" and o["welfare_threshold"] is not None:
         raise OptionError("rm --objective welfare searches the threshold itself; drop --welfare-threshold")
+    # A backend that cannot run here (numba-cuda missing, no GPU) is refused in one line now,
+    # before any game is built.
+    get_backend(o["backend"], threads=o["threads"])
 
 
 def _unused(o: dict) -> dict[str, str]:
@@ -784,6 +1009,7 @@ def _run(game: Game, *, progress: ProgressCallback | None, **o) -> SolveResult:
             averaging=o["averaging"],
             alternating=o["updates"] == "alternating",
             threads=o["threads"],
+            backend=o["backend"],
         )
     return solve_efce(
         game,
@@ -796,6 +1022,7 @@ def _run(game: Game, *, progress: ProgressCallback | None, **o) -> SolveResult:
         threads=o["threads"],
         averaging=o["averaging"],
         alternating=o["updates"] == "alternating",
+        backend=o["backend"],
     )
 
 
@@ -804,6 +1031,11 @@ def _warm_up(game: Game, o: dict, device: bool = False) -> None:
     (:func:`efce.solvers.warm_up.warm_up_run`)."""
     sizes = saddle_point_sizes(game)
     check_efce_model(game, sizes=sizes)  # a game the run refuses is refused before the warm-up
+    if o["backend"] != "cpu":
+        # A device loop compiles its own kernels for the run's arrays before its clock starts
+        # (SaddlePointRun.warm_up, in the run's compile_seconds); the CPU's size classes do not
+        # apply to it.
+        return
     welfare = o["welfare_threshold"] is not None or o["objective"] == "welfare"
     entries = saddle_point_entries(game, welfare=welfare, sizes=sizes)
     warm_up_run(_run, game, o, sizes=entries, backend=get_backend(threads=o["threads"]))

@@ -34,9 +34,16 @@ import numpy as np
 
 from efce.games.game import Game
 from efce.interrupts import acknowledge_stop, stop_requested
-from efce.solvers.backends import get_backend
+from efce.solvers.backends import ComputeBackend, get_backend
 from efce.solvers.methods.efce import DEFAULTS as RM_DEFAULTS
-from efce.solvers.methods.efce import build_efce_model, set_welfare_threshold, solve_efce
+from efce.solvers.methods.efce import (
+    build_efce_model,
+    check_device_memory,
+    device_rule,
+    runs_on_device,
+    set_welfare_threshold,
+    solve_efce,
+)
 from efce.solvers.regret.local import LocalRule
 from efce.solvers.regret.registry import make_rule
 from efce.solvers.result import SolveResult, TraceRow
@@ -67,6 +74,7 @@ def solve_optimal_welfare(
     memory_budget: int | None = None,
     log=None,
     threads: int | None = None,
+    backend: ComputeBackend | str | None = RM_DEFAULTS["backend"],
 ) -> SolveResult:
     """An interval ``[lower, upper]`` around the optimal EFCE social welfare, by bisection on τ.
 
@@ -85,6 +93,8 @@ def solve_optimal_welfare(
     rule : local regret minimizer (name or instance) for both players' chains.
     averaging, alternating : the dynamics of every step (:func:`~solvers.methods.efce.solve_efce`).
     threads : the CPU backend's thread count of every step (default: numba's setting).
+    backend : where every step runs (:func:`~solvers.methods.efce.solve_efce`'s ``backend``); on
+        ``cuda`` the model is copied to the GPU once and each step resets it and moves τ there.
 
     Returns
     -------
@@ -104,9 +114,11 @@ def solve_optimal_welfare(
         raise ValueError(f"gap_tolerance must be a positive number, not {gap_tolerance}")
     if isinstance(rule, str):
         make_rule(rule)  # validates the name up front
-    backend = get_backend(threads=threads)  # validates the thread count up front
+    backend = get_backend(backend, threads=threads)  # validates the backend and threads up front
     started = time.perf_counter()
     lower, upper = welfare_bounds(game)
+    if runs_on_device(backend):  # refused before the model is built
+        check_device_memory(game, backend, device_rule(rule, None), alternating, welfare=True)
     model = build_efce_model(game, welfare_threshold=lower, memory_budget=memory_budget)
     setup = time.perf_counter() - started
 
@@ -115,16 +127,20 @@ def solve_optimal_welfare(
 
     t0 = time.perf_counter()
     total_iterations = 0
+    compiled = None  # the steps' own warm-ups (a device loop's first launches), off the clock
     steps, trace = [], []
     best = None  # the SolveResult of the plan at the lower end
 
+    def clock() -> float:
+        return time.perf_counter() - t0 - (compiled or 0.0)
+
     def probe(tau: float) -> str:
         """Run one step at τ; update the interval; return its outcome."""
-        nonlocal lower, upper, best, total_iterations
+        nonlocal lower, upper, best, total_iterations, compiled
         budget = step_iterations
         if iterations is not None:
             budget = min(budget, iterations - total_iterations)
-        remaining = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+        remaining = None if time_limit is None else time_limit - clock()
         set_welfare_threshold(model, tau)
         r = solve_efce(
             game,
@@ -139,6 +155,8 @@ def solve_optimal_welfare(
             backend=backend,
         )
         total_iterations += r.iterations
+        if r.compile_seconds is not None:
+            compiled = (compiled or 0.0) + r.compile_seconds
         if r.status == "infeasible":
             outcome = "infeasible"
             upper = min(upper, tau)
@@ -161,7 +179,7 @@ def solve_optimal_welfare(
         trace.append(
             TraceRow(
                 total_iterations,
-                time.perf_counter() - t0,
+                clock(),
                 float(r.info["efce_gap"]),
                 0.0,
                 {"threshold": tau, "lower": lower, "upper": upper},
@@ -175,7 +193,7 @@ def solve_optimal_welfare(
         return outcome
 
     def out_of_budget() -> bool:
-        return (time_limit is not None and time.perf_counter() - t0 >= time_limit) or (
+        return (time_limit is not None and clock() >= time_limit) or (
             iterations is not None and total_iterations >= iterations
         )
 
@@ -189,11 +207,7 @@ def solve_optimal_welfare(
             status = "interrupted"
             break
         if out_of_budget():
-            status = (
-                "time_limit"
-                if time_limit is not None and time.perf_counter() - t0 >= time_limit
-                else "iteration_limit"
-            )
+            status = "time_limit" if time_limit is not None and clock() >= time_limit else "iteration_limit"
             break
         if low_mark is not None and not lower < low_mark < upper:
             low_mark = None
@@ -235,7 +249,7 @@ def solve_optimal_welfare(
         ):
             status = "iteration_limit"
             break
-    seconds = time.perf_counter() - t0
+    seconds = clock()
     info = {
         "welfare_interval": [float(lower), float(upper)],
         "interval_width": float(upper - lower),
@@ -245,7 +259,10 @@ def solve_optimal_welfare(
         "steps": steps,
         "gap_tolerance": eps,
         "tolerance": tolerance,
+        "backend": backend.name,
     }
+    if runs_on_device(backend):
+        info["device"] = backend.device
     point = None
     if best is not None:
         point = best.point
@@ -256,4 +273,6 @@ def solve_optimal_welfare(
             max_violation=best.info["max_violation"],
             feasible_iterates=best.info["feasible_iterates"],
         )
-    return SolveResult("rm-welfare", point, status, total_iterations, setup, seconds, trace, info)
+    return SolveResult(
+        "rm-welfare", point, status, total_iterations, setup, seconds, trace, info, compile_seconds=compiled
+    )

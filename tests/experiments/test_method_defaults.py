@@ -56,6 +56,7 @@ LIBRARY = {
             "averaging": ("averaging", _same),
             "updates": ("alternating", _alternating),
             "threads": None,
+            "backend": ("backend", _same),
         },
     ),
     "cfr": (

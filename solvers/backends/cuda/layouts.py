@@ -10,8 +10,9 @@ step's value ``v_k = ⟨ℓ̃[targets_k], y_k⟩`` into its sources; instead of 
 (:func:`chain_layout`'s transposed scatter: the prototype measured it ~5 % slower than atomics).
 
 The payoff matrix ``A`` (rows Ξ's entries, columns Y's) is stored twice as CSR, ``A`` and
-``Aᵀ``, built directly from the trigger tables of :class:`~solvers.evaluation.payoff_operator.
-PayoffOperator` (compiled loops, parallel where rows are disjoint); every row holds its nonzeros
+``Aᵀ``, built directly from the trigger tables of
+:class:`~solvers.evaluation.payoff_operator.PayoffOperator` (compiled loops, parallel where rows
+are disjoint); every row holds its nonzeros
 in the order in which the CPU operator adds them, so a row summed by one thread in CSR order
 gives the CPU's value bit for bit.  Rows longer than a block are summed by block reductions on
 the GPU (one row of Aᵀ has 498,204 nonzeros on large Battleship).
@@ -37,6 +38,7 @@ BLOCK_SIZE = 256
 #: on a block each and their partial sums are combined, so that a simplex of millions of entries
 #: (Y's root on large Battleship, 3.2M) is not read and written by one multiprocessor.
 SPLIT_ENTRIES = 32768
+#: Entries of each piece of a split step (a block's work).
 PIECE_ENTRIES = 4096
 
 

@@ -25,15 +25,15 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 
 from efce.errors import OptionError
 from efce.solvers.backends.cpu.rules import discounts
 from efce.solvers.backends.protocol import HEDGE, PRM_PLUS, RM
-from efce.solvers.methods.efce import EFCEModel, average_point
+from efce.solvers.methods.efce import Checkpoint, EFCEModel, average_point
 from efce.solvers.regret.local import LocalRule, as_rule, prediction_dtype, state_dtype
 
 from .layouts import (
@@ -447,18 +447,6 @@ class DeviceCSR:
         _kernels().set_value[1, 1](self.arrays["val"], position, value)
 
 
-@dataclass(frozen=True)
-class Checkpoint:
-    """What :func:`solvers.methods.efce._iterate` records at a checkpoint: the max deviation
-    and welfare of the average plan ``Σ w_t x_t / Σ w_t``, and the chain violations of the
-    current iterate and of the average."""
-
-    gap: float
-    welfare: float
-    violation_iterate: float
-    violation_average: float
-
-
 #: Slots of the scalars a checkpoint brings back.
 _VIOLATIONS, _MINIMUM, _WELFARE, _BOUND = 0, 2, 3, 4
 
@@ -577,7 +565,9 @@ class CudaSaddlePoint:
         self._scalars = cuda.device_array(8)
         self._no_sum = cuda.device_array(0)
         self._no_u16 = cuda.to_device(np.zeros(0, dtype=np.uint16))
-        self.reset()
+        started = time.perf_counter()
+        self.reset()  # the first launches: RECOMMEND's kernels are compiled (or loaded) here
+        self._first_launch_seconds: float | None = time.perf_counter() - started
 
     def reset(self) -> None:
         """Back to iteration 0 (the rules' initial state, empty running sums, the first
@@ -590,6 +580,34 @@ class CudaSaddlePoint:
         self.iterations = 0
         self._recommend(0, self.x, self._no_sum, 0.0, False)
         self._recommend(1, self.y, self._no_sum, 0.0, False)
+
+    def warm_up(self) -> float:
+        """Compile (or load from numba-cuda's cache) every kernel the run launches, with the
+        run's own argument types: one iteration, a checkpoint, the iterate's violation and,
+        with the deviator's average, the welfare certificate, on the run's arrays; then
+        :meth:`reset`.  The kernels' types depend on the layouts' index and state dtypes, so
+        no smaller stand-in compiles the same specializations.
+
+        Returns
+        -------
+        float
+            Seconds of this call plus those of the constructor's first :meth:`reset` (its
+            RECOMMEND kernels' compilation): ``compile_seconds``, outside the run's clock.
+            0 once warm.
+        """
+        if self._first_launch_seconds is None:
+            return 0.0
+        started = time.perf_counter()
+        self.step(1)
+        self.checkpoint()
+        self.iterate_violation()
+        if self._averaged_y:
+            self.deviation_bound()
+        self.reset()
+        self.synchronize()
+        seconds = self._first_launch_seconds + time.perf_counter() - started
+        self._first_launch_seconds = None
+        return seconds
 
     # ------------------------------------------------------------------ the loop
     def _recommend(self, side: int, out, total, w: float, accumulate: bool) -> None:
@@ -651,6 +669,11 @@ class CudaSaddlePoint:
             violation_iterate=float(s[_VIOLATIONS]),
             violation_average=float(s[_VIOLATIONS + 1]),
         )
+
+    def iterate_violation(self) -> float:
+        """The chain violation of the current iterate ``x`` (one scalar back)."""
+        self.xi_chain.violations(self.x, 1.0, self.x, 1.0, self._scalars, _VIOLATIONS)
+        return float(self._scalars[_VIOLATIONS : _VIOLATIONS + 1].copy_to_host()[0])
 
     def deviation_bound(self) -> float:
         """``min_{ξ ∈ Ξ} ξᵀ A ȳ`` for the deviator's average ȳ (the welfare certificate of

@@ -22,6 +22,8 @@ from efce.games import load
 from efce.games.arrays import concat_ranges
 from efce.games.spec import make_game
 from efce.polytopes.chain import SIMPLEX
+from efce.solvers.backends import available_threads
+from efce.solvers.backends.cpu import CPUBackend
 from efce.solvers.evaluation.gaps import EFCEGapEvaluator
 from efce.solvers.methods.efce import build_efce_model, saddle_point_gap, saddle_point_play
 from efce.solvers.regret.algebra import chain_minimizer
@@ -83,7 +85,9 @@ def test_simultaneous_updates_are_the_cpu_engine_bit_for_bit(name, rule):
 def test_float32_state_bfloat16_predictions_and_float32_sum_are_the_cpu_engine_bit_for_bit(monkeypatch):
     # The big chains' dtypes on a small game: both engines take them from the same thresholds.
     monkeypatch.setattr("efce.solvers.regret.local.FLOAT32_STATE_MIN_ENTRIES", 1)
-    monkeypatch.setattr("efce.solvers.regret.engine.PARALLEL_MIN_ENTRIES", 1)
+    # the CPU engine's parallel passes keep the running sum in the state's dtype (the serial ones
+    # in float64): run them on this small chain
+    monkeypatch.setattr("efce.solvers.backends.cpu.backend.PARALLEL_MIN_ENTRIES", 1)
     gpu = assert_same_run(build_efce_model(game_of("farina-fig1")), "prm+", alternating=True, steps=4)
     assert gpu.rules[0].a.dtype == np.float32 and gpu.rules[0].pred16.size == gpu.xi_chain.num_entries
     assert gpu.sum_x.dtype == np.float32 and np.any(gpu.rules[1].pred16.copy_to_host() != 0)
@@ -124,10 +128,13 @@ def test_a_wide_pass_from_a_vertex_state_with_integer_losses_is_the_cpu_pass(sid
         regret[rng.integers(chain.target_ptr[k], chain.target_ptr[k + 1])] = rng.integers(1, 4)
     state["regret"][:] = regret[entries]
     gpu_rule.a.copy_to_device(regret)
-    # RECOMMEND, with a running sum
-    cpu = ParallelChainPasses(minimizer)
+    # RECOMMEND, with a running sum, by the CPU's parallel passes (on two threads)
+    cpu = CPUBackend(threads=min(2, available_threads()), parallel_min_size=1).chain_passes(
+        chain, minimizer.kernel
+    )
+    a, b, t = minimizer.kernel.arrays(state)
     x_cpu, total_cpu = np.empty(chain.num_entries), np.ones(chain.num_entries)
-    cpu.recommend(state, x_cpu, (total_cpu, 2.0))
+    cpu.recommend(a, b, x_cpu, total_cpu, 2.0)
     from numba import cuda
 
     x, total = cuda.device_array(chain.num_entries), cuda.to_device(np.ones(chain.num_entries))
@@ -137,7 +144,7 @@ def test_a_wide_pass_from_a_vertex_state_with_integer_losses_is_the_cpu_pass(sid
     # OBSERVELOSS of integer losses: values left in ℓ̃, the scatter, the new state
     loss = rng.integers(-3, 4, chain.num_entries).astype(np.float64)
     loss_cpu = loss.copy()
-    cpu.observe(state, loss_cpu)
+    cpu.observe(a, b, t, loss_cpu)
     loss_gpu = cuda.to_device(loss)
     device.observe(gpu_rule, loss_gpu)
     assert np.array_equal(loss_gpu.copy_to_host(), loss_cpu)
