@@ -144,7 +144,7 @@ def trigger_layout(space, coarse: bool) -> TriggerLayout:
     return TriggerLayout(roots, Segments(seg_ptr), seg_inf, seg_trig, seg_par, e_seq, e_trig, root_seg, e_hi)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _build_layout(roots, preorder, position, end, num_actions, first_seq, parent_seq, seq_infoset):
     n_seg = 0
     n_ent = 0
