@@ -157,9 +157,17 @@ def main(argv: list[str] | None = None) -> int:
             message = str(exc) if not isinstance(exc, MemoryError) else "out of memory"
             failure = (message, 2)
         except Exception as exc:  # a bug (KeyError, TypeError...): one line, and EFCE_DEBUG=1
-            if os.environ.get("EFCE_DEBUG"):
+            if isinstance(exc.__cause__, KeyboardInterrupt):
+                # The abort's KeyboardInterrupt, raised by the signal handler while the result
+                # of a nogil kernel was being boxed: numba reports it as a SystemError caused by it.
+                failure = (_abort_message(), 130)
+            elif os.environ.get("EFCE_DEBUG"):
                 raise
-            failure = (f"internal error {type(exc).__name__}: {exc} (set EFCE_DEBUG=1 for the traceback)", 2)
+            else:
+                failure = (
+                    f"internal error {type(exc).__name__}: {exc} (set EFCE_DEBUG=1 for the traceback)",
+                    2,
+                )
     with ignore_signals():  # the outcome is decided: a late signal must not cut the output short
         if failure is not None and output is None:
             return _fail(failure[0], want_json, code=failure[1])
