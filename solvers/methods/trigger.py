@@ -697,7 +697,7 @@ def solve_trigger(
         if dyn.iterations == 0:
             raise GameError(
                 f"the device of one iteration already exceeds the device file limit of "
-                f"{DEVICE_BYTES_LIMIT / 2**20:,.1f} MiB (solvers.evaluation.device.DEVICE_BYTES_LIMIT)"
+                f"{DEVICE_BYTES_LIMIT:,} bytes (solvers.evaluation.device.DEVICE_BYTES_LIMIT)"
             )
         # The run ends at the last iteration whose device fits; its checkpoint, if not taken.
         status = "device_limit"
@@ -716,7 +716,7 @@ def solve_trigger(
     if device_full:
         info["message"] = (
             f"stopped after {dyn.iterations:,} iterations: the next one would take the device file "
-            f"past {DEVICE_BYTES_LIMIT / 2**20:,.1f} MiB (solvers.evaluation.device.DEVICE_BYTES_LIMIT)"
+            f"past its limit of {DEVICE_BYTES_LIMIT:,} bytes (solvers.evaluation.device.DEVICE_BYTES_LIMIT)"
         )
     return SolveResult(
         method="coarse-trigger" if coarse else "trigger",

@@ -247,6 +247,22 @@ def test_the_run_stops_at_the_iteration_whose_device_would_pass_the_limit(monkey
     assert _device_file_bytes(KUHN3, one_more.point) > limit
 
 
+def test_cli_device_out_at_the_limit_writes_the_device_that_fits_with_its_status(
+    capsys, tmp_path, monkeypatch
+):
+    from efce.solvers.methods import trigger
+
+    monkeypatch.setattr(trigger, "DEVICE_BYTES_LIMIT", 20_000)
+    path = tmp_path / "device.json"
+    argv = ["solve", "kuhn:players=3,ranks=3", "--method", "trigger", "--iterations", "300"]
+    code, out = _run(capsys, [*argv, "--device-out", str(path), "--json"])
+    result = json.loads(out)
+    assert code == 0 and result["status"] == "device_limit" and 1 <= result["iterations"] < 300
+    assert "20,000 bytes" in result["message"]
+    assert 0 < path.stat().st_size <= 20_000
+    assert len(json.loads(path.read_text())["device"]) == result["support"]
+
+
 def test_a_device_limit_below_one_iteration_is_refused(monkeypatch):
     from efce.games.game import GameError
     from efce.solvers.methods import trigger
