@@ -18,6 +18,8 @@ def serve() -> None:
     # instead of computing for nobody.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):  # started with both blocked (IsolatedWorker): now safe
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         import ctypes
 

@@ -130,14 +130,29 @@ class IsolatedWorker:
     POLL_SECONDS = 0.05
 
     def __init__(self):
+        import signal
         import subprocess
         import sys
 
-        self.proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "efce.baselines._worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+        # The worker ignores SIGINT and SIGTERM (the caller decides when a call ends), from its
+        # very start: a signal to the whole process group while it still starts Python would
+        # otherwise kill it, and the caller's "interrupted" would read "the worker died".  So it
+        # is started with both blocked (a signal mask survives exec) and unblocks them once it
+        # ignores them.  Here they are blocked around the fork alone, on this thread: a signal
+        # meanwhile goes to another thread or waits, and is handled as usual.
+        blocked = {signal.SIGINT, signal.SIGTERM}
+        mask = (
+            signal.pthread_sigmask(signal.SIG_BLOCK, blocked) if hasattr(signal, "pthread_sigmask") else None
         )
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-P", "-m", "efce.baselines._worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
+        finally:
+            if mask is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     def call(self, fn, *args):
         """``fn(*args)`` in the worker.

@@ -15,9 +15,26 @@
   at once: the command ends with exit status 130 and, under ``--json``, one ``{"error": ...}``
   object.
 
+**Signals during a compiled call.**  Python runs a signal handler in the main thread only between
+two bytecodes, so a handler (and any Python thread, while the call holds the GIL) waits for a
+long compiled call to return: DECOMPOSE on 26M pairs is one 2-second call.  So the time is kept
+by a *watchdog* thread of :func:`stop_on_signals`, woken through :func:`signal.set_wakeup_fd`:
+the C-level handler writes the signal's number to a pipe the moment the signal arrives, whatever
+the main thread does.  Every compiled kernel of the toolkit releases the GIL (``nogil=True``: they
+touch no Python object; a test checks every one), and so do numpy's long calls (sorts,
+``argsort``, ``searchsorted``, ufunc loops; not ``np.unique(..., axis=0)``), so the watchdog runs
+beside them.  It starts the grace period at the signal and, when that ends unacknowledged or a
+second signal comes, asks the main thread to abort (a :class:`KeyboardInterrupt`, as above).  If
+the main thread does not take the abort over — its handler has not run since the signal, or
+does not run within :data:`TAKEOVER_SECONDS` of the abort: it is inside a compiled call —
+the watchdog ends the process itself: the ``abort`` callback of :func:`stop_on_signals` writes
+the one error (the ``efce`` command's ``{"error": ..., "status": "interrupted"}``), the temporary
+files registered with :func:`remove_on_abort` are removed, and the process exits with status
+:data:`ABORT_STATUS` at once (:func:`os._exit`: a thread inside a compiled call cannot be
+unwound).  A builder's half-made model is lost either way, as with :class:`~efce.errors.Interrupted`.
+
 The checks are cheap (one read of a :class:`threading.Event`), but they belong between phases
-of a build, never in the body of a hot loop: a compiled kernel cannot be interrupted anyway, so a
-long kernel is cut into chunks with a check between them.
+of a build, never in the body of a hot loop; a compiled kernel needs none.
 
 >>> clear_stop()
 >>> check_stop("nothing requested: no effect")
@@ -33,20 +50,28 @@ interrupted while building the game
 from __future__ import annotations
 
 import contextlib
+import os
+import select
 import signal
 import threading
+import time
+from collections.abc import Callable
 
 from efce.errors import Interrupted
 
 __all__ = [
+    "ABORT_STATUS",
     "STOP_GRACE_SECONDS",
+    "TAKEOVER_SECONDS",
     "acknowledge_stop",
     "check_stop",
     "clear_stop",
     "escalated",
+    "forget_on_abort",
     "graceful",
     "honouring",
     "ignore_signals",
+    "remove_on_abort",
     "request_stop",
     "signals_handled",
     "stop_on_signals",
@@ -54,18 +79,30 @@ __all__ = [
 ]
 
 #: Seconds a stop request may wait for the code to reach a point where it stops gracefully
-#: (and say so, :func:`acknowledge_stop`) before it acts as a second signal: together with the
-#: time to write the result, the first signal ends every command within about 2 s.
+#: (and say so, :func:`acknowledge_stop`) before it acts as a second signal: together with
+#: :data:`TAKEOVER_SECONDS` and the time to write the result, the first signal ends every
+#: command within 2 s.
 STOP_GRACE_SECONDS = 1.5
+#: Seconds the watchdog gives the main thread to take an abort over (its signal handler raises
+#: :class:`KeyboardInterrupt` at its next bytecode) before ending the process itself: the main
+#: thread is then inside a compiled call.  Short: either way the command ends with the same one
+#: error, and what the main thread's unwinding would have removed is removed by the watchdog
+#: (:func:`remove_on_abort`).
+TAKEOVER_SECONDS = 0.1
+#: Exit status of a command ended by a signal (128 + SIGINT, the shell's convention).
+ABORT_STATUS = 130
 
 _stop_requested = threading.Event()
 _acknowledged = threading.Event()
 _escalated = threading.Event()
+_abort_requested = threading.Event()  # the watchdog decided to abort: the next handler call raises
+_aborting = threading.Event()  # the main thread raised KeyboardInterrupt: it ends the command itself
 _graceful_depth = 0  # > 0 while some code honours stop requests at its own boundaries
 _honouring_depth = 0  # > 0 while a loop runs that will honour a stop at its next boundary
 _signals_depth = 0  # > 0 while stop_on_signals() has its handlers installed
-_timer: threading.Timer | None = None
-_lock = threading.Lock()
+_lock = threading.Lock()  # guards the watchdog's state
+_watchdog: _Watchdog | None = None
+_abort_paths: set[str] = set()  # removed when the watchdog ends the process (remove_on_abort)
 
 
 def request_stop() -> None:
@@ -80,10 +117,14 @@ def stop_requested() -> bool:
 
 def clear_stop() -> None:
     """Forget a stop request (a new command, or a test, starts from a clean state)."""
-    _cancel_escalation()
+    with _lock:
+        if _watchdog is not None:
+            _watchdog.reset()
     _stop_requested.clear()
     _acknowledged.clear()
     _escalated.clear()
+    _abort_requested.clear()
+    _aborting.clear()
 
 
 def check_stop(what: str = "") -> None:
@@ -97,7 +138,7 @@ def check_stop(what: str = "") -> None:
         ``interrupted while <what>``.
     """
     if _stop_requested.is_set():
-        _cancel_escalation()  # the request is being honoured: the exception ends the command
+        acknowledge_stop()  # the request is being honoured: the exception ends the command
         raise Interrupted(f"interrupted while {what}" if what else "interrupted")
 
 
@@ -122,52 +163,190 @@ def signals_handled() -> bool:
 
 
 def _on_signal(signum, frame):
-    # A second signal, or one outside any graceful block, interrupts at once.
-    if _graceful_depth == 0 or stop_requested():
-        _cancel_escalation()
+    # A second signal, one outside any graceful block, or one the watchdog turned into an abort
+    # (Python runs a handler once for several signals of one number that arrived during a
+    # compiled call) interrupts at once.
+    if _graceful_depth == 0 or stop_requested() or _abort_requested.is_set():
+        _aborting.set()
         raise KeyboardInterrupt(signal.Signals(signum).name)
     request_stop()
-    _arm_escalation()
-
-
-def _arm_escalation() -> None:
-    global _timer
-    with _lock:
-        if _acknowledged.is_set() or _timer is not None or _honouring_depth > 0:
-            return
-        _timer = threading.Timer(STOP_GRACE_SECONDS, _escalate)
-        _timer.daemon = True
-        _timer.start()
 
 
 def _cancel_escalation() -> None:
-    global _timer
     with _lock:
-        if _timer is not None:
-            _timer.cancel()
-            _timer = None
+        if _watchdog is not None:
+            _watchdog.deadline = None
 
 
-def _escalate() -> None:
-    """The grace period ran out with the stop unacknowledged: signal the main thread again (a
-    real signal, so that a blocking system call there returns at once)."""
-    global _timer
-    with _lock:
-        _timer = None
-        if (
-            _acknowledged.is_set()
-            or _honouring_depth > 0
-            or not _stop_requested.is_set()
-            or _signals_depth == 0
-        ):
-            return
-        _escalated.set()
+def _interrupt_main_thread() -> None:
+    """A real SIGINT to the main thread, so that a blocking system call there returns at once
+    and its handler runs."""
     try:
         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
     except (AttributeError, OSError):  # no pthread_kill: a simulated signal
         import _thread
 
         _thread.interrupt_main(signal.SIGINT)
+
+
+class _Watchdog:
+    """The thread that keeps the signal contract's clock while the main thread cannot run Python
+    (module doc): it reads the signal numbers the C-level handler writes to its pipe
+    (:func:`signal.set_wakeup_fd`), starts the grace period at the first signal, and aborts at
+    its end (unacknowledged) or at the second signal.  ``abort``: writes the one error before
+    the process ends by itself (None: never end the process, only ask the main thread)."""
+
+    def __init__(self, abort: Callable[[], None] | None):
+        self.abort = abort
+        self.signals = 0  # SIGINT and SIGTERM received since the last clear_stop()
+        self.deadline: float | None = None  # when the unacknowledged stop request escalates
+        self.aborting = False  # an abort was decided (since the last clear_stop())
+        self.closing = False  # stop_on_signals() is ending: never end the process from now on
+        self.ending = False  # this thread is ending the process
+        self.read_fd, self.write_fd = os.pipe()
+        for fd in (self.read_fd, self.write_fd):
+            os.set_blocking(fd, False)
+        try:
+            self.previous_fd = signal.set_wakeup_fd(self.write_fd, warn_on_full_buffer=False)
+        except (ValueError, OSError):
+            self._close_fds()
+            raise
+        self.thread = threading.Thread(target=self._run, name="efce-stop-watchdog", daemon=True)
+        self.thread.start()
+
+    # ------------------------------------------------------------------ the thread
+    def _run(self) -> None:
+        while True:
+            with _lock:
+                deadline = self.deadline
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                readable = select.select([self.read_fd], [], [], timeout)[0]
+                data = os.read(self.read_fd, 256) if readable else b""
+            except BlockingIOError:
+                data = b""
+            except (OSError, ValueError):  # the pipe was closed: stop_on_signals() ended
+                return
+            if data and self.previous_fd >= 0:  # whoever set a wakeup fd before still hears
+                with contextlib.suppress(OSError):
+                    os.write(self.previous_fd, data.replace(b"\0", b""))
+            for signum in data:
+                if signum == 0:  # close()'s sentinel
+                    return
+                if signum in (signal.SIGINT, signal.SIGTERM):
+                    self._signal()
+            if deadline is not None and time.monotonic() >= deadline:
+                self._expire()
+
+    def _signal(self) -> None:
+        with _lock:
+            self.signals += 1
+            if self.signals == 1 and _graceful_depth > 0:
+                self.deadline = time.monotonic() + STOP_GRACE_SECONDS
+                return
+            self.deadline = None
+        # A second signal, or a first one outside any graceful block: the signal itself is
+        # pending for the main thread's handler already.
+        self._abort(escalation=False)
+
+    def _expire(self) -> None:
+        with _lock:
+            if self.deadline is None or time.monotonic() < self.deadline:
+                return  # acknowledged meanwhile, or moved
+            self.deadline = None
+            if _acknowledged.is_set() or _honouring_depth > 0 or self.closing:
+                return
+            _escalated.set()
+        self._abort(escalation=True)
+
+    def _abort(self, escalation: bool) -> None:
+        with _lock:
+            if self.aborting or self.closing:
+                return
+            self.aborting = True
+            _abort_requested.set()
+            # At the end of the grace period: if the main thread's handler has not run since
+            # the signal, the main thread has been inside one compiled call all along.
+            stuck = escalation and not (_stop_requested.is_set() or _aborting.is_set())
+        if escalation:
+            _interrupt_main_thread()
+        if self.abort is None:
+            return  # the caller owns the process: the main thread aborts when it can
+        if not stuck and _aborting.wait(TAKEOVER_SECONDS):
+            return  # the main thread ends the command
+        with _lock:
+            if self.closing or _aborting.is_set():
+                return
+            self.ending = True
+        try:
+            self.abort()
+        finally:
+            _remove_abort_paths()
+            os._exit(ABORT_STATUS)
+
+    # ------------------------------------------------------------------ the main thread
+    def reset(self) -> None:
+        """Forget the signals so far (under ``_lock``)."""
+        self.signals = 0
+        self.deadline = None
+        self.aborting = False
+
+    def close(self) -> None:
+        """Stop the thread and give the wakeup fd back; if the thread is ending the process,
+        wait for the end (the one error is being written)."""
+        with _lock:
+            ending = self.ending
+            self.closing = True
+            self.deadline = None
+        while ending:
+            time.sleep(1.0)
+        with contextlib.suppress(ValueError, OSError):
+            signal.set_wakeup_fd(self.previous_fd)
+        with contextlib.suppress(OSError):
+            os.write(self.write_fd, b"\0")
+        self.thread.join(timeout=5.0)
+        self._close_fds()
+
+    def _close_fds(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def remove_on_abort(path: str) -> None:
+    """Have ``path`` (a file or a folder: temporary data the normal path removes itself) removed
+    if the watchdog ends the process (module doc), which runs no ``finally`` block, no context
+    manager's exit and no :mod:`atexit` function; :func:`forget_on_abort` once it is gone."""
+    _abort_paths.add(path)
+
+
+def forget_on_abort(path: str) -> None:
+    """Undo :func:`remove_on_abort` (the path was removed, or kept, by its owner)."""
+    _abort_paths.discard(path)
+
+
+def _remove_abort_paths() -> None:
+    import shutil
+
+    for path in list(_abort_paths):
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.remove(path)
+
+
+def _forget_watchdog_after_fork() -> None:
+    """A forked child has no watchdog thread: the wakeup fd would feed the parent's."""
+    global _watchdog
+    if _watchdog is not None:
+        with contextlib.suppress(ValueError, OSError):
+            signal.set_wakeup_fd(-1)
+        _watchdog = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_watchdog_after_fork)
 
 
 @contextlib.contextmanager
@@ -197,21 +376,38 @@ def honouring():
 
 
 @contextlib.contextmanager
-def stop_on_signals():
+def stop_on_signals(abort: Callable[[], None] | None = None):
     """Within this block, SIGINT and SIGTERM follow the contract of this module (main thread
-    only; elsewhere the block does nothing)."""
+    only; elsewhere the block does nothing), its watchdog included.
+
+    Parameters
+    ----------
+    abort : callable, optional
+        Called on the watchdog's thread when the process must end while its main thread is
+        inside a compiled call (module doc): it writes the one error the process leaves (with
+        raw :func:`os.write`: the main thread may hold any Python stream's lock), and the
+        process then exits with :data:`ABORT_STATUS`.  Without it (a library caller, who owns
+        the process) the watchdog only asks the main thread to abort, which happens when the
+        compiled call returns.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    global _signals_depth
+    global _signals_depth, _watchdog
     previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     _signals_depth += 1
+    started = None
+    if _watchdog is None:
+        with contextlib.suppress(ValueError, OSError):  # no pipe to spare: handlers alone
+            started = _watchdog = _Watchdog(abort)
     try:
         yield
     finally:
         _signals_depth -= 1
-        if _signals_depth == 0:
-            _cancel_escalation()
+        if started is not None:
+            started.close()
+            with _lock:
+                _watchdog = None
         for s, handler in previous.items():
             signal.signal(s, handler)
 

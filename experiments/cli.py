@@ -131,8 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     failure = output = None
     clear_stop()  # a new command (main may be called again in one process)
     # One signal contract for every subcommand (efce.interrupts): the first SIGINT/SIGTERM is a
-    # stop request that the running phase honours at its next boundary, a second one aborts.
-    with stop_on_signals(), graceful(), stdout_to_stderr(want_json):
+    # stop request that the running phase honours at its next boundary, a second one aborts;
+    # an abort that the main thread cannot take over (it is inside a compiled call) is written
+    # by the watchdog, to the stdout this command prints on.
+    abort = _AbortWriter(want_json)
+    with abort, stop_on_signals(abort), graceful(), stdout_to_stderr(want_json):
         try:
             args = parser.parse_args(argv)
             result, text = args.run(args)
@@ -154,9 +157,17 @@ def main(argv: list[str] | None = None) -> int:
             message = str(exc) if not isinstance(exc, MemoryError) else "out of memory"
             failure = (message, 2)
         except Exception as exc:  # a bug (KeyError, TypeError...): one line, and EFCE_DEBUG=1
-            if os.environ.get("EFCE_DEBUG"):
+            if isinstance(exc.__cause__, KeyboardInterrupt):
+                # The abort's KeyboardInterrupt, raised by the signal handler while the result
+                # of a nogil kernel was being boxed: numba reports it as a SystemError caused by it.
+                failure = (_abort_message(), 130)
+            elif os.environ.get("EFCE_DEBUG"):
                 raise
-            failure = (f"internal error {type(exc).__name__}: {exc} (set EFCE_DEBUG=1 for the traceback)", 2)
+            else:
+                failure = (
+                    f"internal error {type(exc).__name__}: {exc} (set EFCE_DEBUG=1 for the traceback)",
+                    2,
+                )
     with ignore_signals():  # the outcome is decided: a late signal must not cut the output short
         if failure is not None and output is None:
             return _fail(failure[0], want_json, code=failure[1])
@@ -254,19 +265,56 @@ def _flush_c_stdio() -> None:
 
 
 def _fail(message: str, want_json: bool, code: int = 2) -> int:
-    """Print the one error (``{"error": ...}`` under ``--json``) and return ``code``; exit 130
-    (interrupted) also gives ``"status": "interrupted"``."""
-    message = one_line(message)
-    if want_json:
-        from efce.games.resources.memory import peak_memory_mib
-
-        failure = {"error": message, "peak_memory_mib": peak_memory_mib()}
-        if code == 130:
-            failure["status"] = "interrupted"
-        _print(json.dumps(failure))
-    else:
-        _print(f"efce: error: {message}", sys.stderr)
+    """Print the one error (:func:`_failure_line`) and return ``code``."""
+    _print(_failure_line(message, want_json, code), None if want_json else sys.stderr)
     return code
+
+
+def _failure_line(message: str, want_json: bool, code: int) -> str:
+    """The one error a failed command prints: ``{"error": ...}`` under ``--json`` (on stdout),
+    else ``efce: error: ...`` (on stderr); exit 130 (interrupted) also gives
+    ``"status": "interrupted"``."""
+    message = one_line(message)
+    if not want_json:
+        return f"efce: error: {message}"
+    from efce.games.resources.memory import peak_memory_mib
+
+    failure = {"error": message, "peak_memory_mib": peak_memory_mib()}
+    if code == 130:
+        failure["status"] = "interrupted"
+    return json.dumps(failure)
+
+
+class _AbortWriter:
+    """What the signal watchdog (:func:`efce.interrupts.stop_on_signals`) calls to end a command
+    whose main thread is inside a compiled call: the one error of an abort, written with
+    :func:`os.write` on the command's real stdout (a duplicate kept for the whole command, since
+    :func:`stdout_to_stderr` points file descriptor 1 at stderr under ``--json``), or on stderr
+    without ``--json``.  A context manager: the duplicate is closed at its end."""
+
+    def __init__(self, want_json: bool):
+        self.want_json = want_json
+        self.fd: int | None = None
+
+    def __enter__(self) -> _AbortWriter:
+        if self.want_json:
+            with contextlib.suppress(OSError):  # no file descriptor 1: nothing to print on
+                self.fd = os.dup(1)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __call__(self) -> None:
+        fd = self.fd if self.want_json else 2
+        if fd is None:
+            return
+        data = (_failure_line(_abort_message(), self.want_json, 130) + "\n").encode()
+        with contextlib.suppress(OSError):  # a closed pipe: nobody reads the error
+            while data:
+                data = data[os.write(fd, data) :]
 
 
 def _import_commands() -> None:

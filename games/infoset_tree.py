@@ -61,7 +61,7 @@ def infoset_tree(
     return InfosetTree(child_ptr, child_infosets, position, preorder, lo, hi)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _preorder(child_ptr, child_inf, first_seq, num_actions, num_sequences):
     """Iterative depth-first walk (explicit stack: trees deeper than Python's recursion limit)."""
     n_inf = len(first_seq)

@@ -449,7 +449,7 @@ def level_order(level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, level_ptr
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _first_invalid_step(target_ptr, source_ptr, source, kind):
     """``(reason, k)`` for the first step ``k`` breaking a rule of :meth:`Chain.validate`
     (1: fills no entry, 2: no source, 3: a singleton filling more than one entry, 4: reads an

@@ -25,6 +25,7 @@ import numpy as np
 
 from efce.games.arrays import concat_ranges
 from efce.games.game import Game
+from efce.interrupts import check_stop
 
 from .chain import SIMPLEX, Chain, index_dtype, level_order
 
@@ -108,10 +109,17 @@ def triggers_above(space) -> np.ndarray:
 
 
 def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
-    """Build ``Y`` for a two-player game (every nonempty sequence of both players triggers)."""
+    """Build ``Y`` for a two-player game (every nonempty sequence of both players triggers).
+
+    Raises
+    ------
+    Interrupted
+        A stop was requested (checked before each player's triggers).
+    """
     blocks = []  # per player: arrays describing its triggers' blocks
     trig_player, trig_seq = [], []
     for i in (0, 1):
+        check_stop(f"building the trigger deviations of {game.name}")
         space = game.sequences(i)
         tree = space.tree
         pos, pre, sub_hi = tree.position, tree.preorder, tree.subtree_hi

@@ -25,6 +25,7 @@ STATUSES = (
     "out_of_memory",
     "interrupted",
     "error",
+    "device_limit",  # trigger with a device: the next iteration would take its file past the limit
 )
 
 

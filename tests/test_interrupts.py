@@ -140,3 +140,121 @@ def test_finding_connected_infosets_stops_between_chunks():
     conn1, conn2 = find_connected_infosets(game)
     assert len(conn1) == 1000 * 1000  # every pair on the path
     assert np.all(np.diff(conn1.astype(np.int64) * 1000 + conn2) > 0)  # sorted, distinct
+
+
+#: A process that enters one compiled call of ~100 s which releases the GIL (``nogil``), as the
+#: builders' kernels do, within the signal contract; the readiness marker is a file.
+_LONG_KERNEL = """
+import os, sys
+import numba
+from efce.interrupts import graceful, stop_on_signals
+
+@numba.njit(nogil=True)
+def spin(n):
+    s = 0.0
+    for i in range(n):
+        s += (i % 7) * 1e-9
+    return s
+
+spin(10)  # compiled before the marker
+
+def abort():
+    os.write(1, b'{"error": "aborted"}\\n')
+
+with stop_on_signals(abort), graceful():
+    open(sys.argv[1], "w").close()
+    spin(10**11)
+os.write(1, b"the kernel returned\\n")
+"""
+
+
+@pytest.mark.parametrize("second_signal", [False, True])
+def test_a_signal_during_a_long_compiled_call_ends_the_process_within_two_seconds(tmp_path, second_signal):
+    # The main thread cannot run the handler until the kernel returns: the watchdog escalates
+    # after the grace period (first signal alone) or at once (a second signal), writes the one
+    # error through the abort callback and exits with status 130.
+    import subprocess
+    import sys
+
+    from tests.experiments.signals import wait_until
+    from tests.paths import ROOT
+
+    ready = tmp_path / "ready"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(
+        [sys.executable, "-P", "-c", _LONG_KERNEL, str(ready)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert wait_until(ready.exists, proc=proc), proc.communicate()
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        if second_signal:
+            proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == interrupts.ABORT_STATUS, (out, err)
+    assert out == '{"error": "aborted"}\n', (out, err)
+    assert took < (1.0 if second_signal else 2.0), f"took {took:.2f} s"
+    if not second_signal:  # the grace period was given first
+        assert took >= STOP_GRACE_SECONDS - 0.1
+
+
+def test_a_library_caller_without_an_abort_callback_keeps_its_process():
+    # No abort callback: the watchdog only asks the main thread, which aborts when it can.
+    with stop_on_signals(), graceful(), pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGTERM)
+        _busy(5.0)
+
+
+def _package_kernels():
+    """Every numba dispatcher defined in a module of the toolkit: ``(module.name, dispatcher)``."""
+    import importlib
+    import pkgutil
+
+    import numba.core.registry
+
+    import efce
+
+    found = {}
+    subpackages = ("games", "polytopes", "solvers", "baselines", "experiments")
+    names = [info.name for info in pkgutil.iter_modules(efce.__path__, "efce.")]
+    for sub in subpackages:
+        package = importlib.import_module(f"efce.{sub}")
+        names += [info.name for info in pkgutil.walk_packages(package.__path__, f"efce.{sub}.")]
+    for module_name in names:
+        if ".cuda" in module_name or module_name.endswith("__main__"):
+            continue  # the CUDA kernels run on the device; efce.__main__ runs the command line
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:  # an optional extra that is not installed
+            continue
+        for name, value in vars(module).items():
+            if isinstance(value, numba.core.registry.CPUDispatcher) and value.__module__ == module_name:
+                found[f"{module_name}.{name}"] = value
+    import efce.solvers.backends.cuda.layouts as layouts  # CPU kernels that build the layouts
+
+    for name, value in vars(layouts).items():
+        if isinstance(value, numba.core.registry.CPUDispatcher) and value.__module__ == layouts.__name__:
+            found[f"{layouts.__name__}.{name}"] = value
+    return found
+
+
+def test_every_compiled_kernel_releases_the_gil():
+    # A kernel holding the GIL would keep the signal watchdog from running while it does.
+    kernels = _package_kernels()
+    assert len(kernels) > 30  # the walk found the package's kernels
+    holding = [
+        name
+        for name, dispatcher in kernels.items()
+        if not dispatcher.targetoptions.get("nogil") and dispatcher.targetoptions.get("inline") != "always"
+    ]
+    assert not holding, f"compiled without nogil=True: {holding}"

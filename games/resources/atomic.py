@@ -30,8 +30,11 @@ def atomic_open(path: str, mode: str = "w", **kwargs):
     OSError
         The folder is gone or not writable, the disk is full, ...: ``path`` is untouched.
     """
+    from efce.interrupts import forget_on_abort, remove_on_abort
+
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    remove_on_abort(tmp)
     try:
         # mkstemp makes the file private (0600); a result file gets the mode any new file gets
         # (0666 less the umask), as open() would have given it.
@@ -44,6 +47,8 @@ def atomic_open(path: str, mode: str = "w", **kwargs):
         with contextlib.suppress(OSError):
             os.remove(tmp)
         raise
+    finally:
+        forget_on_abort(tmp)
 
 
 def atomic_savefig(fig, path: str, **kwargs) -> None:

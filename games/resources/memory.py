@@ -21,6 +21,7 @@ import numpy as np
 import psutil
 
 from efce.errors import MemoryBudgetExceeded  # re-exported: its old home
+from efce.interrupts import forget_on_abort, remove_on_abort
 
 #: Fraction of the available RAM a single model may claim by default.
 DEFAULT_BUDGET_FRACTION = 0.6
@@ -202,6 +203,7 @@ class ParkedArrays:
             self._held = dict(arrays)
             return
         self._dir = tempfile.mkdtemp(prefix="efce-parked-", dir=directory)
+        remove_on_abort(self._dir)  # also when a second Ctrl-C ends the process mid-iteration
         try:
             for name, array in arrays.items():
                 np.save(self._path(name), array, allow_pickle=False)
@@ -274,6 +276,7 @@ class ParkedArrays:
         self._held, self._parked = {}, []
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
+            forget_on_abort(self._dir)
             self._dir = None
 
     def __enter__(self) -> ParkedArrays:

@@ -75,6 +75,9 @@ def configure(make_temp_dir=tempfile.mkdtemp) -> str:
         config.CACHE_DIR = folder
         owner = os.getpid()
         atexit.register(lambda: os.getpid() == owner and shutil.rmtree(folder, ignore_errors=True))
+        from efce.interrupts import remove_on_abort
+
+        remove_on_abort(folder)  # an abort from a compiled call runs no atexit function
         mode = "temporary"
         return mode
     # Nothing writable at all: cache=True must not try to open a cache.

@@ -106,6 +106,33 @@ def device_bytes_bound(game: Game, count: int) -> int:
     return count * per_plan
 
 
+#: Bytes of a device file around its entries: ``{"device": [`` and ``]}``.
+DEVICE_FRAME_BYTES = len('{"device": [') + len("]}")
+
+
+def reduced_plan_texts(game: Game, player: int, plans, listing: list[list[dict]] | None = None) -> list[str]:
+    """The JSON text a device file gives each of ``player``'s ``plans`` (rows: an action index per
+    infoset, ``-1`` where unset): the infosets the plan reaches, each with its chosen action.
+
+    ``listing``: :func:`infoset_names` of ``game``, when the caller has it already."""
+    listing = infoset_names(game) if listing is None else listing
+    table = np.asarray(plans)
+    reached = plans_reach_infosets(game, player, table) & (table >= 0)
+    keys = [_json_text(row["name"]) for row in listing[player]]
+    actions = [[_json_text(a) for a in row["actions"]] for row in listing[player]]
+    return [
+        "{" + ", ".join(f"{keys[j]}: {actions[j][int(plan[j])]}" for j in np.flatnonzero(live)) + "}"
+        for plan, live in zip(table, reached, strict=True)
+    ]
+
+
+def joint_entry_bytes(plan_bytes: int, num_players: int) -> int:
+    """Most bytes of a device file's entry for one joint plan whose players' plan texts
+    (:func:`reduced_plan_texts`) take ``plan_bytes`` in all: its frame, the probability's text
+    (at most 24 characters) and the separators."""
+    return _ENTRY_BYTES + plan_bytes + 2 * max(num_players - 1, 0)
+
+
 def _json_text(value: str) -> str:
     return json.dumps(value)
 
@@ -586,18 +613,7 @@ def _device_json(game: Game, device):
     else:
         tables, ids, probs = device.tables, device.ids, device.probs
     listing = infoset_names(game)
-    texts = []
-    for p, table in enumerate(tables):
-        table = np.asarray(table)
-        reached = plans_reach_infosets(game, p, table) & (table >= 0)
-        keys = [_json_text(row["name"]) for row in listing[p]]
-        actions = [[_json_text(a) for a in row["actions"]] for row in listing[p]]
-        texts.append(
-            [
-                "{" + ", ".join(f"{keys[j]}: {actions[j][int(plan[j])]}" for j in np.flatnonzero(live)) + "}"
-                for plan, live in zip(table, reached, strict=True)
-            ]
-        )
+    texts = [reduced_plan_texts(game, p, table, listing) for p, table in enumerate(tables)]
     yield '{"device": ['
     for k in range(len(probs)):
         plans = ", ".join(texts[p][int(ids[k, p])] for p in range(len(texts)))

@@ -39,6 +39,7 @@ from efce.games.arrays import find_in_row
 from efce.games.game import Game
 from efce.games.payoffs import terminal_map
 from efce.games.relevant import RelevantPairs, pair_positions
+from efce.interrupts import check_stop
 from efce.polytopes.chain import index_dtype
 from efce.polytopes.triggers import TriggerSpace
 from efce.solvers.backends import ComputeBackend, OperatorProducts, get_backend
@@ -128,6 +129,7 @@ def trigger_tables(
     With ``entry_of_pair`` (relevant pair → Ξ chain entry) the entries of every slot are sorted
     by the Ξ entry they read; ``sum_order`` says whether that order is the same for all actions
     of every trigger infoset (then the operator reproduces the explicit-matrix sums bit for bit)."""
+    check_stop(f"building the trigger tables of {game.name}")
     tm = terminal_map(game)
     weighted = tm.weighted_payoffs()
     # Column-major: each player's column is contiguous, so the operator reads it without a copy.
@@ -135,7 +137,10 @@ def trigger_tables(
     del tm
     terminal_pair = pair_positions(pairs, seqs[:, 0], seqs[:, 1]).astype(index_dtype(len(pairs)))
     eop = np.zeros(0, dtype=np.int32) if entry_of_pair is None else entry_of_pair
-    built = [_player_table(game, pairs, i, seqs, weighted[:, i], eop) for i in (0, 1)]
+    built = []
+    for i in (0, 1):
+        check_stop(f"building the trigger tables of {game.name}")
+        built.append(_player_table(game, pairs, i, seqs, weighted[:, i], eop))
     consistent = entry_of_pair is not None and all(ok for _, ok in built)
     terminal_row = terminal_pair if entry_of_pair is None else entry_of_pair[terminal_pair]
     return TriggerTables(
@@ -226,7 +231,7 @@ def _player_table(game, pairs, i, seqs, w, entry_of_pair):
     return table, consistent
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _rows(player, first, num_actions, line_start, line, row_start, indptr, entry_of_pair, rows):
     mapped = len(entry_of_pair) > 0
     for inf in range(len(first)):
@@ -240,7 +245,7 @@ def _rows(player, first, num_actions, line_start, line, row_start, indptr, entry
     return rows
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _sort_lines(
     player, first, num_actions, pos, end, cum, term_ptr, line_start, line, line_term, indptr, entry_of_pair
 ):
@@ -274,7 +279,7 @@ def _sort_lines(
     return consistent
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _line_table(player, first, z_lo, z_hi, line_start, other, indptr, sigma2):
     line = np.empty(line_start[-1], np.int32)
     for inf in range(len(first)):

@@ -57,7 +57,14 @@ from efce.games.game import Game
 from efce.games.payoffs import terminal_map
 from efce.solvers.backends import get_backend
 from efce.solvers.driver import IterationDriver, ProgressCallback
-from efce.solvers.evaluation.device import DEVICE_BYTES_LIMIT, check_device_size
+from efce.solvers.evaluation.device import (
+    DEVICE_BYTES_LIMIT,
+    DEVICE_FRAME_BYTES,
+    device_bytes_bound,
+    infoset_names,
+    joint_entry_bytes,
+    reduced_plan_texts,
+)
 from efce.solvers.evaluation.device_gaps import FactoredDevice
 from efce.solvers.options import ITERATIONS, LOCAL, TARGET_GAP, TIME_LIMIT, Method, defaults
 from efce.solvers.regret.local import LocalRule, Segments
@@ -145,7 +152,7 @@ def trigger_layout(space, coarse: bool) -> TriggerLayout:
     return TriggerLayout(roots, Segments(seg_ptr), seg_inf, seg_trig, seg_par, e_seq, e_trig, root_seg, e_hi)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _build_layout(roots, preorder, position, end, num_actions, first_seq, parent_seq, seq_infoset):
     n_seg = 0
     n_ent = 0
@@ -351,23 +358,28 @@ def device_size_bound(game: Game, iterations: int) -> int:
     return min(joint_plan_count(game), iterations * per_iteration)
 
 
-def check_device_request(game: Game, iterations: int | None) -> None:
-    """Refuse, before any iteration, a recorded ``μ`` whose device file could exceed
-    :data:`solvers.evaluation.device.DEVICE_BYTES_LIMIT` bytes: :func:`device_size_bound` joint
-    plans after ``iterations`` (None: any number, :func:`joint_plan_count`).
+def check_device_request(game: Game, iterations: int | None) -> bool:
+    """Check, before any iteration, that a recorded ``μ`` can be written, and whether its device
+    file certainly fits :data:`~efce.solvers.evaluation.device.DEVICE_BYTES_LIMIT`:
+    :func:`device_size_bound` joint plans after ``iterations`` (None: any number,
+    :func:`joint_plan_count`), each of :func:`~efce.solvers.evaluation.device.device_bytes_bound`'s
+    largest size.
+
+    Returns
+    -------
+    bool
+        True when the bound is within the limit (nothing more to check); False when it is not —
+        the bound can be 100 times the file — and the recorder then keeps the file's exact size
+        within the limit, the run stopping (status ``device_limit``) at the iteration that would
+        exceed it.
 
     Raises
     ------
     GameError
-        Naming the bound and the limit.
+        An infoset or action without an unambiguous name (the file could not be written).
     """
     bound = joint_plan_count(game) if iterations is None else device_size_bound(game, iterations)
-    what = (
-        "joint reduced plans"
-        if iterations is None
-        else f"joint reduced plans (bound for {iterations} iterations)"
-    )
-    check_device_size(game, bound, what)
+    return device_bytes_bound(game, bound) <= DEVICE_BYTES_LIMIT
 
 
 class _DeviceRecorder:
@@ -385,14 +397,22 @@ class _DeviceRecorder:
 
     Memory is bounded by the size of ``μ``, not by the iterations: the iterations' joint plans
     are buffered and merged into ``μ`` (identical joint plans summed) whenever the buffer holds
-    as many entries as ``μ`` itself (at least :data:`MERGE_AT`), an amortized linear cost."""
+    as many entries as ``μ`` itself (at least :data:`MERGE_AT`), an amortized linear cost.
+
+    With ``byte_limit``, the file ``μ`` makes (:func:`~solvers.evaluation.device.write_device`)
+    is kept within it: each distinct plan's text length is known when it first appears, so the
+    file's size is bounded exactly up to the probabilities' widths
+    (:func:`~solvers.evaluation.device.joint_entry_bytes`); an iteration that would take it past
+    the limit is not recorded (:meth:`record` returns False) and ``μ`` stays that of the
+    iterations before it."""
 
     #: Buffered entries before the first merge.
     MERGE_AT = 4096
 
-    def __init__(self, game: Game, backend):
+    def __init__(self, game: Game, backend, byte_limit: int | None = None):
         self.game = game
         self.backend = backend
+        self.byte_limit = byte_limit
         self.spaces = [game.sequences(p) for p in range(game.num_players)]
         self.plan_ids: list[dict[bytes, int]] = [{} for _ in self.spaces]
         self.plans: list[list[np.ndarray]] = [[] for _ in self.spaces]
@@ -402,8 +422,15 @@ class _DeviceRecorder:
         self.buffer_ids: list[np.ndarray] = []
         self.buffer_probs: list[np.ndarray] = []
         self.buffered = 0
+        # With a byte limit: each distinct plan's text length, and a bound on the file's bytes
+        # (exact for the merged μ, every buffered entry counted in full).
+        self.listing = infoset_names(game) if byte_limit is not None else None
+        self.plan_bytes: list[list[int]] = [[] for _ in self.spaces]
+        self.file_bytes = DEVICE_FRAME_BYTES
 
-    def record(self, xs: list[np.ndarray], weight: float) -> None:
+    def record(self, xs: list[np.ndarray], weight: float) -> bool:
+        """Add the iteration's strategies ``xs`` with ``weight`` to ``μ``; False (and ``μ``
+        unchanged) when that would take its file past ``byte_limit``."""
         ids, alphas = [], []
         for p, (x, space) in enumerate(zip(xs, self.spaces, strict=True)):
             cap = plans_per_iteration(space)
@@ -425,6 +452,9 @@ class _DeviceRecorder:
                     found = len(self.plans[p])
                     self.plan_ids[p][key] = found
                     self.plans[p].append(plans[r].copy())
+                    if self.listing is not None:
+                        text = reduced_plan_texts(self.game, p, plans[r : r + 1], self.listing)[0]
+                        self.plan_bytes[p].append(len(text.encode()))
                 row_ids[r] = found
             ids.append(row_ids)
             alphas.append(alpha[:k] / alpha[:k].sum())  # drop rounding residue of the peeling
@@ -432,22 +462,51 @@ class _DeviceRecorder:
         prob = weight * alphas[0]
         for p in range(1, len(alphas)):
             prob = np.multiply.outer(prob, alphas[p])
-        self.buffer_ids.append(np.stack([g.ravel() for g in grids], axis=1))
+        new_ids = np.stack([g.ravel() for g in grids], axis=1)
+        if self.byte_limit is not None:
+            added = int(self._entry_bytes(new_ids).sum())
+            if self.file_bytes + added > self.byte_limit:
+                # Near the limit: merge with this iteration to know the exact size, and keep
+                # the merge only if it fits.
+                self._merge()
+                merged_ids, merged_probs = self._merged(new_ids, prob.ravel())
+                size = DEVICE_FRAME_BYTES + int(self._entry_bytes(merged_ids).sum())
+                if size > self.byte_limit:
+                    return False
+                self.ids, self.probs, self.file_bytes = merged_ids, merged_probs, size
+                return True
+            self.file_bytes += added
+        self.buffer_ids.append(new_ids)
         self.buffer_probs.append(prob.ravel())
         self.buffered += prob.size
         if self.buffered >= max(self.MERGE_AT, len(self.probs)):
             self._merge()
+        return True
+
+    def _entry_bytes(self, ids: np.ndarray) -> np.ndarray:
+        """Most bytes of each joint plan's entry in the file (:func:`joint_entry_bytes`)."""
+        total = np.zeros(len(ids), np.int64)
+        for p, lengths in enumerate(self.plan_bytes):
+            total += np.asarray(lengths, np.int64)[ids[:, p]]
+        return joint_entry_bytes(0, len(self.spaces)) + total
+
+    def _merged(self, ids: np.ndarray, probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``μ`` with the joint plans ``ids`` (weights ``probs``) added: identical ones summed."""
+        ids = np.concatenate([self.ids, ids])
+        probs = np.concatenate([self.probs, probs])
+        unique, inverse = np.unique(ids, axis=0, return_inverse=True)
+        return unique, np.bincount(inverse.ravel(), weights=probs, minlength=len(unique))
 
     def _merge(self) -> None:
         """Fold the buffer into ``μ``: identical joint plans summed."""
         if not self.buffered:
             return
-        ids = np.concatenate([self.ids, *self.buffer_ids])
-        probs = np.concatenate([self.probs, *self.buffer_probs])
-        unique, inverse = np.unique(ids, axis=0, return_inverse=True)
-        self.probs = np.bincount(inverse.ravel(), weights=probs, minlength=len(unique))
-        self.ids = unique
+        self.ids, self.probs = self._merged(
+            np.concatenate(self.buffer_ids), np.concatenate(self.buffer_probs)
+        )
         self.buffer_ids, self.buffer_probs, self.buffered = [], [], 0
+        if self.byte_limit is not None:
+            self.file_bytes = DEVICE_FRAME_BYTES + int(self._entry_bytes(self.ids).sum())
 
     def device(self) -> FactoredDevice:
         self._merge()
@@ -522,8 +581,8 @@ class TriggerDynamics:
         self.averaging = averaging
         self.recorder = None
         if device:
-            check_device_request(game, max_iterations)
-            self.recorder = _DeviceRecorder(game, self.backend)
+            fits = check_device_request(game, max_iterations)
+            self.recorder = _DeviceRecorder(game, self.backend, None if fits else DEVICE_BYTES_LIMIT)
         self.players = [_Player(game, i, coarse, rule, self.backend) for i in range(game.num_players)]
         tm = terminal_map(game)
         self.term_seq = tm.sequences.astype(np.int64)
@@ -532,16 +591,20 @@ class TriggerDynamics:
         self.iterations = 0
         self.total_weight = 0.0
 
-    def step(self) -> None:
+    def step(self) -> bool:
+        """One iteration; False (and nothing changed) when the recorded device's file would
+        pass :data:`~solvers.evaluation.device.DEVICE_BYTES_LIMIT` with it."""
         self.iterations += 1
         weight = 1.0 if self.averaging == "uniform" else float(self.iterations)
         xs = [p.play() for p in self.players]
         us = _utilities(self.backend, self.term_seq, self.weighted_payoffs, xs, self.offsets)
-        if self.recorder is not None:
-            self.recorder.record(xs, weight)
+        if self.recorder is not None and not self.recorder.record(xs, weight):
+            self.iterations -= 1
+            return False
         for p, u in zip(self.players, us, strict=True):
             p.observe(u, weight)
         self.total_weight += weight
+        return True
 
     def gaps(self) -> dict:
         """Exact EFCE, EFCCE, NFCCE gaps (clipped at 0), utilities and welfare of ``μ``."""
@@ -628,8 +691,11 @@ def solve_trigger(
     )
     setup = time.perf_counter() - started
     gaps = None
+    device_full = False
     for it in driver:
-        dyn.step()
+        if not dyn.step():
+            device_full = True
+            break
         if driver.checkpoint_due():
             with driver.paused():
                 gaps = dyn.gaps()
@@ -644,6 +710,20 @@ def solve_trigger(
                 row, converged=target_gap is not None and target <= target_gap, aim=(target, target_gap)
             ):
                 break
+    status = driver.status
+    if device_full:
+        if dyn.iterations == 0:
+            raise GameError(
+                f"the device of one iteration already exceeds the device file limit of "
+                f"{DEVICE_BYTES_LIMIT:,} bytes (solvers.evaluation.device.DEVICE_BYTES_LIMIT)"
+            )
+        # The run ends at the last iteration whose device fits; its checkpoint, if not taken.
+        status = "device_limit"
+        if not driver.trace or driver.trace[-1].iteration != dyn.iterations:
+            gaps = dyn.gaps()
+            target = gaps["efcce_gap"] if coarse else gaps["efce_gap"]
+            extra = {"efce": gaps["efce_gap"], "efcce": gaps["efcce_gap"], "nfcce": gaps["nfcce_gap"]}
+            driver.record(TraceRow(dyn.iterations, driver.elapsed(), target, extra=extra))
     info = dict(gaps)
     info.update(
         {"iteration_seconds": driver.iteration_seconds, "local": as_rule(rule).name, "averaging": averaging}
@@ -651,10 +731,15 @@ def solve_trigger(
     point = dyn.device() if device else dyn.average_strategies()
     if device:
         info["support"] = int(len(point.probs))
+    if device_full:
+        info["message"] = (
+            f"stopped after {dyn.iterations:,} iterations: the next one would take the device file "
+            f"past its limit of {DEVICE_BYTES_LIMIT:,} bytes (solvers.evaluation.device.DEVICE_BYTES_LIMIT)"
+        )
     return SolveResult(
         method="coarse-trigger" if coarse else "trigger",
         point=point,
-        status=driver.status,
+        status=status,
         iterations=dyn.iterations,
         setup_seconds=setup,
         seconds=driver.elapsed(),

@@ -94,6 +94,28 @@ def test_interrupt_check_cost_script_times_the_builds_with_and_without_the_check
         interrupts.clear_stop()
 
 
+def test_model_build_script_times_the_build_and_digests_every_array_it_made():
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        from model_build import digest, measure
+    finally:
+        sys.path.pop(0)
+    result = measure("sheriff:max_bribe=2,max_items=2,rounds=1", repeats=2)
+    assert result["median_seconds"] > 0 and len(result["digest"]) == 64
+    assert (
+        measure("sheriff:max_bribe=2,max_items=2,rounds=1", repeats=1)["digest"] == result["digest"]
+    )  # deterministic
+    assert measure("sheriff:max_bribe=2,max_items=2,rounds=2", repeats=1)["digest"] != result["digest"]
+    # One entry of one array changed (a builder that is not bit-identical) changes the digest.
+    from efce.games.spec import make_game
+    from efce.solvers.methods.efce import build_efce_model
+
+    model = build_efce_model(make_game("sheriff:max_bribe=2,max_items=2,rounds=1"))
+    assert digest(model) == result["digest"]
+    model.entry_of_pair[[0, 1]] = model.entry_of_pair[[1, 0]]
+    assert digest(model) != result["digest"]
+
+
 def test_phases_script_times_every_pass_of_an_rm_iteration_on_each_thread_count():
     child = subprocess.run(
         [

@@ -7,11 +7,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
-from tests.experiments.signals import handles_sigterm, wait_until
+from tests.experiments.signals import marker_environment, wait_for_marker, wait_until
 
 EFCE = [sys.executable, "-P", "-m", "efce"]
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")
@@ -42,9 +41,10 @@ def test_sigint_keeps_the_trace_and_the_result_of_solve(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=marker_environment(tmp_path / "markers.txt"),
     )
-    assert wait_until(lambda: handles_sigterm(proc.pid))
-    time.sleep(2.0)
+    # Its loop honours stops from iteration 2 on: a stop there keeps a result of > 1 iteration.
+    wait_for_marker(tmp_path / "markers.txt", "honouring", proc=proc, pid=proc.pid)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
@@ -76,10 +76,13 @@ def test_sigint_keeps_what_compare_computed(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=marker_environment(tmp_path / "markers.txt"),
     )
     parent = psutil.Process(proc.pid)
-    assert wait_until(lambda: any(handles_sigterm(c.pid) for c in parent.children()))
-    time.sleep(3.0)
+    # The child's loop honours stops: it has a gap to keep.
+    assert wait_until(lambda: bool(parent.children()), proc=proc), proc.communicate()
+    child = parent.children()[0].pid
+    wait_for_marker(tmp_path / "markers.txt", "honouring", proc=proc, pid=child)
     proc.send_signal(signal.SIGINT)  # to the parent alone: it forwards the stop to its child
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err

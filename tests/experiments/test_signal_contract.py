@@ -1,7 +1,9 @@
 """The signal contract of every command, through real ``efce`` processes: the first SIGINT or
-SIGTERM stops it within seconds with status ``interrupted`` (exit 130 and one JSON object when
-nothing was computed yet), also while a game is built or read and while ``compare`` or ``sweep``
-wait for their children; a closed stdout prints no traceback."""
+SIGTERM stops it within 2 s with status ``interrupted`` (exit 130 and one JSON object when
+nothing was computed yet), also while a game is built or read, while one long compiled kernel of
+a model build runs, and while ``compare`` or ``sweep`` wait for their children; a closed stdout
+prints no traceback.  Each signal is sent once the child has reached the phase it means to
+interrupt (a readiness marker, :mod:`tests.experiments.signals`), never after a guessed sleep."""
 
 import json
 import os
@@ -13,28 +15,44 @@ import time
 import psutil
 import pytest
 
-from tests.experiments.signals import wait_until
+from tests.experiments.signals import ignores_sigterm, marker_environment, wait_for_marker, wait_until
 from tests.paths import ROOT
 
 EFCE = [sys.executable, "-P", "-m", "efce"]
+#: The child runs this source tree (``-P`` keeps the working folder out of its path).
 ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")
 
-#: Seconds from the signal to the exit; the target is 2 s, with room for a loaded test machine.
-STOP_SECONDS = 4.0
+#: Seconds from the signal to the exit: the contract's 2 s.
+STOP_SECONDS = 2.0
+#: Seconds from the signal to compare's exit, its figure drawn after the stop included.
+COMPARE_STOP_SECONDS = 3.0
 #: A generator instance that takes 8 to 20 s to build (8.5M nodes) and count.
 SLOW_GAME = "goofspiel:ranks=5"
+#: Medium Battleship: DECOMPOSE on its relevant pairs is one compiled call of seconds.
+MEDIUM_BATTLESHIP = "battleship:rows=3,cols=2,ship_sizes=[1],shots=4"
 
 
-def _signal_after(argv, seconds, sig=signal.SIGTERM, cwd=None):
-    """Run ``efce ARGV --json``, send ``sig`` after ``seconds``; (exit code, stdout, stderr,
-    seconds from the signal to the exit)."""
+def _signal_at(tmp_path, argv, event, detail="", sig=signal.SIGTERM, cwd=None, in_child=False, ready=None):
+    """Run ``efce ARGV --json``, send ``sig`` once it (``in_child``: one of its children) wrote
+    the readiness marker ``event detail`` (or, given ``ready``, once that predicate holds);
+    (exit code, stdout, stderr, seconds from the signal to the exit)."""
+    marker_file = tmp_path / "markers.txt"
     proc = subprocess.Popen(
-        [*EFCE, *argv, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=cwd
+        [*EFCE, *argv, "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=marker_environment(marker_file),
+        cwd=cwd,
     )
     try:
-        time.sleep(seconds)
-        assert proc.poll() is None, proc.communicate()
+        if ready is not None:
+            assert wait_until(ready, proc=proc), proc.communicate()
+        elif in_child:
+            wait_for_marker(marker_file, event, detail, proc=proc)
+        else:
+            wait_for_marker(marker_file, event, detail, proc=proc, pid=proc.pid)
         sent = time.monotonic()
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=120)
@@ -52,9 +70,9 @@ def _one_interrupted_error(out: str, err: str) -> str:
     return printed["error"]
 
 
-def test_sigterm_while_a_generator_builds_the_game_ends_it_as_interrupted():
-    code, out, err, took = _signal_after(["info", SLOW_GAME], 3.0)
-    assert took < STOP_SECONDS, f"took {took:.1f} s to stop"
+def test_sigterm_while_a_generator_builds_the_game_ends_it_as_interrupted(tmp_path):
+    code, out, err, took = _signal_at(tmp_path, ["info", SLOW_GAME], "phase", "building goofspiel")
+    assert took < STOP_SECONDS, f"took {took:.2f} s to stop"
     assert code == 130
     # Stopped at a boundary of the build ("interrupted while building goofspiel..."), or, on a
     # machine so loaded that a phase outlasts the grace period, aborted: interrupted either way.
@@ -66,8 +84,8 @@ def test_sigterm_while_an_efg_file_is_read_ends_it_as_interrupted(tmp_path):
 
     path = tmp_path / "deep.efg"
     path.write_text(deep_chain(300_000))  # several seconds of parsing
-    code, out, err, took = _signal_after(["info", str(path)], 2.5)
-    assert took < STOP_SECONDS, f"took {took:.1f} s to stop"
+    code, out, err, took = _signal_at(tmp_path, ["info", str(path)], "phase", "reading")
+    assert took < STOP_SECONDS, f"took {took:.2f} s to stop"
     assert code == 130
     assert _one_interrupted_error(out, err).startswith("interrupted")
 
@@ -75,8 +93,12 @@ def test_sigterm_while_an_efg_file_is_read_ends_it_as_interrupted(tmp_path):
 def test_compare_stops_within_seconds_while_its_child_builds_the_game(tmp_path):
     out_dir = tmp_path / "cmp"
     argv = ["compare", SLOW_GAME, "--methods", "cfr", "--time-limit", "300", "--out", str(out_dir)]
-    code, out, err, took = _signal_after(argv, 5.0, sig=signal.SIGINT)
-    assert took < STOP_SECONDS, f"took {took:.1f} s to stop"
+    code, out, err, took = _signal_at(
+        tmp_path, argv, "phase", "building goofspiel", sig=signal.SIGINT, in_child=True
+    )
+    # After its child stops, compare draws the summary's figure (matplotlib): 2.4 to 2.8 s from
+    # the signal on a loaded 2-core machine, over the contract's 2 s (an open gap of compare).
+    assert took < COMPARE_STOP_SECONDS, f"took {took:.2f} s to stop"
     assert code == 0, err
     summary = json.loads(out)
     assert summary["interrupted"] is True
@@ -121,9 +143,12 @@ def test_sweep_stops_within_seconds_while_a_large_grid_is_submitted(tmp_path):
     grid.write_text('games = ["kuhn"]\nmethods = ["icfr"]\nseeds = 20000\n[limits]\niterations = 10\n')
     out_dir = tmp_path / "out"
     argv = ["sweep", str(grid), "--out", str(out_dir), "--workers", "1"]
-    code, out, err, took = _signal_after(argv, 12.0, sig=signal.SIGINT)
-    # Closing the local cluster takes a few seconds on a loaded machine.
-    assert took < 2 * STOP_SECONDS, f"took {took:.1f} s to stop"
+    # Submission has begun once a first run's record is written.
+    ready = lambda: any((out_dir / "runs").glob("*.json"))  # noqa: E731
+    code, out, err, took = _signal_at(tmp_path, argv, "", sig=signal.SIGINT, ready=ready)
+    # Closing the local Dask cluster takes seconds of its own on a loaded machine (5 s seen
+    # with other jobs running); the bound stays where it was before the readiness markers.
+    assert took < 4 * STOP_SECONDS, f"took {took:.2f} s to stop"
     assert code in (0, 130), err
     assert out.count("\n") == 1 and "Traceback" not in err
     printed = json.loads(out)
@@ -163,8 +188,8 @@ def test_sigterm_to_the_whole_process_group_interrupts_an_lp_solve():
     )
     try:
         parent = psutil.Process(proc.pid)
-        assert wait_until(lambda: bool(parent.children()))  # the worker runs HiGHS
-        time.sleep(0.5)
+        # The worker serves the solver call once it ignores SIGTERM (the caller ends its calls).
+        assert wait_until(lambda: any(ignores_sigterm(c.pid) for c in parent.children()), proc=proc)
         sent = time.monotonic()
         os.killpg(proc.pid, signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
@@ -172,6 +197,19 @@ def test_sigterm_to_the_whole_process_group_interrupts_an_lp_solve():
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert time.monotonic() - sent < STOP_SECONDS
+    took = time.monotonic() - sent
+    assert took < STOP_SECONDS, f"took {took:.2f} s to stop"
     assert proc.returncode == 0, err
     assert json.loads(out)["status"] == "interrupted"
+
+
+def test_sigint_inside_one_long_kernel_of_a_model_build_ends_within_two_seconds(tmp_path):
+    # The signal comes as DECOMPOSE's kernel starts, one compiled call of seconds: the main
+    # thread cannot run Python until it returns, so the stop is honoured at the next phase's
+    # check if the kernel ends within the grace period, else the watchdog aborts the command
+    # with the one error on the real stdout (fd 1 points at stderr under --json).
+    argv = ["solve", MEDIUM_BATTLESHIP, "--method", "rm"]
+    code, out, err, took = _signal_at(tmp_path, argv, "phase", "decomposing", sig=signal.SIGINT)
+    assert took < STOP_SECONDS, f"took {took:.2f} s to stop"
+    assert code == 130, (out, err)
+    assert _one_interrupted_error(out, err).startswith("interrupted")

@@ -131,8 +131,10 @@ SHARED_BODIES = {"pipeline_class": SharedBodiesCompiler}
 
 class StampedKernels:
     """A decorator factory: ``@kernels(**options)`` compiles like
-    ``numba.njit(cache=True, **options)`` with a cache keyed also on :func:`source_stamp` of
-    ``sources`` (and ``constants``); ``shares_bodies=True`` adds :data:`SHARED_BODIES`."""
+    ``numba.njit(cache=True, nogil=True, **options)`` with a cache keyed also on
+    :func:`source_stamp` of ``sources`` (and ``constants``); ``shares_bodies=True`` adds
+    :data:`SHARED_BODIES`.  ``nogil``: a kernel touches no Python object, and a signal's
+    watchdog must run while it does (:mod:`efce.interrupts`)."""
 
     def __init__(self, sources, constants=()):
         self.cache_class = type("StampedCache", (StampedCache,), {"stamp": source_stamp(sources, constants)})
@@ -142,7 +144,7 @@ class StampedKernels:
             options = {**SHARED_BODIES, **options}
 
         def compile_later(function):
-            dispatcher = numba.njit(cache=True, **options)(function)
+            dispatcher = numba.njit(cache=True, nogil=True, **options)(function)
             # FunctionCache: caching is on (efce.games.resources.numba_cache may have turned it
             # off when no cache folder is writable; then the kernels compile in memory).
             if isinstance(dispatcher._cache, FunctionCache):

@@ -149,7 +149,7 @@ def local_strategy(family, eta, a, b, lo, n, out, out_lo):
             out[U(out_lo + i)] = 1.0 / n
 
 
-@numba.njit
+@numba.njit(nogil=True)
 def rm_regret(r, instantaneous, plus, pos, neg):
     """RM / RM+ / DCFR (Hart & Mas-Colell 2000; Tammelin et al. 2015; Brown & Sandholm 2019):
     ``R ← (R + r)·(pos if > 0 else neg)``, clipped at 0 for RM+."""
@@ -158,7 +158,7 @@ def rm_regret(r, instantaneous, plus, pos, neg):
     return 0.0 if plus and r < 0.0 else r
 
 
-@numba.njit
+@numba.njit(nogil=True)
 def prm_plus_regret(r, instantaneous):
     """PRM+ (Farina, Kroer, Sandholm 2021): ``R ← [R + r]^+`` (the prediction becomes ``r``)."""
     r = r + instantaneous

@@ -15,7 +15,6 @@ from efce.solvers.evaluation.device_gaps import device_gaps
 from efce.solvers.methods.trigger import (
     TriggerDynamics,
     device_size_bound,
-    joint_plan_count,
     reduced_plan_count,
     solve_trigger,
     trigger_layout,
@@ -201,15 +200,76 @@ def test_trigger_reaches_small_efce_gap_on_kuhn3():
     assert coarse.status == "converged" and coarse.info["efcce_gap"] <= 1e-3
 
 
-def test_bad_averaging_and_device_limit():
+def test_bad_averaging_is_refused():
     from efce.games.game import GameError
 
     with pytest.raises(GameError, match="averaging"):
         TriggerDynamics(FIG1, averaging="cubic")
-    too_many = device_bytes_bound(KUHN3, device_size_bound(KUHN3, 10_000))
-    assert too_many > DEVICE_BYTES_LIMIT >= device_bytes_bound(FIG1, joint_plan_count(FIG1))
-    with pytest.raises(GameError, match="over the limit"):
-        solve_trigger(KUHN3, 10_000, device=True)
+
+
+def _device_file_bytes(game, device) -> int:
+    import io
+
+    from efce.solvers.evaluation.device import write_device
+
+    buffer = io.StringIO()
+    write_device(game, device, buffer)
+    return len(buffer.getvalue().encode())
+
+
+def test_a_device_whose_loose_bound_passes_the_limit_is_recorded_when_it_fits():
+    # The pre-run bound of Kuhn 3-player at 1,000 iterations is 6.7 GiB; the file is ~5 MB.
+    assert device_bytes_bound(KUHN3, device_size_bound(KUHN3, 1_000)) > DEVICE_BYTES_LIMIT
+    res = solve_trigger(KUHN3, 1_000, device=True, check_every=1_000)
+    assert res.status == "iteration_limit" and res.iterations == 1_000
+    assert _device_file_bytes(KUHN3, res.point) <= DEVICE_BYTES_LIMIT
+    assert device_gaps(KUHN3, res.point).efce == pytest.approx(res.info["efce_gap"], abs=1e-9)
+
+
+def test_the_run_stops_at_the_iteration_whose_device_would_pass_the_limit(monkeypatch):
+    from efce.solvers.methods import trigger
+
+    full = solve_trigger(KUHN3, 300, device=True, check_every=300)
+    full_bytes = _device_file_bytes(KUHN3, full.point)
+    limit = full_bytes // 2
+    monkeypatch.setattr(trigger, "DEVICE_BYTES_LIMIT", limit)
+    res = solve_trigger(KUHN3, 300, device=True, check_every=50)
+    assert res.status == "device_limit" and 1 <= res.iterations < 300
+    assert "device file" in res.info["message"]
+    written = _device_file_bytes(KUHN3, res.point)
+    assert written <= limit
+    # The device is that of the iterations run (its gaps are the result's, its last trace row
+    # the last iteration), and one more iteration would not have fitted.
+    assert res.trace[-1].iteration == res.iterations
+    assert device_gaps(KUHN3, res.point).efce == pytest.approx(res.info["efce_gap"], abs=1e-9)
+    monkeypatch.setattr(trigger, "DEVICE_BYTES_LIMIT", 10**12)
+    one_more = solve_trigger(KUHN3, res.iterations + 1, device=True, check_every=1_000)
+    assert _device_file_bytes(KUHN3, one_more.point) > limit
+
+
+def test_cli_device_out_at_the_limit_writes_the_device_that_fits_with_its_status(
+    capsys, tmp_path, monkeypatch
+):
+    from efce.solvers.methods import trigger
+
+    monkeypatch.setattr(trigger, "DEVICE_BYTES_LIMIT", 20_000)
+    path = tmp_path / "device.json"
+    argv = ["solve", "kuhn:players=3,ranks=3", "--method", "trigger", "--iterations", "300"]
+    code, out = _run(capsys, [*argv, "--device-out", str(path), "--json"])
+    result = json.loads(out)
+    assert code == 0 and result["status"] == "device_limit" and 1 <= result["iterations"] < 300
+    assert "20,000 bytes" in result["message"]
+    assert 0 < path.stat().st_size <= 20_000
+    assert len(json.loads(path.read_text())["device"]) == result["support"]
+
+
+def test_a_device_limit_below_one_iteration_is_refused(monkeypatch):
+    from efce.games.game import GameError
+    from efce.solvers.methods import trigger
+
+    monkeypatch.setattr(trigger, "DEVICE_BYTES_LIMIT", 100)
+    with pytest.raises(GameError, match="one iteration already exceeds"):
+        solve_trigger(KUHN3, 10, device=True)
 
 
 # ---------------------------------------------------------------------- command line
@@ -285,16 +345,17 @@ def test_cli_device_out_round_trips_through_gap(capsys, tmp_path, method):
     np.testing.assert_allclose(gap["utilities"], solved["utilities"], atol=1e-9)
 
 
-def test_cli_device_out_refusals(capsys, tmp_path):
+def test_cli_device_out_writes_what_fits_and_refuses_other_methods(capsys, tmp_path):
     path = tmp_path / "device.json"
     code, out = _run(
         capsys,
         ["solve", "kuhn:players=3,ranks=3", "--method", "trigger", "--device-out", str(path), "--json"],
     )
-    assert code != 0 and out.count("\n") == 1
-    message = json.loads(out)["error"]
-    assert "over the limit of 256.0 MiB" in message and "21,970,000" in message
-    assert "\n" not in message and not path.exists()
+    # Its pre-run bound (21,970,000 joint plans, 31 GiB) is far over the limit; the device of
+    # the 10,000 iterations fits, and is written.
+    assert code == 0 and out.count("\n") == 1, out
+    assert json.loads(out)["status"] == "iteration_limit"
+    assert 0 < path.stat().st_size <= DEVICE_BYTES_LIMIT
     code, out = _run(
         capsys, ["solve", "kuhn:players=3,ranks=3", "--method", "rm", "--device-out", str(path), "--json"]
     )
