@@ -402,6 +402,13 @@ def stop_on_signals(abort: Callable[[], None] | None = None):
             started = _watchdog = _Watchdog(abort)
     try:
         yield
+    except SystemError as exc:
+        # An abort's KeyboardInterrupt raised by the handler while numba boxed the arrays a
+        # nogil kernel returned is reported by numba as a SystemError caused by it: the caller
+        # gets the KeyboardInterrupt it is.
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            raise exc.__cause__ from None
+        raise
     finally:
         _signals_depth -= 1
         if started is not None:

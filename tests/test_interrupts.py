@@ -215,6 +215,19 @@ def test_a_library_caller_without_an_abort_callback_keeps_its_process():
         _busy(5.0)
 
 
+def test_an_abort_that_numba_wraps_in_a_system_error_reaches_the_caller_as_keyboard_interrupt():
+    # With nogil kernels, the handler can run while numba boxes a kernel's returned arrays; numba
+    # then reports the handler's KeyboardInterrupt as a SystemError caused by it.
+    with pytest.raises(KeyboardInterrupt) as raised, stop_on_signals():
+        try:
+            raise KeyboardInterrupt("SIGINT")
+        except KeyboardInterrupt as abort:
+            raise SystemError("<built-in function x> returned a result with an exception set") from abort
+    assert str(raised.value) == "SIGINT"
+    with pytest.raises(SystemError), stop_on_signals():  # any other SystemError is left as it is
+        raise SystemError("a real one")
+
+
 def _package_kernels():
     """Every numba dispatcher defined in a module of the toolkit: ``(module.name, dispatcher)``."""
     import importlib
