@@ -23,6 +23,7 @@ import json
 import math
 import os
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -216,6 +217,17 @@ def run_method(
         run.time_to_gap = {f"{t:g}": None for t in THRESHOLDS}
     run.outcome, run.outcome_detail = run_outcome(asdict(run), time_limit)
     return run, rows
+
+
+def _load_plotting() -> None:
+    """Import what :func:`~efce.experiments.figures.plot_convergence` imports."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import figure, text, transforms  # noqa: F401
+    from matplotlib.backends import backend_agg  # noqa: F401
+
+    from . import figures  # noqa: F401
 
 
 def trace_file_name(label: str) -> str:
@@ -425,6 +437,10 @@ def compare(
     time_limit = float(time_limit)
     memory_limit_gib = None if memory_limit_gib is None else float(memory_limit_gib)
     os.makedirs(out_dir, exist_ok=True)
+    # The figure is drawn after the runs, also after a stop request; matplotlib's import is most
+    # of its second, so it is loaded meanwhile (the runs are child processes) and a stopped
+    # compare ends within the 2 s of the signal contract.
+    threading.Thread(target=_load_plotting, name="efce-load-plotting", daemon=True).start()
     runs, all_rows = [], []
     with graceful():
         for method in methods:

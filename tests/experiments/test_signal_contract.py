@@ -25,8 +25,9 @@ pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason=
 
 #: Seconds from the signal to the exit: the contract's 2 s.
 STOP_SECONDS = 2.0
-#: Seconds from the signal to compare's exit, its figure drawn after the stop included.
-COMPARE_STOP_SECONDS = 3.0
+#: Seconds from the signal to compare's exit, its figure drawn after the stop included (matplotlib
+#: is imported while the runs go on).
+COMPARE_STOP_SECONDS = STOP_SECONDS
 #: A generator instance that takes 8 to 20 s to build (8.5M nodes) and count.
 SLOW_GAME = "goofspiel:ranks=5"
 #: Medium Battleship: DECOMPOSE on its relevant pairs is one compiled call of seconds.
@@ -96,8 +97,8 @@ def test_compare_stops_within_seconds_while_its_child_builds_the_game(tmp_path):
     code, out, err, took = _signal_at(
         tmp_path, argv, "phase", "building goofspiel", sig=signal.SIGINT, in_child=True
     )
-    # After its child stops, compare draws the summary's figure (matplotlib): 2.4 to 2.8 s from
-    # the signal on a loaded 2-core machine, over the contract's 2 s (an open gap of compare).
+    # After its child stops, compare draws the summary's figure (matplotlib, imported while the
+    # child ran): within the contract's 2 s too.
     assert took < COMPARE_STOP_SECONDS, f"took {took:.2f} s to stop"
     assert code == 0, err
     summary = json.loads(out)
