@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from typing import Any
 
 import numpy as np
 
@@ -221,7 +222,7 @@ def solve_lp_cvxpy(
             memory_budget=memory_budget,
             budget_factor=CVXPY_FACTOR,
         )
-    options = dict(ACCURATE_OPTIONS.get(name, {}))
+    options: dict[str, Any] = dict(ACCURATE_OPTIONS.get(name, {}))
     options.update(solver_options)
     if time_limit is not None:
         key = {

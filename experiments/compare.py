@@ -52,7 +52,9 @@ _ENTRY = re.compile(r"^([A-Za-z0-9+_-]+)(?:\[(.*)\])?$", re.S)
 def split_method_list(text: str) -> list[str]:
     """``"rm,rm[local=rm+,averaging=linear],lp-highs"`` → its entries (the commas inside
     brackets belong to their entry); blanks dropped."""
-    entries, depth, current = [], 0, []
+    entries: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in text:
         depth += (char == "[") - (char == "]")
         if char == "," and depth == 0:

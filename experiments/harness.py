@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from types import ModuleType
 
 #: Seconds a child gets after SIGINT to write what it has before it is killed.  A child
 #: ``efce`` command stops within about 2 s (:mod:`efce.interrupts`); this is the safety net.
@@ -96,6 +97,7 @@ def _child_setup(limit_bytes: int | None):
     """What runs in the child before exec: the address-space limit (POSIX), and on Linux a
     SIGKILL when the parent dies — a killed sweep worker must not leave its run computing for
     nobody."""
+    resource: ModuleType | None
     try:
         import resource
     except ImportError:  # no RLIMIT_AS off POSIX: the child's own up-front budget check remains

@@ -17,7 +17,7 @@ Conventions
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -177,7 +177,7 @@ class ExplicitLabels(Labels):
         self,
         infoset_names: Sequence[Sequence[str]],
         action_names: Sequence[Sequence[Sequence[str]]],
-        chance_action_names: dict[int, Sequence[str]] | None = None,
+        chance_action_names: Mapping[int, Sequence[str]] | None = None,
     ):
         if len(infoset_names) != len(action_names):
             raise GameError(

@@ -223,7 +223,8 @@ def load_sweep(spec_or_path) -> Sweep:
             f"the grid has {total:,} runs, more than the {MAX_RUNS:,} a sweep may have "
             f"(games × methods × option values × seeds); split it into smaller sweeps"
         )
-    runs, seen = [], {}
+    runs: list[Run] = []
+    seen: dict[str, dict] = {}  # run key -> the options as the sweep file wrote them
     for label, game, game_path in games:
         for method in methods:
             for explicit in _option_grid(method, options.get(method, {})):

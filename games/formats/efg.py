@@ -119,6 +119,7 @@ def _tokenize(text: str, source: str) -> list[_Token]:
         if not count & _CHECK_EVERY:  # a stop request is honoured between chunks of the file
             check_stop(f"reading {source}")
         m = match(text, pos)
+        assert m is not None  # the last alternative, (?P<bad>.) under DOTALL, matches any character
         kind = m.lastgroup
         value = m.group()
         if kind == "nl":
@@ -542,6 +543,8 @@ class _Parser:
             # Authoritative labels from the game's own numbering.
             new_position = np.empty(game.num_nodes, dtype=np.int64)
             new_position[game.original_order] = np.arange(game.num_nodes)
+            # from_tree records how it renumbered the nodes and the infosets
+            assert game.original_order is not None and game.infoset_keys is not None
             labels = ExplicitLabels(
                 [
                     [

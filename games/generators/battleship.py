@@ -65,7 +65,7 @@ PARAMETERS = {
 def _as_int(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (Integral, np.integer)):
         if isinstance(value, (Real, np.floating)) and float(value).is_integer():
-            return int(value)
+            return int(float(value))
         raise GameError(f"battleship: {name} must be an integer, got {value!r}")
     return int(value)
 
@@ -86,8 +86,11 @@ class _Placements:
 
     def __init__(self, rows: int, cols: int, sizes: list[int]):
         self.rows, self.cols, self.sizes = rows, cols, sizes
-        ship, cell, vertical, mask = [], [], [], []
-        self.ship_offset = []
+        ship: list[int] = []
+        cell: list[int] = []
+        vertical: list[bool] = []
+        mask: list[int] = []
+        self.ship_offset: list[int] = []
         for s, length in enumerate(sizes):
             self.ship_offset.append(len(ship))
             directions = ([False] if length <= cols else []) + ([True] if 1 < length <= rows else [])
@@ -98,7 +101,10 @@ class _Placements:
                         for i in range(length):
                             rr, cc = (r + i, c) if vert else (r, c + i)
                             m |= 1 << (rr * cols + cc)
-                        ship.append(s), cell.append(r * cols + c), vertical.append(vert), mask.append(m)
+                        ship.append(s)
+                        cell.append(r * cols + c)
+                        vertical.append(vert)
+                        mask.append(m)
         self.ship = np.array(ship, dtype=np.int64)
         self.cell = np.array(cell, dtype=np.int64)
         self.vertical = np.array(vertical, dtype=bool)

@@ -168,7 +168,8 @@ def leduc(
     pidx = np.arange(n)
 
     # Deal of the private cards: every rank tuple that the deck allows, with its probability.
-    deals, deal_prob = [], []
+    deal_rows: list[tuple[int, ...]] = []
+    deal_probs: list[float] = []
     for combo in product(range(r), repeat=n):
         left = np.full(r, s)
         prob = 1.0
@@ -176,10 +177,10 @@ def leduc(
             prob *= left[c] / (deck_size - k)
             left[c] -= 1
         if prob > 0:
-            deals.append(combo)
-            deal_prob.append(prob)
-    deals = np.array(deals, dtype=np.int64).reshape(-1, n)
-    deal_prob = np.array(deal_prob)
+            deal_rows.append(combo)
+            deal_probs.append(prob)
+    deals = np.array(deal_rows, dtype=np.int64).reshape(-1, n)
+    deal_prob = np.array(deal_probs)
 
     # Observation tokens: card c -> 1 + c; board c -> 1 + r + c; action a -> 1 + 2r + a.
     def token_label(p: int, t: int) -> str:
@@ -402,7 +403,8 @@ def leduc_size(
         visited += 1
         if visited > _LEDUC_STATE_LIMIT:
             raise CountLimitReached
-        nodes, terminals, to_board = 1, 0, {}
+        nodes, terminals = 1, 0
+        to_board: dict[int, int] = {}
         options = []
         if not matched >> cur & 1:
             options.append("fold")

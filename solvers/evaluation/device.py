@@ -514,6 +514,7 @@ def device_from_json(game: Game, path_or_text: str) -> Device:
     GameError
         A file that cannot be read or is not such JSON, or a device that does not fit the game.
     """
+    source: str | bytes
     if path_or_text.lstrip().startswith("{"):
         source, what = path_or_text.encode("utf-8", "surrogatepass"), "device file"
     else:
@@ -577,12 +578,13 @@ def _device_json(game: Game, device):
     check_device_names(game)
     if isinstance(device, Device):
         off = infoset_offsets(game)
-        tables, ids = [], []
+        tables, player_ids = [], []
         for p in range(game.num_players):
             uniq, inverse = np.unique(device.plans[:, off[p] : off[p + 1]], axis=0, return_inverse=True)
             tables.append(uniq)
-            ids.append(inverse.ravel())
-        ids, probs = np.stack(ids, axis=1) if ids else np.zeros((device.size, 0), np.int64), device.probs
+            player_ids.append(inverse.ravel())
+        ids = np.stack(player_ids, axis=1) if player_ids else np.zeros((device.size, 0), np.int64)
+        probs = device.probs
     else:
         tables, ids, probs = device.tables, device.ids, device.probs
     listing = infoset_names(game)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from efce.games.game import Game
-from efce.solvers.backends import get_backend
+from efce.solvers.backends.cpu import cpu_backend
 from efce.solvers.evaluation.device import Device, infoset_offsets, plays_sequences
 
 
@@ -147,7 +147,7 @@ class DeviceGapEvaluator:
 
     def __init__(self, game: Game):
         self.game = game
-        self._backend = get_backend("cpu")
+        self._backend = cpu_backend("cpu")
         self.off = infoset_offsets(game)
         self.first_child = np.asarray(game.first_child, dtype=np.int64)
         self.num_children = np.asarray(game.num_children, dtype=np.int64)

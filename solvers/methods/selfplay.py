@@ -109,6 +109,7 @@ class SelfPlay:
             e1.observe(z1, overwrite=True)
             e1.recommend(out=z1, accumulate=a1)
         else:
+            assert self._scratch is not None  # allocated for simultaneous updates
             b0, b1 = self._scratch
             loss0(z1, b0)
             loss1(z0, b1)
@@ -130,5 +131,14 @@ class SelfPlay:
         return None
 
     def average(self, player: int) -> np.ndarray:
-        """A new array: the player's average point so far."""
-        return self.sums[player] / self.weight
+        """A new array: the player's average point so far.
+
+        Raises
+        ------
+        ValueError
+            The player's running sum is not kept (``averaged`` was False for them).
+        """
+        total = self.sums[player]
+        if total is None:
+            raise ValueError(f"player {player}'s average is not kept (averaged=False)")
+        return total / self.weight

@@ -115,12 +115,10 @@ class BlumMansour(LocalRule):
 
     base: LocalRule = field(default_factory=RegretMatching)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._layouts: weakref.WeakKeyDictionary[Segments, _Layout] = weakref.WeakKeyDictionary()
-
-    @property
-    def name(self) -> str:
-        return f"bm({self.base.name})"
+        # LocalRule.name is a plain attribute: the reduction's name is fixed with its base rule.
+        self.name = f"bm({self.base.name})"
 
     def _layout(self, seg: Segments) -> _Layout:
         layout = self._layouts.get(seg)
