@@ -42,6 +42,7 @@ from .solve import (
     validate_options,
 )
 
+#: Gaps (max deviation) at which the comparison reports each method's time to reach them.
 THRESHOLDS = (1e-1, 1e-2, 1e-3)
 DEFAULT_METHODS = ("rm", "lp-highs", "lp-pdlp", "subgradient")
 

@@ -267,6 +267,7 @@ def sweep(
 #: :data:`MIN_IN_FLIGHT`: the scheduler holds a window of the grid, not all of it, so a grid of
 #: tens of thousands of runs starts at once and stops (its queue dropped) in moments.
 IN_FLIGHT_PER_THREAD = 4
+#: The least number of runs in flight, whatever the cluster's size.
 MIN_IN_FLIGHT = 64
 
 

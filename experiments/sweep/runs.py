@@ -33,7 +33,7 @@ def execute_run(run: Run, sweep_id: str | None = None, stop_event: str | None = 
     """Run one sweep run in a child process and return its record (the Dask task).
 
     Never raises for the run's own failures (they are in ``status`` and ``error``).  On a Dask
-    worker it announces its start on :data:`START_TOPIC` (so the client counts attempts) and
+    worker it announces its start on :data:`~efce.experiments.sweep.grid.START_TOPIC` (so the client counts attempts) and
     interrupts its child (SIGINT: the child keeps its result so far) once the sweep's stop event
     is set.
 

@@ -54,7 +54,7 @@ def read_json(
     max_bytes : int
         Largest content accepted.
     object_pairs_hook : callable, optional
-        Builds each object from its ``(key, value)`` pairs (as for :func:`json.loads`); by
+        Builds each object from its ``(key, value)`` pairs (as for ``json.loads``); by
         default a key given twice in one object is refused.
 
     Returns

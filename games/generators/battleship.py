@@ -377,7 +377,7 @@ def _placement_masks(rows: int, cols: int, length: int) -> list[int]:
 def _fleet_prefixes(rows: int, cols: int, sizes: list[int]) -> list[int] | None:
     """``F[k]``: the placements of the first ``k`` ships of one player that can still be
     completed to a whole fleet (the legal prefixes of the placement phase), for k = 0..len;
-    None when counting them would visit more than :data:`_FLEET_STATE_LIMIT` states."""
+    None when counting them would visit more than ``_FLEET_STATE_LIMIT`` states."""
     masks = [_placement_masks(rows, cols, s) for s in sizes]
     m = len(sizes)
     visited = 0
@@ -417,7 +417,7 @@ def battleship_size(
     phase has a closed form (every fleet covers the same number of cells, so how many shot
     sequences stay live does not depend on where the ships are); the legal placement prefixes are
     counted by a DP over occupied cells (a fleet that cannot fit is refused here, before
-    building).  Only beyond :data:`_FLEET_STATE_LIMIT` states (games far over any memory
+    building).  Only beyond ``_FLEET_STATE_LIMIT`` states (games far over any memory
     budget) is the placement phase bounded by the product of each ship's placement counts.
 
     Raises

@@ -374,7 +374,7 @@ def leduc_size(
     """Node and terminal counts of :func:`leduc` from its parameters, by a memoized count of the
     betting rounds times the deals: exact when the deals are few enough to enumerate
     (``ranks ** players <= 20,000``), an upper bound otherwise, and a lower bound when the betting
-    has too many states to count quickly (over :data:`_LEDUC_STATE_LIMIT`: eight or more players;
+    has too many states to count quickly (over ``_LEDUC_STATE_LIMIT``: eight or more players;
     :func:`games.resources.estimate.check_estimate` refuses a game known only by a lower bound).
 
     The count mirrors the betting rules of :func:`leduc`: a betting state is (player to

@@ -234,6 +234,15 @@ class Device:
 
     # ------------------------------------------------------------------ checks
     def validate(self, game: Game) -> Device:
+        """This device, checked against ``game``: one entry per infoset of every player,
+        probabilities finite, nonnegative and summing to one, every action index in range, and
+        an action at every infoset that a plan reaches.
+
+        Raises
+        ------
+        GameError
+            The device does not fit the game.
+        """
         off = infoset_offsets(game)
         if self.plans.shape[1] != off[-1]:
             raise GameError(

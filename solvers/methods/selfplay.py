@@ -3,7 +3,7 @@ CFR/CFR+ (two sequence-form chains) and the EFCE saddle point (the correlation-p
 the trigger-deviation chain).
 
 Each player ``i`` observes the loss ``ℓ_i = L_i(z_{-i})`` that the opponent's current point
-induces (minimizers observe losses, :mod:`solvers.protocol`):
+induces (minimizers observe losses, :mod:`solvers.regret.protocol`):
 
 * **alternating** updates (CFR+, and section 5 of Farina, Ling, Fang, Sandholm 2019): player 1
   answers player 0's freshly updated point; **simultaneous** updates (vanilla CFR) use both
@@ -34,7 +34,7 @@ class SelfPlay:
     Parameters
     ----------
     engines : pair of ChainEngine
-        Their compute backends hold the loop's buffers (:attr:`ChainEngine.backend`).
+        Their compute backends hold the loop's buffers (:attr:`~efce.solvers.regret.engine.ChainEngine.backend`).
     losses : pair of LossOperator
         ``losses[i](z_{1-i}, out)`` writes player ``i``'s loss against the opponent's point.
     alternating : bool
@@ -49,7 +49,7 @@ class SelfPlay:
     narrow : bool, optional
         Keep each running sum in its engine's ``sum_dtype`` (float32 on big chains run by the
         compiled passes) instead of float64.  The average is then feasible only to float32
-        precision; :meth:`Chain.rescaled_point` of the running sum gives a float64 point of
+        precision; :meth:`~efce.polytopes.chain.Chain.rescaled_point` of the running sum gives a float64 point of
         the chain.  Points and losses stay float64.
 
     Attributes

@@ -390,11 +390,14 @@ class ChainMinimizer:
     use and kept, never assigned.
     """
 
+    #: The chain whose polytope the minimizer plays on.
     chain: Chain
+    #: The local rule every simplex step runs.
     rule: LocalRule
+    #: Where the passes run: a compute backend object, or ``None`` for the numpy passes.
     backend: ComputeBackend | None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.chain.validate()
         if self.backend is None:
             return
@@ -458,6 +461,7 @@ class ChainMinimizer:
 
     # -------------------------------------------------------------- regret minimizer interface
     def init(self) -> State:
+        """The rule's state over :attr:`segments` (on the backend's device, if any)."""
         state = self.rule.init(self.segments)
         if self.backend is None:
             return state

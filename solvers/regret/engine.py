@@ -74,7 +74,7 @@ class ChainEngine:
             minimizer = chain_minimizer(chain, rule, backend="auto" if backend is None else backend)
         elif not isinstance(minimizer, RegretMinimizer):
             raise TypeError(
-                f"minimizer must implement solvers.protocol.RegretMinimizer (dim, init, "
+                f"minimizer must implement solvers.regret.protocol.RegretMinimizer (dim, init, "
                 f"recommend, observe), got {type(minimizer).__name__}"
             )
         if minimizer.dim != chain.num_entries:
