@@ -6,9 +6,9 @@ type, never a silent ``ranks=2``.  Types: integers, finite numbers, booleans (``
 one of a set of words, and lists written ``[1,2]`` (a bare value where a list is expected is a
 one-element list).  The grammar is ASCII only and strict: integers are digits ``0-9`` with an
 optional sign (no ``1_0``, no non-ASCII digits), numbers are decimals (``2``, ``0.5``,
-``1e-3``) of magnitude at most :data:`~efce.games.generators.params.NUMBER_LIMIT`, and every message names the game, the
-parameter and the expected form.  Parameters whose default is "none" (``kuhn``'s ``ranks``, ``leduc``'s caps)
-accept ``none``.
+``1e-3``) of magnitude at most :data:`~efce.games.generators.params.NUMBER_LIMIT`, and every
+message names the game, the parameter and the expected form.  Parameters whose default is "none"
+(``kuhn``'s ``ranks``, ``leduc``'s caps) accept ``none``.
 
 Before a generator runs, :func:`make_game` estimates the size of the tree from the parameters
 (the estimate its module declares beside it; :mod:`games.resources.estimate`) and refuses, with

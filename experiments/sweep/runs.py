@@ -33,9 +33,9 @@ def execute_run(run: Run, sweep_id: str | None = None, stop_event: str | None = 
     """Run one sweep run in a child process and return its record (the Dask task).
 
     Never raises for the run's own failures (they are in ``status`` and ``error``).  On a Dask
-    worker it announces its start on :data:`~efce.experiments.sweep.grid.START_TOPIC` (so the client counts attempts) and
-    interrupts its child (SIGINT: the child keeps its result so far) once the sweep's stop event
-    is set.
+    worker it announces its start on :data:`~efce.experiments.sweep.grid.START_TOPIC` (so the
+    client counts attempts) and interrupts its child (SIGINT: the child keeps its result so far)
+    once the sweep's stop event is set.
 
     Returns
     -------

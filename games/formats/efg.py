@@ -638,7 +638,7 @@ def loads(text: str, source: str = "<string>") -> Game:
     return _Parser(text, source).parse()
 
 
-def load(path) -> Game:
+def load(path: str | os.PathLike) -> Game:
     """Read a Gambit ``.efg`` file."""
     source = os.fspath(path)
     try:
@@ -719,7 +719,7 @@ def dumps(game: Game) -> str:
     return "\n".join(out)
 
 
-def save(game: Game, path) -> None:
+def save(game: Game, path: str | os.PathLike) -> None:
     """Write ``game`` to ``path`` as a Gambit ``.efg`` file."""
     with open(os.fspath(path), "w", encoding="utf-8", newline="\n") as fh:
         fh.write(dumps(game))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from efce.errors import GameError
@@ -41,7 +42,7 @@ def read_json(
     what: str,
     *,
     max_bytes: int = MAX_BYTES,
-    object_pairs_hook=None,
+    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
 ) -> Any:
     """The JSON value in the file ``source`` (a path), or in ``source`` itself when it is bytes.
 

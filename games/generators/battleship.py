@@ -35,6 +35,7 @@ the ``rows*cols <= 63`` cells), so ``expand`` is pure numpy over the whole front
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import cache
 from numbers import Integral, Real
 
@@ -148,8 +149,8 @@ class _Placements:
 def battleship(
     rows: int = 3,
     cols: int = 2,
-    ship_sizes=(1,),
-    ship_values=None,
+    ship_sizes: int | Sequence[int] = (1,),
+    ship_values: float | Sequence[float] | None = None,
     shots: int = 3,
     loss_multiplier: float = 2.0,
 ) -> Game:

@@ -14,7 +14,7 @@ checks it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -132,7 +132,7 @@ def build_game(
     expand: Callable[[dict[str, np.ndarray]], Expansion],
     token_label: Callable[[int, int], str] = lambda p, t: str(t) if t else "",
     action_label: Callable[[int, int], str] = lambda p, c: str(c),
-    player_names=None,
+    player_names: Sequence[str] | None = None,
 ) -> Game:
     """Build a :class:`~efce.games.game.Game` by expanding ``root_state`` (arrays with one row)
     level by level.

@@ -38,6 +38,7 @@ classic game, 3 for the paper's 3-player game); round 2 starts from the first pl
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import cache
 from itertools import product
 
@@ -70,7 +71,9 @@ PARAMETERS = {
 }
 
 
-def check_parameters(*, max_raises=None, raises_per_player=1, **_others) -> None:
+def check_parameters(
+    *, max_raises: int | None = None, raises_per_player: int | None = 1, **_others: object
+) -> None:
     """What the parameters must satisfy together (each is checked alone by its
     :data:`PARAMETERS` entry); :mod:`games.spec` calls it before estimating the size (it is the
     ``check`` of Leduc's declaration).
@@ -101,7 +104,7 @@ def leduc(
     players: int = 2,
     ranks: int = 3,
     suits: int | None = None,
-    raise_sizes=(2, 4),
+    raise_sizes: Sequence[float] = (2, 4),
     max_raises: int | None = None,
     raises_per_player: int | None = 1,
 ) -> Game:

@@ -34,14 +34,19 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from efce.errors import GameError
 from efce.games.formats.jsonfile import read_json, shorten
 from efce.games.game import Game
+
+if TYPE_CHECKING:  # annotations only: device_gaps imports this module
+    from efce.solvers.evaluation.device_gaps import FactoredDevice
 
 #: Tolerance on the probabilities of a device summing to one.
 DEVICE_TOLERANCE = 1e-9
@@ -188,7 +193,7 @@ class Device:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_counts(cls, plans, counts, merge: bool = True) -> Device:
+    def from_counts(cls, plans: ArrayLike, counts: ArrayLike, merge: bool = True) -> Device:
         """Empirical distribution: ``counts[k]`` occurrences of joint plan ``plans[k]``."""
         plans = np.asarray(plans, dtype=np.int64)
         counts = np.asarray(counts, dtype=np.float64)
@@ -203,9 +208,12 @@ class Device:
         return dev.merged() if merge else dev
 
     @classmethod
-    def from_player_plans(cls, game: Game, player_plans, probs) -> Device:
+    def from_player_plans(cls, game: Game, player_plans: Sequence[ArrayLike], probs: ArrayLike) -> Device:
         """``player_plans[i]`` : int[K, num_infosets(i)] → one joint-plan matrix."""
-        return cls(np.concatenate([np.asarray(p, dtype=np.int64) for p in player_plans], axis=1), probs)
+        return cls(
+            np.concatenate([np.asarray(p, dtype=np.int64) for p in player_plans], axis=1),
+            np.ascontiguousarray(probs, dtype=np.float64),
+        )
 
     # ------------------------------------------------------------------ views
     def player_plans(self, game: Game, player: int) -> np.ndarray:
@@ -560,7 +568,7 @@ def device_to_dict(game: Game, device: Device) -> dict:
     return json.loads("".join(_device_json(game, device)))
 
 
-def write_device(game: Game, device, fh) -> int:
+def write_device(game: Game, device: Device | FactoredDevice, fh: TextIO) -> int:
     """Write ``device`` (a :class:`Device`, or any object with per-player ``tables`` of plans,
     joint ``ids`` and ``probs``, as :class:`~solvers.evaluation.device_gaps.FactoredDevice`) as
     device JSON to the text file ``fh``, one joint plan at a time, each plan reduced to the

@@ -34,7 +34,8 @@ class SelfPlay:
     Parameters
     ----------
     engines : pair of ChainEngine
-        Their compute backends hold the loop's buffers (:attr:`~efce.solvers.regret.engine.ChainEngine.backend`).
+        Their compute backends hold the loop's buffers
+        (:attr:`~efce.solvers.regret.engine.ChainEngine.backend`).
     losses : pair of LossOperator
         ``losses[i](z_{1-i}, out)`` writes player ``i``'s loss against the opponent's point.
     alternating : bool
@@ -49,8 +50,8 @@ class SelfPlay:
     narrow : bool, optional
         Keep each running sum in its engine's ``sum_dtype`` (float32 on big chains run by the
         compiled passes) instead of float64.  The average is then feasible only to float32
-        precision; :meth:`~efce.polytopes.chain.Chain.rescaled_point` of the running sum gives a float64 point of
-        the chain.  Points and losses stay float64.
+        precision; :meth:`~efce.polytopes.chain.Chain.rescaled_point` of the running sum gives a
+        float64 point of the chain.  Points and losses stay float64.
 
     Attributes
     ----------
