@@ -461,7 +461,7 @@ def incentive_block(
 def build_efce_lp(
     game: Game,
     *,
-    objective="welfare",
+    objective: str | int = "welfare",
     welfare_threshold: float | None = None,
     memory_budget: int | None = None,
     budget_factor: float = 1.0,

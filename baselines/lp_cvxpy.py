@@ -175,7 +175,7 @@ def solve_lp_cvxpy(
     verbose: bool = False,
     model: EFCELP | None = None,
     isolate: bool | None = None,
-    **solver_options,
+    **solver_options: Any,
 ) -> SolveResult:
     """EFCE by the von Stengel–Forges LP through cvxpy.  The defaults of ``objective``,
     ``welfare_threshold``, ``solver`` (HIGHS) and ``time_limit`` are ``lp-cvxpy``'s

@@ -23,6 +23,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -32,7 +33,7 @@ from efce.games.spec import check_spec
 from efce.interrupts import acknowledge_stop, graceful, stop_requested
 from efce.solvers.options import describe_value, is_real
 
-from .harness import MAX_MEMORY_LIMIT_GIB, efce_command, run_child
+from .harness import MAX_MEMORY_LIMIT_GIB, ChildResult, efce_command, run_child
 from .paths import check_outputs
 from .solve import (
     OPTIONS,
@@ -224,7 +225,7 @@ def child_timeout(time_limit: float | None) -> float | None:
     return None if time_limit is None else time_limit + 60.0 + 0.5 * time_limit
 
 
-def child_status(child) -> tuple[str, str | None]:
+def child_status(child: ChildResult) -> tuple[str, str | None]:
     """``(status, error)`` of an ``efce solve --json`` child (:class:`~.harness.ChildResult`):
     the solver's own status when it printed a result, else ``time_limit`` (killed by the
     harness), ``out_of_memory`` or ``error``, with the reason."""
@@ -284,7 +285,7 @@ def check_game(game_spec: str) -> None:
 
 def check_compare_arguments(
     game_spec: str,
-    methods,
+    methods: Sequence[str],
     *,
     time_limit: float,
     memory_limit_gib: float | None,
@@ -354,13 +355,13 @@ def check_compare_arguments(
 
 def compare(
     game_spec: str,
-    methods=DEFAULT_METHODS,
+    methods: Sequence[str] = DEFAULT_METHODS,
     *,
     time_limit: float = 60.0,
     memory_limit_gib: float | None = None,
     out_dir: str = "results",
     options: dict[str, dict] | None = None,
-    log=None,
+    log: Callable[[str], object] | None = None,
     linear_time: bool = False,
 ) -> dict:
     """Run every method on ``game_spec``, each in its own process, and write ``traces.csv``,

@@ -26,13 +26,18 @@ What every figure guarantees:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from efce.games.resources.atomic import atomic_savefig
 
 from .compare import load_comparison, run_outcome
 from .styles import style_of
+
+if TYPE_CHECKING:  # annotations only: matplotlib is imported when a figure is drawn
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 #: A gap at or below this is numerically exact (an LP's optimum, an exact equilibrium): it never
 #: sets the floor of a panel, it is drawn on the floor.
@@ -59,7 +64,7 @@ LEGEND_SIZE = 9
 CHAR_WIDTH = 0.58
 
 
-def gap_floor(gaps) -> float:
+def gap_floor(gaps: Iterable[float]) -> float:
     """The lowest max deviation a panel shows: one decade below the decade of the smallest gap
     above :data:`EXACT_GAP` (``9.2e-4`` → ``1e-5``), or :data:`EXACT_GAP` when every gap is
     numerically exact.  Lower gaps are drawn on the floor and labelled with their value."""
@@ -147,7 +152,9 @@ def _time_limits(xs: list[float], linear: bool) -> tuple[float, float]:
     return low / margin, high * margin
 
 
-def draw_gap_panel(ax, rows: list[dict], runs: dict, *, title: str, linear_time: bool, panel_width: float):
+def draw_gap_panel(
+    ax: Axes, rows: list[dict], runs: dict, *, title: str, linear_time: bool, panel_width: float
+) -> _Panel:
     """Draw the max-deviation panel of one game on ``ax`` (no legend, no notes: the figure
     places them); returns what the figure needs to finish the panel."""
     panel = _Panel(ax)
@@ -441,7 +448,7 @@ def _finish(fig, panels: list[_Panel], axes_list: list, panel_width: float) -> N
             _set_notes(panel, panel_width)
 
 
-def convergence_figure(rows: list[dict], summary: dict, *, linear_time: bool = False):
+def convergence_figure(rows: list[dict], summary: dict, *, linear_time: bool = False) -> Figure:
     """The figure of :func:`plot_convergence` (a :class:`matplotlib.figure.Figure`, not saved).
 
     Parameters
@@ -467,7 +474,7 @@ def convergence_figure(rows: list[dict], summary: dict, *, linear_time: bool = F
     return fig
 
 
-def games_figure(comparisons: list[tuple[list[dict], dict]], *, linear_time: bool = False):
+def games_figure(comparisons: list[tuple[list[dict], dict]], *, linear_time: bool = False) -> Figure:
     """The figure of :func:`plot_games`: one max-deviation panel per ``(rows, summary)`` in one
     row, one legend for all.
 

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -121,7 +122,7 @@ def run_child(
     timeout: float | None = None,
     memory_limit_bytes: int | None = None,
     env: dict[str, str] | None = None,
-    stop_requested=lambda: False,
+    stop_requested: Callable[[], bool] = lambda: False,
 ) -> ChildResult:
     """Run ``command`` to completion (or to ``timeout`` seconds, then SIGKILL).
 

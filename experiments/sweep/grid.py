@@ -137,7 +137,7 @@ def run_key(game: str, method: str, seed: int | None, options: dict, memory_gib:
     return f"{slug(stem)}-{slug(method)}{seed_part}-{digest}"
 
 
-def load_sweep(spec_or_path) -> Sweep:
+def load_sweep(spec_or_path: str | os.PathLike | dict) -> Sweep:
     """Read and validate a sweep: a TOML file path, or the same content as a dict.
 
     Every game spec, method, option value and limit is checked here, before anything runs.
