@@ -122,7 +122,10 @@ class _FloorPoint:
 
 
 @dataclass
-class _Panel:
+class GapPanel:
+    """What :func:`draw_gap_panel` drew on one panel and the figure still places: the axes, the
+    floor of the gap axis and the points drawn on it, and the panel's notes."""
+
     ax: Any
     floor: float | None = None
     floored: list[_FloorPoint] = field(default_factory=list)
@@ -154,10 +157,10 @@ def _time_limits(xs: list[float], linear: bool) -> tuple[float, float]:
 
 def draw_gap_panel(
     ax: Axes, rows: list[dict], runs: dict, *, title: str, linear_time: bool, panel_width: float
-) -> _Panel:
+) -> GapPanel:
     """Draw the max-deviation panel of one game on ``ax`` (no legend, no notes: the figure
     places them); returns what the figure needs to finish the panel."""
-    panel = _Panel(ax)
+    panel = GapPanel(ax)
     gaps = [r["gap"] for r in rows if math.isfinite(r["gap"])]
     floor = panel.floor = gap_floor(gaps)
     left, right = _time_limits([r["seconds"] for r in rows], linear_time)
@@ -258,7 +261,7 @@ def _new_figure(columns: int):
     return fig, list(axes)
 
 
-def _set_notes(panel: _Panel, panel_width: float) -> None:
+def _set_notes(panel: GapPanel, panel_width: float) -> None:
     if panel.note_artist is not None:
         panel.note_artist.remove()
         panel.note_artist = None
@@ -377,7 +380,7 @@ _LABEL_SPOTS = [(7, 6, "left"), (-7, 6, "right")] + [
 ]
 
 
-def _place_floor_labels(fig, panels: list[_Panel]) -> bool:
+def _place_floor_labels(fig, panels: list[GapPanel]) -> bool:
     """Label each point drawn on a floor where the label touches no text, line or marker and
     stays inside its axes; a label that fits nowhere goes to the panel's notes.  Returns True
     when a label moved to the notes (the layout must then be redone)."""
@@ -425,7 +428,7 @@ def _place_floor_labels(fig, panels: list[_Panel]) -> bool:
     return moved
 
 
-def _remove_floor_labels(panels: list[_Panel]) -> None:
+def _remove_floor_labels(panels: list[GapPanel]) -> None:
     from matplotlib.text import Annotation
 
     for panel in panels:
@@ -434,7 +437,7 @@ def _remove_floor_labels(panels: list[_Panel]) -> None:
                 child.remove()
 
 
-def _finish(fig, panels: list[_Panel], axes_list: list, panel_width: float) -> None:
+def _finish(fig, panels: list[GapPanel], axes_list: list, panel_width: float) -> None:
     """Notes, legend and floor labels; the labels are placed on the final layout."""
     for panel in panels:
         _set_notes(panel, panel_width)
