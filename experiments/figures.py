@@ -114,7 +114,10 @@ def _chars(width_inches: float, size: float) -> int:
 
 
 @dataclass
-class _FloorPoint:
+class FloorPoint:
+    """A point drawn on a panel's floor (its gap is below the floor): the run's label, where it
+    lies on the time axis, its gap and the word that labels it."""
+
     label: str
     x: float
     gap: float
@@ -128,7 +131,7 @@ class GapPanel:
 
     ax: Any
     floor: float | None = None
-    floored: list[_FloorPoint] = field(default_factory=list)
+    floored: list[FloorPoint] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unplaced: list[str] = field(default_factory=list)
     note_artist: Any = None
@@ -192,7 +195,7 @@ def draw_gap_panel(
                 zorder=4,
                 label=f"_{label} on the floor",
             )
-            panel.floored.append(_FloorPoint(label, xs[i], points[i]["gap"], _floor_word(runs.get(label))))
+            panel.floored.append(FloorPoint(label, xs[i], points[i]["gap"], _floor_word(runs.get(label))))
     if panel.floored:
         ax.axhline(floor, color="0.55", linewidth=0.8, linestyle=(0, (2, 2)), zorder=1, label="_floor")
         panel.notes.append(
