@@ -90,7 +90,7 @@ class FeasibilityCheck:
                 f"ξ has {[len(a) for a in arrays]} entries, expected {expected}"
                 + (" relevant pairs" if len(index_map) == 0 else "")
             )
-        from efce.solvers.backends.cpu import cpu_backend  # the layer above, on first use
+        from efce.solvers.backends.protocol import cpu_backend  # the layer above, on first use
 
         worst, bad = cpu_backend(self._backend).definition3_violations(
             self.structure, self.cum_work, arrays, index_map, factors

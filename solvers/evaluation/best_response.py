@@ -13,7 +13,7 @@ import numpy as np
 
 from efce.games.game import SequenceSpace
 from efce.solvers.backends import ComputeBackend
-from efce.solvers.backends.cpu import cpu_backend
+from efce.solvers.backends.protocol import cpu_backend
 
 
 def best_response(

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from efce.games.game import Game
-from efce.solvers.backends.cpu import cpu_backend
+from efce.solvers.backends.protocol import cpu_backend
 from efce.solvers.evaluation.device import Device, infoset_offsets, plays_sequences
 
 if TYPE_CHECKING:  # annotations only

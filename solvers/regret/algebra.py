@@ -626,7 +626,7 @@ def chain_linear_minimum(
     work = _work_buffer(loss, chain.num_entries, donate)
     if not vertex:
         return get_backend(backend).chain_minimum(chain, work), None
-    from efce.solvers.backends.cpu import cpu_backend  # the vertex kernel exists on the CPU only
+    from efce.solvers.backends.protocol import cpu_backend  # the vertex kernel exists on the CPU only
 
     return cpu_backend(backend).chain_vertex(chain, work)
 

@@ -68,7 +68,7 @@ def test_unknown_names_are_refused_with_the_valid_ones():
 
 
 def test_cpu_only_kernels_take_the_cpu_backend_and_refuse_another_one(monkeypatch):
-    from efce.solvers.backends.cpu import cpu_backend
+    from efce.solvers.backends.protocol import cpu_backend
     from efce.solvers.evaluation.best_response import best_response
 
     threaded = CPUBackend(threads=1)
