@@ -11,6 +11,8 @@ docstrings (autodoc + napoleon) of every module under ``efce``.
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as installed_version
@@ -68,9 +70,9 @@ html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
 nitpick_ignore_regex = [
     (
         "py:(class|obj|data)",
-        r"(numpy|np|scipy|sp|collections|typing|types|pathlib|os|io|argparse|contextlib|"
+        r"(numpy|np|scipy|sp|collections|typing|types|pathlib|os|io|argparse|contextlib|threading|"
         r"concurrent|enum|dataclasses|numbers|matplotlib|numba|distributed|dask|cvxpy|highspy|ortools|"
-        r"nx|networkx|Axes|Figure)(\..*)?",
+        r"nx|networkx|Axes|Figure|SubFigure)(\..*)?",
     ),
     # Annotations autodoc shows as text it could not evaluate (``'dict[str, Any]'``): type
     # expressions, not references anyone wrote.
@@ -84,25 +86,92 @@ nitpick_ignore_regex = [
 ]
 
 
-def _resolve_repository_names(app, env, node, contnode):
-    """``solvers.x.y`` → ``efce.solvers.x.y`` (and ``games.``, ``polytopes.``, ``baselines.``,
-    ``experiments.``), the way the docstrings name the toolkit's own objects."""
-    target = node.get("reftarget", "")
-    if node.get("refdomain") != "py" or target.split(".")[0] not in (
-        "games",
-        "polytopes",
-        "solvers",
-        "baselines",
-        "experiments",
-    ):
+_REPOSITORY_FOLDERS = ("games", "polytopes", "solvers", "baselines", "experiments")
+
+
+def _import_object(dotted: str):
+    """The object a dotted name reaches by importing its longest importable module prefix and
+    following attributes; None when it reaches nothing."""
+    parts = dotted.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        try:
+            for attribute in parts[split:]:
+                obj = getattr(obj, attribute)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+def _defining_name(obj) -> str | None:
+    """Where ``obj`` is documented: its module and qualified name (a module: its name)."""
+    if inspect.ismodule(obj):
+        return obj.__name__
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
         return None
+    return f"{module}.{qualname}"
+
+
+def _resolve_toolkit_names(app, env, node, contnode):
+    """Resolve the names docstrings give the toolkit's objects when Sphinx's own lookup fails:
+
+    * a repository path: ``solvers.x.y`` is ``efce.solvers.x.y`` (also ``games.``,
+      ``polytopes.``, ``baselines.``, ``experiments.``);
+    * a name as the module that writes it sees it (``ModelTooLarge`` in a module that imports
+      it, ``efce.solve``, ``polytopes.Chain``: re-exports) — imported, then looked up where
+      the object is defined and documented.
+
+    A name that reaches no documented object stays unresolved (an error in strict mode)."""
+    if node.get("refdomain") != "py":
+        return None
+    target = node.get("reftarget", "").lstrip("~.")
+    if target.split(".")[0] in _REPOSITORY_FOLDERS:
+        target = "efce." + target
+    module, cls = node.get("py:module"), node.get("py:class")
+    candidates = [target]
+    if module:
+        if cls:
+            candidates.append(f"{module}.{cls}.{target}")
+        candidates.append(f"{module}.{target}")
     domain = env.get_domain("py")
-    node = node.deepcopy()
-    node["reftarget"] = "efce." + target
-    return domain.resolve_xref(
-        env, node["refdoc"], app.builder, node["reftype"], node["reftarget"], node, contnode
-    )
+    for candidate in candidates:
+        names = [candidate]
+        defining = _defining_name(_import_object(candidate)) if candidate.startswith("efce") else None
+        if defining and defining != candidate:
+            names.append(defining)
+        for name in names:
+            new = node.deepcopy()
+            new["reftarget"] = name
+            resolved = domain.resolve_xref(
+                env, node["refdoc"], app.builder, node["reftype"], name, new, contnode
+            )
+            if resolved is not None:
+                return resolved
+    return None
+
+
+def _public_bases(app, name, obj, options, bases):
+    """Show a class's public ancestors, not the private helper classes between (a rule derived
+    from ``local._CompiledRule`` shows ``LocalRule``): private classes are not documented."""
+    public = []
+    for base in bases:
+        todo = [base]
+        while todo:
+            current = todo.pop(0)
+            if getattr(current, "__name__", "").startswith("_") and getattr(
+                current, "__module__", ""
+            ).startswith("efce"):
+                todo.extend(b for b in current.__bases__ if b is not object)
+            elif current not in public:
+                public.append(current)
+    bases[:] = public
 
 
 def setup(app):
-    app.connect("missing-reference", _resolve_repository_names)
+    app.connect("missing-reference", _resolve_toolkit_names)
+    app.connect("autodoc-process-bases", _public_bases)

@@ -432,13 +432,13 @@ def incentive_block(
     vals_v.append(-np.ones(n_seq - 1))
     pair_z = pairs.index(tm_seq[zs, 0], tm_seq[zs, 1])
     anc_seq = own[zs].copy()
-    live = np.arange(len(zs))
-    while len(live):
-        rows_x.append(n_dev + anc_seq[live] - 1)
-        cols_x.append(pair_z[live])
-        vals_x.append(weight[zs[live]])
-        anc_seq[live] = space.seq_parent[anc_seq[live]]
-        live = live[anc_seq[live] > 0]
+    climbing = np.arange(len(zs))  # terminals whose ancestor sequence is not yet the empty one
+    while len(climbing):
+        rows_x.append(n_dev + anc_seq[climbing] - 1)
+        cols_x.append(pair_z[climbing])
+        vals_x.append(weight[zs[climbing]])
+        anc_seq[climbing] = space.seq_parent[anc_seq[climbing]]
+        climbing = climbing[anc_seq[climbing] > 0]
     return IncentiveBlock(
         np.concatenate(rows_x),
         np.concatenate(cols_x),
@@ -461,7 +461,7 @@ def incentive_block(
 def build_efce_lp(
     game: Game,
     *,
-    objective="welfare",
+    objective: str | int = "welfare",
     welfare_threshold: float | None = None,
     memory_budget: int | None = None,
     budget_factor: float = 1.0,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from typing import Any
 
 import numpy as np
 
@@ -174,7 +175,7 @@ def solve_lp_cvxpy(
     verbose: bool = False,
     model: EFCELP | None = None,
     isolate: bool | None = None,
-    **solver_options,
+    **solver_options: Any,
 ) -> SolveResult:
     """EFCE by the von Stengel–Forges LP through cvxpy.  The defaults of ``objective``,
     ``welfare_threshold``, ``solver`` (HIGHS) and ``time_limit`` are ``lp-cvxpy``'s
@@ -221,7 +222,7 @@ def solve_lp_cvxpy(
             memory_budget=memory_budget,
             budget_factor=CVXPY_FACTOR,
         )
-    options = dict(ACCURATE_OPTIONS.get(name, {}))
+    options: dict[str, Any] = dict(ACCURATE_OPTIONS.get(name, {}))
     options.update(solver_options)
     if time_limit is not None:
         key = {

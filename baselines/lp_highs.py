@@ -20,6 +20,7 @@ from efce.solvers.result import SolveResult, TraceRow
 from .backends import call_solver, check_lp_inputs, must_isolate
 from .efce_lp import EFCELP, LP_OPTIONS, build_efce_lp, lp_arguments
 
+#: The HiGHS solvers ``solver=`` may name (``"choose"``: HiGHS picks).
 SOLVERS = ("choose", "simplex", "ipm", "ipx", "pdlp", "hipdlp")
 
 #: The options of ``lp-highs`` (:data:`SOLVE_METHODS`): type, range and default of each.
@@ -37,6 +38,7 @@ DEFAULTS = defaults(OPTIONS)
 #: LP infeasible: a large infeasible model runs to its time limit.
 EXACT_OPTIONS: dict = {"solver": "ipm"}
 FIRST_ORDER_OPTIONS: dict = {"solver": "hipdlp", "pdlp_optimality_tolerance": 1e-7}
+#: Nonzeros of the model from which :func:`default_options` picks the first-order solver.
 FIRST_ORDER_NONZEROS = 1_000_000
 
 
@@ -224,19 +226,23 @@ def solve_lp_highs(
     welfare_threshold : optional lower bound τ on social welfare.
     solver : one of :data:`SOLVERS` (``"ipm"``/``"ipx"``: interior point, ``"pdlp"``: cuPDLP-C,
         ``"hipdlp"``: HiGHS's own PDLP); None = :func:`default_options` of the model's size.
-    options : further HiGHS options by name (e.g. ``{"run_crossover": "off", "presolve": "off",
-        "simplex_strategy": 4}``), applied over the solver's defaults.
+    options : dict, optional
+        Further HiGHS options by name, applied over the solver's defaults (e.g.
+        ``{"run_crossover": "off", "presolve": "off", "simplex_strategy": 4}``).
     threads : HiGHS threads (0 = HiGHS default).
     time_limit : seconds for the solver call (None = no limit).
-    memory_budget : bytes; the model is refused up front (:class:`ModelTooLarge`) when its
-        estimate exceeds it (None = 60% of available RAM).
+    memory_budget : bytes; the model is refused up front (:class:`~efce.errors.ModelTooLarge`)
+        when its estimate exceeds it (None = 60% of available RAM).
     model : a prebuilt model (then objective/welfare_threshold/memory_budget are ignored).
 
-    Returns a :class:`SolveResult` with ``point`` = ξ (relevant-pair order), status
-    ``converged`` / ``time_limit`` / ``infeasible`` / ``error``; ``setup_seconds`` is the model
-    build, ``seconds`` the HiGHS call, ``compile_seconds`` HiGHS's first-call costs paid before
-    it (:func:`warm_up_highs`); ``info`` holds welfare, utilities, efce_gap,
-    max_violation, model statistics and peak memory.
+    Returns
+    -------
+    SolveResult
+        ``point`` = ξ (relevant-pair order), status ``converged`` / ``time_limit`` /
+        ``infeasible`` / ``error``; ``setup_seconds`` is the model build, ``seconds`` the HiGHS
+        call, ``compile_seconds`` HiGHS's first-call costs paid before it
+        (:func:`warm_up_highs`); ``info`` holds welfare, utilities, efce_gap, max_violation,
+        model statistics and peak memory.
 
     Raises
     ------

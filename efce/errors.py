@@ -1,4 +1,4 @@
-"""The toolkit's errors: one root, :class:`EFCEError`, and one class per kind of refusal.
+"""The toolkit's errors: one root, :class:`~efce.errors.EFCEError`, and one class per kind of refusal.
 
 Every error the library raises on purpose — a malformed game, a bad option, a failed LP backend,
 a model over the memory budget — derives from :class:`EFCEError`; its message is one line meant

@@ -4,4 +4,6 @@ import sys
 
 from efce.experiments.cli import main
 
-sys.exit(main())
+# Guarded so that importing the module (the docs build imports every module) does not run the command.
+if __name__ == "__main__":
+    sys.exit(main())

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import sys
@@ -97,7 +98,7 @@ def _slug(spec: str) -> str:
 
 
 @command("compare", _configure)
-def run_compare(args):
+def run_compare(args: argparse.Namespace) -> tuple[dict, str]:
     """Compare LP, regret minimization and subgradient runtimes on one or more games."""
     if args.game is not None and args.preset is not None:
         # A preset is a list of games (and, for paper, their time limit): with a game it would

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import time
 
 from efce.games.resources.memory import peak_memory_mib
@@ -28,7 +29,7 @@ def _configure(p):
 
 
 @command("decompose", _configure)
-def run_decompose(args):
+def run_decompose(args: argparse.Namespace) -> tuple[dict, str]:
     """Decompose the correlation-plan polytope of a two-player game without chance."""
     from efce.games.relevant import relevant_pairs
     from efce.games.spec import make_game

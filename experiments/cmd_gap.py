@@ -21,7 +21,7 @@ def _configure_gap(p: argparse.ArgumentParser) -> None:
 
 
 @command("gap", _configure_gap)
-def run_gap(args):
+def run_gap(args: argparse.Namespace) -> tuple[dict, str]:
     """Gaps (EFCE, EFCCE, NFCCE), utilities and welfare of a correlation device."""
     from efce.solvers.evaluation.device import device_from_json
     from efce.solvers.evaluation.device_gaps import device_gaps

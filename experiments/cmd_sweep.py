@@ -3,6 +3,7 @@ a thin layer over :func:`experiments.sweep.sweep`."""
 
 from __future__ import annotations
 
+import argparse
 import os
 
 from efce.errors import Interrupted, ResultWithError
@@ -34,7 +35,7 @@ def _configure(p):
 
 
 @command("sweep", _configure)
-def run_sweep(args):
+def run_sweep(args: argparse.Namespace) -> tuple[dict, str]:
     """Run a grid of solves (games × methods × seeds × options) on Dask, resumable."""
     table = sweep(
         args.sweep_file,

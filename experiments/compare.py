@@ -24,7 +24,7 @@ import math
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -34,7 +34,7 @@ from efce.games.spec import check_spec
 from efce.interrupts import acknowledge_stop, graceful, stop_requested
 from efce.solvers.options import describe_value, is_real
 
-from .harness import MAX_MEMORY_LIMIT_GIB, efce_command, run_child
+from .harness import MAX_MEMORY_LIMIT_GIB, ChildResult, efce_command, run_child
 from .paths import check_outputs
 from .solve import (
     OPTIONS,
@@ -45,6 +45,7 @@ from .solve import (
     validate_options,
 )
 
+#: Gaps (max deviation) at which the comparison reports each method's time to reach them.
 THRESHOLDS = (1e-1, 1e-2, 1e-3)
 DEFAULT_METHODS = ("rm", "lp-highs", "lp-pdlp", "subgradient")
 
@@ -55,7 +56,9 @@ _ENTRY = re.compile(r"^([A-Za-z0-9+_-]+)(?:\[(.*)\])?$", re.S)
 def split_method_list(text: str) -> list[str]:
     """``"rm,rm[local=rm+,averaging=linear],lp-highs"`` → its entries (the commas inside
     brackets belong to their entry); blanks dropped."""
-    entries, depth, current = [], 0, []
+    entries: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in text:
         depth += (char == "[") - (char == "]")
         if char == "," and depth == 0:
@@ -246,7 +249,7 @@ def child_timeout(time_limit: float | None) -> float | None:
     return None if time_limit is None else time_limit + 60.0 + 0.5 * time_limit
 
 
-def child_status(child) -> tuple[str, str | None]:
+def child_status(child: ChildResult) -> tuple[str, str | None]:
     """``(status, error)`` of an ``efce solve --json`` child (:class:`~.harness.ChildResult`):
     the solver's own status when it printed a result, else ``time_limit`` (killed by the
     harness), ``out_of_memory`` or ``error``, with the reason."""
@@ -306,7 +309,7 @@ def check_game(game_spec: str) -> None:
 
 def check_compare_arguments(
     game_spec: str,
-    methods,
+    methods: Sequence[str],
     *,
     time_limit: float,
     memory_limit_gib: float | None,
@@ -376,13 +379,13 @@ def check_compare_arguments(
 
 def compare(
     game_spec: str,
-    methods=DEFAULT_METHODS,
+    methods: Sequence[str] = DEFAULT_METHODS,
     *,
     time_limit: float = 60.0,
     memory_limit_gib: float | None = None,
     out_dir: str = "results",
     options: dict[str, dict] | None = None,
-    log=None,
+    log: Callable[[str], object] | None = None,
     linear_time: bool = False,
 ) -> dict:
     """Run every method on ``game_spec``, each in its own process, and write ``traces.csv``,

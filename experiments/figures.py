@@ -26,13 +26,18 @@ What every figure guarantees:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from efce.games.resources.atomic import atomic_savefig
 
 from .compare import load_comparison, run_outcome
 from .styles import style_of
+
+if TYPE_CHECKING:  # annotations only: matplotlib is imported when a figure is drawn
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 #: A gap at or below this is numerically exact (an LP's optimum, an exact equilibrium): it never
 #: sets the floor of a panel, it is drawn on the floor.
@@ -59,7 +64,7 @@ LEGEND_SIZE = 9
 CHAR_WIDTH = 0.58
 
 
-def gap_floor(gaps) -> float:
+def gap_floor(gaps: Iterable[float]) -> float:
     """The lowest max deviation a panel shows: one decade below the decade of the smallest gap
     above :data:`EXACT_GAP` (``9.2e-4`` → ``1e-5``), or :data:`EXACT_GAP` when every gap is
     numerically exact.  Lower gaps are drawn on the floor and labelled with their value."""
@@ -109,7 +114,10 @@ def _chars(width_inches: float, size: float) -> int:
 
 
 @dataclass
-class _FloorPoint:
+class FloorPoint:
+    """A point drawn on a panel's floor (its gap is below the floor): the run's label, where it
+    lies on the time axis, its gap and the word that labels it."""
+
     label: str
     x: float
     gap: float
@@ -117,10 +125,13 @@ class _FloorPoint:
 
 
 @dataclass
-class _Panel:
+class GapPanel:
+    """What :func:`draw_gap_panel` drew on one panel and the figure still places: the axes, the
+    floor of the gap axis and the points drawn on it, and the panel's notes."""
+
     ax: Any
     floor: float | None = None
-    floored: list[_FloorPoint] = field(default_factory=list)
+    floored: list[FloorPoint] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unplaced: list[str] = field(default_factory=list)
     note_artist: Any = None
@@ -147,10 +158,12 @@ def _time_limits(xs: list[float], linear: bool) -> tuple[float, float]:
     return low / margin, high * margin
 
 
-def draw_gap_panel(ax, rows: list[dict], runs: dict, *, title: str, linear_time: bool, panel_width: float):
+def draw_gap_panel(
+    ax: Axes, rows: list[dict], runs: dict, *, title: str, linear_time: bool, panel_width: float
+) -> GapPanel:
     """Draw the max-deviation panel of one game on ``ax`` (no legend, no notes: the figure
     places them); returns what the figure needs to finish the panel."""
-    panel = _Panel(ax)
+    panel = GapPanel(ax)
     gaps = [r["gap"] for r in rows if math.isfinite(r["gap"])]
     floor = panel.floor = gap_floor(gaps)
     left, right = _time_limits([r["seconds"] for r in rows], linear_time)
@@ -182,7 +195,7 @@ def draw_gap_panel(ax, rows: list[dict], runs: dict, *, title: str, linear_time:
                 zorder=4,
                 label=f"_{label} on the floor",
             )
-            panel.floored.append(_FloorPoint(label, xs[i], points[i]["gap"], _floor_word(runs.get(label))))
+            panel.floored.append(FloorPoint(label, xs[i], points[i]["gap"], _floor_word(runs.get(label))))
     if panel.floored:
         ax.axhline(floor, color="0.55", linewidth=0.8, linestyle=(0, (2, 2)), zorder=1, label="_floor")
         panel.notes.append(
@@ -251,7 +264,7 @@ def _new_figure(columns: int):
     return fig, list(axes)
 
 
-def _set_notes(panel: _Panel, panel_width: float) -> None:
+def _set_notes(panel: GapPanel, panel_width: float) -> None:
     if panel.note_artist is not None:
         panel.note_artist.remove()
         panel.note_artist = None
@@ -370,7 +383,7 @@ _LABEL_SPOTS = [(7, 6, "left"), (-7, 6, "right")] + [
 ]
 
 
-def _place_floor_labels(fig, panels: list[_Panel]) -> bool:
+def _place_floor_labels(fig, panels: list[GapPanel]) -> bool:
     """Label each point drawn on a floor where the label touches no text, line or marker and
     stays inside its axes; a label that fits nowhere goes to the panel's notes.  Returns True
     when a label moved to the notes (the layout must then be redone)."""
@@ -418,7 +431,7 @@ def _place_floor_labels(fig, panels: list[_Panel]) -> bool:
     return moved
 
 
-def _remove_floor_labels(panels: list[_Panel]) -> None:
+def _remove_floor_labels(panels: list[GapPanel]) -> None:
     from matplotlib.text import Annotation
 
     for panel in panels:
@@ -427,7 +440,7 @@ def _remove_floor_labels(panels: list[_Panel]) -> None:
                 child.remove()
 
 
-def _finish(fig, panels: list[_Panel], axes_list: list, panel_width: float) -> None:
+def _finish(fig, panels: list[GapPanel], axes_list: list, panel_width: float) -> None:
     """Notes, legend and floor labels; the labels are placed on the final layout."""
     for panel in panels:
         _set_notes(panel, panel_width)
@@ -441,7 +454,7 @@ def _finish(fig, panels: list[_Panel], axes_list: list, panel_width: float) -> N
             _set_notes(panel, panel_width)
 
 
-def convergence_figure(rows: list[dict], summary: dict, *, linear_time: bool = False):
+def convergence_figure(rows: list[dict], summary: dict, *, linear_time: bool = False) -> Figure:
     """The figure of :func:`plot_convergence` (a :class:`matplotlib.figure.Figure`, not saved).
 
     Parameters
@@ -467,7 +480,7 @@ def convergence_figure(rows: list[dict], summary: dict, *, linear_time: bool = F
     return fig
 
 
-def games_figure(comparisons: list[tuple[list[dict], dict]], *, linear_time: bool = False):
+def games_figure(comparisons: list[tuple[list[dict], dict]], *, linear_time: bool = False) -> Figure:
     """The figure of :func:`plot_games`: one max-deviation panel per ``(rows, summary)`` in one
     row, one legend for all.
 

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 
 #: Seconds a child gets after SIGINT to write what it has before it is killed.  A child
 #: ``efce`` command stops within about 2 s (:mod:`efce.interrupts`); this is the safety net.
@@ -98,6 +99,7 @@ def _child_setup(limit_bytes: int | None):
     """What runs in the child before exec: the address-space limit (POSIX), and on Linux a
     SIGKILL when the parent dies — a killed sweep worker must not leave its run computing for
     nobody."""
+    resource: ModuleType | None
     try:
         import resource
     except ImportError:  # no RLIMIT_AS off POSIX: the child's own up-front budget check remains
@@ -121,7 +123,7 @@ def run_child(
     timeout: float | None = None,
     memory_limit_bytes: int | None = None,
     env: dict[str, str] | None = None,
-    stop_requested=lambda: False,
+    stop_requested: Callable[[], bool] = lambda: False,
     on_stderr_line: Callable[[str], None] | None = None,
 ) -> ChildResult:
     """Run ``command`` to completion (or to ``timeout`` seconds, then SIGKILL).

@@ -9,6 +9,9 @@ game from a spec string such as ``kuhn:players=3,ranks=3``.
 """
 
 # First: decides numba's cache location before any kernel compiles.
+import os
+from typing import Any
+
 from .resources import numba_cache  # noqa: F401
 
 # isort: split
@@ -25,21 +28,21 @@ from .relevant import connected_infosets, count_relevant_pairs, relevant_pairs
 from .spec import make_game
 
 
-def load(path):
+def load(path: str | os.PathLike) -> Game:
     """Read a Gambit ``.efg`` file (see :mod:`games.formats.efg`)."""
     from efce.games.formats.efg import load as _load
 
     return _load(path)
 
 
-def save(game, path):
+def save(game: Game, path: str | os.PathLike) -> None:
     """Write ``game`` as a Gambit ``.efg`` file (see :mod:`games.formats.efg`)."""
     from efce.games.formats.efg import save as _save
 
     return _save(game, path)
 
 
-def from_openspiel(game_or_name, **params):
+def from_openspiel(game_or_name: Any, **params: Any) -> Game:
     """Convert an OpenSpiel game (needs the optional ``open_spiel`` package)."""
     from efce.games.formats.openspiel import from_openspiel as _convert
 

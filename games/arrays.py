@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numpy.typing import ArrayLike
 
 #: Index compiled hot loops through ``U(i)`` where ``i`` is known to be non-negative: numba wraps
 #: a negative signed index around, and the test this costs at every access (and the vectorization
@@ -12,7 +13,7 @@ import numpy as np
 U = np.uint64
 
 
-def concat_ranges(starts, lengths) -> np.ndarray:
+def concat_ranges(starts: ArrayLike, lengths: ArrayLike) -> np.ndarray:
     """``concatenate([arange(s, s + l) for s, l in zip(starts, lengths)])``, vectorized."""
     lengths = np.asarray(lengths, dtype=np.int64)
     total = int(lengths.sum())
@@ -23,7 +24,7 @@ def concat_ranges(starts, lengths) -> np.ndarray:
 
 
 @numba.njit(inline="always")
-def lower_bound(arr, lo, hi, value):
+def lower_bound(arr: np.ndarray, lo: int, hi: int, value: int) -> int:
     """First ``k`` in ``[lo, hi)`` with ``arr[k] >= value`` (``hi`` if none): binary search in
     the sorted slice ``arr[lo:hi]``, for compiled kernels."""
     while lo < hi:
@@ -36,7 +37,7 @@ def lower_bound(arr, lo, hi, value):
 
 
 @numba.njit(inline="always")
-def find_in_row(indptr, indices, row, value):
+def find_in_row(indptr: np.ndarray, indices: np.ndarray, row: int, value: int) -> int:
     """Position of ``value`` among the sorted column indices of CSR row ``row``, or -1."""
     hi = indptr[row + 1]
     k = lower_bound(indices, indptr[row], hi, value)

@@ -17,14 +17,19 @@ Conventions
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from efce.errors import GameError  # re-exported: games.game.GameError is its old home
 from efce.interrupts import check_stop
+
+if TYPE_CHECKING:  # annotations only: infoset_tree imports this module
+    from .infoset_tree import InfosetTree
 
 #: The ``player`` of a chance node.
 CHANCE = -1
@@ -84,7 +89,7 @@ class SequenceSpace:
         return 1 + int(self.infoset_num_actions.sum())
 
     @cached_property
-    def tree(self):
+    def tree(self) -> InfosetTree:
         """Children, depth-first preorder and subtree ranges (:mod:`games.infoset_tree`)."""
         from .infoset_tree import infoset_tree
 
@@ -177,7 +182,7 @@ class ExplicitLabels(Labels):
         self,
         infoset_names: Sequence[Sequence[str]],
         action_names: Sequence[Sequence[Sequence[str]]],
-        chance_action_names: dict[int, Sequence[str]] | None = None,
+        chance_action_names: Mapping[int, Sequence[str]] | None = None,
     ):
         if len(infoset_names) != len(action_names):
             raise GameError(
@@ -324,12 +329,12 @@ class Game:
         cls,
         *,
         num_players: int,
-        parent,
-        action,
-        player,
-        infoset_key,
-        terminal_payoffs,
-        chance_prob=None,
+        parent: ArrayLike,
+        action: ArrayLike,
+        player: ArrayLike,
+        infoset_key: ArrayLike,
+        terminal_payoffs: ArrayLike,
+        chance_prob: ArrayLike | None = None,
         labels: Labels | None = None,
         name: str = "game",
         player_names: Sequence[str] | None = None,

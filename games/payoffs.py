@@ -43,6 +43,8 @@ class TerminalMap:
 
 
 def terminal_map(game: Game) -> TerminalMap:
+    """Every terminal's sequence of each player, its payoffs and its chance reach, in the order
+    of the game's terminal index (see :class:`TerminalMap`)."""
     z = game.terminal_nodes
     order = np.argsort(game.terminal_index[z])
     z = z[order]

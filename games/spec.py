@@ -6,9 +6,9 @@ type, never a silent ``ranks=2``.  Types: integers, finite numbers, booleans (``
 one of a set of words, and lists written ``[1,2]`` (a bare value where a list is expected is a
 one-element list).  The grammar is ASCII only and strict: integers are digits ``0-9`` with an
 optional sign (no ``1_0``, no non-ASCII digits), numbers are decimals (``2``, ``0.5``,
-``1e-3``) of magnitude at most :data:`NUMBER_LIMIT`, and every message names the game, the
-parameter and the expected form.  Parameters whose default is "none" (``kuhn``'s ``ranks``, ``leduc``'s caps)
-accept ``none``.
+``1e-3``) of magnitude at most :data:`~efce.games.generators.params.NUMBER_LIMIT`, and every
+message names the game, the parameter and the expected form.  Parameters whose default is "none"
+(``kuhn``'s ``ranks``, ``leduc``'s caps) accept ``none``.
 
 Before a generator runs, :func:`make_game` estimates the size of the tree from the parameters
 (the estimate its module declares beside it; :mod:`games.resources.estimate`) and refuses, with
@@ -23,6 +23,7 @@ import math
 import os
 import pkgutil
 import re
+from collections.abc import Mapping
 
 from efce.errors import GameError
 from efce.games import generators
@@ -54,7 +55,7 @@ GENERATORS: dict[str, GameGenerator] = _declared_games()
 #: Declared parameters of every generator, read from the generator's own module (each declares
 #: its ``PARAMETERS`` beside its code; the generators check the same ranges when called from
 #: Python, the spec layer checks them first so that sizes can be estimated before building).
-PARAMETERS: dict[str, dict[str, Param]] = {name: g.parameters for name, g in GENERATORS.items()}
+PARAMETERS: dict[str, Mapping[str, Param]] = {name: g.parameters for name, g in GENERATORS.items()}
 
 
 # The one grammar of spec values: ASCII only (Python's int()/float() would also take "1_0",
@@ -141,7 +142,9 @@ def _parse_value(game: str, key: str, text: str, param: Param):
 
 def _split_params(text: str) -> list[str]:
     """Split on commas that are not inside brackets."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "[":
             depth += 1

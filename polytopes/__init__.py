@@ -14,7 +14,7 @@ from efce.errors import ChainError
 from .chain import SIMPLEX, SINGLETON, Chain
 from .decompose import check_decomposable, correlation_plan
 from .sequence_form import sequence_form
-from .verify import VerificationReport, verify
+from .verification import VerificationReport, verify
 from .vsf import VSFConstraints, vsf_constraints
 
 __all__ = [

@@ -22,6 +22,8 @@ is a maximum, so it is the same on any number of threads.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from efce.games.game import Game
@@ -63,7 +65,12 @@ class FeasibilityCheck:
     def __call__(self, values: np.ndarray, index_map: np.ndarray | None = None, scale: float = 1.0) -> float:
         return self.violations((values,), index_map, (scale,))[0]
 
-    def violations(self, arrays, index_map: np.ndarray | None = None, scales=None) -> tuple[float, ...]:
+    def violations(
+        self,
+        arrays: Sequence[np.ndarray],
+        index_map: np.ndarray | None = None,
+        scales: Sequence[float] | None = None,
+    ) -> tuple[float, ...]:
         """The violation of each plan ``ξ_r[q] = scales[r] · arrays[r][index_map[q]]`` (all in
         the same order), in one pass: the pairs and the map are read once for all of them.
 
@@ -75,18 +82,18 @@ class FeasibilityCheck:
             The relevant pairs miss a parent pair of Definition 3 (a broken pair set).
         """
         arrays = tuple(np.ascontiguousarray(a, dtype=np.float64) for a in arrays)
-        scales = np.ones(len(arrays)) if scales is None else np.asarray(scales, dtype=np.float64)
+        factors = np.ones(len(arrays)) if scales is None else np.asarray(scales, dtype=np.float64)
         index_map = self._no_map if index_map is None else index_map
         expected = len(self.pairs) if len(index_map) == 0 else len(arrays[0])
-        if any(len(a) != expected for a in arrays) or len(scales) != len(arrays):
+        if any(len(a) != expected for a in arrays) or len(factors) != len(arrays):
             raise ValueError(
                 f"ξ has {[len(a) for a in arrays]} entries, expected {expected}"
                 + (" relevant pairs" if len(index_map) == 0 else "")
             )
-        from efce.solvers.backends import get_backend  # the layer above, on first use
+        from efce.solvers.backends.protocol import cpu_backend  # the layer above, on first use
 
-        worst, bad = get_backend(self._backend).definition3_violations(
-            self.structure, self.cum_work, arrays, index_map, scales
+        worst, bad = cpu_backend(self._backend).definition3_violations(
+            self.structure, self.cum_work, arrays, index_map, factors
         )
         if bad >= 0:
             raise AssertionError(f"row {bad} of the relevant pairs misses a parent pair of Definition 3")

@@ -24,7 +24,7 @@ from .chain import SINGLETON, Chain
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
     from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure, SubFigure
 
     from efce.games.game import Game
 
@@ -164,12 +164,13 @@ def fill_grid_figure(
     *,
     annotate: bool | None = None,
     cmap: str = "viridis",
-) -> Figure:
+) -> Figure | SubFigure:
     """Draw :func:`fill_grid` (Figure 2, right): cells colored by fill-in phase with the phase
     number inside, irrelevant pairs grey and hatched, rows σ1 and columns σ2.
 
     Draws into ``ax`` if given, else into a new figure built on the Agg canvas (pyplot is not
-    used, so no window opens and the global backend is untouched).  Returns the Figure.
+    used, so no window opens and the global backend is untouched).  Returns the figure drawn on
+    (``ax``'s own: a :class:`~matplotlib.figure.SubFigure` when ``ax`` lies in one).
     ``annotate`` (default: when at most 2,500 pairs are relevant) writes one number per relevant
     cell and nothing else as text annotations."""
     from matplotlib import colormaps
@@ -185,7 +186,7 @@ def fill_grid_figure(
         fig = Figure(figsize=(min(2.0 + 0.6 * n2, 16.0), min(1.5 + 0.5 * n1, 16.0)), layout="constrained")
         FigureCanvasAgg(fig)
         ax = fig.add_subplot()
-    fig = ax.figure
+    drawn_on = ax.figure  # the caller's ax may lie in a SubFigure
     phases = int(grid.max())
     base = colormaps[cmap]
     colors = base(np.linspace(0.15, 0.9, max(phases, 1)))
@@ -220,7 +221,7 @@ def fill_grid_figure(
     ax.set_xlabel("σ2")
     ax.set_ylabel("σ1")
     ax.set_title(f"Fill-in order of ξ ({game.name})", fontsize="medium", pad=10)
-    return fig
+    return drawn_on
 
 
 # ---------------------------------------------------------------------------------- DAG

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from efce.games.game import Game
 from efce.games.relevant import RelevantPairs, connected_infosets, relevant_pairs
@@ -65,7 +66,7 @@ class VSFConstraints:
             + np.asarray(other, np.int64)
         )
 
-    def rows_of(self, player, infoset, other) -> np.ndarray:
+    def rows_of(self, player: ArrayLike, infoset: ArrayLike, other: ArrayLike) -> np.ndarray:
         """Rows of the constraints ``(player, infoset, other sequence)`` (-1 where none)."""
         keys = self._key(self.row_player[1:], self.row_infoset[1:], self.row_other_seq[1:])
         order = np.argsort(keys)

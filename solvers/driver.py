@@ -237,7 +237,7 @@ class IterationDriver:
         return end - self._t0
 
     @contextlib.contextmanager
-    def paused(self):
+    def paused(self) -> Iterator[None]:
         """Time spent in this block (gap evaluations, checkpoints) is not iteration time."""
         started = time.perf_counter()
         try:

@@ -8,6 +8,8 @@ import os
 import re
 import time
 import uuid
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from efce.errors import OptionError, SweepError
 from efce.games.resources.atomic import atomic_open
@@ -23,6 +25,9 @@ from .plots import plot_sweep
 from .runs import execute_run
 from .storage import finished, load_records, runs_folder, write_record
 
+if TYPE_CHECKING:  # annotations only: distributed is imported when a sweep runs
+    import distributed
+
 
 def default_workers() -> int:
     """One worker per core this process may use."""
@@ -33,7 +38,7 @@ def default_workers() -> int:
 
 
 @contextlib.contextmanager
-def dask_client(scheduler: str | None = None, workers: int | None = None):
+def dask_client(scheduler: str | None = None, workers: int | None = None) -> Iterator[distributed.Client]:
     """A Dask client: on the cluster at ``scheduler``, or on a new local cluster of ``workers``
     single-threaded worker processes (one per core by default).
 
@@ -145,7 +150,7 @@ def _check_reachable(scheduler: str) -> None:
 
 
 def sweep(
-    spec_or_path,
+    spec_or_path: str | os.PathLike | dict,
     out_dir: str,
     scheduler: str | None = None,
     workers: int | None = None,
@@ -267,6 +272,7 @@ def sweep(
 #: :data:`MIN_IN_FLIGHT`: the scheduler holds a window of the grid, not all of it, so a grid of
 #: tens of thousands of runs starts at once and stops (its queue dropped) in moments.
 IN_FLIGHT_PER_THREAD = 4
+#: The least number of runs in flight, whatever the cluster's size.
 MIN_IN_FLIGHT = 64
 
 

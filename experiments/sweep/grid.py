@@ -137,7 +137,7 @@ def run_key(game: str, method: str, seed: int | None, options: dict, memory_gib:
     return f"{slug(stem)}-{slug(method)}{seed_part}-{digest}"
 
 
-def load_sweep(spec_or_path) -> Sweep:
+def load_sweep(spec_or_path: str | os.PathLike | dict) -> Sweep:
     """Read and validate a sweep: a TOML file path, or the same content as a dict.
 
     Every game spec, method, option value and limit is checked here, before anything runs.
@@ -223,7 +223,8 @@ def load_sweep(spec_or_path) -> Sweep:
             f"the grid has {total:,} runs, more than the {MAX_RUNS:,} a sweep may have "
             f"(games × methods × option values × seeds); split it into smaller sweeps"
         )
-    runs, seen = [], {}
+    runs: list[Run] = []
+    seen: dict[str, dict] = {}  # run key -> the options as the sweep file wrote them
     for label, game, game_path in games:
         for method in methods:
             for explicit in _option_grid(method, options.get(method, {})):

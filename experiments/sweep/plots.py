@@ -17,7 +17,9 @@ def _series_label(record: dict) -> str:
     return record["method"] + (f" ({options_text(options)})" if options else "")
 
 
-def seed_band(records: list[dict], metric: str = "gap", x: str = "iterations"):
+def seed_band(
+    records: list[dict], metric: str = "gap", x: str = "iterations"
+) -> tuple[list[float | None], list[float | None], list[float | None]] | None:
     """Mean and std over seeds of ``metric`` along the trace checkpoints common to all runs.
 
     Returns
@@ -66,7 +68,7 @@ def _draw_band(ax, band, label, style: Style | None = None):
         )
 
 
-def plot_sweep(source, folder: str) -> list[str]:
+def plot_sweep(source: str | list[dict], folder: str) -> list[str]:
     """The plots of a sweep: per game, the gap against iterations and against seconds, one line
     per (method, options) with a band of ± one std over seeds (``<game>.png``); and an overview
     (``overview.png``) with one panel per (method, options) and trace metric (``gap``, and the

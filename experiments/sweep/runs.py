@@ -22,7 +22,7 @@ def read_trace(path: str) -> list[dict]:
     with open(path, newline="") as fh:
         for row in csv.DictReader(fh):
             row.pop("method", None)
-            out = {"iteration": int(row.pop("iteration"))}
+            out: dict[str, int | float | None] = {"iteration": int(row.pop("iteration"))}
             for name, text in row.items():
                 out[name] = float(text) if text not in ("", None) else None
             rows.append(out)
@@ -33,9 +33,9 @@ def execute_run(run: Run, sweep_id: str | None = None, stop_event: str | None = 
     """Run one sweep run in a child process and return its record (the Dask task).
 
     Never raises for the run's own failures (they are in ``status`` and ``error``).  On a Dask
-    worker it announces its start on :data:`START_TOPIC` (so the client counts attempts) and
-    interrupts its child (SIGINT: the child keeps its result so far) once the sweep's stop event
-    is set.
+    worker it announces its start on :data:`~efce.experiments.sweep.grid.START_TOPIC` (so the
+    client counts attempts) and interrupts its child (SIGINT: the child keeps its result so far)
+    once the sweep's stop event is set.
 
     Returns
     -------
@@ -87,15 +87,16 @@ def _stop_poller(name: str | None):
     from distributed import Event
 
     event = Event(name)
-    state = {"checked": 0.0, "set": False}
+    checked, is_set = 0.0, False
 
     def poll() -> bool:
+        nonlocal checked, is_set
         now = time.monotonic()
-        if not state["set"] and now - state["checked"] >= STOP_POLL_SECONDS:
-            state["checked"] = now
+        if not is_set and now - checked >= STOP_POLL_SECONDS:
+            checked = now
             # scheduler unreachable for a moment: the run goes on
             with contextlib.suppress(Exception):
-                state["set"] = event.is_set()
-        return state["set"]
+                is_set = event.is_set()
+        return is_set
 
     return poll

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Iterable
 
 from efce.games.formats.jsonfile import read_json
 from efce.games.resources.atomic import atomic_open
@@ -25,7 +26,7 @@ def write_record(out_dir: str, record: dict) -> str:
     return path
 
 
-def load_records(out_dir: str, keys=None) -> list[dict]:
+def load_records(out_dir: str, keys: Iterable[str] | None = None) -> list[dict]:
     """The run records of a sweep folder (``runs/*.json``), optionally only those of ``keys``
     (in that order)."""
     folder = runs_folder(out_dir)

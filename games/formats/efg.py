@@ -119,6 +119,7 @@ def _tokenize(text: str, source: str) -> list[_Token]:
         if not count & _CHECK_EVERY:  # a stop request is honoured between chunks of the file
             check_stop(f"reading {source}")
         m = match(text, pos)
+        assert m is not None  # the last alternative, (?P<bad>.) under DOTALL, matches any character
         kind = m.lastgroup
         value = m.group()
         if kind == "nl":
@@ -542,6 +543,8 @@ class _Parser:
             # Authoritative labels from the game's own numbering.
             new_position = np.empty(game.num_nodes, dtype=np.int64)
             new_position[game.original_order] = np.arange(game.num_nodes)
+            # from_tree records how it renumbered the nodes and the infosets
+            assert game.original_order is not None and game.infoset_keys is not None
             labels = ExplicitLabels(
                 [
                     [
@@ -635,7 +638,7 @@ def loads(text: str, source: str = "<string>") -> Game:
     return _Parser(text, source).parse()
 
 
-def load(path) -> Game:
+def load(path: str | os.PathLike) -> Game:
     """Read a Gambit ``.efg`` file."""
     source = os.fspath(path)
     try:
@@ -716,7 +719,7 @@ def dumps(game: Game) -> str:
     return "\n".join(out)
 
 
-def save(game: Game, path) -> None:
+def save(game: Game, path: str | os.PathLike) -> None:
     """Write ``game`` to ``path`` as a Gambit ``.efg`` file."""
     with open(os.fspath(path), "w", encoding="utf-8", newline="\n") as fh:
         fh.write(dumps(game))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from efce.errors import GameError
@@ -41,7 +42,7 @@ def read_json(
     what: str,
     *,
     max_bytes: int = MAX_BYTES,
-    object_pairs_hook=None,
+    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
 ) -> Any:
     """The JSON value in the file ``source`` (a path), or in ``source`` itself when it is bytes.
 
@@ -54,7 +55,7 @@ def read_json(
     max_bytes : int
         Largest content accepted.
     object_pairs_hook : callable, optional
-        Builds each object from its ``(key, value)`` pairs (as for :func:`json.loads`); by
+        Builds each object from its ``(key, value)`` pairs (as for ``json.loads``); by
         default a key given twice in one object is refused.
 
     Returns

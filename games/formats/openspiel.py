@@ -8,6 +8,8 @@ in OpenSpiel's order, named by ``action_to_string``; terminal payoffs are ``retu
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from efce.errors import GameError
@@ -27,7 +29,7 @@ def _import_pyspiel():
     return pyspiel
 
 
-def from_openspiel(game_or_name, **params) -> Game:
+def from_openspiel(game_or_name: Any, **params: Any) -> Game:
     """Convert an OpenSpiel game to a :class:`~efce.games.game.Game`.
 
     Parameters

@@ -35,6 +35,7 @@ the ``rows*cols <= 63`` cells), so ``expand`` is pure numpy over the whole front
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import cache
 from numbers import Integral, Real
 
@@ -65,7 +66,7 @@ PARAMETERS = {
 def _as_int(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (Integral, np.integer)):
         if isinstance(value, (Real, np.floating)) and float(value).is_integer():
-            return int(value)
+            return int(float(value))
         raise GameError(f"battleship: {name} must be an integer, got {value!r}")
     return int(value)
 
@@ -86,8 +87,11 @@ class _Placements:
 
     def __init__(self, rows: int, cols: int, sizes: list[int]):
         self.rows, self.cols, self.sizes = rows, cols, sizes
-        ship, cell, vertical, mask = [], [], [], []
-        self.ship_offset = []
+        ship: list[int] = []
+        cell: list[int] = []
+        vertical: list[bool] = []
+        mask: list[int] = []
+        self.ship_offset: list[int] = []
         for s, length in enumerate(sizes):
             self.ship_offset.append(len(ship))
             directions = ([False] if length <= cols else []) + ([True] if 1 < length <= rows else [])
@@ -98,7 +102,10 @@ class _Placements:
                         for i in range(length):
                             rr, cc = (r + i, c) if vert else (r, c + i)
                             m |= 1 << (rr * cols + cc)
-                        ship.append(s), cell.append(r * cols + c), vertical.append(vert), mask.append(m)
+                        ship.append(s)
+                        cell.append(r * cols + c)
+                        vertical.append(vert)
+                        mask.append(m)
         self.ship = np.array(ship, dtype=np.int64)
         self.cell = np.array(cell, dtype=np.int64)
         self.vertical = np.array(vertical, dtype=bool)
@@ -142,8 +149,8 @@ class _Placements:
 def battleship(
     rows: int = 3,
     cols: int = 2,
-    ship_sizes=(1,),
-    ship_values=None,
+    ship_sizes: int | Sequence[int] = (1,),
+    ship_values: float | Sequence[float] | None = None,
     shots: int = 3,
     loss_multiplier: float = 2.0,
 ) -> Game:
@@ -371,7 +378,7 @@ def _placement_masks(rows: int, cols: int, length: int) -> list[int]:
 def _fleet_prefixes(rows: int, cols: int, sizes: list[int]) -> list[int] | None:
     """``F[k]``: the placements of the first ``k`` ships of one player that can still be
     completed to a whole fleet (the legal prefixes of the placement phase), for k = 0..len;
-    None when counting them would visit more than :data:`_FLEET_STATE_LIMIT` states."""
+    None when counting them would visit more than ``_FLEET_STATE_LIMIT`` states."""
     masks = [_placement_masks(rows, cols, s) for s in sizes]
     m = len(sizes)
     visited = 0
@@ -411,7 +418,7 @@ def battleship_size(
     phase has a closed form (every fleet covers the same number of cells, so how many shot
     sequences stay live does not depend on where the ships are); the legal placement prefixes are
     counted by a DP over occupied cells (a fleet that cannot fit is refused here, before
-    building).  Only beyond :data:`_FLEET_STATE_LIMIT` states (games far over any memory
+    building).  Only beyond ``_FLEET_STATE_LIMIT`` states (games far over any memory
     budget) is the placement phase bounded by the product of each ship's placement counts.
 
     Raises

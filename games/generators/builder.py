@@ -14,7 +14,7 @@ checks it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -105,6 +105,8 @@ class HistoryLabels(Labels):
 
     def infoset(self, game: Game, player: int, infoset: int) -> str:
         parent, token = self._forests[player]
+        # Games built by build_game come from Game.from_tree, which always records the keys.
+        assert game.infoset_keys is not None, "HistoryLabels needs a game built from a tree"
         hist = int(game.infoset_keys[player][infoset])
         parts = []
         while hist > 0:
@@ -117,6 +119,7 @@ class HistoryLabels(Labels):
     def actions(self, game: Game, player: int, infoset: int) -> list[str]:
         node = int(np.flatnonzero((game.player == player) & (game.infoset == infoset))[0])
         first, k = int(game.first_child[node]), int(game.num_children[node])
+        assert game.original_order is not None, "HistoryLabels needs a game built from a tree"
         codes = self._node_action_code[game.original_order[first : first + k]]
         return [self._action_label(player, int(c)) for c in codes]
 
@@ -129,7 +132,7 @@ def build_game(
     expand: Callable[[dict[str, np.ndarray]], Expansion],
     token_label: Callable[[int, int], str] = lambda p, t: str(t) if t else "",
     action_label: Callable[[int, int], str] = lambda p, c: str(c),
-    player_names=None,
+    player_names: Sequence[str] | None = None,
 ) -> Game:
     """Build a :class:`~efce.games.game.Game` by expanding ``root_state`` (arrays with one row)
     level by level.
@@ -146,7 +149,9 @@ def build_game(
     state = {k: np.asarray(v) for k, v in root_state.items()}
     frontier_ids = np.zeros(1, dtype=np.int64)
     frontier_hist = np.zeros((1, num_players), dtype=np.int64)
-    parents.append(np.array([-1])), actions.append(np.array([-1])), probs.append(np.ones(1))
+    parents.append(np.array([-1]))
+    actions.append(np.array([-1]))
+    probs.append(np.ones(1))
     codes.append(np.array([-1]))
     next_id = 1
     while len(frontier_ids):

@@ -38,6 +38,7 @@ classic game, 3 for the paper's 3-player game); round 2 starts from the first pl
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import cache
 from itertools import product
 
@@ -70,7 +71,9 @@ PARAMETERS = {
 }
 
 
-def check_parameters(*, max_raises=None, raises_per_player=1, **_others) -> None:
+def check_parameters(
+    *, max_raises: int | None = None, raises_per_player: int | None = 1, **_others: object
+) -> None:
     """What the parameters must satisfy together (each is checked alone by its
     :data:`PARAMETERS` entry); :mod:`games.spec` calls it before estimating the size (it is the
     ``check`` of Leduc's declaration).
@@ -101,7 +104,7 @@ def leduc(
     players: int = 2,
     ranks: int = 3,
     suits: int | None = None,
-    raise_sizes=(2, 4),
+    raise_sizes: Sequence[float] = (2, 4),
     max_raises: int | None = None,
     raises_per_player: int | None = 1,
 ) -> Game:
@@ -168,7 +171,8 @@ def leduc(
     pidx = np.arange(n)
 
     # Deal of the private cards: every rank tuple that the deck allows, with its probability.
-    deals, deal_prob = [], []
+    deal_rows: list[tuple[int, ...]] = []
+    deal_probs: list[float] = []
     for combo in product(range(r), repeat=n):
         left = np.full(r, s)
         prob = 1.0
@@ -176,10 +180,10 @@ def leduc(
             prob *= left[c] / (deck_size - k)
             left[c] -= 1
         if prob > 0:
-            deals.append(combo)
-            deal_prob.append(prob)
-    deals = np.array(deals, dtype=np.int64).reshape(-1, n)
-    deal_prob = np.array(deal_prob)
+            deal_rows.append(combo)
+            deal_probs.append(prob)
+    deals = np.array(deal_rows, dtype=np.int64).reshape(-1, n)
+    deal_prob = np.array(deal_probs)
 
     # Observation tokens: card c -> 1 + c; board c -> 1 + r + c; action a -> 1 + 2r + a.
     def token_label(p: int, t: int) -> str:
@@ -373,7 +377,7 @@ def leduc_size(
     """Node and terminal counts of :func:`leduc` from its parameters, by a memoized count of the
     betting rounds times the deals: exact when the deals are few enough to enumerate
     (``ranks ** players <= 20,000``), an upper bound otherwise, and a lower bound when the betting
-    has too many states to count quickly (over :data:`_LEDUC_STATE_LIMIT`: eight or more players;
+    has too many states to count quickly (over ``_LEDUC_STATE_LIMIT``: eight or more players;
     :func:`games.resources.estimate.check_estimate` refuses a game known only by a lower bound).
 
     The count mirrors the betting rules of :func:`leduc`: a betting state is (player to
@@ -402,7 +406,8 @@ def leduc_size(
         visited += 1
         if visited > _LEDUC_STATE_LIMIT:
             raise CountLimitReached
-        nodes, terminals, to_board = 1, 0, {}
+        nodes, terminals = 1, 0
+        to_board: dict[int, int] = {}
         options = []
         if not matched >> cur & 1:
             options.append("fold")

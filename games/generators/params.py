@@ -1,5 +1,6 @@
-"""How a generator declares itself: :class:`Param` (type and range of one parameter) and
-:class:`GameGenerator` (the game's spec name, its function, parameters and size estimate).
+"""How a generator declares itself: :class:`~efce.games.generators.params.Param` (type and range
+of one parameter) and :class:`~efce.games.generators.params.GameGenerator` (the game's spec
+name, its function, parameters and size estimate).
 
 Every generator module declares, beside its code, ``PARAMETERS: dict[str, Param]`` and
 ``GAMES``, a tuple of :class:`GameGenerator`; :mod:`efce.games.spec` collects the declarations

@@ -60,7 +60,8 @@ def _int_param(value, name: str, minimum: int) -> int:
         or not float(value).is_integer()
     ):
         raise GameError(f"sheriff: {name} must be an integer, got {value!r}")
-    value = int(value)
+    # Integers convert exactly; an integral float (checked above) goes through float().
+    value = int(value) if isinstance(value, (Integral, np.integer)) else int(float(value))
     if value < minimum:
         raise GameError(f"sheriff: {name} must be at least {minimum}, got {value}")
     return value

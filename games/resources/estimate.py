@@ -16,10 +16,11 @@ generator is called from Python.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 #: Peak bytes per node of building a game and reading its sizes (builder states, observation
 #: histories, the game's arrays, sequence spaces, relevant-pair count): the peak RSS of
@@ -70,7 +71,7 @@ def format_count(n: int) -> str:
 _ALREADY_CHECKED: ContextVar[bool] = ContextVar("games_size_checked", default=False)
 
 
-def check_size(estimate: Callable[..., SizeEstimate], display: str, **params) -> None:
+def check_size(estimate: Callable[..., SizeEstimate], display: str, **params: Any) -> None:
     """Refuse to build a game whose size ``estimate(**params)`` (the generator's own estimator)
     exceeds the memory budget (:func:`games.resources.memory.check_budget`); generators call
     this after checking their parameters and before building.  ``display`` names the game in
@@ -109,7 +110,7 @@ def check_estimate(estimate: SizeEstimate, display: str, budget: int | None = No
 
 
 @contextmanager
-def size_already_checked():
+def size_already_checked() -> Iterator[None]:
     """Within this block generators skip :func:`check_size` (the caller checked the size
     against its own budget, as :func:`games.spec.make_game` does)."""
     token = _ALREADY_CHECKED.set(True)

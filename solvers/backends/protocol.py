@@ -25,6 +25,7 @@ import numpy as np
 
 if TYPE_CHECKING:  # annotations only
     from efce.polytopes.chain import Chain
+    from efce.solvers.backends.cpu import CPUBackend
     from efce.solvers.evaluation.payoff_operator import PayoffOperator, TriggerTables
     from efce.solvers.regret.local import Kernel
 
@@ -128,6 +129,32 @@ class ComputeBackend(Protocol):
         """The gap evaluator's sweeps over ``tables``."""
 
 
+def cpu_backend(backend: str | ComputeBackend | None = None) -> CPUBackend:
+    """The CPU backend for a CPU-only kernel family (best responses, the Definition-3 check, the
+    n-player device gaps, a chain's minimizing vertex): ``backend`` itself, or a new one by name
+    (default ``"cpu"``), as :func:`efce.solvers.backends.get_backend` gives it.
+
+    Returns
+    -------
+    CPUBackend
+        The backend, checked to be the CPU's (those kernels exist on no other backend).
+
+    Raises
+    ------
+    OptionError
+        ``backend`` names or is another backend, or an unknown one.
+    """
+    # Imported on use: the registry imports this module, and the CPU backend is its first entry.
+    from efce.errors import OptionError
+    from efce.solvers.backends import get_backend
+    from efce.solvers.backends.cpu import CPUBackend
+
+    resolved = get_backend(backend)
+    if not isinstance(resolved, CPUBackend):
+        raise OptionError(f"this computation runs on the CPU backend only, got backend {resolved.name!r}")
+    return resolved
+
+
 __all__ = [
     "HEDGE",
     "PRM_PLUS",
@@ -137,4 +164,5 @@ __all__ = [
     "ComputeBackend",
     "GapSweeps",
     "OperatorProducts",
+    "cpu_backend",
 ]

@@ -1,4 +1,5 @@
-"""Evaluation — where a new gap goes: equilibrium gaps of correlation plans (:mod:`.gaps`) and of
-correlation devices (:mod:`.device_gaps`, devices in :mod:`.device`), best responses
-(:mod:`.best_response`) and the payoff operators they share with the solvers
-(:mod:`.payoff_operator`)."""
+"""Evaluation — where a new gap goes: equilibrium gaps of correlation plans
+(:mod:`~efce.solvers.evaluation.gaps`) and of correlation devices
+(:mod:`~efce.solvers.evaluation.device_gaps`, devices in :mod:`~efce.solvers.evaluation.device`),
+best responses (:mod:`~efce.solvers.evaluation.best_response`) and the payoff operators they
+share with the solvers (:mod:`~efce.solvers.evaluation.payoff_operator`)."""

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from efce.games.game import SequenceSpace
-from efce.solvers.backends import ComputeBackend, get_backend
+from efce.solvers.backends import ComputeBackend
+from efce.solvers.backends.protocol import cpu_backend
 
 
 def best_response(
@@ -29,7 +30,7 @@ def best_response(
     utility = np.ascontiguousarray(utility, dtype=np.float64)
     if utility.shape != (space.num_sequences,):
         raise ValueError(f"utility has shape {utility.shape}, expected ({space.num_sequences},)")
-    value, x = get_backend(backend).best_response(
+    value, x = cpu_backend(backend).best_response(
         space.infoset_first_seq.astype(np.int64),
         space.infoset_num_actions.astype(np.int64),
         space.infoset_parent_seq.astype(np.int64),

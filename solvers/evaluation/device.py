@@ -34,14 +34,19 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from efce.errors import GameError
 from efce.games.formats.jsonfile import read_json, shorten
 from efce.games.game import Game
+
+if TYPE_CHECKING:  # annotations only: device_gaps imports this module
+    from efce.solvers.evaluation.device_gaps import FactoredDevice
 
 #: Tolerance on the probabilities of a device summing to one.
 DEVICE_TOLERANCE = 1e-9
@@ -215,7 +220,7 @@ class Device:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_counts(cls, plans, counts, merge: bool = True) -> Device:
+    def from_counts(cls, plans: ArrayLike, counts: ArrayLike, merge: bool = True) -> Device:
         """Empirical distribution: ``counts[k]`` occurrences of joint plan ``plans[k]``."""
         plans = np.asarray(plans, dtype=np.int64)
         counts = np.asarray(counts, dtype=np.float64)
@@ -230,9 +235,12 @@ class Device:
         return dev.merged() if merge else dev
 
     @classmethod
-    def from_player_plans(cls, game: Game, player_plans, probs) -> Device:
+    def from_player_plans(cls, game: Game, player_plans: Sequence[ArrayLike], probs: ArrayLike) -> Device:
         """``player_plans[i]`` : int[K, num_infosets(i)] → one joint-plan matrix."""
-        return cls(np.concatenate([np.asarray(p, dtype=np.int64) for p in player_plans], axis=1), probs)
+        return cls(
+            np.concatenate([np.asarray(p, dtype=np.int64) for p in player_plans], axis=1),
+            np.ascontiguousarray(probs, dtype=np.float64),
+        )
 
     # ------------------------------------------------------------------ views
     def player_plans(self, game: Game, player: int) -> np.ndarray:
@@ -261,6 +269,15 @@ class Device:
 
     # ------------------------------------------------------------------ checks
     def validate(self, game: Game) -> Device:
+        """This device, checked against ``game``: one entry per infoset of every player,
+        probabilities finite, nonnegative and summing to one, every action index in range, and
+        an action at every infoset that a plan reaches.
+
+        Raises
+        ------
+        GameError
+            The device does not fit the game.
+        """
         off = infoset_offsets(game)
         if self.plans.shape[1] != off[-1]:
             raise GameError(
@@ -541,6 +558,7 @@ def device_from_json(game: Game, path_or_text: str) -> Device:
     GameError
         A file that cannot be read or is not such JSON, or a device that does not fit the game.
     """
+    source: str | bytes
     if path_or_text.lstrip().startswith("{"):
         source, what = path_or_text.encode("utf-8", "surrogatepass"), "device file"
     else:
@@ -577,7 +595,7 @@ def device_to_dict(game: Game, device: Device) -> dict:
     return json.loads("".join(_device_json(game, device)))
 
 
-def write_device(game: Game, device, fh) -> int:
+def write_device(game: Game, device: Device | FactoredDevice, fh: TextIO) -> int:
     """Write ``device`` (a :class:`Device`, or any object with per-player ``tables`` of plans,
     joint ``ids`` and ``probs``, as :class:`~solvers.evaluation.device_gaps.FactoredDevice`) as
     device JSON to the text file ``fh``, one joint plan at a time, each plan reduced to the
@@ -604,12 +622,13 @@ def _device_json(game: Game, device):
     check_device_names(game)
     if isinstance(device, Device):
         off = infoset_offsets(game)
-        tables, ids = [], []
+        tables, player_ids = [], []
         for p in range(game.num_players):
             uniq, inverse = np.unique(device.plans[:, off[p] : off[p + 1]], axis=0, return_inverse=True)
             tables.append(uniq)
-            ids.append(inverse.ravel())
-        ids, probs = np.stack(ids, axis=1) if ids else np.zeros((device.size, 0), np.int64), device.probs
+            player_ids.append(inverse.ravel())
+        ids = np.stack(player_ids, axis=1) if player_ids else np.zeros((device.size, 0), np.int64)
+        probs = device.probs
     else:
         tables, ids, probs = device.tables, device.ids, device.probs
     listing = infoset_names(game)

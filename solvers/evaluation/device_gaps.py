@@ -30,12 +30,16 @@ its own infoset.  Cost: ``O(Σ_π |nodes consistent with π_{-i}| · depth)`` pl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from efce.games.game import Game
-from efce.solvers.backends import get_backend
+from efce.solvers.backends.protocol import cpu_backend
 from efce.solvers.evaluation.device import Device, infoset_offsets, plays_sequences
+
+if TYPE_CHECKING:  # annotations only
+    from efce.games.relevant import RelevantPairs
 
 
 @dataclass
@@ -90,7 +94,9 @@ class FactoredDevice:
             np.concatenate([t[self.ids[:, p]] for p, t in enumerate(self.tables)], axis=1), self.probs
         )
 
-    def stacked(self):
+    def stacked(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every player's plan table stacked into one (int8 when the actions fit, -1 padded) and
+        each joint plan's row in it per player."""
         width = max(max((t.shape[1] for t in self.tables), default=1), 1)
         big = max((int(t.max()) for t in self.tables if t.size), default=0) > 126
         dtype = np.int32 if big else np.int8
@@ -147,7 +153,7 @@ class DeviceGapEvaluator:
 
     def __init__(self, game: Game):
         self.game = game
-        self._backend = get_backend("cpu")
+        self._backend = cpu_backend("cpu")
         self.off = infoset_offsets(game)
         self.first_child = np.asarray(game.first_child, dtype=np.int64)
         self.num_children = np.asarray(game.num_children, dtype=np.int64)
@@ -279,7 +285,7 @@ def social_welfare(game: Game, device: Device) -> float:
     return float(device_utilities(game, device).sum())
 
 
-def induced_correlation_plan(game: Game, device: Device, pairs=None) -> np.ndarray:
+def induced_correlation_plan(game: Game, device: Device, pairs: RelevantPairs | None = None) -> np.ndarray:
     """Two players: ``ξ[σ1, σ2] = Σ_π p(π) [π1 plays to σ1] [π2 plays to σ2]`` in the order of
     ``games.relevant.relevant_pairs(game)``."""
     from efce.games.relevant import relevant_pairs, require_two_players

@@ -3,7 +3,7 @@ CFR/CFR+ (two sequence-form chains) and the EFCE saddle point (the correlation-p
 the trigger-deviation chain).
 
 Each player ``i`` observes the loss ``ℓ_i = L_i(z_{-i})`` that the opponent's current point
-induces (minimizers observe losses, :mod:`solvers.protocol`):
+induces (minimizers observe losses, :mod:`solvers.regret.protocol`):
 
 * **alternating** updates (CFR+, and section 5 of Farina, Ling, Fang, Sandholm 2019): player 1
   answers player 0's freshly updated point; **simultaneous** updates (vanilla CFR) use both
@@ -34,7 +34,8 @@ class SelfPlay:
     Parameters
     ----------
     engines : pair of ChainEngine
-        Their compute backends hold the loop's buffers (:attr:`ChainEngine.backend`).
+        Their compute backends hold the loop's buffers
+        (:attr:`~efce.solvers.regret.engine.ChainEngine.backend`).
     losses : pair of LossOperator
         ``losses[i](z_{1-i}, out)`` writes player ``i``'s loss against the opponent's point.
     alternating : bool
@@ -49,8 +50,8 @@ class SelfPlay:
     narrow : bool, optional
         Keep each running sum in its engine's ``sum_dtype`` (float32 on big chains run by the
         compiled passes) instead of float64.  The average is then feasible only to float32
-        precision; :meth:`Chain.rescaled_point` of the running sum gives a float64 point of
-        the chain.  Points and losses stay float64.
+        precision; :meth:`~efce.polytopes.chain.Chain.rescaled_point` of the running sum gives a
+        float64 point of the chain.  Points and losses stay float64.
 
     Attributes
     ----------
@@ -109,6 +110,7 @@ class SelfPlay:
             e1.observe(z1, overwrite=True)
             e1.recommend(out=z1, accumulate=a1)
         else:
+            assert self._scratch is not None  # allocated for simultaneous updates
             b0, b1 = self._scratch
             loss0(z1, b0)
             loss1(z0, b1)
@@ -130,5 +132,14 @@ class SelfPlay:
         return None
 
     def average(self, player: int) -> np.ndarray:
-        """A new array: the player's average point so far."""
-        return self.sums[player] / self.weight
+        """A new array: the player's average point so far.
+
+        Raises
+        ------
+        ValueError
+            The player's running sum is not kept (``averaged`` was False for them).
+        """
+        total = self.sums[player]
+        if total is None:
+            raise ValueError(f"player {player}'s average is not kept (averaged=False)")
+        return total / self.weight

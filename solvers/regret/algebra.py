@@ -53,13 +53,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from efce.games.arrays import concat_ranges
+from efce.games.game import SequenceSpace
 from efce.polytopes.chain import SIMPLEX, Chain
 from efce.polytopes.sequence_form import sequence_form
-from efce.solvers.backends import ComputeBackend, get_backend
+from efce.solvers.backends import ChainPasses, ComputeBackend, get_backend
 from efce.solvers.regret.local import Kernel, LocalRule, Segments
-from efce.solvers.regret.protocol import RegretMinimizer, State, copy_state
+from efce.solvers.regret.protocol import LinearOracle, RegretMinimizer, State, copy_state
 from efce.solvers.regret.registry import as_rule
 
 #: Tolerance for checking ``h >= 0`` on ``X`` when building a scaled extension.
@@ -72,14 +74,14 @@ MAX_NESTED_STEPS = 200
 BACKENDS = ("compiled", "numpy")
 
 
-def _as_loss(loss, dim: int) -> np.ndarray:
+def _as_loss(loss: ArrayLike, dim: int) -> np.ndarray:
     loss = np.asarray(loss, dtype=np.float64)
     if loss.shape != (dim,):
         raise ValueError(f"loss has shape {loss.shape}, expected ({dim},)")
     return loss
 
 
-def _work_buffer(loss, dim: int, donate: bool) -> np.ndarray:
+def _work_buffer(loss: ArrayLike, dim: int, donate: bool) -> np.ndarray:
     """``loss`` itself when donated and usable as a float64 work array, else a copy."""
     if donate and type(loss) is np.ndarray and loss.dtype == np.float64 and loss.shape == (dim,):
         flags = loss.flags
@@ -89,6 +91,14 @@ def _work_buffer(loss, dim: int, donate: bool) -> np.ndarray:
 
 
 _NO_TOTAL = np.zeros(0)
+
+
+def _oracle(rm: RegretMinimizer) -> LinearOracle:
+    """``rm`` as a set with a linear minimization oracle: the exact ``minimize`` of a composite
+    set needs one in every part."""
+    if not isinstance(rm, LinearOracle):
+        raise TypeError(f"{type(rm).__name__} has no linear minimization oracle (minimize)")
+    return rm
 
 
 def accumulation(
@@ -135,12 +145,12 @@ class Simplex:
     def recommend(self, state: State) -> np.ndarray:
         return self.rule.recommend(state, self.segments)
 
-    def observe(self, state: State, loss, *, donate: bool = False) -> State:
+    def observe(self, state: State, loss: ArrayLike, *, donate: bool = False) -> State:
         new = state if donate else copy_state(state)
         self.rule.observe(new, _as_loss(loss, self.k), self.segments)
         return new
 
-    def minimize(self, loss) -> tuple[float, np.ndarray]:
+    def minimize(self, loss: ArrayLike) -> tuple[float, np.ndarray]:
         loss = _as_loss(loss, self.k)
         i = int(np.argmin(loss))
         point = np.zeros(self.k)
@@ -169,11 +179,11 @@ class Singleton:
     def recommend(self, state: State) -> np.ndarray:
         return np.ones(1)
 
-    def observe(self, state: State, loss, *, donate: bool = False) -> State:
+    def observe(self, state: State, loss: ArrayLike, *, donate: bool = False) -> State:
         _as_loss(loss, 1)
         return ()
 
-    def minimize(self, loss) -> tuple[float, np.ndarray]:
+    def minimize(self, loss: ArrayLike) -> tuple[float, np.ndarray]:
         loss = _as_loss(loss, 1)
         return float(loss[0]), np.ones(1)
 
@@ -211,7 +221,7 @@ class ScaledExtension:
         y = self.rm_y.recommend(sy)
         return np.concatenate([x, self.h(x) * y])
 
-    def observe(self, state: State, loss, *, donate: bool = False) -> State:
+    def observe(self, state: State, loss: ArrayLike, *, donate: bool = False) -> State:
         loss = _work_buffer(loss, self.dim, donate) if donate else _as_loss(loss, self.dim)
         sx, sy = state
         lx, ly = loss[: self.rm_x.dim], loss[self.rm_x.dim :]
@@ -223,16 +233,18 @@ class ScaledExtension:
             lx_tilde = lx + value * self.a
         return (self.rm_x.observe(sx, lx_tilde, donate=donate), self.rm_y.observe(sy, ly, donate=donate))
 
-    def minimize(self, loss) -> tuple[float, np.ndarray]:
+    def minimize(self, loss: ArrayLike) -> tuple[float, np.ndarray]:
         """``min_x <ℓx + a·m_y, x> + b·m_y`` with ``m_y = min_y <ℓy, y>`` (section 3.2)."""
         loss = _as_loss(loss, self.dim)
         lx, ly = loss[: self.rm_x.dim], loss[self.rm_x.dim :]
-        m_y, y = self.rm_y.minimize(ly)
-        m_x, x = self.rm_x.minimize(lx + m_y * self.a)
+        m_y, y = _oracle(self.rm_y).minimize(ly)
+        m_x, x = _oracle(self.rm_x).minimize(lx + m_y * self.a)
         return m_x + self.b * m_y, np.concatenate([x, self.h(x) * y])
 
 
-def scaled_extension(rm_x, rm_y, a, b: float = 0.0, *, check: bool = True) -> ScaledExtension:
+def scaled_extension(
+    rm_x: RegretMinimizer, rm_y: RegretMinimizer, a: ArrayLike, b: float = 0.0, *, check: bool = True
+) -> ScaledExtension:
     """Algorithm 1: a regret minimizer for ``X ◁h Y``, ``h(x) = <a, x> + b``.
 
     Proposition 1: ``R_Z^T ≤ R_X^T + max_{x∈X} h(x)·R_Y^T`` (≤ ``R_X^T + h*·[R_Y^T]^+`` with
@@ -244,7 +256,7 @@ def scaled_extension(rm_x, rm_y, a, b: float = 0.0, *, check: bool = True) -> Sc
     a.setflags(write=False)
     b = float(b)
     if check:
-        h_min = rm_x.minimize(a)[0] + b
+        h_min = _oracle(rm_x).minimize(a)[0] + b
         if h_min < -H_TOLERANCE:
             raise ValueError(
                 f"h(x) = <a, x> + b is negative on X (min {h_min:.3g}); Definition 4 needs h ≥ 0"
@@ -272,21 +284,21 @@ class CartesianProduct:
     def recommend(self, state: State) -> np.ndarray:
         return np.concatenate([rm.recommend(s) for rm, s in zip(self.rms, state, strict=True)])
 
-    def observe(self, state: State, loss, *, donate: bool = False) -> State:
+    def observe(self, state: State, loss: ArrayLike, *, donate: bool = False) -> State:
         parts = self._split(_as_loss(loss, self.dim))  # disjoint views: each may be donated
         return tuple(
             rm.observe(s, part, donate=donate) for rm, s, part in zip(self.rms, state, parts, strict=True)
         )
 
-    def minimize(self, loss) -> tuple[float, np.ndarray]:
+    def minimize(self, loss: ArrayLike) -> tuple[float, np.ndarray]:
         results = [
-            rm.minimize(part)
+            _oracle(rm).minimize(part)
             for rm, part in zip(self.rms, self._split(_as_loss(loss, self.dim)), strict=True)
         ]
         return float(sum(v for v, _ in results)), np.concatenate([p for _, p in results])
 
 
-def cartesian_product(*rms) -> CartesianProduct:
+def cartesian_product(*rms: RegretMinimizer) -> CartesianProduct:
     """Regret minimizer over ``Z_1 × … × Z_m``: ``R^T = Σ_i R_i^T``."""
     if not rms:
         raise ValueError("a Cartesian product needs at least one factor")
@@ -314,7 +326,7 @@ class ConvexHull:
         s_lambda, children = state
         return self.mixer.recommend(s_lambda) @ self._points(children)
 
-    def observe(self, state: State, loss, *, donate: bool = False) -> State:
+    def observe(self, state: State, loss: ArrayLike, *, donate: bool = False) -> State:
         loss = _as_loss(loss, self.dim)
         s_lambda, children = state
         loss_lambda = self._points(children) @ loss
@@ -326,13 +338,14 @@ class ConvexHull:
         )
         return (self.mixer.observe(s_lambda, loss_lambda, donate=donate), observed)
 
-    def minimize(self, loss) -> tuple[float, np.ndarray]:
-        results = [rm.minimize(loss) for rm in self.rms]
+    def minimize(self, loss: ArrayLike) -> tuple[float, np.ndarray]:
+        loss = _as_loss(loss, self.dim)
+        results = [_oracle(rm).minimize(loss) for rm in self.rms]
         i = int(np.argmin([v for v, _ in results]))
         return results[i]
 
 
-def convex_hull(*rms, rule: LocalRule | str) -> ConvexHull:
+def convex_hull(*rms: RegretMinimizer, rule: LocalRule | str) -> ConvexHull:
     """Regret minimizer over the convex hull of the children's sets: a simplex minimizer over the
     mixing weights ``λ`` observes ``(<ℓ, z_i>)_i``; ``R^T ≤ R_λ^T + max_i R_i^T``."""
     if not rms:
@@ -377,11 +390,14 @@ class ChainMinimizer:
     use and kept, never assigned.
     """
 
+    #: The chain whose polytope the minimizer plays on.
     chain: Chain
+    #: The local rule every simplex step runs.
     rule: LocalRule
+    #: Where the passes run: a compute backend object, or ``None`` for the numpy passes.
     backend: ComputeBackend | None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.chain.validate()
         if self.backend is None:
             return
@@ -403,6 +419,13 @@ class ChainMinimizer:
         return self.rule.kernel()
 
     @property
+    def _compiled_kernel(self) -> Kernel:
+        """The kernel the compiled passes run (only asked for with a backend)."""
+        kernel = self.kernel
+        assert kernel is not None, "__post_init__ refuses a compute backend for a rule without kernel"
+        return kernel
+
+    @property
     def compiled(self) -> bool:
         """Whether the passes run the rule's kernel in a compute backend (else numpy)."""
         return self.backend is not None
@@ -412,10 +435,11 @@ class ChainMinimizer:
         return self.chain.num_entries
 
     @cached_property
-    def _passes(self):
+    def _passes(self) -> ChainPasses:
         """The backend's passes over the chain with the rule's kernel
         (:class:`~efce.solvers.backends.protocol.ChainPasses`)."""
-        return self.backend.chain_passes(self.chain, self.kernel)
+        assert self.backend is not None, "only the compiled path binds passes"
+        return self.backend.chain_passes(self.chain, self._compiled_kernel)
 
     @property
     def dim(self) -> int:
@@ -437,6 +461,7 @@ class ChainMinimizer:
 
     # -------------------------------------------------------------- regret minimizer interface
     def init(self) -> State:
+        """The rule's state over :attr:`segments` (on the backend's device, if any)."""
         state = self.rule.init(self.segments)
         if self.backend is None:
             return state
@@ -454,11 +479,12 @@ class ChainMinimizer:
             out.shape != (self._n,) or out.dtype != np.float64 or not out.flags.c_contiguous
         ):
             raise ValueError(f"out must be a contiguous float64 array of shape ({self._n},)")
-        passes = self._passes if self.backend is not None else None
+        backend = self.backend
+        passes = self._passes if backend is not None else None
         total, w = accumulation(accumulate, self._n, (np.float64,) if passes is None else passes.sum_dtypes)
-        if passes is not None:
-            x = self.backend.empty(self._n) if out is None else out
-            a, b, _ = self.kernel.arrays(state)
+        if backend is not None and passes is not None:
+            x = backend.empty(self._n) if out is None else out
+            a, b, _ = self._compiled_kernel.arrays(state)
             passes.recommend(a, b, x, total, w)
             return x
         x = self.chain.point(self._local_weights(state))
@@ -469,13 +495,13 @@ class ChainMinimizer:
             total += w * x
         return x
 
-    def observe(self, state: State, loss, *, donate: bool = False) -> State:
+    def observe(self, state: State, loss: ArrayLike, *, donate: bool = False) -> State:
         """The state after observing ``loss``; with ``donate=True`` the state's arrays and the
         loss buffer are updated in place (see :mod:`solvers.regret.protocol`)."""
         work = _work_buffer(loss, self._n, donate)
         new = state if donate else copy_state(state)
         if self.backend is not None:
-            a, b, t = self.kernel.arrays(new)
+            a, b, t = self._compiled_kernel.arrays(new)
             self._passes.observe(a, b, t, work)
             return new
         w = self._local_weights(state)
@@ -485,11 +511,13 @@ class ChainMinimizer:
         self.rule.observe(new, work[self._simplex_entries], self.segments)
         return new
 
-    def minimize(self, loss) -> tuple[float, np.ndarray]:
+    def minimize(self, loss: ArrayLike) -> tuple[float, np.ndarray]:
         """Bottom-up ``m_k = min ℓ̃[targets_k]`` (``ℓ̃[target]`` for a singleton step) added to
         the sources, then the top-down vertex of the chosen entries (section 3.2 recursively);
         ties go to the first entry."""
-        return chain_linear_minimum(self.chain, loss, backend=self.backend)
+        value, vertex = chain_linear_minimum(self.chain, loss, backend=self.backend)
+        assert vertex is not None  # asked for (vertex=True is the default)
+        return value, vertex
 
     # -------------------------------------------------------------- layouts of the backends
     @cached_property
@@ -585,7 +613,7 @@ def chain_minimizer(
 
 def chain_linear_minimum(
     chain: Chain,
-    loss,
+    loss: ArrayLike,
     *,
     vertex: bool = True,
     donate: bool = False,
@@ -596,13 +624,14 @@ def chain_linear_minimum(
     bottom-up (on ``backend``, default the CPU; ties go to the first entry of a step).  With
     ``donate``, a float64 ``loss`` is the work array itself (overwritten) instead of a copy."""
     work = _work_buffer(loss, chain.num_entries, donate)
-    backend = get_backend() if backend is None else backend
     if not vertex:
-        return backend.chain_minimum(chain, work), None
-    return backend.chain_vertex(chain, work)
+        return get_backend(backend).chain_minimum(chain, work), None
+    from efce.solvers.backends.protocol import cpu_backend  # the vertex kernel exists on the CPU only
+
+    return cpu_backend(backend).chain_vertex(chain, work)
 
 
-def nested_chain_minimizer(chain: Chain, rule: LocalRule | str):
+def nested_chain_minimizer(chain: Chain, rule: LocalRule | str) -> Singleton | ScaledExtension:
     """The literal nesting ``((({1} ◁h1 X1) ◁h2 X2) …)`` of :func:`scaled_extension` objects
     (reference implementation of :func:`chain_minimizer`; at most
     :data:`MAX_NESTED_STEPS` steps)."""
@@ -613,7 +642,7 @@ def nested_chain_minimizer(chain: Chain, rule: LocalRule | str):
         )
     chain.validate()
     rule = as_rule(rule)
-    rm = singleton()
+    rm: Singleton | ScaledExtension = singleton()
     for k in range(chain.num_steps):
         lo, hi = int(chain.target_ptr[k]), int(chain.target_ptr[k + 1])
         a = np.zeros(lo)
@@ -623,25 +652,31 @@ def nested_chain_minimizer(chain: Chain, rule: LocalRule | str):
     return rm
 
 
-def sequence_form_minimizer(space, rule: LocalRule | str, *, backend: str = "auto") -> ChainMinimizer:
+def sequence_form_minimizer(
+    space: SequenceSpace, rule: LocalRule | str, *, backend: str = "auto"
+) -> ChainMinimizer:
     """Regret minimizer over a player's sequence-form polytope (point indexed by sequence);
     with :class:`~solvers.regret.local.RegretMatching` this is CFR (section 3.2)."""
     return chain_minimizer(sequence_form(space), rule, backend=backend)
 
 
 # ---------------------------------------------------------------------------- regrets
-def regret(rm, losses: Sequence[np.ndarray], points: Sequence[np.ndarray]) -> float:
-    """Exact cumulative regret ``Σ_t <ℓ_t, z_t> − min_{z∈Z} <Σ_t ℓ_t, z>``."""
-    losses = np.asarray(losses, dtype=np.float64).reshape(-1, rm.dim)
-    points = np.asarray(points, dtype=np.float64).reshape(-1, rm.dim)
-    if len(losses) == 0:
+def regret(rm: RegretMinimizer, losses: Sequence[np.ndarray], points: Sequence[np.ndarray]) -> float:
+    """Exact cumulative regret ``Σ_t <ℓ_t, z_t> − min_{z∈Z} <Σ_t ℓ_t, z>`` (``rm`` needs a linear
+    minimization oracle)."""
+    loss_rows = np.asarray(losses, dtype=np.float64).reshape(-1, rm.dim)
+    point_rows = np.asarray(points, dtype=np.float64).reshape(-1, rm.dim)
+    if len(loss_rows) == 0:
         return 0.0
-    incurred = float(np.einsum("ti,ti->", losses, points))
-    return incurred - rm.minimize(losses.sum(axis=0))[0]
+    incurred = float(np.einsum("ti,ti->", loss_rows, point_rows))
+    return incurred - _oracle(rm).minimize(loss_rows.sum(axis=0))[0]
 
 
 def run(
-    rm, loss_fn: Callable[[int, np.ndarray], np.ndarray], iterations: int, state: State | None = None
+    rm: RegretMinimizer,
+    loss_fn: Callable[[int, np.ndarray], np.ndarray],
+    iterations: int,
+    state: State | None = None,
 ) -> tuple[State, np.ndarray, np.ndarray]:
     """Drive ``rm`` for ``iterations`` rounds; ``loss_fn(t, z_t)`` gives the loss of round ``t``
     (it may depend on the recommendation).  Returns ``(state, points[T, n], losses[T, n])``."""

@@ -12,15 +12,30 @@ turns a solver's ``rule=`` / ``minimizer=`` options into the minimizers of its c
 from __future__ import annotations
 
 import inspect
+from typing import Protocol, cast
 
 import numpy as np
 
 from efce.polytopes.chain import Chain
-from efce.solvers.backends import ComputeBackend, get_backend
+from efce.solvers.backends import ChainPasses, ComputeBackend, get_backend
 
 from .algebra import ChainMinimizer, accumulation, chain_linear_minimum, chain_minimizer
-from .local import LocalRule, as_rule
-from .protocol import MinimizerFactory, RegretMinimizer
+from .local import Kernel, LocalRule, as_rule
+from .protocol import MinimizerFactory, RegretMinimizer, State
+
+
+class _RecommendsInto(Protocol):
+    """A minimizer's ``recommend`` that also writes into ``out`` (the chain minimizer's)."""
+
+    def __call__(self, state: State, out: np.ndarray | None = None) -> np.ndarray: ...
+
+
+class _RecommendsAccumulating(Protocol):
+    """A minimizer's ``recommend`` that also writes into ``out`` and adds into a running sum."""
+
+    def __call__(
+        self, state: State, out: np.ndarray | None = None, accumulate: tuple[np.ndarray, float] | None = None
+    ) -> np.ndarray: ...
 
 
 class ChainEngine:
@@ -55,10 +70,11 @@ class ChainEngine:
         if (rule is None) == (minimizer is None):
             raise ValueError("ChainEngine needs exactly one of a local rule and a minimizer")
         if minimizer is None:
+            assert rule is not None  # exactly one of the two, checked above
             minimizer = chain_minimizer(chain, rule, backend="auto" if backend is None else backend)
         elif not isinstance(minimizer, RegretMinimizer):
             raise TypeError(
-                f"minimizer must implement solvers.protocol.RegretMinimizer (dim, init, "
+                f"minimizer must implement solvers.regret.protocol.RegretMinimizer (dim, init, "
                 f"recommend, observe), got {type(minimizer).__name__}"
             )
         if minimizer.dim != chain.num_entries:
@@ -69,21 +85,32 @@ class ChainEngine:
         self._n = chain.num_entries
         self.minimizer = minimizer
         self.state = minimizer.init()
+        # The extra keywords of this minimizer's recommend, read from its signature (optional
+        # parts of the protocol): the casts below record what the signature showed.
         parameters = inspect.signature(minimizer.recommend).parameters
-        self._writes_into_out = "out" in parameters
-        self._fuses_accumulation = "accumulate" in parameters
+        self._recommend_accumulating = (
+            cast(_RecommendsAccumulating, minimizer.recommend) if "accumulate" in parameters else None
+        )
+        self._recommend_into = cast(_RecommendsInto, minimizer.recommend) if "out" in parameters else None
         self._work: np.ndarray | None = None  # loss work space, allocated on first use
         self._t = 0
         # A chain minimizer running a compute backend's passes: the engine calls them directly.
-        compiled = isinstance(minimizer, ChainMinimizer) and minimizer.compiled
-        self._passes = minimizer._passes if compiled else None
-        self._kernel = minimizer.kernel if compiled else None
+        self._passes: ChainPasses | None = None
+        self._kernel: Kernel | None = None
         #: The compute backend of the engine's arrays (the minimizer's; the CPU for the others).
-        self.backend = minimizer.backend if compiled else get_backend()
+        self.backend: ComputeBackend
         #: dtype of the running sum a solver loop may hand :meth:`recommend` (``accumulate``):
         #: the passes' (float32 on the big chains whose rule state is float32: the pass adds
         #: ``w · x`` computed in float64 and rounds the sum), float64 otherwise.
-        self.sum_dtype = self._passes.sum_dtype if compiled else np.float64
+        self.sum_dtype: type
+        if isinstance(minimizer, ChainMinimizer) and minimizer.backend is not None:  # compiled
+            self._passes = minimizer._passes
+            self._kernel = minimizer.kernel
+            self.backend = minimizer.backend
+            self.sum_dtype = self._passes.sum_dtype
+        else:
+            self.backend = get_backend()
+            self.sum_dtype = np.float64
 
     @property
     def iterations(self) -> int:
@@ -96,16 +123,16 @@ class ChainEngine:
         """The current point: a new array, or written into ``out`` (float64, entry order).
         ``accumulate=(total, w)`` also adds ``w`` times the point into ``total`` — in the same
         pass when the chain runs compiled (a running average costs no second sweep)."""
-        passes = self._passes
-        if passes is not None and out is not None and _usable_work(out, self._n):
-            a, b, _ = self._kernel.arrays(self.state)
+        passes, kernel = self._passes, self._kernel
+        if passes is not None and kernel is not None and out is not None and _usable_work(out, self._n):
+            a, b, _ = kernel.arrays(self.state)
             total, w = accumulation(accumulate, self._n, passes.sum_dtypes)
             passes.recommend(a, b, out, total, w)
             return out
-        if self._fuses_accumulation:
-            return self.minimizer.recommend(self.state, out=out, accumulate=accumulate)
-        if self._writes_into_out:
-            x = self.minimizer.recommend(self.state, out=out)
+        if self._recommend_accumulating is not None:
+            return self._recommend_accumulating(self.state, out=out, accumulate=accumulate)
+        if self._recommend_into is not None:
+            x = self._recommend_into(self.state, out=out)
         else:
             x = self.minimizer.recommend(self.state)
             if out is not None:
@@ -130,7 +157,7 @@ class ChainEngine:
                 self._work = np.empty(self._n)
             work = self._work
             np.copyto(work, loss)
-        if self._passes is not None and _usable_work(work, self._n):
+        if self._passes is not None and self._kernel is not None and _usable_work(work, self._n):
             a, b, t = self._kernel.arrays(self.state)
             self._passes.observe(a, b, t, work)
         else:

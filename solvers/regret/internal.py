@@ -19,6 +19,7 @@ import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from efce.solvers.regret.local import LocalRule, RegretMatching, Segments
 
@@ -115,12 +116,10 @@ class BlumMansour(LocalRule):
 
     base: LocalRule = field(default_factory=RegretMatching)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._layouts: weakref.WeakKeyDictionary[Segments, _Layout] = weakref.WeakKeyDictionary()
-
-    @property
-    def name(self) -> str:
-        return f"bm({self.base.name})"
+        # LocalRule.name is a plain attribute: the reduction's name is fixed with its base rule.
+        self.name = f"bm({self.base.name})"
 
     def _layout(self, seg: Segments) -> _Layout:
         layout = self._layouts.get(seg)
@@ -128,7 +127,9 @@ class BlumMansour(LocalRule):
             layout = self._layouts[seg] = _Layout(seg)
         return layout
 
-    def init(self, seg):
+    def init(self, seg: Segments) -> dict[str, np.ndarray]:
+        """The base rule's state over every row ``(s, a)`` of every segment ``s`` (keys
+        ``base_*``) and ``p``, the stationary distributions of the initial rows."""
         lay = self._layout(seg)
         base_state = self.base.init(lay.rows)
         state = {f"base_{k}": v for k, v in base_state.items()}
@@ -142,10 +143,14 @@ class BlumMansour(LocalRule):
             p[out] = stationary_distributions(rows[flat].reshape(-1, m, m))
         return p
 
-    def recommend(self, state, seg):
+    def recommend(self, state: dict[str, np.ndarray], seg: Segments) -> np.ndarray:
+        """A copy of ``p``: per segment, the stationary distribution ``p = p Q`` of the rows
+        ``Q[a, :]`` the base rule recommends (Blum & Mansour 2007, Theorem 5)."""
         return state["p"].copy()
 
-    def observe(self, state, loss, seg):
+    def observe(self, state: dict[str, np.ndarray], loss: np.ndarray, seg: Segments) -> None:
+        """Row ``(s, a)`` of the base rule observes ``p(a) · ℓ_s``; ``p`` becomes the stationary
+        distribution of the new rows (in place)."""
         lay = self._layout(seg)
         base_state = {k[5:]: v for k, v in state.items() if k.startswith("base_")}  # views
         p = state["p"]
@@ -155,7 +160,7 @@ class BlumMansour(LocalRule):
         p[:] = self._stationary(base_state, seg, lay)
 
 
-def internal_regret(history_p, history_loss, seg: Segments) -> np.ndarray:
+def internal_regret(history_p: ArrayLike, history_loss: ArrayLike, seg: Segments) -> np.ndarray:
     """Largest internal (swap ``a → b``) regret per segment of a played sequence,
     ``max_{a,b} Σ_t p_t(a) (ℓ_t(a) − ℓ_t(b))`` (Blum & Mansour 2007, section 2), for any
     learner's points ``history_p[t]`` and losses ``history_loss[t]`` (segment order)."""

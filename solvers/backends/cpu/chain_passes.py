@@ -32,7 +32,7 @@ from .rules import discounts, local_strategy, observe_simplex
 
 
 @numba.njit(inline="always")
-def step_at(order, idx):
+def step_at(order: np.ndarray, idx: int) -> np.int64:
     """Step number ``idx`` of the passes' level order: ``order[idx]``, or ``idx`` itself when
     ``order`` is empty (a chain numbered in level order already, e.g. DECOMPOSE's: no int per
     step is kept for the identity)."""
@@ -41,7 +41,22 @@ def step_at(order, idx):
 
 # ---------------------------------------------------------------------- chain passes
 @numba.njit(inline="always")
-def recommend_step(k, pos, kind, tptr, sptr, source, family, eta, a, b, x, total, w, accumulate):
+def recommend_step(
+    k: np.int64,
+    pos: int,
+    kind: np.ndarray,
+    tptr: np.ndarray,
+    sptr: np.ndarray,
+    source: np.ndarray,
+    family: int,
+    eta: float,
+    a: np.ndarray,
+    b: np.ndarray,
+    x: np.ndarray,
+    total: np.ndarray,
+    w: float,
+    accumulate: bool,
+) -> int:
     """Step ``k`` of RECOMMEND (its local state at ``pos``): ``x[targets_k] = h_k(x) · y_k``, and
     ``total[targets_k] += w · x[targets_k]`` when ``accumulate``.  Returns the next state
     position.  The one step body of the serial and the parallel pass."""
@@ -63,7 +78,20 @@ def recommend_step(k, pos, kind, tptr, sptr, source, family, eta, a, b, x, total
 
 
 @kernel()
-def chain_recommend(kind, tptr, sptr, source, order, family, eta, a, b, x, total, w):
+def chain_recommend(
+    kind: np.ndarray,
+    tptr: np.ndarray,
+    sptr: np.ndarray,
+    source: np.ndarray,
+    order: np.ndarray,
+    family: int,
+    eta: float,
+    a: np.ndarray,
+    b: np.ndarray,
+    x: np.ndarray,
+    total: np.ndarray,
+    w: float,
+) -> None:
     """RECOMMEND: ``x[targets_k] = h_k(x) · y_k`` for the steps in ``order`` (level order); with a
     non-empty ``total``, also ``total += w · x`` entry by entry as ``x`` is written (a running
     average without a second pass over ``x``)."""
@@ -79,7 +107,23 @@ def chain_recommend(kind, tptr, sptr, source, order, family, eta, a, b, x, total
 
 
 @kernel(shares_bodies=True)
-def chain_observe(kind, tptr, sptr, source, order, family, plus, alpha, beta, eta, y, a, b, t, loss):
+def chain_observe(
+    kind: np.ndarray,
+    tptr: np.ndarray,
+    sptr: np.ndarray,
+    source: np.ndarray,
+    order: np.ndarray,
+    family: int,
+    plus: bool,
+    alpha: float,
+    beta: float,
+    eta: float,
+    y: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    t: np.ndarray,
+    loss: np.ndarray,
+) -> None:
     """OBSERVELOSS: ``loss`` (entry order) is overwritten with the accumulated ``ℓ̃``; ``y`` is a
     work buffer as long as the widest step."""
     t[0] += 1.0
@@ -99,7 +143,14 @@ def chain_observe(kind, tptr, sptr, source, order, family, plus, alpha, beta, et
 
 
 @kernel()
-def chain_best_vertex(tptr, sptr, source, order, loss, choice):
+def chain_best_vertex(
+    tptr: np.ndarray,
+    sptr: np.ndarray,
+    source: np.ndarray,
+    order: np.ndarray,
+    loss: np.ndarray,
+    choice: np.ndarray,
+) -> float:
     """``min_{x ∈ chain} ⟨loss, x⟩`` by the split of section 3.2 applied bottom-up: a simplex
     step adds its smallest accumulated loss to its sources and records that entry (the first
     smallest) in ``choice[k]`` (nothing is recorded when ``choice`` is empty: the value alone
@@ -120,7 +171,14 @@ def chain_best_vertex(tptr, sptr, source, order, loss, choice):
 
 
 @kernel()
-def chain_vertex(tptr, sptr, source, order, choice, x):
+def chain_vertex(
+    tptr: np.ndarray,
+    sptr: np.ndarray,
+    source: np.ndarray,
+    order: np.ndarray,
+    choice: np.ndarray,
+    x: np.ndarray,
+) -> None:
     """The vertex with entry ``choice[k]`` picked at every simplex step (top-down)."""
     x[0] = 1.0
     for idx in range(len(tptr) - 1):
@@ -151,7 +209,14 @@ def chain_vertex(tptr, sptr, source, order, choice, x):
 
 
 @kernel()
-def chain_chunks(kind, tptr, sptr, order, level_ptr, target_work):
+def chain_chunks(
+    kind: np.ndarray,
+    tptr: np.ndarray,
+    sptr: np.ndarray,
+    order: np.ndarray,
+    level_ptr: np.ndarray,
+    target_work: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Chunks of the level order for the parallel passes: each chunk is a run of consecutive
     steps of one level holding about ``target_work`` entries plus sources.  Returns
     ``(chunk_ptr, chunk_state, level_chunk)``: chunk ``c`` is ``order[chunk_ptr[c]:chunk_ptr[c+1]]``
@@ -184,7 +249,9 @@ def chain_chunks(kind, tptr, sptr, order, level_ptr, target_work):
 
 
 @kernel()
-def level_source_histograms(sptr, source, order, level_ptr, buckets):
+def level_source_histograms(
+    sptr: np.ndarray, source: np.ndarray, order: np.ndarray, level_ptr: np.ndarray, buckets: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Where each level's additions land: ``(lo, hi, cum)`` with ``[lo[L], hi[L])`` the range of
     its steps' source entries (the destinations of the up pass's scatter) cut into ``buckets``
     equal buckets, and ``cum[L, b]`` the number of source references in buckets ``< b``."""
@@ -214,7 +281,7 @@ def level_source_histograms(sptr, source, order, level_ptr, buckets):
 
 
 @kernel()
-def scatter_bounds(lo, hi, cum, parts):
+def scatter_bounds(lo: np.ndarray, hi: np.ndarray, cum: np.ndarray, parts: int) -> np.ndarray:
     """Destination bounds of the up pass's scatter: ``bounds[L, p] .. bounds[L, p+1]`` is part
     ``p``'s range of level ``L``, cut at bucket edges so that each part receives about the same
     number of additions (an even cut of the entry range can leave one part with most of them)."""
@@ -234,7 +301,9 @@ def scatter_bounds(lo, hi, cum, parts):
 
 
 @kernel()
-def chunk_source_ranges(sptr, source, order, chunk_ptr):
+def chunk_source_ranges(
+    sptr: np.ndarray, source: np.ndarray, order: np.ndarray, chunk_ptr: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """``(lo, hi)`` per chunk: its smallest source entry and one past its largest, so the up
     pass's scatter skips the chunks that add nothing into a thread's destination range (sources
     of neighbouring steps are close in DECOMPOSE's and the trigger chain's numbering)."""
@@ -271,23 +340,23 @@ def _chunks_of_part(lo, hi, p, parts, dealt):
 
 @kernel(parallel=True)
 def chain_recommend_parallel(
-    kind,
-    tptr,
-    sptr,
-    source,
-    order,
-    chunk_ptr,
-    chunk_state,
-    level_chunk,
-    family,
-    eta,
-    a,
-    b,
-    x,
-    total,
-    w,
-    parts,
-):
+    kind: np.ndarray,
+    tptr: np.ndarray,
+    sptr: np.ndarray,
+    source: np.ndarray,
+    order: np.ndarray,
+    chunk_ptr: np.ndarray,
+    chunk_state: np.ndarray,
+    level_chunk: np.ndarray,
+    family: int,
+    eta: float,
+    a: np.ndarray,
+    b: np.ndarray,
+    x: np.ndarray,
+    total: np.ndarray,
+    w: float,
+    parts: int,
+) -> None:
     """:func:`chain_recommend` over the chunks of each level in parallel, split into ``parts``
     (the thread count; bit-identical for any)."""
     x[0] = 1.0
@@ -321,29 +390,29 @@ def chain_recommend_parallel(
 
 @kernel(parallel=True)
 def chain_observe_parallel(
-    kind,
-    tptr,
-    sptr,
-    source,
-    order,
-    chunk_ptr,
-    chunk_state,
-    level_chunk,
-    bounds,
-    chunk_src_lo,
-    chunk_src_hi,
-    family,
-    plus,
-    alpha,
-    beta,
-    eta,
-    a,
-    b,
-    t,
-    loss,
-    scratch,
-    parts,
-):
+    kind: np.ndarray,
+    tptr: np.ndarray,
+    sptr: np.ndarray,
+    source: np.ndarray,
+    order: np.ndarray,
+    chunk_ptr: np.ndarray,
+    chunk_state: np.ndarray,
+    level_chunk: np.ndarray,
+    bounds: np.ndarray,
+    chunk_src_lo: np.ndarray,
+    chunk_src_hi: np.ndarray,
+    family: int,
+    plus: bool,
+    alpha: float,
+    beta: float,
+    eta: float,
+    a: np.ndarray,
+    b: np.ndarray,
+    t: np.ndarray,
+    loss: np.ndarray,
+    scratch: np.ndarray,
+    parts: int,
+) -> None:
     """:func:`chain_observe` level by level on numba's threads in ``parts`` parts (the thread
     count), bit-identical to it for any (see the comment above).  ``bounds`` is
     :func:`scatter_bounds` for ``parts``; ``scratch`` is

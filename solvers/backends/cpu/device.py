@@ -12,25 +12,25 @@ from .jit import kernel
 
 @kernel()
 def device_deviation_sums(
-    i,
-    tab,
-    rows,
-    probs,
-    first_child,
-    num_children,
-    player,
-    infoset,
-    chance_prob,
-    term_index,
-    payoff_i,
-    node_seq_i,
-    chain_inf,
-    chain_act,
-    seq_depth,
-    first_seq_i,
-    L,
-    F,
-):
+    i: int,
+    tab: np.ndarray,
+    rows: np.ndarray,
+    probs: np.ndarray,
+    first_child: np.ndarray,
+    num_children: np.ndarray,
+    player: np.ndarray,
+    infoset: np.ndarray,
+    chance_prob: np.ndarray,
+    term_index: np.ndarray,
+    payoff_i: np.ndarray,
+    node_seq_i: np.ndarray,
+    chain_inf: np.ndarray,
+    chain_act: np.ndarray,
+    seq_depth: np.ndarray,
+    first_seq_i: np.ndarray,
+    L: np.ndarray,
+    F: np.ndarray,
+) -> None:
     """DFS per joint plan; fills ``L[τ, slot, b]`` and ``F[σ]`` (``F[0]`` = utility).
 
     Joint plan ``k`` of player ``p`` is row ``rows[k, p]`` of the table ``tab``."""

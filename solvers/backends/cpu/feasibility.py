@@ -58,7 +58,17 @@ def _step_violation(values, k, target_ptr, source_ptr, source):
 
 
 @kernel(parallel=True)
-def chain_violations(target_ptr, source_ptr, source, wide, n_wide, narrow, n_narrow, scales, parts):
+def chain_violations(
+    target_ptr: np.ndarray,
+    source_ptr: np.ndarray,
+    source: np.ndarray,
+    wide: np.ndarray,
+    n_wide: int,
+    narrow: np.ndarray,
+    n_narrow: int,
+    scales: np.ndarray,
+    parts: int,
+) -> np.ndarray:
     """The violations of :meth:`efce.polytopes.chain.Chain.violations` for the first ``n_wide``
     float64 points of ``wide`` and the first ``n_narrow`` float32 points of ``narrow`` (a group
     without points holds one unused empty array), with ``scales`` for wide then narrow: one pass
@@ -97,7 +107,14 @@ def chain_violations(target_ptr, source_ptr, source, wide, n_wide, narrow, n_nar
 
 
 @kernel()
-def rescaled_point(target_ptr, source_ptr, source, kind, values, x):
+def rescaled_point(
+    target_ptr: np.ndarray,
+    source_ptr: np.ndarray,
+    source: np.ndarray,
+    kind: np.ndarray,
+    values: np.ndarray,
+    x: np.ndarray,
+) -> None:
     """:meth:`efce.polytopes.chain.Chain.rescaled_point` into ``x`` (steps in their own order:
     every step's sources are filled by earlier steps)."""
     x[0] = 1.0
@@ -213,20 +230,20 @@ def _infoset_violations(
 
 @kernel(parallel=True)
 def definition3_violations(
-    indptr,
-    sigma2,
-    first1,
-    nact1,
-    parent1,
-    seq_infoset2,
-    nact2,
-    parent2,
-    arrays,
-    index_map,
-    scales,
-    cum_work,
-    parts,
-):
+    indptr: np.ndarray,
+    sigma2: np.ndarray,
+    first1: np.ndarray,
+    nact1: np.ndarray,
+    parent1: np.ndarray,
+    seq_infoset2: np.ndarray,
+    nact2: np.ndarray,
+    parent2: np.ndarray,
+    arrays: np.ndarray,
+    index_map: np.ndarray,
+    scales: np.ndarray,
+    cum_work: np.ndarray,
+    parts: int,
+) -> tuple[np.ndarray, np.int64]:
     """One pass over the rows, infoset by infoset of player 1 (the rows of an infoset's
     sequences are adjacent): every value of every plan is read once into a row buffer, which
     serves player 2's constraints of that row and the column sums of player 1's constraints.

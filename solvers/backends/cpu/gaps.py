@@ -21,7 +21,7 @@ from .operator import trigger_lines
 
 
 @kernel()
-def welfare(values, terminal_row, weighted):
+def welfare(values: np.ndarray, terminal_row: np.ndarray, weighted: np.ndarray) -> float:
     """``Σ_z p_c(z) (u_1 + u_2)(z) values[terminal_row[z]]``."""
     total = 0.0
     for z in range(len(terminal_row)):
@@ -30,7 +30,14 @@ def welfare(values, terminal_row, weighted):
 
 
 @kernel()
-def terminal_sums(values, terminal_row, own, weighted, n_seq0, n_seq1):
+def terminal_sums(
+    values: np.ndarray,
+    terminal_row: np.ndarray,
+    own: np.ndarray,
+    weighted: np.ndarray,
+    n_seq0: int,
+    n_seq1: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One pass over the terminals: ``per_seq_i[σ] = Σ_{z: σ_i(z) = σ} p_c(z) u_i(z) ξ[σ(z)]`` for
     both players, and their utilities ``Σ_z p_c(z) u_i(z) ξ[σ(z)]`` (no temporary per terminal)."""
     per_seq0 = np.zeros(n_seq0)
@@ -48,7 +55,9 @@ def terminal_sums(values, terminal_row, own, weighted, n_seq0, n_seq1):
 
 
 @kernel()
-def subtree_sums(values, first, num_actions, parent_seq):
+def subtree_sums(
+    values: np.ndarray, first: np.ndarray, num_actions: np.ndarray, parent_seq: np.ndarray
+) -> np.ndarray:
     """``out[σ] = Σ_{σ' ⪰ σ} values[σ']``: bottom-up, every sequence adds its total into its
     parent (infosets numbered top-down, their sequences ``first[I] + a`` numbered in infoset
     order, so this is the sequences in reverse order)."""
@@ -61,7 +70,9 @@ def subtree_sums(values, first, num_actions, parent_seq):
 
 
 @kernel()
-def best_response(first, num_actions, parent_seq, utility):
+def best_response(
+    first: np.ndarray, num_actions: np.ndarray, parent_seq: np.ndarray, utility: np.ndarray
+) -> tuple[float, np.ndarray]:
     """``max_{x ∈ X} ⟨utility, x⟩`` over one player's sequence-form polytope ``X`` by backward
     induction (Farina, Ling, Fang, Sandholm 2019, section 3.2): bottom-up ``V(I) = max_a
     (u[(I, a)] + Σ_{I' below (I, a)} V(I'))``, the value ``u[∅] + Σ_{root infosets} V(I)``; ties
@@ -87,25 +98,25 @@ def best_response(first, num_actions, parent_seq, utility):
 
 @kernel(parallel=True)
 def trigger_gains(
-    first,
-    num_actions,
-    child_ptr,
-    child_inf,
-    pos,
-    pre,
-    end,
-    cum,
-    term_ptr,
-    term_w,
-    line_start,
-    line_term,
-    row_start,
-    rows,
-    follow,
-    values,
-    cum_work,
-    parts,
-):
+    first: np.ndarray,
+    num_actions: np.ndarray,
+    child_ptr: np.ndarray,
+    child_inf: np.ndarray,
+    pos: np.ndarray,
+    pre: np.ndarray,
+    end: np.ndarray,
+    cum: np.ndarray,
+    term_ptr: np.ndarray,
+    term_w: np.ndarray,
+    line_start: np.ndarray,
+    line_term: np.ndarray,
+    row_start: np.ndarray,
+    rows: np.ndarray,
+    follow: np.ndarray,
+    values: np.ndarray,
+    cum_work: np.ndarray,
+    parts: int,
+) -> np.ndarray:
     """``D(σ̂) − F(σ̂)`` for every trigger sequence of one player (NaN for the empty one), the
     trigger infosets split into ``parts`` ranges of about equal work (``cum_work``), each gain
     computed by one thread in the serial order: the same on any thread count."""
@@ -142,27 +153,27 @@ def trigger_gains(
 
 @numba.njit(inline="always")
 def gains_of_infosets(
-    i_lo,
-    i_hi,
-    first,
-    num_actions,
-    child_ptr,
-    child_inf,
-    pos,
-    pre,
-    end,
-    cum,
-    term_ptr,
-    term_w,
-    line_start,
-    line_term,
-    row_start,
-    rows,
-    follow,
-    values,
-    value,
-    gains,
-):
+    i_lo: int,
+    i_hi: int,
+    first: np.ndarray,
+    num_actions: np.ndarray,
+    child_ptr: np.ndarray,
+    child_inf: np.ndarray,
+    pos: np.ndarray,
+    pre: np.ndarray,
+    end: np.ndarray,
+    cum: np.ndarray,
+    term_ptr: np.ndarray,
+    term_w: np.ndarray,
+    line_start: np.ndarray,
+    line_term: np.ndarray,
+    row_start: np.ndarray,
+    rows: np.ndarray,
+    follow: np.ndarray,
+    values: np.ndarray,
+    value: np.ndarray,
+    gains: np.ndarray,
+) -> np.ndarray:
     """The gains of the triggers at infosets ``i_lo .. i_hi-1`` (``value``: infoset scratch)."""
     for trig_inf in range(i_lo, i_hi):
         _, _, shift, width = trigger_lines(trig_inf, pos, end, cum, term_ptr, line_start)

@@ -47,7 +47,9 @@ BLOCKS_PER_THREAD = 32
 
 # ---------------------------------------------------------------------- one unit of work
 @numba.njit(inline="always")
-def trigger_lines(inf, pos, end, cum, term_ptr, line_start):
+def trigger_lines(
+    inf: int, pos: np.ndarray, end: np.ndarray, cum: np.ndarray, term_ptr: np.ndarray, line_start: np.ndarray
+) -> tuple[int, int, int, int]:
     """The geometry of trigger infoset ``inf`` in its player's tables: its subtree's sequence
     slots ``[p_lo, p_hi)``, the shift from a slot's terminal range to its line entries, and the
     line's width (terminals below ``inf``)."""
@@ -59,24 +61,24 @@ def trigger_lines(inf, pos, end, cum, term_ptr, line_start):
 
 @numba.njit(inline="always")
 def deviation_row_adds(
-    inf,
-    a,
-    s_hat,
-    p_lo,
-    p_hi,
-    shift,
-    width,
-    term_ptr,
-    term_w,
-    line_start,
-    line_term,
-    row_start,
-    rows,
-    trig_base,
-    block_start,
-    y,
-    out,
-):
+    inf: int,
+    a: int,
+    s_hat: int,
+    p_lo: int,
+    p_hi: int,
+    shift: int,
+    width: int,
+    term_ptr: np.ndarray,
+    term_w: np.ndarray,
+    line_start: np.ndarray,
+    line_term: np.ndarray,
+    row_start: np.ndarray,
+    rows: np.ndarray,
+    trig_base: int,
+    block_start: np.ndarray,
+    y: np.ndarray,
+    out: np.ndarray,
+) -> None:
     """Trigger ``s_hat = (inf, a)``'s columns of ``A y``'s deviation part, added into its rows in
     ascending column order; zero entries of ``y`` are skipped."""
     eb = block_start[U(trig_base + s_hat - 1)] - p_lo
@@ -91,25 +93,25 @@ def deviation_row_adds(
 
 @numba.njit(inline="always")
 def deviation_column_sums(
-    inf,
-    a,
-    s_hat,
-    p_lo,
-    p_hi,
-    shift,
-    width,
-    term_ptr,
-    term_w,
-    line_start,
-    line_term,
-    row_start,
-    rows,
-    trig_base,
-    block_start,
-    x,
-    sign,
-    out,
-):
+    inf: int,
+    a: int,
+    s_hat: int,
+    p_lo: int,
+    p_hi: int,
+    shift: int,
+    width: int,
+    term_ptr: np.ndarray,
+    term_w: np.ndarray,
+    line_start: np.ndarray,
+    line_term: np.ndarray,
+    row_start: np.ndarray,
+    rows: np.ndarray,
+    trig_base: int,
+    block_start: np.ndarray,
+    x: np.ndarray,
+    sign: float,
+    out: np.ndarray,
+) -> None:
     """Trigger ``s_hat = (inf, a)``'s entries of ``sign · Aᵀ x``'s deviation part, each one sum
     in ascending row order."""
     eb = block_start[U(trig_base + s_hat - 1)] - p_lo
@@ -123,8 +125,18 @@ def deviation_column_sums(
 
 @numba.njit(inline="always")
 def following_row(
-    z, seq_parent0, seq_parent1, own0, own1, weighted, welfare_w, trig_base1, lam_tau, y, stack
-):
+    z: int,
+    seq_parent0: np.ndarray,
+    seq_parent1: np.ndarray,
+    own0: np.ndarray,
+    own1: np.ndarray,
+    weighted: np.ndarray,
+    welfare_w: np.ndarray,
+    trig_base1: int,
+    lam_tau: int,
+    y: np.ndarray,
+    stack: np.ndarray,
+) -> float:
     """Row ``σ(z)`` of ``A y``'s following part: ``−p_c u_i(z) λ_σ̂`` for every own sequence
     ``σ̂ ⪯ σ_i(z)`` of either player (and ``λ_τ``), added in ascending column order (the order of
     a CSR row of the explicit matrix); ``stack`` holds a path (one slot per depth)."""
@@ -153,7 +165,9 @@ def following_row(
 
 
 @numba.njit(inline="always")
-def following_column_adds(z, v, w, own, seq_parent, base, out):
+def following_column_adds(
+    z: int, v: float, w: float, own: np.ndarray, seq_parent: np.ndarray, base: int, out: np.ndarray
+) -> None:
     """Terminal ``z``'s additions ``w · v`` to the λ entries of one player's sequences
     ``σ̂ ⪯ σ_i(z)`` (entries ``base + σ̂``) in ``Aᵀ x``'s following part."""
     s = own[U(z)]
@@ -163,7 +177,9 @@ def following_column_adds(z, v, w, own, seq_parent, base, out):
 
 
 @numba.njit(inline="always")
-def following_columns_start(num_lambda, lam_tau, tau, x, out):
+def following_columns_start(
+    num_lambda: int, lam_tau: int, tau: float, x: np.ndarray, out: np.ndarray
+) -> None:
     """Zero the λ entries of ``Aᵀ x`` and set ``λ_τ``'s ``τ · x[0]`` (row ``(∅, ∅)`` is Ξ's entry 0,
     the first of its column)."""
     for e in range(num_lambda + 1):
@@ -173,7 +189,7 @@ def following_columns_start(num_lambda, lam_tau, tau, x, out):
 
 
 @numba.njit(inline="always")
-def following_columns_scaled(num_lambda, sign, out):
+def following_columns_scaled(num_lambda: int, sign: float, out: np.ndarray) -> None:
     """``sign`` times the λ entries (the deviation kernels scale as they write)."""
     for e in range(1, num_lambda + 1):
         out[e] = sign * out[e]
@@ -182,22 +198,22 @@ def following_columns_scaled(num_lambda, sign, out):
 # ---------------------------------------------------------------------- serial kernels
 @kernel(shares_bodies=True)
 def deviation_matvec(
-    first,
-    num_actions,
-    pos,
-    end,
-    cum,
-    term_ptr,
-    term_w,
-    line_start,
-    line_term,
-    row_start,
-    rows,
-    trig_base,
-    block_start,
-    y,
-    out,
-):
+    first: np.ndarray,
+    num_actions: np.ndarray,
+    pos: np.ndarray,
+    end: np.ndarray,
+    cum: np.ndarray,
+    term_ptr: np.ndarray,
+    term_w: np.ndarray,
+    line_start: np.ndarray,
+    line_term: np.ndarray,
+    row_start: np.ndarray,
+    rows: np.ndarray,
+    trig_base: int,
+    block_start: np.ndarray,
+    y: np.ndarray,
+    out: np.ndarray,
+) -> None:
     """``out += `` one player's deviation part of ``A y`` (triggers in order)."""
     for inf in range(len(first)):
         p_lo, p_hi, shift, width = trigger_lines(inf, pos, end, cum, term_ptr, line_start)
@@ -225,23 +241,23 @@ def deviation_matvec(
 
 @kernel(shares_bodies=True)
 def deviation_rmatvec(
-    first,
-    num_actions,
-    pos,
-    end,
-    cum,
-    term_ptr,
-    term_w,
-    line_start,
-    line_term,
-    row_start,
-    rows,
-    trig_base,
-    block_start,
-    x,
-    sign,
-    out,
-):
+    first: np.ndarray,
+    num_actions: np.ndarray,
+    pos: np.ndarray,
+    end: np.ndarray,
+    cum: np.ndarray,
+    term_ptr: np.ndarray,
+    term_w: np.ndarray,
+    line_start: np.ndarray,
+    line_term: np.ndarray,
+    row_start: np.ndarray,
+    rows: np.ndarray,
+    trig_base: int,
+    block_start: np.ndarray,
+    x: np.ndarray,
+    sign: float,
+    out: np.ndarray,
+) -> None:
     """One player's deviation entries of ``out = sign · Aᵀ x``."""
     for inf in range(len(first)):
         p_lo, p_hi, shift, width = trigger_lines(inf, pos, end, cum, term_ptr, line_start)
@@ -270,20 +286,20 @@ def deviation_rmatvec(
 
 @kernel(shares_bodies=True)
 def following_matvec(
-    seq_parent0,
-    seq_parent1,
-    own0,
-    own1,
-    weighted,
-    welfare_w,
-    terminal_row,
-    trig_base1,
-    lam_tau,
-    tau,
-    y,
-    stack,
-    out,
-):
+    seq_parent0: np.ndarray,
+    seq_parent1: np.ndarray,
+    own0: np.ndarray,
+    own1: np.ndarray,
+    weighted: np.ndarray,
+    welfare_w: np.ndarray,
+    terminal_row: np.ndarray,
+    trig_base1: int,
+    lam_tau: int,
+    tau: float,
+    y: np.ndarray,
+    stack: np.ndarray,
+    out: np.ndarray,
+) -> None:
     """Columns ``λ`` (and ``λ_τ``) of ``A y`` (:func:`following_row`).  Rows of distinct
     terminals are distinct (no chance), so this pass writes each of them once, into a zeroed
     ``out``, before the deviation part adds to them."""
@@ -297,22 +313,22 @@ def following_matvec(
 
 @kernel(shares_bodies=True)
 def following_rmatvec(
-    seq_parent0,
-    seq_parent1,
-    own0,
-    own1,
-    weighted,
-    welfare_w,
-    terminal_row,
-    term_order,
-    trig_base1,
-    num_lambda,
-    lam_tau,
-    tau,
-    x,
-    sign,
-    out,
-):
+    seq_parent0: np.ndarray,
+    seq_parent1: np.ndarray,
+    own0: np.ndarray,
+    own1: np.ndarray,
+    weighted: np.ndarray,
+    welfare_w: np.ndarray,
+    terminal_row: np.ndarray,
+    term_order: np.ndarray,
+    trig_base1: int,
+    num_lambda: int,
+    lam_tau: int,
+    tau: float,
+    x: np.ndarray,
+    sign: float,
+    out: np.ndarray,
+) -> None:
     """Entries ``λ`` (and ``λ_τ``) of ``sign · Aᵀ x``: minus the following values, summed over
     the terminals in ascending Ξ-entry order (the order of a CSR row of the explicit ``Aᵀ``)."""
     following_columns_start(num_lambda, lam_tau, tau, x, out)
@@ -328,7 +344,9 @@ def following_rmatvec(
 
 # ---------------------------------------------------------------------- parallel kernels
 @kernel()
-def trigger_work(first, num_actions, line_start, n_seq):
+def trigger_work(
+    first: np.ndarray, num_actions: np.ndarray, line_start: np.ndarray, n_seq: int
+) -> tuple[np.ndarray, np.ndarray]:
     """``(seq_inf, cum_work)``: the infoset of each sequence and the running sum over the
     sequences ``1..s`` of their trigger's deviation nonzeros (``cum_work[0] = 0``)."""
     seq_inf = np.zeros(n_seq, np.int64)
@@ -342,7 +360,7 @@ def trigger_work(first, num_actions, line_start, n_seq):
 
 
 @numba.njit(inline="always")
-def work_part(cum_work, p, parts):
+def work_part(cum_work: np.ndarray, p: int, parts: int) -> tuple[int, int]:
     """Sequences ``[lo, hi)`` of part ``p`` of ``parts``: equal shares of the total work."""
     total = cum_work[-1]
     lo = 1 if p == 0 else np.searchsorted(cum_work, (total * p) // parts, side="right")
@@ -356,24 +374,24 @@ def work_part(cum_work, p, parts):
 
 @kernel(parallel=True)
 def deviation_matvec_parallel(
-    seq_inf,
-    cum_work,
-    first,
-    pos,
-    end,
-    cum,
-    term_ptr,
-    term_w,
-    line_start,
-    line_term,
-    row_start,
-    rows,
-    trig_base,
-    block_start,
-    y,
-    out,
-    parts,
-):
+    seq_inf: np.ndarray,
+    cum_work: np.ndarray,
+    first: np.ndarray,
+    pos: np.ndarray,
+    end: np.ndarray,
+    cum: np.ndarray,
+    term_ptr: np.ndarray,
+    term_w: np.ndarray,
+    line_start: np.ndarray,
+    line_term: np.ndarray,
+    row_start: np.ndarray,
+    rows: np.ndarray,
+    trig_base: int,
+    block_start: np.ndarray,
+    y: np.ndarray,
+    out: np.ndarray,
+    parts: int,
+) -> None:
     """:func:`deviation_matvec` with the triggers in ``parts · blocks_per_part`` blocks of equal
     work (:data:`BLOCKS_PER_THREAD` per part), block ``b`` on part ``b mod parts``."""
     blocks = parts * BLOCKS_PER_THREAD
@@ -406,25 +424,25 @@ def deviation_matvec_parallel(
 
 @kernel(parallel=True)
 def deviation_rmatvec_parallel(
-    seq_inf,
-    cum_work,
-    first,
-    pos,
-    end,
-    cum,
-    term_ptr,
-    term_w,
-    line_start,
-    line_term,
-    row_start,
-    rows,
-    trig_base,
-    block_start,
-    x,
-    sign,
-    out,
-    parts,
-):
+    seq_inf: np.ndarray,
+    cum_work: np.ndarray,
+    first: np.ndarray,
+    pos: np.ndarray,
+    end: np.ndarray,
+    cum: np.ndarray,
+    term_ptr: np.ndarray,
+    term_w: np.ndarray,
+    line_start: np.ndarray,
+    line_term: np.ndarray,
+    row_start: np.ndarray,
+    rows: np.ndarray,
+    trig_base: int,
+    block_start: np.ndarray,
+    x: np.ndarray,
+    sign: float,
+    out: np.ndarray,
+    parts: int,
+) -> None:
     """:func:`deviation_rmatvec` split as :func:`deviation_matvec_parallel`."""
     blocks = parts * BLOCKS_PER_THREAD
     for part in numba.prange(parts):
@@ -457,21 +475,21 @@ def deviation_rmatvec_parallel(
 
 @kernel(parallel=True)
 def following_matvec_parallel(
-    seq_parent0,
-    seq_parent1,
-    own0,
-    own1,
-    weighted,
-    welfare_w,
-    terminal_row,
-    trig_base1,
-    lam_tau,
-    tau,
-    y,
-    stacks,
-    out,
-    parts,
-):
+    seq_parent0: np.ndarray,
+    seq_parent1: np.ndarray,
+    own0: np.ndarray,
+    own1: np.ndarray,
+    weighted: np.ndarray,
+    welfare_w: np.ndarray,
+    terminal_row: np.ndarray,
+    trig_base1: int,
+    lam_tau: int,
+    tau: float,
+    y: np.ndarray,
+    stacks: np.ndarray,
+    out: np.ndarray,
+    parts: int,
+) -> None:
     """``out = 0``, then :func:`following_matvec` with the terminals in ``parts`` ranges
     (``stacks``: one row per part).  The zeroing runs on the threads too: alone it is ~10 % of
     the product (medium Battleship: 6 ms of ``A y``'s 41 on two threads)."""
@@ -491,22 +509,22 @@ def following_matvec_parallel(
 
 @kernel(parallel=True)
 def following_rmatvec_parallel(
-    seq_parent0,
-    seq_parent1,
-    own0,
-    own1,
-    weighted,
-    welfare_w,
-    terminal_row,
-    term_order,
-    trig_base1,
-    num_lambda,
-    lam_tau,
-    tau,
-    x,
-    sign,
-    out,
-):
+    seq_parent0: np.ndarray,
+    seq_parent1: np.ndarray,
+    own0: np.ndarray,
+    own1: np.ndarray,
+    weighted: np.ndarray,
+    welfare_w: np.ndarray,
+    terminal_row: np.ndarray,
+    term_order: np.ndarray,
+    trig_base1: int,
+    num_lambda: int,
+    lam_tau: int,
+    tau: float,
+    x: np.ndarray,
+    sign: float,
+    out: np.ndarray,
+) -> None:
     """:func:`following_rmatvec` as two parts: player 1's λ entries, then player 2's and λ_τ;
     each walks all terminals in the serial order and writes only its own entries."""
     following_columns_start(num_lambda, lam_tau, tau, x, out)

@@ -12,7 +12,9 @@ from .jit import kernel
 
 
 @kernel()
-def behaviour_to_sequence(b, seg_ptr, seg_parent_entry, out):
+def behaviour_to_sequence(
+    b: np.ndarray, seg_ptr: np.ndarray, seg_parent_entry: np.ndarray, out: np.ndarray
+) -> None:
     """``π̂[e] = b[e] · π̂[parent entry]`` (1 at a block's root), segments top-down."""
     for g in range(len(seg_ptr) - 1):
         p = seg_parent_entry[g]
@@ -22,7 +24,17 @@ def behaviour_to_sequence(b, seg_ptr, seg_parent_entry, out):
 
 
 @kernel()
-def subtree_values(u, trig_weight, b, seg_ptr, seg_parent_entry, entry_seq, entry_trigger, cf, seg_value):
+def subtree_values(
+    u: np.ndarray,
+    trig_weight: np.ndarray,
+    b: np.ndarray,
+    seg_ptr: np.ndarray,
+    seg_parent_entry: np.ndarray,
+    entry_seq: np.ndarray,
+    entry_trigger: np.ndarray,
+    cf: np.ndarray,
+    seg_value: np.ndarray,
+) -> None:
     """CFR's counterfactual utilities of every subtree minimizer at once, bottom-up.
 
     Entry ``e`` of trigger ``t`` starts at ``trig_weight[t] · u[entry_seq[e]]`` (the utility
@@ -42,7 +54,13 @@ def subtree_values(u, trig_weight, b, seg_ptr, seg_parent_entry, entry_seq, entr
 
 
 @kernel()
-def best_response_values(values, seg_ptr, seg_parent_entry, cf, seg_value):
+def best_response_values(
+    values: np.ndarray,
+    seg_ptr: np.ndarray,
+    seg_parent_entry: np.ndarray,
+    cf: np.ndarray,
+    seg_value: np.ndarray,
+) -> None:
     """Best-response values of per-entry utilities ``values`` over every block (bottom-up)."""
     for e in range(len(cf)):
         cf[e] = values[e]
@@ -60,7 +78,7 @@ def best_response_values(values, seg_ptr, seg_parent_entry, cf, seg_value):
 
 
 @kernel()
-def mmatrix_solve(off, excess, rhs, n):
+def mmatrix_solve(off: np.ndarray, excess: np.ndarray, rhs: np.ndarray, n: int) -> None:
     """Solve ``(D − O) y = rhs`` in place (``rhs`` becomes ``y``) for the column diagonally
     dominant M-matrix with off-diagonal magnitudes ``O = off[:n, :n]`` (``off[a, b] ≥ 0``, the
     flow ``b → a``; the diagonal of ``off`` is ignored and overwritten) and column excesses
@@ -97,7 +115,15 @@ def mmatrix_solve(off, excess, rhs, n):
 
 
 @kernel()
-def stationary(rate, n, out, off, excess, rhs, reach):
+def stationary(
+    rate: np.ndarray,
+    n: int,
+    out: np.ndarray,
+    off: np.ndarray,
+    excess: np.ndarray,
+    rhs: np.ndarray,
+    reach: np.ndarray,
+) -> None:
     """A stationary distribution of the continuous-time chain with ``rate[b, a]`` (b → a, a ≠ b)
     into ``out[:n]``: restricted to a closed communicating class (found by transitive closure),
     the balance equations with the mass of one state (the root) fixed to 1 are an M-matrix
@@ -145,21 +171,21 @@ def stationary(rate, n, out, off, excess, rhs, reach):
 
 @kernel()
 def fixed_point(
-    coarse,
-    lam,
-    pi,
-    first_seq,
-    num_actions,
-    parent_seq,
-    seq_infoset,
-    root_seg,
-    seg_ptr,
-    entry_hi,
-    entry_seq,
-    x,
-    c,
-    lam_above,
-):
+    coarse: bool,
+    lam: np.ndarray,
+    pi: np.ndarray,
+    first_seq: np.ndarray,
+    num_actions: np.ndarray,
+    parent_seq: np.ndarray,
+    seq_infoset: np.ndarray,
+    root_seg: np.ndarray,
+    seg_ptr: np.ndarray,
+    entry_hi: np.ndarray,
+    entry_seq: np.ndarray,
+    x: np.ndarray,
+    c: np.ndarray,
+    lam_above: np.ndarray,
+) -> None:
     """``x = M x`` with ``M = Σ λ_σ̂ φ_{σ̂→π̂_σ̂}``, infoset by infoset top-down (module doc).
 
     ``pi``: the subtree minimizers' recommendations in sequence form (layout order).  The EFCE
@@ -251,7 +277,14 @@ def fixed_point(
 
 
 @kernel()
-def decompose_strategy(x, first_seq, num_actions, parent_seq, plans, alphas):
+def decompose_strategy(
+    x: np.ndarray,
+    first_seq: np.ndarray,
+    num_actions: np.ndarray,
+    parent_seq: np.ndarray,
+    plans: np.ndarray,
+    alphas: np.ndarray,
+) -> int:
     """Write the sequence-form strategy ``x`` as a convex combination of reduced pure plans
     (peeling): repeatedly follow, at every reached infoset, the action with the most remaining
     mass, and subtract that plan times the smallest remaining mass on its sequences.  Fills
@@ -287,7 +320,13 @@ def decompose_strategy(x, first_seq, num_actions, parent_seq, plans, alphas):
 
 
 @kernel()
-def utility_vectors(term_seq, weighted_payoffs, x_flat, offsets, out_flat):
+def utility_vectors(
+    term_seq: np.ndarray,
+    weighted_payoffs: np.ndarray,
+    x_flat: np.ndarray,
+    offsets: np.ndarray,
+    out_flat: np.ndarray,
+) -> None:
     """One pass over the terminals: ``out[offsets[i] + σ_i(z)] += p_c(z) u_i(z) Π_{k≠i}
     x_k[σ_k(z)]`` for every player ``i`` (players' vectors concatenated at ``offsets``)."""
     n = term_seq.shape[1]

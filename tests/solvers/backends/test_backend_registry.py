@@ -65,3 +65,27 @@ def test_an_entry_names_a_module_attribute_imported_on_first_use(monkeypatch):
 def test_unknown_names_are_refused_with_the_valid_ones():
     with pytest.raises(OptionError, match=r"unknown compute backend 'gpu'; valid: cpu"):
         get_backend("gpu")
+
+
+def test_cpu_only_kernels_take_the_cpu_backend_and_refuse_another_one(monkeypatch):
+    from efce.solvers.backends.protocol import cpu_backend
+    from efce.solvers.evaluation.best_response import best_response
+
+    threaded = CPUBackend(threads=1)
+    assert cpu_backend(threaded) is threaded and isinstance(cpu_backend(), CPUBackend)
+
+    class NotTheCPU:
+        """A backend object of another kind: it has none of the CPU-only kernels."""
+
+        name = "elsewhere"
+
+    monkeypatch.setitem(backends.BACKENDS, "elsewhere", lambda **options: NotTheCPU())
+    for other in (NotTheCPU(), "elsewhere"):
+        with pytest.raises(OptionError, match="CPU backend only, got backend 'elsewhere'"):
+            cpu_backend(other)
+    space = make_game("kuhn").sequences(0)
+    utility = np.arange(space.num_sequences, dtype=np.float64)
+    with pytest.raises(OptionError, match="CPU backend only"):
+        best_response(space, utility, backend=NotTheCPU())  # the wrong kind of backend, on purpose
+    value, x = best_response(space, utility, backend=threaded)
+    assert value == pytest.approx(float(utility @ x)) and set(np.unique(x)) <= {0.0, 1.0}

@@ -617,3 +617,44 @@ def test_copy_state():
     assert state[0]["a"][0] == 0.0 and state[2][0][1] == 1.0 and copy[2][1:] == (3, None)
     with pytest.raises(TypeError, match="numpy arrays, dicts and tuples"):
         copy_state({"a": [object()]})
+
+
+class _NoOracle:
+    """A regret minimizer over ``Δ_2`` (it delegates to a simplex) without ``minimize``."""
+
+    def __init__(self):
+        self._inner = simplex(2, "rm")
+        self.dim = 2
+
+    def init(self):
+        return self._inner.init()
+
+    def recommend(self, state):
+        return self._inner.recommend(state)
+
+    def observe(self, state, loss, *, donate=False):
+        return self._inner.observe(state, loss, donate=donate)
+
+
+def test_exact_minimize_of_a_composite_needs_an_oracle_in_every_part():
+    with_oracle, without = simplex(2, "rm"), _NoOracle()
+    loss = np.array([0.5, -1.0, 2.0, 0.25])
+    # Every composite plays (its recommend/observe work) but names the part its minimize lacks.
+    for composite in (
+        cartesian_product(with_oracle, without),
+        convex_hull(with_oracle, without, rule="rm"),
+        scaled_extension(singleton(), without, np.ones(1), check=False),
+    ):
+        state = composite.observe(composite.init(), loss[: composite.dim])
+        assert composite.recommend(state).shape == (composite.dim,)
+        with pytest.raises(TypeError, match="_NoOracle has no linear minimization oracle"):
+            composite.minimize(loss[: composite.dim])
+    with pytest.raises(TypeError, match="_NoOracle has no linear minimization oracle"):
+        regret(without, [loss[:2]], [np.array([0.5, 0.5])])
+    # With oracles everywhere the exact minimum is unchanged: the product's is the sum of its parts'.
+    both = cartesian_product(with_oracle, simplex(2, "rm"))
+    assert both.minimize(loss)[0] == pytest.approx(-1.0 + 0.25)
+
+
+def test_blum_mansour_is_named_after_its_base_rule():
+    assert BlumMansour().name == "bm(rm)" and BlumMansour(Hedge()).name == f"bm({Hedge().name})"

@@ -29,6 +29,8 @@ from .vsf import VSFConstraints, vsf_constraints
 
 @dataclass
 class Check:
+    """One check of :func:`verify`: its name, whether it passed, and a one-line detail."""
+
     name: str
     passed: bool
     detail: str
@@ -37,11 +39,15 @@ class Check:
         self.passed = bool(self.passed)
 
     def to_dict(self) -> dict:
+        """``{"passed": ..., "detail": ...}``, as ``efce decompose --json`` reports each check."""
         return {"passed": self.passed, "detail": self.detail}
 
 
 @dataclass
 class VerificationReport:
+    """What :func:`verify` found: every :class:`Check` in order, and the von Stengel–Forges
+    constraints that no step of the chain used."""
+
     checks: list[Check] = field(default_factory=list)
     unused_constraints: list[str] = field(default_factory=list)
 
