@@ -10,6 +10,10 @@ runs, an LP's worker).  With ``EFCE_TEST_MARKERS`` naming a file, each process a
 * ``phase WHAT``: a build reached its first stop check of the phase ``WHAT``
   (:func:`efce.interrupts.check_stop`), e.g. ``phase decomposing battleship:...``.
 
+``honouring`` and ``phase`` are not noted inside a method's warm-up
+(:func:`efce.solvers.warm_up.warm_up_run`, which runs the method on a tiny game before the real
+run): a signal sent there would stop the warm-up, not the run the test is about.
+
 The hooks wrap those functions of :mod:`efce.interrupts` before any module of the toolkit imports
 them; the toolkit itself knows nothing of the markers."""
 
@@ -20,6 +24,16 @@ def _install(path: str) -> None:
     import contextlib
 
     from efce import interrupts
+
+    def in_warm_up() -> bool:
+        import sys
+
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_name == "warm_up_run" and frame.f_code.co_filename.endswith("warm_up.py"):
+                return True
+            frame = frame.f_back
+        return False
 
     def note(event: str, detail: str = "") -> None:
         line = f"{os.getpid()} {event} {detail}".rstrip() + "\n"
@@ -44,13 +58,14 @@ def _install(path: str) -> None:
     @contextlib.contextmanager
     def noted_honouring():
         with honouring():
-            note("honouring")
+            if not in_warm_up():
+                note("honouring")
             yield
 
     phases = set()
 
     def noted_check_stop(what: str = "") -> None:
-        if what not in phases:
+        if what not in phases and not in_warm_up():
             phases.add(what)
             note("phase", what)
         check_stop(what)
