@@ -68,8 +68,12 @@ def digest(model) -> str:
 
 def _build(spec: str):
     from efce.games.spec import make_game
-    from efce.interrupts import graceful, stop_on_signals
     from efce.solvers.methods.efce import build_efce_model
+
+    try:
+        from efce.interrupts import graceful, stop_on_signals
+    except ImportError:  # a checkout from before efce.interrupts: the contract lived in the driver
+        from efce.solvers.driver import graceful, stop_on_signals
 
     gc.collect()
     started = time.perf_counter()
