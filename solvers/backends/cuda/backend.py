@@ -75,7 +75,7 @@ def unavailable_reason() -> str | None:
     (``numba.cuda.is_available()``).  Under the simulator only the first applies."""
     if importlib.util.find_spec("numba_cuda") is None:
         return f"--backend cuda needs numba-cuda, which is not installed ({INSTALL_HINT})"
-    cuda = _cuda()
+    cuda = _numba_cuda()
     if simulator_enabled():
         return None
     if not cuda.is_available():
@@ -84,9 +84,9 @@ def unavailable_reason() -> str | None:
     return None
 
 
-@functools.cache
-def _cuda():
-    from .saddle import _cuda as numba_cuda
+def _numba_cuda():
+    # Imported on first use: this module must import (and refuse in one line) without numba-cuda.
+    from .saddle import numba_cuda
 
     return numba_cuda()
 
@@ -148,7 +148,7 @@ class CUDABackend:
         """The GPU in words (name, memory, compute capability), or the simulator."""
         if self.simulator:
             return "numba-cuda simulator (NUMBA_ENABLE_CUDASIM=1: the kernels run as Python on the CPU)"
-        cuda = _cuda()
+        cuda = _numba_cuda()
         device = cuda.get_current_device()
         name = device.name.decode() if isinstance(device.name, bytes) else str(device.name)
         _, total = cuda.current_context().get_memory_info()
@@ -159,7 +159,7 @@ class CUDABackend:
         """The GPU's free memory now (infinite under the simulator)."""
         if self.simulator:
             return float("inf")
-        free, _ = _cuda().current_context().get_memory_info()
+        free, _ = _numba_cuda().current_context().get_memory_info()
         return float(free)
 
     def check_memory(
@@ -234,13 +234,13 @@ class CUDABackend:
 
     # ------------------------------------------------------------------ arrays
     def empty(self, n: int, dtype: type = np.float64):
-        return _cuda().device_array(n, dtype=dtype)
+        return _numba_cuda().device_array(n, dtype=dtype)
 
     def zeros(self, n: int, dtype: type = np.float64):
-        return _cuda().to_device(np.zeros(n, dtype=dtype))
+        return _numba_cuda().to_device(np.zeros(n, dtype=dtype))
 
     def to_device(self, array: np.ndarray):
-        return _cuda().to_device(np.ascontiguousarray(array))
+        return _numba_cuda().to_device(np.ascontiguousarray(array))
 
     def to_host(self, array) -> np.ndarray:
         return array if isinstance(array, np.ndarray) else array.copy_to_host()

@@ -50,7 +50,7 @@ from .layouts import (
 
 
 @functools.cache
-def _cuda():
+def numba_cuda():
     """numba.cuda, imported on first use (it reads ``NUMBA_ENABLE_CUDASIM`` then) with numba's
     warning about small grids silenced: the passes launch one grid per level, and the narrow
     levels are small by nature."""
@@ -97,7 +97,7 @@ class DeviceRule:
     losses seen (DCFR's discount reads it)."""
 
     def __init__(self, rule: LocalRule, layout: ChainLayout | DeviceChain):
-        cuda = _cuda()
+        cuda = numba_cuda()
         kernel = rule.kernel()
         if kernel is None:
             raise OptionError(
@@ -142,7 +142,7 @@ class DeviceChain:
     """A :class:`~.layouts.ChainLayout` on the GPU and its passes, one launch per level."""
 
     def __init__(self, layout: ChainLayout, block_size: int):
-        cuda = _cuda()
+        cuda = numba_cuda()
         # Scalars only: the host's layout arrays may go once they are on the GPU.
         self.num_entries = layout.num_entries
         self.num_steps = layout.num_steps
@@ -385,7 +385,7 @@ class DeviceChain:
     def violations(self, x, x_scale: float, s, s_scale: float, scalars, slot: int) -> None:
         """The chain violations (:meth:`~polytopes.chain.Chain.violations`) of ``x_scale · x``
         and ``s_scale · s`` into ``scalars[slot]`` and ``scalars[slot + 1]``."""
-        cuda, k, d = _cuda(), _kernels(), self.arrays
+        cuda, k, d = numba_cuda(), _kernels(), self.arrays
         grid = self.num_wide + _blocks(self.num_steps, self.block)
         if self._partial is None:
             self._partial = cuda.device_array((2, grid))
@@ -408,7 +408,7 @@ class DeviceCSR:
     """A :class:`~.layouts.CSR` on the GPU: ``out = sign · M x``."""
 
     def __init__(self, csr, block_size: int, group: int):
-        cuda = _cuda()
+        cuda = numba_cuda()
         self.shape = csr.shape
         self.short_threshold = csr.short_threshold
         self.num_medium, self.num_long = len(csr.medium_rows), len(csr.long_rows)
@@ -525,7 +525,7 @@ class CudaSaddlePoint:
                 f"need 1 <= wide_threshold <= split_threshold, piece_size >= 1 and "
                 f"1 <= short_row <= long_row, got {wide}, {split}, {piece_size}, {short_row}, {long_row}"
             )
-        cuda = _cuda()
+        cuda = numba_cuda()
         self.model = model
         self.rule = rule
         self.alternating = bool(alternating)
@@ -729,7 +729,7 @@ class CudaSaddlePoint:
 
     def synchronize(self) -> None:
         """Wait for the GPU (for timing: launches return before their kernels end)."""
-        _cuda().synchronize()
+        numba_cuda().synchronize()
 
     @property
     def device_bytes(self) -> int:
