@@ -427,6 +427,7 @@ def solve_lp_pdlp(
         estimated_bytes=estimate_pdlp_bytes(game, welfare_threshold=model.welfare_threshold),
     )
     if xi is not None:
+        assert report is not None  # evaluated with every iterate
         xi = np.array(xi, dtype=np.float64)
         utilities = model.utility_matrix @ xi
         info.update(

@@ -181,8 +181,10 @@ def _cancel_escalation() -> None:
 def _interrupt_main_thread() -> None:
     """A real SIGINT to the main thread, so that a blocking system call there returns at once
     and its handler runs."""
+    main = threading.main_thread().ident
+    assert main is not None  # the main thread is always started
     try:
-        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        signal.pthread_kill(main, signal.SIGINT)
     except (AttributeError, OSError):  # no pthread_kill: a simulated signal
         import _thread
 

@@ -18,7 +18,7 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from efce.errors import CommandError, EFCEError, ResultWithError
 from efce.solvers.result import finite_json
@@ -121,14 +121,17 @@ def main(argv: list[str] | None = None) -> int:
     want_json = "--json" in argv
     if want_json:
         # argparse exits with its own text on bad usage; in JSON mode report it as JSON instead.
-        def error(message, _parser=parser):
+        def error(message: str) -> NoReturn:
             raise CommandError(message)
 
-        parser.error = error
-        for action in parser._subparsers._group_actions:
-            for sp_ in action.choices.values():
-                sp_.error = error
-    failure = output = None
+        # argparse has no hook for its usage errors but its error method: replaced on purpose.
+        parser.error = error  # type: ignore[method-assign]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sp_ in action.choices.values():
+                    sp_.error = error
+    failure: tuple[str, int] | None = None
+    output: str | None = None
     clear_stop()  # a new command (main may be called again in one process)
     # One signal contract for every subcommand (efce.interrupts): the first SIGINT/SIGTERM is a
     # stop request that the running phase honours at its next boundary, a second one aborts;
@@ -171,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     with ignore_signals():  # the outcome is decided: a late signal must not cut the output short
         if failure is not None and output is None:
             return _fail(failure[0], want_json, code=failure[1])
+        assert output is not None  # without a failure, every command returns its text
         if not _print(output):
             return failure[1] if failure is not None else 0
         if failure is not None:  # a result whose file could not be written

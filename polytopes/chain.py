@@ -31,7 +31,7 @@ SIMPLEX = 0
 SINGLETON = 1
 
 
-def index_dtype(bound: int) -> type:
+def index_dtype(bound: int) -> type[np.int32] | type[np.int64]:
     """The narrowest of int32/int64 that holds every index below ``bound``: the chains of the
     large Battleship instances have ~10⁸ entries, and int32 halves their index arrays."""
     return np.int32 if bound < 2**31 else np.int64

@@ -340,7 +340,7 @@ class PayoffOperator:
         # Terminals in ascending Ξ entry of σ(z): the order of the rows of the explicit matrix.
         index = index_dtype(len(tables.terminal_pair) + 1)
         self.term_order = np.argsort(tables.terminal_row, kind="stable").astype(index)
-        self._default_products = None
+        self._default_products: OperatorProducts | None = None
 
     @property
     def nbytes(self) -> int:

@@ -106,7 +106,10 @@ def solve_cfr(
     a1, a2 = payoffs
     a2t = a2.T.tocsr()
     chains = [sequence_form(game.sequences(p)) for p in (0, 1)]
-    engines = tuple(ChainEngine(c, minimizer=make_minimizer(c)) for c in chains)
+    engines = (
+        ChainEngine(chains[0], minimizer=make_minimizer(chains[0])),
+        ChainEngine(chains[1], minimizer=make_minimizer(chains[1])),
+    )
     # Both players maximize: player 1's loss is −A₁x₂, player 2's is −A₂ᵀx₁.
     play = SelfPlay(
         engines,

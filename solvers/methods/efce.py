@@ -219,6 +219,8 @@ def pair_arrays_parked(model: EFCEModel) -> Iterator[ParkedPairs]:
     pairs itself must drop its references before the block.
     """
     pairs = model.pairs
+    # A model holds its pairs and map until this block, the one place that drops them.
+    assert pairs is not None and model.entry_of_pair is not None, "the model's pairs were parked already"
     indptr, num_sequences = pairs.indptr, pairs.num_sequences
     with ParkedArrays(sigma2=pairs.sigma2, entry_of_pair=model.entry_of_pair) as parked:
         model.pairs = model.entry_of_pair = None
@@ -822,6 +824,7 @@ class HostSaddlePoint:
 
     def checkpoint(self) -> Checkpoint:
         x, sum_x, scale = self.play.points[0], self.play.sums[0], 1.0 / self.play.weight
+        assert sum_x is not None  # Ξ's player is always averaged
         # before work overwrites x
         violations = self.model.xi_steps.violations((x, sum_x), (1.0, scale), backend=self.backend)
         if self._work is None:
@@ -834,7 +837,9 @@ class HostSaddlePoint:
 
     def deviation_bound(self) -> float:
         backend, model = self.backend, self.model
-        y_bar = average_point(model.triggers.chain, self.play.sums[1], self.play.weight, backend=backend)
+        sum_y = self.play.sums[1]
+        assert sum_y is not None, "the deviator is averaged only with average_deviator"
+        y_bar = average_point(model.triggers.chain, sum_y, self.play.weight, backend=backend)
         loss = self.products.matvec(
             backend.to_device(np.ascontiguousarray(y_bar)), backend.empty(model.operator.shape[0])
         )
@@ -843,6 +848,7 @@ class HostSaddlePoint:
     def average(self) -> np.ndarray:
         """The average plan; ends the run (its engines and buffers are dropped first)."""
         weight, sum_x = self.play.weight, self.play.sums[0]
+        assert sum_x is not None  # Ξ's player is always averaged
         # The engines, the iterates and ȳ go, and their heap pages back, before the plan is made.
         del self.play
         self._work = None
@@ -921,6 +927,7 @@ def _result(
     The plan is gathered through the parked pair → entry map
     read piece by piece, the pairs come back once the plan in entry order is freed, and the map
     when the parking block ends: this stage then holds less than the iterations."""
+    assert run.average is not None  # _iterate's plan, dropped only here
     xbar = parked.gather(run.average)
     run.average = None
     # The Definition-3 sweep is the CPU's: on the loop's backend if that is the CPU, else on
@@ -946,6 +953,7 @@ def _result(
         info["device"] = backend.device
     if welfare_threshold is not None:
         lower_bound = run.lower_bound
+        assert lower_bound is not None  # _iterate computes it whenever there is a threshold
         info.update(
             {
                 "welfare_threshold": welfare_threshold,

@@ -47,7 +47,9 @@ CPU backend (:mod:`efce.solvers.backends.cpu.trigger`); the local rules run on i
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numba
 import numpy as np
@@ -724,13 +726,17 @@ def solve_trigger(
             target = gaps["efcce_gap"] if coarse else gaps["efce_gap"]
             extra = {"efce": gaps["efce_gap"], "efcce": gaps["efcce_gap"], "nfcce": gaps["nfcce_gap"]}
             driver.record(TraceRow(dyn.iterations, driver.elapsed(), target, extra=extra))
+    assert gaps is not None  # the driver's last iteration is always a checkpoint
     info = dict(gaps)
     info.update(
         {"iteration_seconds": driver.iteration_seconds, "local": as_rule(rule).name, "averaging": averaging}
     )
-    point = dyn.device() if device else dyn.average_strategies()
+    point: FactoredDevice | list[np.ndarray]
     if device:
+        point = dyn.device()
         info["support"] = int(len(point.probs))
+    else:
+        point = dyn.average_strategies()
     if device_full:
         info["message"] = (
             f"stopped after {dyn.iterations:,} iterations: the next one would take the device file "
@@ -767,7 +773,7 @@ def _runner(coarse: bool):
 
 #: ``trigger`` and ``coarse-trigger`` for :func:`efce.solve` (collected by
 #: :data:`efce.experiments.solve.METHODS`).
-def _check_before_warm_up(game: Game, o: dict, device: bool) -> None:
+def _check_before_warm_up(game: Game, o: Mapping[str, Any], device: bool) -> None:
     if device:
         check_device_request(game, o["iterations"])
 

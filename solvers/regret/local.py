@@ -154,15 +154,22 @@ class LocalRule:
 
     and may override :meth:`kernel`."""
 
-    name = "local"
+    @property
+    def name(self) -> str:
+        """The rule's name in results and traces (``"hedge"``, ``"rm+"``, ...).  Read-only here so
+        that a subclass may give it as a class attribute or as a property of its parameters."""
+        return "local"
 
     def init(self, seg: Segments) -> dict[str, np.ndarray]:
+        """The state of a fresh minimizer on every segment of ``seg``: flat numpy arrays by name."""
         raise NotImplementedError
 
     def recommend(self, state: dict[str, np.ndarray], seg: Segments) -> np.ndarray:
+        """The current point: nonnegative, summing to one on every segment; ``state`` unchanged."""
         raise NotImplementedError
 
     def observe(self, state: dict[str, np.ndarray], loss: np.ndarray, seg: Segments) -> None:
+        """Take the loss of the last recommendation: updates ``state`` in place, only reads ``loss``."""
         raise NotImplementedError
 
     def kernel(self) -> Kernel | None:

@@ -443,7 +443,7 @@ class CPUBackend:
         )
         classes = set()
         for size in sizes:
-            lo, hi = (size, size) if isinstance(size, Integral) else size
+            lo, hi = (size, size) if isinstance(size, int | Integral) else size
             for n in (lo, hi, *(t for t in thresholds if lo < t <= hi)):
                 entries = max((t for t in thresholds if t <= n), default=0)
                 classes.add((entries, entries))

@@ -162,7 +162,7 @@ kernel = StampedKernels(kernel_sources(), (SIMPLEX, SINGLETON, RM, HEDGE, PRM_PL
 def available_threads() -> int:
     """The most threads the CPU kernels can use: numba's pool (``NUMBA_NUM_THREADS``, by default
     every core)."""
-    return int(numba.config.NUMBA_NUM_THREADS)
+    return int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]  # set at run time
 
 
 def default_threads() -> int:

@@ -30,7 +30,7 @@ import numpy as np
 
 from efce.games.game import Game
 from efce.polytopes.chain import SINGLETON, Chain, index_dtype
-from efce.solvers.evaluation.payoff_operator import PayoffOperator
+from efce.solvers.evaluation.payoff_operator import PayoffOperator, PlayerTriggerTable
 
 #: Threads per block of the GPU kernels (a power of two; the tests force tiny ones).
 BLOCK_SIZE = 256
@@ -543,7 +543,24 @@ def payoff_layout(
     return PayoffLayout(a, at, terminal_row, welfare_weight, lam_tau)
 
 
-def _deviation_args(t) -> tuple:
+# The eleven arrays of a player's trigger table that the deviation loops take first (a fixed
+# length, so that the loops' calls with them unpacked are checked).
+_DeviationArrays = tuple[
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+]
+
+
+def _deviation_args(t: PlayerTriggerTable) -> _DeviationArrays:
     """The arrays of a :class:`~solvers.evaluation.payoff_operator.PlayerTriggerTable` that the
     deviation loops read, in their order."""
     return (

@@ -127,7 +127,8 @@ class DeviceRule:
         """Count one more observation; DCFR's factors for it (1, 1 without discounting)."""
         self.observations += 1
         k = self.kernel
-        return tuple(float(f) for f in discounts(k.alpha, k.beta, float(self.observations)))
+        alpha, beta = discounts(k.alpha, k.beta, float(self.observations))
+        return float(alpha), float(beta)
 
     def to_host(self) -> dict[str, np.ndarray]:
         """The state (entry-indexed host copies): ``a`` and the predictions."""
@@ -628,6 +629,7 @@ class CudaSaddlePoint:
             self.y_chain.observe(self.rules[1], self.y)
             self._recommend(1, self.y, sum_y, w, self._averaged_y)
         else:
+            assert self._loss is not None  # kept whenever the players move simultaneously
             lx, ly = self._loss
             self.a.matvec(self.y, lx)
             self.at.matvec(self.x, ly, -1.0)
@@ -693,7 +695,11 @@ class CudaSaddlePoint:
         self.y_chain.recommend(
             RM, 0.0, (self.sum_y, self._no_sum, self._no_u16), self._work, self._no_sum, 0.0, False
         )
-        xbuf = self.x if self.alternating else self._loss[0]
+        if self.alternating:
+            xbuf = self.x
+        else:
+            assert self._loss is not None  # kept whenever the players move simultaneously
+            xbuf = self._loss[0]
         self.a.matvec(self._work, xbuf)
         self.xi_chain.minimum(xbuf)
         k.copy_scalar[1, 1](xbuf, 0, self._scalars, _BOUND)
