@@ -17,8 +17,8 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from efce.errors import CommandError, EFCEError, ResultWithError
 from efce.solvers.result import finite_json
@@ -27,12 +27,16 @@ if TYPE_CHECKING:
     from efce.games.game import Game
 
 _COMMANDS: dict[str, tuple[Callable, Callable]] = {}
+# A subcommand's ``run(args) -> (json_dict, text)``.
+_CommandRun = Callable[[argparse.Namespace], tuple[Any, str]]
 
 
-def command(name: str, configure: Callable[[argparse.ArgumentParser], None]):
+def command(
+    name: str, configure: Callable[[argparse.ArgumentParser], None]
+) -> Callable[[_CommandRun], _CommandRun]:
     """Register ``run(args) -> (json_dict, text)`` as subcommand ``name``."""
 
-    def register(run):
+    def register(run: _CommandRun) -> _CommandRun:
         _COMMANDS[name] = (configure, run)
         return run
 
@@ -48,7 +52,7 @@ def load_game(spec: str) -> tuple[Game, float]:
     return game, time.perf_counter() - started
 
 
-def integer_argument(low: int, high: int | None = None):
+def integer_argument(low: int, high: int | None = None) -> Callable[[str], int]:
     """An argparse ``type`` for an integer option of a subcommand: the text must be an integer
     from ``low`` to ``high``, else a one-line usage error naming the range (never a failure
     deep in the command)."""
@@ -225,7 +229,7 @@ def _print(text: str, stream=None) -> bool:
 
 
 @contextlib.contextmanager
-def stdout_to_stderr(enabled: bool = True):
+def stdout_to_stderr(enabled: bool = True) -> Iterator[None]:
     """Within this block everything written to stdout goes to stderr instead, at the level of
     file descriptor 1, so that C libraries (HiGHS prints its banner from ``Highs()``'s
     constructor, before any option can silence it) cannot spoil a ``--json`` object either.

@@ -20,6 +20,7 @@ import atexit
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from typing import cast
 
 #: How caching was set up: "default" (one of numba's own locations is writable), "temporary"
@@ -54,7 +55,7 @@ def _numba_can_cache(py_file: str) -> bool:
     return False
 
 
-def configure(make_temp_dir=tempfile.mkdtemp) -> str:
+def configure(make_temp_dir: Callable[..., str] = tempfile.mkdtemp) -> str:
     """Make sure importing the kernels cannot fail for want of a cache folder; returns and
     records :data:`mode`."""
     global mode

@@ -47,7 +47,7 @@ from efce.polytopes.feasibility import FeasibilityCheck
 from efce.polytopes.triggers import TriggerSpace, trigger_deviations
 from efce.polytopes.triggers import triggers_above as count_triggers_above
 from efce.solvers.backends import BACKENDS, ComputeBackend, get_backend
-from efce.solvers.backends.protocol import PRM_PLUS
+from efce.solvers.backends.protocol import PRM_PLUS, OperatorProducts
 from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.gaps import EFCEGapEvaluator, GapReport
 from efce.solvers.evaluation.payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
@@ -292,7 +292,7 @@ def saddle_point_entries(game: Game, *, welfare: bool = False, sizes: dict | Non
     trigger — a non-empty sequence of either player, :mod:`polytopes.triggers` — and one more
     for the welfare constraint, and per trigger a copy of its subtree), counted without building
     either (``sizes``: :func:`saddle_point_sizes` of ``game`` if already counted): the sizes
-    that choose the loop's kernel variants (:func:`_warm_up`)."""
+    that choose the loop's kernel variants (``_warm_up``)."""
     sizes = saddle_point_sizes(game) if sizes is None else sizes
     triggers = sum(game.sequences(i).num_sequences - 1 for i in (0, 1)) + int(welfare)
     return sizes["relevant_pairs"], 1 + triggers + sizes["trigger_entries"]
@@ -364,7 +364,7 @@ def build_efce_model(
     return EFCEModel(game, pairs, xi_steps, triggers, operator, entry_of_pair, welfare_threshold)
 
 
-#: Entries gathered per chunk by :func:`_gather`.
+#: Entries gathered per chunk by ``_gather``.
 GATHER_CHUNK = 1 << 20
 
 
@@ -455,11 +455,11 @@ def solve_efce(
     with that welfare exists); otherwise the budget runs out and ``info["threshold_met"]`` is
     False.
 
-    ``rule`` (a :class:`~solvers.local.LocalRule` or its name; None: ``rm``'s ``local``, PRM+)
+    ``rule`` (a :class:`~solvers.regret.local.LocalRule` or its name; None: ``rm``'s ``local``, PRM+)
     runs at every simplex of both chains; ``minimizer`` instead builds each side's regret
     minimizer from its chain (Ξ's, then Y's; points in entry order), e.g.
     ``lambda chain: chain_minimizer(chain, MyRule())`` or a composite of the
-    :mod:`solvers.algebra` — see the tutorial, "Write your own regret minimizer".  Giving both is
+    :mod:`solvers.regret.algebra` — see the tutorial, "Write your own regret minimizer".  Giving both is
     a ValueError.
 
     ``alternating`` (default) lets the deviator answer the correlator's fresh point; False updates
@@ -643,7 +643,7 @@ def saddle_point_play(
     alternating: bool = True,
     power: float = 1.0,
     average_deviator: bool = False,
-    products=None,
+    products: OperatorProducts | None = None,
 ) -> SelfPlay:
     """The correlator (an engine on Ξ's chain, observing ``A·y``) against the deviator (an
     engine on Y's chain, observing ``−Aᵀ·x``), each built by ``make_minimizer`` from its chain,
@@ -670,7 +670,7 @@ def saddle_point_gap(
     values: np.ndarray,
     scale: float,
     work: np.ndarray,
-    products=None,
+    products: OperatorProducts | None = None,
     backend: ComputeBackend | None = None,
 ) -> float:
     """The max deviation of ``ξ = scale · values`` (Ξ's entry order) read from the saddle point:

@@ -283,6 +283,9 @@ class Dynamics:
         self.iterations = 0
 
     def step(self) -> list[np.ndarray]:
+        """One iteration: every player samples a plan, the reached learners observe their
+        utilities, the joint reduced plan is counted; returns it (per player, the action chosen
+        at each infoset, -1 where the plan does not reach it)."""
         n = self.game.num_players
         samples = [lr.sample(self.rng) for lr in self.learners]
         reach = np.stack([samples[p][1][self.term_seq[:, p]] for p in range(n)], axis=0)  # [n, T]
@@ -412,13 +415,13 @@ def _runner(variant: str):
     return run
 
 
-#: ``icfr`` and ``cfr-s`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
 def _method(variant: str, description: str) -> Method:
     run = _runner(variant)
     warm_up = segments_warm_up(run, check=_check_before_warm_up)
     return Method(variant, description, OPTIONS, run, players=None, writes_device=True, warm_up=warm_up)
 
 
+#: ``icfr`` and ``cfr-s`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
 SOLVE_METHODS = (
     _method("icfr", "ICFR (EFCE, n players, chance; Celli et al. 2020)"),
     _method("cfr-s", "CFR-S (EFCCE, n players, chance; Celli et al. 2020)"),

@@ -55,7 +55,7 @@ import numba
 import numpy as np
 
 from efce.errors import GameError
-from efce.games.game import Game
+from efce.games.game import Game, SequenceSpace
 from efce.games.payoffs import terminal_map
 from efce.solvers.backends import get_backend
 from efce.solvers.driver import IterationDriver, ProgressCallback
@@ -128,7 +128,7 @@ class TriggerLayout:
         return self.seg.total
 
 
-def trigger_layout(space, coarse: bool) -> TriggerLayout:
+def trigger_layout(space: SequenceSpace, coarse: bool) -> TriggerLayout:
     """The layout of the EFCE triggers (one per non-empty sequence, ``σ̂ = σ``: index ``σ − 1``)
     or of the EFCCE triggers (one per infoset) of a sequence space."""
     tree = space.tree
@@ -334,7 +334,7 @@ class _Player:
 
 
 # ---------------------------------------------------------------------- reduced plans (device)
-def reduced_plan_count(space) -> int:
+def reduced_plan_count(space: SequenceSpace) -> int:
     """Number of reduced pure plans of a player (exact Python integer): per sequence, the product
     over its child infosets of the sum over their actions, bottom-up."""
     count = [1] * space.num_sequences
@@ -344,7 +344,7 @@ def reduced_plan_count(space) -> int:
     return count[0]
 
 
-def plans_per_iteration(space) -> int:
+def plans_per_iteration(space: SequenceSpace) -> int:
     """Most pure plans :func:`efce.solvers.backends.cpu.trigger.decompose_strategy` uses for one
     strategy: every step zeroes a sequence of the chosen actions, at most ``1 + Σ_j (|A_j| − 1)``
     of them end a step."""
@@ -626,6 +626,13 @@ class TriggerDynamics:
         return [p.X / self.total_weight for p in self.players]
 
     def device(self) -> FactoredDevice:
+        """The recorded distribution ``μ`` over joint reduced plans, as a device.
+
+        Raises
+        ------
+        GameError
+            The dynamics were made without ``device=True``.
+        """
         if self.recorder is None:
             raise GameError("the distribution was not recorded (pass device=True)")
         return self.recorder.device()
@@ -771,8 +778,6 @@ def _runner(coarse: bool):
     return run
 
 
-#: ``trigger`` and ``coarse-trigger`` for :func:`efce.solve` (collected by
-#: :data:`efce.experiments.solve.METHODS`).
 def _check_before_warm_up(game: Game, o: Mapping[str, Any], device: bool) -> None:
     if device:
         check_device_request(game, o["iterations"])
@@ -784,6 +789,8 @@ def _method(name: str, description: str) -> Method:
     return Method(name, description, OPTIONS, run, players=None, writes_device=True, warm_up=warm_up)
 
 
+#: ``trigger`` and ``coarse-trigger`` for :func:`efce.solve` (collected by
+#: :data:`efce.experiments.solve.METHODS`).
 SOLVE_METHODS = (
     _method("trigger", "deterministic trigger-regret dynamics (EFCE, n players, chance; Farina et al. 2022)"),
     _method("coarse-trigger", "deterministic coarse-trigger-regret dynamics (EFCCE, n players, chance)"),

@@ -35,6 +35,7 @@ from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from efce.solvers.backends import HEDGE, PRM_PLUS, RM, get_backend
 from efce.solvers.backends.sizing import state_variant_size
@@ -47,7 +48,8 @@ class Segments:
     ptr: np.ndarray
 
     @classmethod
-    def from_sizes(cls, sizes) -> Segments:
+    def from_sizes(cls, sizes: npt.ArrayLike) -> Segments:
+        """The partition into consecutive segments of ``sizes`` entries."""
         sizes = np.asarray(sizes, dtype=np.int64)
         ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
         np.cumsum(sizes, out=ptr[1:])

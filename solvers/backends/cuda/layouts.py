@@ -24,6 +24,7 @@ estimate :func:`estimate_cuda_bytes` can refuse a model before anything is built
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
@@ -31,6 +32,9 @@ import numpy as np
 from efce.games.game import Game
 from efce.polytopes.chain import SINGLETON, Chain, index_dtype
 from efce.solvers.evaluation.payoff_operator import PayoffOperator, PlayerTriggerTable
+
+if TYPE_CHECKING:  # annotations only: scipy is loaded by the tests that compare with it
+    import scipy.sparse as sp
 
 #: Threads per block of the GPU kernels (a power of two; the tests force tiny ones).
 BLOCK_SIZE = 256
@@ -407,7 +411,7 @@ class CSR:
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.device_arrays().values())
 
-    def to_scipy(self):
+    def to_scipy(self) -> sp.csr_matrix:
         """The matrix as a ``scipy.sparse.csr_matrix`` (tests)."""
         import scipy.sparse as sp
 

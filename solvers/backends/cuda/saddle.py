@@ -27,6 +27,7 @@ import functools
 import math
 import time
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -47,6 +48,9 @@ from .layouts import (
     chain_layout,
     payoff_layout,
 )
+
+#: A numba-cuda device array (``numba.cuda.device_array``; numba-cuda ships no type information).
+DeviceArray = Any
 
 
 @functools.cache
@@ -188,7 +192,14 @@ class DeviceChain:
         return (w_hi - w_lo) + _blocks(hi - lo, self.block)
 
     def recommend(
-        self, rule_family: int, eta: float, state: tuple, x, total, w: float, accumulate: bool
+        self,
+        rule_family: int,
+        eta: float,
+        state: tuple,
+        x: DeviceArray,
+        total: DeviceArray,
+        w: float,
+        accumulate: bool,
     ) -> None:
         """RECOMMEND into ``x`` (and ``total += w · x`` when ``accumulate``) from the state
         ``(a, pred64, pred16)`` under the rule family ``rule_family``."""
@@ -223,7 +234,7 @@ class DeviceChain:
                     accumulate,
                 )
 
-    def observe(self, rule: DeviceRule, loss) -> None:
+    def observe(self, rule: DeviceRule, loss: DeviceArray) -> None:
         """OBSERVELOSS of ``loss`` (overwritten with the accumulated ``ℓ̃``), level by level from
         the last: the local updates, then the gather into the sources."""
         k, d = _kernels(), self.arrays
@@ -354,7 +365,7 @@ class DeviceChain:
                 d["gather_dest"], d["gather_ptr"], d["gather_value"], r_lo, r_hi, loss
             )
 
-    def minimum(self, loss, masked: int = -1) -> None:
+    def minimum(self, loss: DeviceArray, masked: int = -1) -> None:
         """``min_{z ∈ chain} ⟨loss, z⟩`` into ``loss[0]`` (``loss`` is overwritten), the entry
         ``masked`` (-1: none) left out of its simplex (:func:`~.kernels.best_level`)."""
         k, d = _kernels(), self.arrays
@@ -383,7 +394,9 @@ class DeviceChain:
                 )
             self._gather(r_lo, r_hi, loss)
 
-    def violations(self, x, x_scale: float, s, s_scale: float, scalars, slot: int) -> None:
+    def violations(
+        self, x: DeviceArray, x_scale: float, s: DeviceArray, s_scale: float, scalars: DeviceArray, slot: int
+    ) -> None:
         """The chain violations (:meth:`~polytopes.chain.Chain.violations`) of ``x_scale · x``
         and ``s_scale · s`` into ``scalars[slot]`` and ``scalars[slot + 1]``."""
         cuda, k, d = _cuda(), _kernels(), self.arrays
@@ -428,7 +441,8 @@ class DeviceCSR:
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.arrays.values())
 
-    def matvec(self, x, out, sign: float = 1.0) -> None:
+    def matvec(self, x: DeviceArray, out: DeviceArray, sign: float = 1.0) -> None:
+        """``out = sign · M x`` on the device (:func:`~.kernels.csr_matvec`)."""
         d = self.arrays
         if self.grid:
             _kernels().csr_matvec[self.grid, self.block](
