@@ -83,8 +83,14 @@ def _accept_negative_numbers(parser: argparse.ArgumentParser) -> None:
         parser._negative_number_matcher = NEGATIVE_NUMBER
 
 
+# What ``efce --help`` says first: plain text, as argparse prints it (the module docstring is
+# reStructuredText for the API reference).
+_DESCRIPTION = "The efce command line: info, decompose, solve, gap, compare, sweep."
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="efce", description=__doc__.splitlines()[0])
+    """The ``efce`` parser: one subparser per registered command, each with ``--json``."""
+    parser = argparse.ArgumentParser(prog="efce", description=_DESCRIPTION)
     _accept_negative_numbers(parser)
     parser.add_argument("--version", action="version", version=f"efce {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
