@@ -115,7 +115,9 @@ def device_bytes_bound(game: Game, count: int) -> int:
 DEVICE_FRAME_BYTES = len('{"device": [') + len("]}")
 
 
-def reduced_plan_texts(game: Game, player: int, plans, listing: list[list[dict]] | None = None) -> list[str]:
+def reduced_plan_texts(
+    game: Game, player: int, plans: np.ndarray, listing: list[list[dict]] | None = None
+) -> list[str]:
     """The JSON text a device file gives each of ``player``'s ``plans`` (rows: an action index per
     infoset, ``-1`` where unset): the infosets the plan reaches, each with its chosen action.
 

@@ -24,7 +24,7 @@ estimate :func:`estimate_cuda_bytes` can refuse a model before anything is built
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numba
 import numpy as np
@@ -35,6 +35,10 @@ from efce.solvers.evaluation.payoff_operator import PayoffOperator, PlayerTrigge
 
 if TYPE_CHECKING:  # annotations only: scipy is loaded by the tests that compare with it
     import scipy.sparse as sp
+
+#: A numba-cuda device array (``numba.cuda.device_array``; numba-cuda ships no type information):
+#: what the kernels and the device-side objects take.
+DeviceArray = Any
 
 #: Threads per block of the GPU kernels (a power of two; the tests force tiny ones).
 BLOCK_SIZE = 256

@@ -27,7 +27,7 @@ import functools
 import math
 import time
 import warnings
-from typing import Any
+from types import ModuleType
 
 import numpy as np
 
@@ -44,17 +44,15 @@ from .layouts import (
     SHORT_ROW,
     SPLIT_ENTRIES,
     ChainLayout,
+    DeviceArray,
     PayoffLayout,
     chain_layout,
     payoff_layout,
 )
 
-#: A numba-cuda device array (``numba.cuda.device_array``; numba-cuda ships no type information).
-DeviceArray = Any
-
 
 @functools.cache
-def _cuda():
+def numba_cuda() -> ModuleType:
     """numba.cuda, imported on first use (it reads ``NUMBA_ENABLE_CUDASIM`` then) with numba's
     warning about small grids silenced: the passes launch one grid per level, and the narrow
     levels are small by nature."""
@@ -101,7 +99,7 @@ class DeviceRule:
     losses seen (DCFR's discount reads it)."""
 
     def __init__(self, rule: LocalRule, layout: ChainLayout | DeviceChain):
-        cuda = _cuda()
+        cuda = numba_cuda()
         kernel = rule.kernel()
         if kernel is None:
             raise OptionError(
@@ -147,7 +145,7 @@ class DeviceChain:
     """A :class:`~.layouts.ChainLayout` on the GPU and its passes, one launch per level."""
 
     def __init__(self, layout: ChainLayout, block_size: int):
-        cuda = _cuda()
+        cuda = numba_cuda()
         # Scalars only: the host's layout arrays may go once they are on the GPU.
         self.num_entries = layout.num_entries
         self.num_steps = layout.num_steps
@@ -399,7 +397,7 @@ class DeviceChain:
     ) -> None:
         """The chain violations (:meth:`~polytopes.chain.Chain.violations`) of ``x_scale · x``
         and ``s_scale · s`` into ``scalars[slot]`` and ``scalars[slot + 1]``."""
-        cuda, k, d = _cuda(), _kernels(), self.arrays
+        cuda, k, d = numba_cuda(), _kernels(), self.arrays
         grid = self.num_wide + _blocks(self.num_steps, self.block)
         if self._partial is None:
             self._partial = cuda.device_array((2, grid))
@@ -422,7 +420,7 @@ class DeviceCSR:
     """A :class:`~.layouts.CSR` on the GPU: ``out = sign · M x``."""
 
     def __init__(self, csr, block_size: int, group: int):
-        cuda = _cuda()
+        cuda = numba_cuda()
         self.shape = csr.shape
         self.short_threshold = csr.short_threshold
         self.num_medium, self.num_long = len(csr.medium_rows), len(csr.long_rows)
@@ -540,7 +538,7 @@ class CudaSaddlePoint:
                 f"need 1 <= wide_threshold <= split_threshold, piece_size >= 1 and "
                 f"1 <= short_row <= long_row, got {wide}, {split}, {piece_size}, {short_row}, {long_row}"
             )
-        cuda = _cuda()
+        cuda = numba_cuda()
         self.model = model
         self.rule = rule
         self.alternating = bool(alternating)
@@ -749,7 +747,7 @@ class CudaSaddlePoint:
 
     def synchronize(self) -> None:
         """Wait for the GPU (for timing: launches return before their kernels end)."""
-        _cuda().synchronize()
+        numba_cuda().synchronize()
 
     @property
     def device_bytes(self) -> int:
