@@ -21,6 +21,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+from collections.abc import Callable
+from typing import Any
 
 from efce.errors import BackendError, GameError, Interrupted  # Interrupted: re-exported
 from efce.games.game import Game
@@ -154,7 +156,7 @@ class IsolatedWorker:
             if mask is not None:
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
-    def call(self, fn, *args):
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` in the worker.
 
         The main thread waits for the reply in short slices, so signal handlers run meanwhile.
@@ -179,15 +181,17 @@ class IsolatedWorker:
 
         from efce.interrupts import acknowledge_stop, stop_requested
 
+        stdin, stdout = self.proc.stdin, self.proc.stdout
+        assert stdin is not None and stdout is not None  # both are pipes
         try:
-            pickle.dump((fn, args), self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-            self.proc.stdin.flush()
-            while not select.select([self.proc.stdout], [], [], self.POLL_SECONDS)[0]:
+            pickle.dump((fn, args), stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            stdin.flush()
+            while not select.select([stdout], [], [], self.POLL_SECONDS)[0]:
                 if stop_requested():
                     self.kill()
                     acknowledge_stop()  # the caller keeps what it computed before this call
                     raise Interrupted(f"{getattr(fn, '__name__', fn)} interrupted by a stop request")
-            ok, value = pickle.load(self.proc.stdout)
+            ok, value = pickle.load(stdout)
         except (EOFError, BrokenPipeError):
             raise BackendError("isolated worker", f"exited with code {self.proc.wait()}") from None
         except BaseException:  # a second Ctrl-C (KeyboardInterrupt) must not leave it computing
@@ -197,16 +201,18 @@ class IsolatedWorker:
             raise value
         return value
 
-    def kill(self):
+    def kill(self) -> None:
         """End the worker now (SIGKILL), whatever it is computing."""
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
 
-    def close(self):
+    def close(self) -> None:
+        """End the worker once it has finished its call: its input is closed, so it exits."""
         if self.proc.poll() is None:
             with contextlib.suppress(BrokenPipeError):
-                self.proc.stdin.close()
+                if self.proc.stdin is not None:
+                    self.proc.stdin.close()
             self.proc.wait()
 
     def __enter__(self):
@@ -216,7 +222,7 @@ class IsolatedWorker:
         self.close()
 
 
-def call_solver(fn, *args, isolate: bool, what: str):
+def call_solver(fn: Callable[..., Any], *args: Any, isolate: bool, what: str) -> Any:
     """``fn(*args)``: a one-shot solver call, here or in an :class:`IsolatedWorker`.
 
     It runs in a worker when ``isolate`` (clashing HiGHS copies, :func:`must_isolate`) or when a

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -243,7 +244,7 @@ def solve_lp_pdlp(
     verbose: bool = False,
     model: EFCELP | None = None,
     progress: Callable[[TraceRow], None] | None = None,
-    **pdlp_options,
+    **pdlp_options: Any,
 ) -> SolveResult:
     """EFCE by the von Stengel–Forges LP, solved by OR-Tools PDLP in stages of tightening
     tolerance.  The defaults of ``objective``, ``welfare_threshold``, ``tolerance`` (1e-6, the
@@ -427,6 +428,7 @@ def solve_lp_pdlp(
         estimated_bytes=estimate_pdlp_bytes(game, welfare_threshold=model.welfare_threshold),
     )
     if xi is not None:
+        assert report is not None  # evaluated with every iterate
         xi = np.array(xi, dtype=np.float64)
         utilities = model.utility_matrix @ xi
         info.update(

@@ -18,7 +18,7 @@
 **Signals during a compiled call.**  Python runs a signal handler in the main thread only between
 two bytecodes, so a handler (and any Python thread, while the call holds the GIL) waits for a
 long compiled call to return: DECOMPOSE on 26M pairs is one 2-second call.  So the time is kept
-by a *watchdog* thread of :func:`stop_on_signals`, woken through :func:`signal.set_wakeup_fd`:
+by a *watchdog* thread of :func:`stop_on_signals`, woken through ``signal.set_wakeup_fd``:
 the C-level handler writes the signal's number to a pipe the moment the signal arrives, whatever
 the main thread does.  Every compiled kernel of the toolkit releases the GIL (``nogil=True``: they
 touch no Python object; a test checks every one), and so do numpy's long calls (sorts,
@@ -30,7 +30,7 @@ does not run within :data:`TAKEOVER_SECONDS` of the abort: it is inside a compil
 the watchdog ends the process itself: the ``abort`` callback of :func:`stop_on_signals` writes
 the one error (the ``efce`` command's ``{"error": ..., "status": "interrupted"}``), the temporary
 files registered with :func:`remove_on_abort` are removed, and the process exits with status
-:data:`ABORT_STATUS` at once (:func:`os._exit`: a thread inside a compiled call cannot be
+:data:`ABORT_STATUS` at once (``os._exit``: a thread inside a compiled call cannot be
 unwound).  A builder's half-made model is lost either way, as with :class:`~efce.errors.Interrupted`.
 
 The checks are cheap (one read of a :class:`threading.Event`), but they belong between phases
@@ -55,7 +55,7 @@ import select
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from efce.errors import Interrupted
 
@@ -181,8 +181,10 @@ def _cancel_escalation() -> None:
 def _interrupt_main_thread() -> None:
     """A real SIGINT to the main thread, so that a blocking system call there returns at once
     and its handler runs."""
+    main = threading.main_thread().ident
+    assert main is not None  # the main thread is always started
     try:
-        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        signal.pthread_kill(main, signal.SIGINT)
     except (AttributeError, OSError):  # no pthread_kill: a simulated signal
         import _thread
 
@@ -192,7 +194,7 @@ def _interrupt_main_thread() -> None:
 class _Watchdog:
     """The thread that keeps the signal contract's clock while the main thread cannot run Python
     (module doc): it reads the signal numbers the C-level handler writes to its pipe
-    (:func:`signal.set_wakeup_fd`), starts the grace period at the first signal, and aborts at
+    (``signal.set_wakeup_fd``), starts the grace period at the first signal, and aborts at
     its end (unacknowledged) or at the second signal.  ``abort``: writes the one error before
     the process ends by itself (None: never end the process, only ask the main thread)."""
 
@@ -316,7 +318,7 @@ class _Watchdog:
 def remove_on_abort(path: str) -> None:
     """Have ``path`` (a file or a folder: temporary data the normal path removes itself) removed
     if the watchdog ends the process (module doc), which runs no ``finally`` block, no context
-    manager's exit and no :mod:`atexit` function; :func:`forget_on_abort` once it is gone."""
+    manager's exit and no ``atexit`` function; :func:`forget_on_abort` once it is gone."""
     _abort_paths.add(path)
 
 
@@ -350,9 +352,9 @@ if hasattr(os, "register_at_fork"):
 
 
 @contextlib.contextmanager
-def graceful():
+def graceful() -> Iterator[None]:
     """Within this block a stop request does not raise: the code polls :func:`stop_requested`
-    (or calls :func:`check_stop`) at its own boundaries (every :class:`IterationDriver` loop
+    (or calls :func:`check_stop`) at its own boundaries (every :class:`~solvers.driver.IterationDriver` loop
     runs inside one, and so does every ``efce`` command)."""
     global _graceful_depth
     _graceful_depth += 1
@@ -363,7 +365,7 @@ def graceful():
 
 
 @contextlib.contextmanager
-def honouring():
+def honouring() -> Iterator[None]:
     """Within this block a loop runs that honours a stop request at its next boundary, however
     long its current step takes (an iteration of a model with 10^8 pairs takes seconds): a stop
     request made meanwhile never escalates, so the loop's result is kept."""
@@ -376,7 +378,7 @@ def honouring():
 
 
 @contextlib.contextmanager
-def stop_on_signals(abort: Callable[[], None] | None = None):
+def stop_on_signals(abort: Callable[[], None] | None = None) -> Iterator[None]:
     """Within this block, SIGINT and SIGTERM follow the contract of this module (main thread
     only; elsewhere the block does nothing), its watchdog included.
 
@@ -385,7 +387,7 @@ def stop_on_signals(abort: Callable[[], None] | None = None):
     abort : callable, optional
         Called on the watchdog's thread when the process must end while its main thread is
         inside a compiled call (module doc): it writes the one error the process leaves (with
-        raw :func:`os.write`: the main thread may hold any Python stream's lock), and the
+        raw ``os.write``: the main thread may hold any Python stream's lock), and the
         process then exits with :data:`ABORT_STATUS`.  Without it (a library caller, who owns
         the process) the watchdog only asks the main thread to abort, which happens when the
         compiled call returns.
@@ -420,7 +422,7 @@ def stop_on_signals(abort: Callable[[], None] | None = None):
 
 
 @contextlib.contextmanager
-def ignore_signals():
+def ignore_signals() -> Iterator[None]:
     """Within this block SIGINT and SIGTERM are ignored (main thread only): for the last step of
     a command, printing a result that is complete, which a late signal must not cut in half."""
     if threading.current_thread() is not threading.main_thread():

@@ -17,8 +17,8 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from efce.errors import CommandError, EFCEError, ResultWithError
 from efce.solvers.result import finite_json
@@ -27,12 +27,16 @@ if TYPE_CHECKING:
     from efce.games.game import Game
 
 _COMMANDS: dict[str, tuple[Callable, Callable]] = {}
+# A subcommand's ``run(args) -> (json_dict, text)``.
+_CommandRun = Callable[[argparse.Namespace], tuple[Any, str]]
 
 
-def command(name: str, configure: Callable[[argparse.ArgumentParser], None]):
+def command(
+    name: str, configure: Callable[[argparse.ArgumentParser], None]
+) -> Callable[[_CommandRun], _CommandRun]:
     """Register ``run(args) -> (json_dict, text)`` as subcommand ``name``."""
 
-    def register(run):
+    def register(run: _CommandRun) -> _CommandRun:
         _COMMANDS[name] = (configure, run)
         return run
 
@@ -48,7 +52,7 @@ def load_game(spec: str) -> tuple[Game, float]:
     return game, time.perf_counter() - started
 
 
-def integer_argument(low: int, high: int | None = None):
+def integer_argument(low: int, high: int | None = None) -> Callable[[str], int]:
     """An argparse ``type`` for an integer option of a subcommand: the text must be an integer
     from ``low`` to ``high``, else a one-line usage error naming the range (never a failure
     deep in the command)."""
@@ -79,8 +83,14 @@ def _accept_negative_numbers(parser: argparse.ArgumentParser) -> None:
         parser._negative_number_matcher = NEGATIVE_NUMBER
 
 
+# What ``efce --help`` says first: plain text, as argparse prints it (the module docstring is
+# reStructuredText for the API reference).
+_DESCRIPTION = "The efce command line: info, decompose, solve, gap, compare, sweep."
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="efce", description=__doc__.splitlines()[0])
+    """The ``efce`` parser: one subparser per registered command, each with ``--json``."""
+    parser = argparse.ArgumentParser(prog="efce", description=_DESCRIPTION)
     _accept_negative_numbers(parser)
     parser.add_argument("--version", action="version", version=f"efce {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -121,14 +131,17 @@ def main(argv: list[str] | None = None) -> int:
     want_json = "--json" in argv
     if want_json:
         # argparse exits with its own text on bad usage; in JSON mode report it as JSON instead.
-        def error(message, _parser=parser):
+        def error(message: str) -> NoReturn:
             raise CommandError(message)
 
-        parser.error = error
-        for action in parser._subparsers._group_actions:
-            for sp_ in action.choices.values():
-                sp_.error = error
-    failure = output = None
+        # argparse has no hook for its usage errors but its error method: replaced on purpose.
+        parser.error = error  # type: ignore[method-assign]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sp_ in action.choices.values():
+                    sp_.error = error
+    failure: tuple[str, int] | None = None
+    output: str | None = None
     clear_stop()  # a new command (main may be called again in one process)
     # One signal contract for every subcommand (efce.interrupts): the first SIGINT/SIGTERM is a
     # stop request that the running phase honours at its next boundary, a second one aborts;
@@ -171,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     with ignore_signals():  # the outcome is decided: a late signal must not cut the output short
         if failure is not None and output is None:
             return _fail(failure[0], want_json, code=failure[1])
+        assert output is not None  # without a failure, every command returns its text
         if not _print(output):
             return failure[1] if failure is not None else 0
         if failure is not None:  # a result whose file could not be written
@@ -221,7 +235,7 @@ def _print(text: str, stream=None) -> bool:
 
 
 @contextlib.contextmanager
-def stdout_to_stderr(enabled: bool = True):
+def stdout_to_stderr(enabled: bool = True) -> Iterator[None]:
     """Within this block everything written to stdout goes to stderr instead, at the level of
     file descriptor 1, so that C libraries (HiGHS prints its banner from ``Highs()``'s
     constructor, before any option can silence it) cannot spoil a ``--json`` object either.

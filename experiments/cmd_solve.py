@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import sys
 import time
+from typing import Any
 
 from efce.errors import CommandError, ResultWithError
 from efce.games.resources.memory import peak_memory_mib
@@ -60,7 +61,7 @@ def _cli_type(kind):
 
 
 @command("solve", _configure)
-def run_solve(args):
+def run_solve(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     """Solve a game with one method and report gaps, welfare and feasibility."""
     from efce.games.spec import make_game
 
@@ -126,14 +127,14 @@ def run_solve(args):
     if device_out:
         lines.append(f"  device          {out['device_support']:,} joint plans written to {device_out}")
     writes = (
-        (args.trace, "trace file", lambda: result.write_trace(args.trace)),
-        (device_out, "device file", lambda: _write_device(game, result.point, device_out)),
+        (args.trace, "trace file", result.write_trace),
+        (device_out, "device file", lambda path: _write_device(game, result.point, path)),
     )
     for path, what, write in writes:
         if not path:
             continue
         try:
-            write()
+            write(path)
         except OSError as exc:  # checked before the run, gone since: keep the computed result
             raise ResultWithError(
                 f"cannot write the {what} '{path}': {exc.strerror or exc}", out, "\n".join(lines)

@@ -167,7 +167,7 @@ def run_method(
     time_limit: float,
     memory_limit_gib: float | None,
     options: dict | None = None,
-    log: Callable[[str], None] | None = None,
+    log: Callable[[str], object] | None = None,
 ) -> tuple[MethodRun, list[dict]]:
     """Run one method (or configuration, ``rm[local=rm+]``: :func:`method_variant`) in a child
     process (:mod:`experiments.harness`); never raises for the method's own failures.  The

@@ -168,14 +168,16 @@ def run_child(
     )
     # Both pipes are drained by reader threads while this thread polls the child, so that a
     # stderr line can be passed on as it comes and neither pipe fills up and blocks the child.
+    assert proc.stdout is not None and proc.stderr is not None  # both are pipes
+    child_out, child_err = proc.stdout, proc.stderr
     out: list[str] = []
     err: list[str] = []
 
     def read_stdout() -> None:
-        out.append(proc.stdout.read())
+        out.append(child_out.read())
 
     def read_stderr() -> None:
-        for line in proc.stderr:
+        for line in child_err:
             err.append(line)
             if on_stderr_line is not None:
                 on_stderr_line(line.rstrip("\n"))

@@ -20,6 +20,7 @@ from functools import cached_property
 
 import numba
 import numpy as np
+import numpy.typing as npt
 
 from efce.errors import GameError
 from efce.interrupts import check_stop
@@ -110,7 +111,7 @@ def _union_below_and_above(
 ):
     """For the infosets ``I1 = lo, ...`` of player 1: the union of the player-2 infosets below
     ``I1`` (``below[below_ptr[I1]:below_ptr[I1+1]]``, distinct) and those above it (the walk of
-    :func:`_walk_above` from ``I1``'s nodes).  Counts into ``out[I1]`` (``fill`` None) or writes
+    ``_walk_above`` from ``I1``'s nodes).  Counts into ``out[I1]`` (``fill`` None) or writes
     each answer at ``out[fill[I1]]``, sorted; returns the next ``I1`` after about ``max_steps``."""
     steps = 0
     num = len(indptr) - 1
@@ -160,7 +161,7 @@ def _in_chunks(kernel, count: int, what: str, *args) -> None:
 
 def connected_infosets(game: Game) -> tuple[np.ndarray, np.ndarray]:
     """All connected infoset pairs ``(I1, I2)`` (Definition 1), sorted by ``I1`` then ``I2``
-    (computed once per game: :attr:`Game.connected_infosets`)."""
+    (computed once per game: :attr:`games.game.Game.connected_infosets`)."""
     require_two_players(game, "connected information sets")
     return game.connected_infosets
 
@@ -171,7 +172,7 @@ def find_connected_infosets(game: Game) -> tuple[np.ndarray, np.ndarray]:
     ``I1 ⇌ I2`` iff an infoset lies on the path to a node of the other: with perfect recall the
     infosets of player 1 above a node ``v`` are those on the chain of ``σ1(v)`` (and the same for
     player 2).  Compiled walks up those chains, grouped by infoset, find each answer once
-    (:func:`_walk_above`), in time linear in the nodes and the pairs; a stop request is honoured
+    (``_walk_above``), in time linear in the nodes and the pairs; a stop request is honoured
     between chunks of them.
 
     Raises
@@ -259,7 +260,7 @@ def relevant_pair_bounds(game: Game) -> tuple[int, int]:
     """Bounds ``(low, high)`` on :func:`count_relevant_pairs` from the tree's structure alone, in
     time linear in the nodes and sequences, without finding a single connected pair: for the
     infosets of each player, the pairs with the infosets above their nodes are at most the sum
-    and at least the largest of the chains' weights (:func:`_chain_weights`); the connected
+    and at least the largest of the chains' weights (``_chain_weights``); the connected
     pairs are those of both directions.  On a deep chain of alternating moves both bounds are
     exact.  They let a game with far too many pairs be refused at once."""
     require_two_players(game, "relevant sequence pairs")
@@ -314,7 +315,7 @@ class RelevantPairs:
         """Sorted int64 keys ``σ1 · |Σ2| + σ2`` (for vectorized lookups)."""
         return self.sigma1.astype(np.int64) * self.num_sequences[1] + self.sigma2
 
-    def index(self, sigma1, sigma2, *, missing: str = "raise") -> np.ndarray:
+    def index(self, sigma1: npt.ArrayLike, sigma2: npt.ArrayLike, *, missing: str = "raise") -> np.ndarray:
         """Positions of the pairs ``(sigma1, sigma2)``; ``missing="raise"`` or ``"-1"``.
 
         Bisection inside the CSR row of each ``sigma1``: no per-pair key array is needed."""
@@ -334,11 +335,12 @@ class RelevantPairs:
             raise KeyError(f"({b1[bad]}, {b2[bad]}) is not a relevant sequence pair")
         return pos.reshape(shape) if shape else pos[0]
 
-    def contains(self, sigma1, sigma2) -> np.ndarray:
+    def contains(self, sigma1: npt.ArrayLike, sigma2: npt.ArrayLike) -> np.ndarray:
+        """Whether each ``(sigma1, sigma2)`` is a relevant pair (bool, shaped as the broadcast)."""
         return self.index(sigma1, sigma2, missing="-1") >= 0
 
 
-def pair_positions(pairs: RelevantPairs, sigma1, sigma2) -> np.ndarray:
+def pair_positions(pairs: RelevantPairs, sigma1: npt.ArrayLike, sigma2: npt.ArrayLike) -> np.ndarray:
     """Positions of pairs known to be relevant (raises ``KeyError`` otherwise), int64."""
     return np.atleast_1d(pairs.index(sigma1, sigma2))
 

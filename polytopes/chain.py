@@ -17,9 +17,10 @@ sources are all filled by earlier levels, which is what the vectorized passes it
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
@@ -27,11 +28,16 @@ import numpy as np
 from efce.errors import ChainError
 from efce.games.arrays import concat_ranges
 
+if TYPE_CHECKING:  # annotations only: the backend layer lives above this one
+    from efce.solvers.backends.protocol import ComputeBackend
+
+#: Step kind: a simplex ``Δ_n`` of ``n`` entries, scaled by its parent entry.
 SIMPLEX = 0
+#: Step kind: one entry equal to its parent entry (``{1}``).
 SINGLETON = 1
 
 
-def index_dtype(bound: int) -> type:
+def index_dtype(bound: int) -> type[np.int32] | type[np.int64]:
     """The narrowest of int32/int64 that holds every index below ``bound``: the chains of the
     large Battleship instances have ~10⁸ entries, and int32 halves their index arrays."""
     return np.int32 if bound < 2**31 else np.int64
@@ -236,7 +242,13 @@ class Chain:
             raise ChainError("entry_index must label every entry")
 
     # ------------------------------------------------------------------ feasibility
-    def violations(self, arrays, scales=None, *, backend=None) -> tuple[float, ...]:
+    def violations(
+        self,
+        arrays: Sequence[np.ndarray],
+        scales: Sequence[float] | np.ndarray | None = None,
+        *,
+        backend: ComputeBackend | str | None = None,
+    ) -> tuple[float, ...]:
         """The largest violation of the chain's own constraints by each point
         ``x_r = scales[r] · arrays[r]`` (entry order), in one pass over the steps for all of them.
 
@@ -288,16 +300,18 @@ class Chain:
             A point without one value per entry, or not one scale per point.
         """
         arrays = tuple(_array(a) for a in arrays)
-        scales = np.ones(len(arrays)) if scales is None else np.asarray(scales, dtype=np.float64)
-        if any(a.shape != (self.num_entries,) for a in arrays) or scales.shape != (len(arrays),):
+        factors = np.ones(len(arrays)) if scales is None else np.asarray(scales, dtype=np.float64)
+        if any(a.shape != (self.num_entries,) for a in arrays) or factors.shape != (len(arrays),):
             raise ValueError(
-                f"points of shapes {[a.shape for a in arrays]} with {scales.size} scales; "
+                f"points of shapes {[a.shape for a in arrays]} with {factors.size} scales; "
                 f"expected ({self.num_entries},) each and one scale per point"
             )
-        return _backend(backend).chain_violations(self, arrays, scales)
+        return _backend(backend).chain_violations(self, arrays, factors)
 
     # ------------------------------------------------------------------ points
-    def rescaled_point(self, values: np.ndarray, *, backend=None) -> np.ndarray:
+    def rescaled_point(
+        self, values: np.ndarray, *, backend: ComputeBackend | str | None = None
+    ) -> np.ndarray:
         """The chain point whose local strategies are the normalized target blocks of
         ``values``: top-down, ``x[0] = 1`` and for every step ``k``
 
@@ -468,7 +482,7 @@ def _first_invalid_step(target_ptr, source_ptr, source, kind):
     return 0, -1
 
 
-def _backend(backend):
+def _backend(backend: ComputeBackend | str | None) -> ComputeBackend:
     """The compute backend a chain's sweeps run on.  The backend layer lives above this one
     (:mod:`efce.solvers.backends`, whose kernels read chains): imported on first use."""
     from efce.solvers.backends import get_backend

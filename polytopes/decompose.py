@@ -225,7 +225,8 @@ class PairNames:
     computed on first use): the ``describe_entry`` of Ξ's chain.  It holds the pairs."""
 
     def __init__(self, game: Game, pairs: RelevantPairs):
-        self._game, self._pairs, self._names = game, pairs, None
+        self._game, self._pairs = game, pairs
+        self._names: tuple[list[str], list[str]] | None = None
 
     def __call__(self, index: int) -> str:
         if self._names is None:

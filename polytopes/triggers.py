@@ -24,7 +24,7 @@ from functools import cached_property
 import numpy as np
 
 from efce.games.arrays import concat_ranges
-from efce.games.game import Game
+from efce.games.game import Game, SequenceSpace
 from efce.interrupts import check_stop
 
 from .chain import SIMPLEX, Chain, index_dtype, level_order
@@ -75,7 +75,7 @@ class TriggerSpace:
         return out
 
 
-def triggers_above(space) -> np.ndarray:
+def triggers_above(space: SequenceSpace) -> np.ndarray:
     """For every infoset ``I`` of a sequence space, ``Σ_{Î ⪯ I} |A_Î|`` over ``I`` and its
     ancestors: the number of triggers ``σ̂ = (Î, â)`` whose subtree holds ``I``.
 

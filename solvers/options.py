@@ -1,5 +1,6 @@
-"""How a method declares itself: :class:`Option` (the type, range, help and default of one
-option) and :class:`Method` (its name, description, capability, options and runner).
+"""How a method declares itself: :class:`~efce.solvers.options.Option` (the type, range, help
+and default of one option) and :class:`~efce.solvers.options.Method` (its name, description,
+capability, options and runner).
 
 Every method module declares, beside its code, the options of its methods (``OPTIONS``, whose
 defaults the library function takes as its own) and the methods themselves (``SOLVE_METHODS``,
@@ -120,54 +121,42 @@ class Option:
 
 @dataclass(frozen=True)
 class Method:
-    """A solver reachable through :func:`efce.solve`, declared in its own module.
+    """A solver reachable through :func:`efce.solve`, declared in its own module: its name,
+    description, capability (:attr:`players`, :attr:`chance`), :attr:`options` and runner
+    (:attr:`run`), documented field by field below."""
 
-    Attributes
-    ----------
-    name : str
-        The ``method`` argument (``"rm"``, ``"cfr+"``, ...).
-    description : str
-        One line for ``efce solve --help`` (with the paper where it has one).
-    options : tuple of Option
-        Every option the method takes, with the method's defaults (those of its library
-        function: one default per option).
-    run : callable
-        ``run(game, *, progress, **options)`` (and the keyword ``device`` when
-        ``writes_device``) → :class:`~solvers.result.SolveResult`; ``options`` holds every
-        option of :attr:`options`, validated.
-    players : int or None
-        The number of players the method solves (2), None for any number.
-    chance : bool
-        Whether the game may have chance moves.
-    writes_device : bool
-        The method can return its correlated distribution as a device (``solve(...,
-        device=True)``, ``efce solve --device-out``).
-    check : callable, optional
-        ``check(options)``: checks that involve several options (run by
-        :func:`efce.experiments.solve.validate_options`, before any game is built); raises
-        :class:`~efce.errors.OptionError`.
-    unused : callable, optional
-        ``unused(options)`` (every option, defaults filled in) → the options the method does not
-        use in that configuration, each with why; giving one of them is refused
-        (:func:`efce.experiments.solve.validate_options`).
-    warm_up : callable, optional
-        ``warm_up(game, options, device=False)`` compiles (or loads from numba's cache) every
-        kernel variant the run ``run(game, device=device, **options)`` will call, with the types
-        it will use (:func:`efce.solvers.warm_up.warm_up_run`):
-        :func:`efce.experiments.solve.solve` calls it before ``run`` and reports its seconds as
-        the result's ``compile_seconds``, outside the run's clock.  None: the method warms up
-        inside ``run`` itself (the LP front ends, in the process that solves) or not at all.
-    """
-
+    #: The ``method`` argument (``"rm"``, ``"cfr+"``, ...).
     name: str
+    #: One line for ``efce solve --help`` (with the paper where it has one).
     description: str
+    #: Every option the method takes, with the method's defaults (those of its library function:
+    #: one default per option).
     options: tuple[Option, ...]
+    #: ``run(game, *, progress, **options)`` (and the keyword ``device`` when
+    #: :attr:`writes_device`) → :class:`~solvers.result.SolveResult`; ``options`` holds every
+    #: option of :attr:`options`, validated.
     run: Callable[..., SolveResult]
+    #: The number of players the method solves (2), None for any number.
     players: int | None = 2
+    #: Whether the game may have chance moves.
     chance: bool = True
+    #: The method can return its correlated distribution as a device (``solve(...,
+    #: device=True)``, ``efce solve --device-out``).
     writes_device: bool = False
+    #: ``check(options)``: checks that involve several options (run by
+    #: :func:`efce.experiments.solve.validate_options`, before any game is built); raises
+    #: :class:`~efce.errors.OptionError`.
     check: Callable[[dict[str, Any]], None] | None = None
+    #: ``warm_up(game, options, device=False)`` compiles (or loads from numba's cache) every
+    #: kernel variant the run ``run(game, device=device, **options)`` will call, with the types
+    #: it will use (:func:`efce.solvers.warm_up.warm_up_run`): :func:`efce.experiments.solve.solve`
+    #: calls it before :attr:`run` and reports its seconds as the result's ``compile_seconds``,
+    #: outside the run's clock.  None: the method warms up inside :attr:`run` itself (the LP
+    #: front ends, in the process that solves) or not at all.
     warm_up: Callable[..., None] | None = None
+    #: ``unused(options)`` (every option, defaults filled in) → the options the method does not
+    #: use in that configuration, each with why; giving one of them is refused
+    #: (:func:`efce.experiments.solve.validate_options`).
     unused: Callable[[dict[str, Any]], dict[str, str]] | None = None
 
     @property

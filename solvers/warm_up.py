@@ -16,7 +16,7 @@ the tiny run chooses the kernel variants (parallel passes and products, float32 
 structures of the real size choose (:func:`warm_up_run`).  No kernel is listed twice: the list is
 the method's code.  The tiny run also loads the builders' kernels the run's setup calls.
 
-A process warms each method configuration and size class once (:data:`_WARMED`); after that a
+A process warms each method configuration and size class once (``_WARMED``); after that a
 warm-up costs nothing.
 """
 
@@ -137,7 +137,7 @@ def warm_up_run(
 @contextmanager
 def compile_notice(callback: Callable[[], None]) -> Iterator[None]:
     """Inside the block, ``callback()`` is called when numba starts compiling a kernel (an event
-    of :mod:`numba.core.event`; loading one from the cache is not compiling), each time: a
+    of ``numba.core.event``; loading one from the cache is not compiling), each time: a
     warm-up's progress line says so at once, before the seconds a compilation takes."""
     from numba.core import event
 

@@ -18,34 +18,6 @@ from tests.paths import ROOT
 
 PACKAGE_FOLDERS = ("efce", "games", "polytopes", "solvers", "baselines", "experiments")
 
-#: Files edited concurrently on other branches, whose annotations arrive with those edits: each
-#: must still have a gap (the second test), so that the entry is removed once it is typed.
-PENDING = frozenset(
-    {
-        "baselines/backends.py",
-        "baselines/lp_pdlp.py",
-        "efce/interrupts.py",
-        "experiments/cli.py",
-        "experiments/cmd_solve.py",
-        "games/relevant.py",
-        "games/resources/atomic.py",
-        "games/resources/numba_cache.py",
-        "polytopes/chain.py",
-        "polytopes/triggers.py",
-        "solvers/backends/cpu/backend.py",
-        "solvers/backends/cpu/jit.py",
-        "solvers/backends/cpu/rules.py",
-        "solvers/backends/cuda/kernels.py",
-        "solvers/backends/cuda/layouts.py",
-        "solvers/backends/cuda/saddle.py",
-        "solvers/methods/cfr.py",
-        "solvers/methods/efce.py",
-        "solvers/methods/trigger.py",
-        "solvers/methods/welfare.py",
-        "solvers/regret/local.py",
-    }
-)
-
 
 def public_modules() -> list[Path]:
     """The package's modules whose path has no part with a leading underscore (``__init__``
@@ -119,21 +91,9 @@ class _Private:
     ]
 
 
-@pytest.mark.parametrize(
-    "path",
-    [p for p in public_modules() if p.relative_to(ROOT).as_posix() not in PENDING],
-    ids=lambda p: p.relative_to(ROOT).as_posix(),
-)
+@pytest.mark.parametrize("path", public_modules(), ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_public_functions_are_annotated(path: Path):
     missing = untyped_functions(path.read_text(encoding="utf-8"))
     assert not missing, f"{path.relative_to(ROOT)}: public functions without type hints: " + "; ".join(
         missing
-    )
-
-
-@pytest.mark.parametrize("relative", sorted(PENDING))
-def test_pending_files_still_have_gaps(relative: str):
-    path = ROOT / relative
-    assert path.exists() and untyped_functions(path.read_text(encoding="utf-8")), (
-        f"{relative} is fully annotated (or gone): remove it from PENDING"
     )

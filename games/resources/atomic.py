@@ -6,10 +6,15 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only: matplotlib is imported by the figures that use it
+    from matplotlib.figure import Figure
 
 
 @contextlib.contextmanager
-def atomic_open(path: str, mode: str = "w", **kwargs):
+def atomic_open(path: str, mode: str = "w", **kwargs: Any) -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path``; on a clean exit it replaces ``path`` at once
     (``os.replace``), on an error it is removed and ``path`` is left as it was.
 
@@ -51,7 +56,7 @@ def atomic_open(path: str, mode: str = "w", **kwargs):
         forget_on_abort(tmp)
 
 
-def atomic_savefig(fig, path: str, **kwargs) -> None:
+def atomic_savefig(fig: Figure, path: str, **kwargs: Any) -> None:
     """``fig.savefig`` through :func:`atomic_open` (the format from ``path``'s extension)."""
     fmt = kwargs.pop("format", os.path.splitext(path)[1].lstrip(".") or None)
     with atomic_open(path, "wb") as fh:

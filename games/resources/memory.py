@@ -146,7 +146,7 @@ def release_free_memory() -> None:
             _libc = ctypes.CDLL(name) if name else False
         except OSError:
             _libc = False
-    if _libc and hasattr(_libc, "malloc_trim"):
+    if isinstance(_libc, ctypes.CDLL) and hasattr(_libc, "malloc_trim"):
         _libc.malloc_trim(0)
 
 
@@ -212,6 +212,7 @@ class ParkedArrays:
             raise
 
     def _path(self, name: str) -> str:
+        assert self._dir is not None  # parked arrays have a folder until close()
         return os.path.join(self._dir, name + ".npy")
 
     def restore(self, *names: str) -> dict[str, np.ndarray]:

@@ -20,6 +20,8 @@ import atexit
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
+from typing import cast
 
 #: How caching was set up: "default" (one of numba's own locations is writable), "temporary"
 #: (a per-process temporary folder), "disabled" (no writable location: compiled in memory).
@@ -43,7 +45,8 @@ def _numba_can_cache(py_file: str) -> bool:
     """Would numba find a writable cache location for a kernel defined in ``py_file``?"""
     from numba.core import caching
 
-    for locator in caching.CacheImpl._locator_classes:
+    locators = cast("list[type[caching._CacheLocator]]", caching.CacheImpl._locator_classes)
+    for locator in locators:
         try:
             if locator.from_function(_probe_function, py_file) is not None:
                 return True
@@ -52,7 +55,7 @@ def _numba_can_cache(py_file: str) -> bool:
     return False
 
 
-def configure(make_temp_dir=tempfile.mkdtemp) -> str:
+def configure(make_temp_dir: Callable[..., str] = tempfile.mkdtemp) -> str:
     """Make sure importing the kernels cannot fail for want of a cache folder; returns and
     records :data:`mode`."""
     global mode
@@ -72,9 +75,14 @@ def configure(make_temp_dir=tempfile.mkdtemp) -> str:
         folder = None
     if folder is not None:
         os.environ["NUMBA_CACHE_DIR"] = folder  # inherited by child processes
-        config.CACHE_DIR = folder
+        config.CACHE_DIR = folder  # type: ignore[attr-defined]  # numba sets its options at run time
         owner = os.getpid()
-        atexit.register(lambda: os.getpid() == owner and shutil.rmtree(folder, ignore_errors=True))
+
+        def remove_cache_folder() -> None:  # in the process that made it, not in forked children
+            if os.getpid() == owner:
+                shutil.rmtree(folder, ignore_errors=True)
+
+        atexit.register(remove_cache_folder)
         from efce.interrupts import remove_on_abort
 
         remove_on_abort(folder)  # an abort from a compiled call runs no atexit function
@@ -83,7 +91,7 @@ def configure(make_temp_dir=tempfile.mkdtemp) -> str:
     # Nothing writable at all: cache=True must not try to open a cache.
     from numba.core.dispatcher import Dispatcher
 
-    Dispatcher.enable_caching = lambda self: None
+    Dispatcher.enable_caching = lambda self: None  # type: ignore[method-assign]  # patched on purpose
     mode = "disabled"
     return mode
 

@@ -113,7 +113,9 @@ class ComputeBackend(Protocol):
         """``min_{x ∈ chain} ⟨loss, x⟩`` (section 3.2 applied bottom-up); ``loss`` (float64,
         entry order) is overwritten."""
 
-    def chain_violations(self, chain: Chain, arrays: Sequence[Array], scales: Sequence[float]) -> tuple:
+    def chain_violations(
+        self, chain: Chain, arrays: Sequence[Array], scales: Sequence[float] | np.ndarray
+    ) -> tuple:
         """The largest violation of the chain's own constraints by each point ``scales[r] ·
         arrays[r]`` (:meth:`efce.polytopes.chain.Chain.violations`), as floats."""
 

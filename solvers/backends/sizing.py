@@ -16,7 +16,7 @@ compiles — or loads from numba's cache — every variant its run will call *be
 starts, by running the method on a tiny game of the same kind: inside :func:`sized_as`, every
 size-dependent choice is made as if each structure had the real run's size, so the tiny run
 calls the variants of the big one (on arrays of a few entries).  Outside it, nothing changes.
-The stand-in is a :class:`contextvars.ContextVar`: it holds in the thread (or task) that set it
+The stand-in is a ``contextvars.ContextVar``: it holds in the thread (or task) that set it
 only, so a run in another thread of the process keeps its own sizes.
 """
 

@@ -36,7 +36,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -115,7 +115,9 @@ def device_bytes_bound(game: Game, count: int) -> int:
 DEVICE_FRAME_BYTES = len('{"device": [') + len("]}")
 
 
-def reduced_plan_texts(game: Game, player: int, plans, listing: list[list[dict]] | None = None) -> list[str]:
+def reduced_plan_texts(
+    game: Game, player: int, plans: np.ndarray, listing: list[list[dict]] | None = None
+) -> list[str]:
     """The JSON text a device file gives each of ``player``'s ``plans`` (rows: an action index per
     infoset, ``-1`` where unset): the infosets the plan reaches, each with its chosen action.
 
@@ -595,7 +597,7 @@ def device_to_dict(game: Game, device: Device) -> dict:
     return json.loads("".join(_device_json(game, device)))
 
 
-def write_device(game: Game, device: Device | FactoredDevice, fh: TextIO) -> int:
+def write_device(game: Game, device: Device | FactoredDevice, fh: IO[str]) -> int:
     """Write ``device`` (a :class:`Device`, or any object with per-player ``tables`` of plans,
     joint ``ids`` and ``probs``, as :class:`~solvers.evaluation.device_gaps.FactoredDevice`) as
     device JSON to the text file ``fh``, one joint plan at a time, each plan reduced to the

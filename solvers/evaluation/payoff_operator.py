@@ -1,7 +1,7 @@
 """The payoff matrix ``A`` of the EFCE saddle point as one memory-lean operator.
 
 ``min_{ξ ∈ Ξ} max_{y ∈ Y} ξᵀ A y`` (Farina, Ling, Fang, Sandholm 2019, section 2.1; see
-:mod:`solvers.efce` for the entries of ``A``).  ``A`` has ~1.5–2.5 nonzeros per relevant pair on
+:mod:`solvers.methods.efce` for the entries of ``A``).  ``A`` has ~1.5–2.5 nonzeros per relevant pair on
 the Battleship instances; stored as CSR twice (``A`` and ``Aᵀ``, 12 bytes per nonzero each, plus
 int64 COO temporaries while building) it was the largest structure of a run.  Its nonzeros are
 structured, and this module keeps only what cannot be recomputed:
@@ -300,7 +300,7 @@ def _line_table(player, first, z_lo, z_hi, line_start, other, indptr, sigma2):
 
 
 class PayoffOperator:
-    """``A`` of :mod:`solvers.efce` without storing it: rows are Ξ's chain entries, columns are
+    """``A`` of :mod:`solvers.methods.efce` without storing it: rows are Ξ's chain entries, columns are
     Y's entries.  ``matvec(y, out)`` writes ``A y``; ``rmatvec(x, out, sign)`` writes
     ``sign · Aᵀ x``; both run on the CPU backend on every thread numba may use, and
     :meth:`products` gives them on any backend (a solver's loop prepares its own).
@@ -324,11 +324,14 @@ class PayoffOperator:
             raise ValueError("the payoff operator needs trigger tables built with Ξ's entry map")
         self.tables = tables
         self.triggers = triggers
+        #: The welfare scalar ``τ`` (None without a welfare threshold), moved by a welfare bisection.
         self.tau = None if welfare_threshold is None else float(welfare_threshold)
         self.shape = (num_rows, triggers.chain.num_entries)
         self.max_depth = max_depth
+        #: The first Y entry of each player's triggers.
         self.trigger_base = (0, tables.players[0].num_sequences - 1)
         # The welfare weight is the last trigger: entry 1 + (K - 1).
+        #: The Y entry of the welfare weight ``λ_τ``; -1 without a welfare threshold.
         self.lambda_tau = triggers.num_triggers if self.tau is not None else -1
         # Read by the kernels only with a threshold (λ_τ ≥ 0), which a model keeps for good.
         self.welfare_weight = (
@@ -340,7 +343,7 @@ class PayoffOperator:
         # Terminals in ascending Ξ entry of σ(z): the order of the rows of the explicit matrix.
         index = index_dtype(len(tables.terminal_pair) + 1)
         self.term_order = np.argsort(tables.terminal_row, kind="stable").astype(index)
-        self._default_products = None
+        self._default_products: OperatorProducts | None = None
 
     @property
     def nbytes(self) -> int:

@@ -14,6 +14,8 @@ strategies, with exact best responses by backward induction.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +34,9 @@ from efce.solvers.regret.protocol import MinimizerFactory
 from efce.solvers.result import SolveResult, TraceRow
 from efce.solvers.warm_up import warm_up_run
 
+if TYPE_CHECKING:  # annotations only
+    import scipy.sparse as sp
+
 #: The options of ``cfr`` and ``cfr+`` (:data:`SOLVE_METHODS`): type, range and default of each
 #: (``local`` None: the variant's own rule, RM for CFR, RM+ for CFR+).
 OPTIONS = (ITERATIONS.with_default(1000), TIME_LIMIT, TARGET_GAP, LOCAL, THREADS)
@@ -40,7 +45,10 @@ DEFAULTS = defaults(OPTIONS)
 
 
 def exploitability(
-    game: Game, strategies, payoffs=None, backend: ComputeBackend | None = None
+    game: Game,
+    strategies: Sequence[np.ndarray],
+    payoffs: tuple[sp.csr_matrix, sp.csr_matrix] | None = None,
+    backend: ComputeBackend | None = None,
 ) -> tuple[float, np.ndarray]:
     """NashConv of sequence-form ``strategies = (x1, x2)`` and the players' utilities (best
     responses on the CPU ``backend``, default a new one)."""
@@ -106,7 +114,10 @@ def solve_cfr(
     a1, a2 = payoffs
     a2t = a2.T.tocsr()
     chains = [sequence_form(game.sequences(p)) for p in (0, 1)]
-    engines = tuple(ChainEngine(c, minimizer=make_minimizer(c)) for c in chains)
+    engines = (
+        ChainEngine(chains[0], minimizer=make_minimizer(chains[0])),
+        ChainEngine(chains[1], minimizer=make_minimizer(chains[1])),
+    )
     # Both players maximize: player 1's loss is −A₁x₂, player 2's is −A₂ᵀx₁.
     play = SelfPlay(
         engines,

@@ -47,7 +47,7 @@ from efce.polytopes.feasibility import FeasibilityCheck
 from efce.polytopes.triggers import TriggerSpace, trigger_deviations
 from efce.polytopes.triggers import triggers_above as count_triggers_above
 from efce.solvers.backends import BACKENDS, ComputeBackend, get_backend
-from efce.solvers.backends.protocol import PRM_PLUS
+from efce.solvers.backends.protocol import PRM_PLUS, OperatorProducts
 from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.gaps import EFCEGapEvaluator, GapReport
 from efce.solvers.evaluation.payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
@@ -219,6 +219,8 @@ def pair_arrays_parked(model: EFCEModel) -> Iterator[ParkedPairs]:
     pairs itself must drop its references before the block.
     """
     pairs = model.pairs
+    # A model holds its pairs and map until this block, the one place that drops them.
+    assert pairs is not None and model.entry_of_pair is not None, "the model's pairs were parked already"
     indptr, num_sequences = pairs.indptr, pairs.num_sequences
     with ParkedArrays(sigma2=pairs.sigma2, entry_of_pair=model.entry_of_pair) as parked:
         model.pairs = model.entry_of_pair = None
@@ -290,7 +292,7 @@ def saddle_point_entries(game: Game, *, welfare: bool = False, sizes: dict | Non
     trigger — a non-empty sequence of either player, :mod:`polytopes.triggers` — and one more
     for the welfare constraint, and per trigger a copy of its subtree), counted without building
     either (``sizes``: :func:`saddle_point_sizes` of ``game`` if already counted): the sizes
-    that choose the loop's kernel variants (:func:`_warm_up`)."""
+    that choose the loop's kernel variants (``_warm_up``)."""
     sizes = saddle_point_sizes(game) if sizes is None else sizes
     triggers = sum(game.sequences(i).num_sequences - 1 for i in (0, 1)) + int(welfare)
     return sizes["relevant_pairs"], 1 + triggers + sizes["trigger_entries"]
@@ -362,7 +364,7 @@ def build_efce_model(
     return EFCEModel(game, pairs, xi_steps, triggers, operator, entry_of_pair, welfare_threshold)
 
 
-#: Entries gathered per chunk by :func:`_gather`.
+#: Entries gathered per chunk by ``_gather``.
 GATHER_CHUNK = 1 << 20
 
 
@@ -453,11 +455,11 @@ def solve_efce(
     with that welfare exists); otherwise the budget runs out and ``info["threshold_met"]`` is
     False.
 
-    ``rule`` (a :class:`~solvers.local.LocalRule` or its name; None: ``rm``'s ``local``, PRM+)
+    ``rule`` (a :class:`~solvers.regret.local.LocalRule` or its name; None: ``rm``'s ``local``, PRM+)
     runs at every simplex of both chains; ``minimizer`` instead builds each side's regret
     minimizer from its chain (Ξ's, then Y's; points in entry order), e.g.
     ``lambda chain: chain_minimizer(chain, MyRule())`` or a composite of the
-    :mod:`solvers.algebra` — see the tutorial, "Write your own regret minimizer".  Giving both is
+    :mod:`solvers.regret.algebra` — see the tutorial, "Write your own regret minimizer".  Giving both is
     a ValueError.
 
     ``alternating`` (default) lets the deviator answer the correlator's fresh point; False updates
@@ -641,7 +643,7 @@ def saddle_point_play(
     alternating: bool = True,
     power: float = 1.0,
     average_deviator: bool = False,
-    products=None,
+    products: OperatorProducts | None = None,
 ) -> SelfPlay:
     """The correlator (an engine on Ξ's chain, observing ``A·y``) against the deviator (an
     engine on Y's chain, observing ``−Aᵀ·x``), each built by ``make_minimizer`` from its chain,
@@ -668,7 +670,7 @@ def saddle_point_gap(
     values: np.ndarray,
     scale: float,
     work: np.ndarray,
-    products=None,
+    products: OperatorProducts | None = None,
     backend: ComputeBackend | None = None,
 ) -> float:
     """The max deviation of ``ξ = scale · values`` (Ξ's entry order) read from the saddle point:
@@ -822,6 +824,7 @@ class HostSaddlePoint:
 
     def checkpoint(self) -> Checkpoint:
         x, sum_x, scale = self.play.points[0], self.play.sums[0], 1.0 / self.play.weight
+        assert sum_x is not None  # Ξ's player is always averaged
         # before work overwrites x
         violations = self.model.xi_steps.violations((x, sum_x), (1.0, scale), backend=self.backend)
         if self._work is None:
@@ -834,7 +837,9 @@ class HostSaddlePoint:
 
     def deviation_bound(self) -> float:
         backend, model = self.backend, self.model
-        y_bar = average_point(model.triggers.chain, self.play.sums[1], self.play.weight, backend=backend)
+        sum_y = self.play.sums[1]
+        assert sum_y is not None, "the deviator is averaged only with average_deviator"
+        y_bar = average_point(model.triggers.chain, sum_y, self.play.weight, backend=backend)
         loss = self.products.matvec(
             backend.to_device(np.ascontiguousarray(y_bar)), backend.empty(model.operator.shape[0])
         )
@@ -843,6 +848,7 @@ class HostSaddlePoint:
     def average(self) -> np.ndarray:
         """The average plan; ends the run (its engines and buffers are dropped first)."""
         weight, sum_x = self.play.weight, self.play.sums[0]
+        assert sum_x is not None  # Ξ's player is always averaged
         # The engines, the iterates and ȳ go, and their heap pages back, before the plan is made.
         del self.play
         self._work = None
@@ -921,6 +927,7 @@ def _result(
     The plan is gathered through the parked pair → entry map
     read piece by piece, the pairs come back once the plan in entry order is freed, and the map
     when the parking block ends: this stage then holds less than the iterations."""
+    assert run.average is not None  # _iterate's plan, dropped only here
     xbar = parked.gather(run.average)
     run.average = None
     # The Definition-3 sweep is the CPU's: on the loop's backend if that is the CPU, else on
@@ -946,6 +953,7 @@ def _result(
         info["device"] = backend.device
     if welfare_threshold is not None:
         lower_bound = run.lower_bound
+        assert lower_bound is not None  # _iterate computes it whenever there is a threshold
         info.update(
             {
                 "welfare_threshold": welfare_threshold,

@@ -26,6 +26,8 @@ reduced plans are bit-packed and deduplicated, joint plans are tuples of ids.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -94,7 +96,7 @@ class PlanStore:
         return v[:width].astype(np.int16) - 1
 
     def add(self, plans: list[np.ndarray], count: int = 1) -> None:
-        key = []
+        ids = []
         for p, plan in enumerate(plans):
             k = self._pack(plan)
             i = self.ids[p].get(k)
@@ -102,8 +104,8 @@ class PlanStore:
                 i = len(self.keys[p])
                 self.ids[p][k] = i
                 self.keys[p].append(k)
-            key.append(i)
-        key = tuple(key)
+            ids.append(i)
+        key = tuple(ids)
         self.counts[key] = self.counts.get(key, 0) + count
         self.total += count
 
@@ -281,6 +283,9 @@ class Dynamics:
         self.iterations = 0
 
     def step(self) -> list[np.ndarray]:
+        """One iteration: every player samples a plan, the reached learners observe their
+        utilities, the joint reduced plan is counted; returns it (per player, the action chosen
+        at each infoset, -1 where the plan does not reach it)."""
         n = self.game.num_players
         samples = [lr.sample(self.rng) for lr in self.learners]
         reach = np.stack([samples[p][1][self.term_seq[:, p]] for p in range(n)], axis=0)  # [n, T]
@@ -356,6 +361,7 @@ def solve_icfr(
                 row, converged=target_gap is not None and target <= target_gap, aim=(target, target_gap)
             ):
                 break
+    assert gaps is not None  # the driver's last iteration is always a checkpoint
     info = {
         "efce_gap": gaps.efce,
         "efcce_gap": gaps.efcce,
@@ -379,7 +385,7 @@ def solve_icfr(
 
 
 # ----------------------------------------------------------------------------- declaration
-def _check_before_warm_up(game: Game, o: dict, device: bool) -> None:
+def _check_before_warm_up(game: Game, o: Mapping[str, Any], device: bool) -> None:
     if device:
         # The empirical frequency has at most one joint plan per iteration: refuse up front
         # what could not be written (the exact support is checked again when writing).
@@ -409,13 +415,13 @@ def _runner(variant: str):
     return run
 
 
-#: ``icfr`` and ``cfr-s`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
 def _method(variant: str, description: str) -> Method:
     run = _runner(variant)
     warm_up = segments_warm_up(run, check=_check_before_warm_up)
     return Method(variant, description, OPTIONS, run, players=None, writes_device=True, warm_up=warm_up)
 
 
+#: ``icfr`` and ``cfr-s`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
 SOLVE_METHODS = (
     _method("icfr", "ICFR (EFCE, n players, chance; Celli et al. 2020)"),
     _method("cfr-s", "CFR-S (EFCCE, n players, chance; Celli et al. 2020)"),

@@ -47,13 +47,15 @@ CPU backend (:mod:`efce.solvers.backends.cpu.trigger`); the local rules run on i
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numba
 import numpy as np
 
 from efce.errors import GameError
-from efce.games.game import Game
+from efce.games.game import Game, SequenceSpace
 from efce.games.payoffs import terminal_map
 from efce.solvers.backends import get_backend
 from efce.solvers.driver import IterationDriver, ProgressCallback
@@ -126,7 +128,7 @@ class TriggerLayout:
         return self.seg.total
 
 
-def trigger_layout(space, coarse: bool) -> TriggerLayout:
+def trigger_layout(space: SequenceSpace, coarse: bool) -> TriggerLayout:
     """The layout of the EFCE triggers (one per non-empty sequence, ``σ̂ = σ``: index ``σ − 1``)
     or of the EFCCE triggers (one per infoset) of a sequence space."""
     tree = space.tree
@@ -332,7 +334,7 @@ class _Player:
 
 
 # ---------------------------------------------------------------------- reduced plans (device)
-def reduced_plan_count(space) -> int:
+def reduced_plan_count(space: SequenceSpace) -> int:
     """Number of reduced pure plans of a player (exact Python integer): per sequence, the product
     over its child infosets of the sum over their actions, bottom-up."""
     count = [1] * space.num_sequences
@@ -342,7 +344,7 @@ def reduced_plan_count(space) -> int:
     return count[0]
 
 
-def plans_per_iteration(space) -> int:
+def plans_per_iteration(space: SequenceSpace) -> int:
     """Most pure plans :func:`efce.solvers.backends.cpu.trigger.decompose_strategy` uses for one
     strategy: every step zeroes a sequence of the chosen actions, at most ``1 + Σ_j (|A_j| − 1)``
     of them end a step."""
@@ -624,6 +626,13 @@ class TriggerDynamics:
         return [p.X / self.total_weight for p in self.players]
 
     def device(self) -> FactoredDevice:
+        """The recorded distribution ``μ`` over joint reduced plans, as a device.
+
+        Raises
+        ------
+        GameError
+            The dynamics were made without ``device=True``.
+        """
         if self.recorder is None:
             raise GameError("the distribution was not recorded (pass device=True)")
         return self.recorder.device()
@@ -724,13 +733,17 @@ def solve_trigger(
             target = gaps["efcce_gap"] if coarse else gaps["efce_gap"]
             extra = {"efce": gaps["efce_gap"], "efcce": gaps["efcce_gap"], "nfcce": gaps["nfcce_gap"]}
             driver.record(TraceRow(dyn.iterations, driver.elapsed(), target, extra=extra))
+    assert gaps is not None  # the driver's last iteration is always a checkpoint
     info = dict(gaps)
     info.update(
         {"iteration_seconds": driver.iteration_seconds, "local": as_rule(rule).name, "averaging": averaging}
     )
-    point = dyn.device() if device else dyn.average_strategies()
+    point: FactoredDevice | list[np.ndarray]
     if device:
+        point = dyn.device()
         info["support"] = int(len(point.probs))
+    else:
+        point = dyn.average_strategies()
     if device_full:
         info["message"] = (
             f"stopped after {dyn.iterations:,} iterations: the next one would take the device file "
@@ -765,9 +778,7 @@ def _runner(coarse: bool):
     return run
 
 
-#: ``trigger`` and ``coarse-trigger`` for :func:`efce.solve` (collected by
-#: :data:`efce.experiments.solve.METHODS`).
-def _check_before_warm_up(game: Game, o: dict, device: bool) -> None:
+def _check_before_warm_up(game: Game, o: Mapping[str, Any], device: bool) -> None:
     if device:
         check_device_request(game, o["iterations"])
 
@@ -778,6 +789,8 @@ def _method(name: str, description: str) -> Method:
     return Method(name, description, OPTIONS, run, players=None, writes_device=True, warm_up=warm_up)
 
 
+#: ``trigger`` and ``coarse-trigger`` for :func:`efce.solve` (collected by
+#: :data:`efce.experiments.solve.METHODS`).
 SOLVE_METHODS = (
     _method("trigger", "deterministic trigger-regret dynamics (EFCE, n players, chance; Farina et al. 2022)"),
     _method("coarse-trigger", "deterministic coarse-trigger-regret dynamics (EFCCE, n players, chance)"),

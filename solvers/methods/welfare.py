@@ -29,6 +29,7 @@ could certify a lower bound, and regret minimization produces ε-EFCE.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -72,7 +73,7 @@ def solve_optimal_welfare(
     averaging: str = RM_DEFAULTS["averaging"],
     alternating: bool = RM_DEFAULTS["updates"] == "alternating",
     memory_budget: int | None = None,
-    log=None,
+    log: Callable[[str], object] | None = None,
     threads: int | None = None,
     backend: ComputeBackend | str | None = RM_DEFAULTS["backend"],
 ) -> SolveResult:

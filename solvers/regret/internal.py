@@ -118,8 +118,11 @@ class BlumMansour(LocalRule):
 
     def __post_init__(self) -> None:
         self._layouts: weakref.WeakKeyDictionary[Segments, _Layout] = weakref.WeakKeyDictionary()
-        # LocalRule.name is a plain attribute: the reduction's name is fixed with its base rule.
-        self.name = f"bm({self.base.name})"
+
+    @property
+    def name(self) -> str:
+        """``bm(<base rule's name>)``."""
+        return f"bm({self.base.name})"
 
     def _layout(self, seg: Segments) -> _Layout:
         layout = self._layouts.get(seg)

@@ -35,6 +35,7 @@ from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from efce.solvers.backends import HEDGE, PRM_PLUS, RM, get_backend
 from efce.solvers.backends.sizing import state_variant_size
@@ -47,7 +48,8 @@ class Segments:
     ptr: np.ndarray
 
     @classmethod
-    def from_sizes(cls, sizes) -> Segments:
+    def from_sizes(cls, sizes: npt.ArrayLike) -> Segments:
+        """The partition into consecutive segments of ``sizes`` entries."""
         sizes = np.asarray(sizes, dtype=np.int64)
         ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
         np.cumsum(sizes, out=ptr[1:])
@@ -154,15 +156,22 @@ class LocalRule:
 
     and may override :meth:`kernel`."""
 
-    name = "local"
+    @property
+    def name(self) -> str:
+        """The rule's name in results and traces (``"hedge"``, ``"rm+"``, ...).  Read-only here so
+        that a subclass may give it as a class attribute or as a property of its parameters."""
+        return "local"
 
     def init(self, seg: Segments) -> dict[str, np.ndarray]:
+        """The state of a fresh minimizer on every segment of ``seg``: flat numpy arrays by name."""
         raise NotImplementedError
 
     def recommend(self, state: dict[str, np.ndarray], seg: Segments) -> np.ndarray:
+        """The current point: nonnegative, summing to one on every segment; ``state`` unchanged."""
         raise NotImplementedError
 
     def observe(self, state: dict[str, np.ndarray], loss: np.ndarray, seg: Segments) -> None:
+        """Take the loss of the last recommendation: updates ``state`` in place, only reads ``loss``."""
         raise NotImplementedError
 
     def kernel(self) -> Kernel | None:

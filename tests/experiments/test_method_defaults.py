@@ -40,9 +40,8 @@ def _alternating(updates):
 
 #: Method → (library function, {option: (parameter, declared value → parameter value)}).  Every
 #: option of every method is listed; None marks an option that is no parameter of the function
-#: (``threads`` is the :func:`solvers.regret.engine.thread_count` around the call, ``objective``
-#: of ``rm`` picks the function, ``local`` of ``rm`` is resolved from the declaration when
-#: ``rule=None``: the same-plan test above checks it).
+#: (``objective`` of ``rm`` picks the function, ``local`` of ``rm`` is resolved from the
+#: declaration when ``rule=None``: the same-plan test above checks it).
 LIBRARY = {
     "rm": (
         efce_method.solve_efce,
@@ -55,7 +54,7 @@ LIBRARY = {
             "local": None,
             "averaging": ("averaging", _same),
             "updates": ("alternating", _alternating),
-            "threads": None,
+            "threads": ("threads", _same),
             "backend": ("backend", _same),
         },
     ),
@@ -66,7 +65,7 @@ LIBRARY = {
             "time_limit": ("time_limit", _same),
             "target_gap": ("target_gap", _same),
             "local": ("rule", _same),
-            "threads": None,
+            "threads": ("threads", _same),
         },
     ),
     "icfr": (

@@ -11,11 +11,11 @@ serial order, or is a maximum.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from numbers import Integral
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -26,6 +26,10 @@ from efce.solvers.regret import local
 
 from . import chain_passes, device, feasibility, gaps, operator, rules, trigger
 from .jit import available_threads, default_threads, run_on_threads, thread_rows
+
+if TYPE_CHECKING:  # annotations only
+    from efce.solvers.evaluation.payoff_operator import PayoffOperator, PlayerTriggerTable, TriggerTables
+    from efce.solvers.regret.local import Kernel
 
 #: Chains with fewer entries run the serial passes whatever the thread count: below this a
 #: pass takes tens of microseconds and the threads' fork/join costs more than it saves.  The
@@ -103,7 +107,9 @@ class SerialChainPasses:
 
     def __init__(self, chain: Chain, kernel):
         static = _step_arrays(chain)
+        #: ``recommend(a, b, x, total, w)``: the recommendation pass with the chain and the rule bound.
         self.recommend = partial(chain_passes.chain_recommend, *static, kernel.family, kernel.eta)
+        #: ``observe(a, b, t, loss)``: the observation pass with the chain and the rule bound.
         self.observe = partial(
             chain_passes.chain_observe,
             *static,
@@ -149,12 +155,13 @@ class ParallelChainPasses:
             kernel.eta,
         )
         self._scratch = thread_rows(widest_step(chain))
+        big = variant_size(chain.num_entries) >= local.FLOAT32_STATE_MIN_ENTRIES
         #: float32 on chains of 2²⁰ entries or more (:func:`~efce.solvers.regret.local.state_dtype`'s
         #: threshold): the pass adds ``w · x`` computed in float64 and rounds the sum.
-        big = variant_size(chain.num_entries) >= local.FLOAT32_STATE_MIN_ENTRIES
         self.sum_dtype = np.float32 if big else np.float64
 
-    def recommend(self, a, b, x, total, w) -> None:
+    def recommend(self, a: np.ndarray, b: np.ndarray, x: np.ndarray, total: np.ndarray, w: float) -> None:
+        """RECOMMEND on ``threads`` threads (:func:`~.chain_passes.chain_recommend_parallel`)."""
         run_on_threads(
             self.threads,
             chain_passes.chain_recommend_parallel,
@@ -167,7 +174,8 @@ class ParallelChainPasses:
             self.threads,
         )
 
-    def observe(self, a, b, t, loss) -> None:
+    def observe(self, a: np.ndarray, b: np.ndarray, t: np.ndarray, loss: np.ndarray) -> None:
+        """OBSERVELOSS on ``threads`` threads (:func:`~.chain_passes.chain_observe_parallel`)."""
         run_on_threads(
             self.threads,
             chain_passes.chain_observe_parallel,
@@ -290,7 +298,7 @@ class PayoffProducts:
         return out
 
 
-def cumulative_work(t) -> np.ndarray:
+def cumulative_work(t: PlayerTriggerTable) -> np.ndarray:
     """Running cost of the trigger infosets ``0..I-1`` of one player's table in
     :func:`~.gaps.trigger_gains`: per action, a pass over the subtree's sequences and the
     infoset's line of terminals."""
@@ -302,8 +310,9 @@ def cumulative_work(t) -> np.ndarray:
 
 class GapSweeps:
     """The EFCE gap evaluator's sweeps over one game's
-    :class:`~efce.solvers.evaluation.payoff_operator.TriggerTables` (:mod:`.gaps`): the trigger
-    infosets of each player split among ``threads`` threads by their work."""
+    :class:`~efce.solvers.evaluation.payoff_operator.TriggerTables`
+    (:mod:`~efce.solvers.backends.cpu.gaps`): the trigger infosets of each player split among
+    ``threads`` threads by their work."""
 
     def __init__(self, tables, threads: int):
         self.tables = tables
@@ -443,7 +452,7 @@ class CPUBackend:
         )
         classes = set()
         for size in sizes:
-            lo, hi = (size, size) if isinstance(size, Integral) else size
+            lo, hi = (size, size) if isinstance(size, int | Integral) else size
             for n in (lo, hi, *(t for t in thresholds if lo < t <= hi)):
                 entries = max((t for t in thresholds if t <= n), default=0)
                 classes.add((entries, entries))
@@ -465,7 +474,7 @@ class CPUBackend:
         return np.asarray(array)
 
     # ------------------------------------------------------------------ chains
-    def chain_passes(self, chain: Chain, kernel) -> SerialChainPasses | ParallelChainPasses:
+    def chain_passes(self, chain: Chain, kernel: Kernel) -> SerialChainPasses | ParallelChainPasses:
         """Serial passes below :data:`PARALLEL_MIN_ENTRIES` entries, parallel ones above (the
         entries a warm-up stands in, :func:`~efce.solvers.backends.sizing.sized_as`)."""
         if variant_size(chain.num_entries) >= self._smallest_parallel(PARALLEL_MIN_ENTRIES):
@@ -494,7 +503,9 @@ class CPUBackend:
         chain_passes.chain_vertex(chain.target_ptr, chain.source_ptr, chain.source, order, choice, point)
         return value, point
 
-    def chain_violations(self, chain: Chain, arrays, scales) -> tuple[float, ...]:
+    def chain_violations(
+        self, chain: Chain, arrays: Sequence[np.ndarray], scales: Sequence[float] | np.ndarray
+    ) -> tuple[float, ...]:
         """The violation of each point ``scales[r] · arrays[r]`` (one value per entry each); float32
         points are read without a float64 copy, in the same pass as the others."""
         is_narrow = [a.dtype == np.float32 for a in arrays]
@@ -527,7 +538,14 @@ class CPUBackend:
         feasibility.rescaled_point(chain.target_ptr, chain.source_ptr, chain.source, chain.kind, values, x)
         return x
 
-    def definition3_violations(self, structure: tuple, cum_work: np.ndarray, arrays, index_map, scales):
+    def definition3_violations(
+        self,
+        structure: tuple,
+        cum_work: np.ndarray,
+        arrays: tuple[np.ndarray, ...],
+        index_map: np.ndarray,
+        scales: np.ndarray,
+    ) -> tuple[np.ndarray, np.int64]:
         """:func:`~.feasibility.definition3_violations` of the plans ``arrays`` on this backend's
         threads: ``(worst per plan, the first bad row or -1)``."""
         return run_on_threads(
@@ -542,10 +560,12 @@ class CPUBackend:
         )
 
     # ------------------------------------------------------------------ payoff operator, gaps
-    def payoff_products(self, op) -> PayoffProducts:
+    def payoff_products(self, op: PayoffOperator) -> PayoffProducts:
+        """``op``'s products on this backend's threads (parallel from :data:`PARALLEL_MIN_ROWS` rows)."""
         return PayoffProducts(op, self.threads, self._smallest_parallel(PARALLEL_MIN_ROWS))
 
-    def gap_sweeps(self, tables) -> GapSweeps:
+    def gap_sweeps(self, tables: TriggerTables) -> GapSweeps:
+        """The gap evaluator's sweeps over ``tables`` on this backend's threads."""
         return GapSweeps(tables, self.threads)
 
     # ------------------------------------------------------------------ serial CPU-only kernels

@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 # The parallel passes meet at a barrier a few dozen times per iteration.  libgomp's default
 # (spin, then sleep) lets a waiting thread burn a core that another process needs; on a shared
@@ -41,10 +43,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
+import numpy.typing as npt  # noqa: E402
 from numba.core import ir_utils  # noqa: E402
 from numba.core.caching import FunctionCache  # noqa: E402
 from numba.core.compiler import CompilerBase, DefaultPassBuilder  # noqa: E402
-from numba.core.compiler_machinery import FunctionPass, register_pass  # noqa: E402
+from numba.core.compiler_machinery import FunctionPass, PassManager, register_pass  # noqa: E402
 from numba.core.typed_passes import NopythonRewrites  # noqa: E402
 
 from efce.games import arrays  # noqa: E402
@@ -57,7 +60,7 @@ from efce.solvers.backends.protocol import HEDGE, PRM_PLUS, RM  # noqa: E402
 THREAD_ROW_GAP = 128
 
 
-def source_stamp(paths, constants=()) -> str:
+def source_stamp(paths: Iterable[str | os.PathLike[str]], constants: Iterable[object] = ()) -> str:
     """A hash of the content of the files ``paths`` (in the given order) and of ``constants``."""
     digest = hashlib.sha256()
     for path in paths:
@@ -99,7 +102,7 @@ class PropagateCopies(FunctionPass):
     def __init__(self):
         FunctionPass.__init__(self)
 
-    def run_pass(self, state):
+    def run_pass(self, state: Any) -> bool:
         ir_utils.simplify(state.func_ir, state.typemap, state.calltypes, {})
         return True
 
@@ -118,7 +121,7 @@ class SharedBodiesCompiler(CompilerBase):
     inlined bodies carry no reference counting at all (10 % fewer compiled instructions per
     CFR+ iteration than before the bodies were shared); the arithmetic is untouched."""
 
-    def define_pipelines(self):
+    def define_pipelines(self) -> list[PassManager]:
         pipeline = DefaultPassBuilder.define_nopython_pipeline(self.state)
         pipeline.add_pass_after(PropagateCopies, NopythonRewrites)
         pipeline.finalize()
@@ -162,7 +165,7 @@ kernel = StampedKernels(kernel_sources(), (SIMPLEX, SINGLETON, RM, HEDGE, PRM_PL
 def available_threads() -> int:
     """The most threads the CPU kernels can use: numba's pool (``NUMBA_NUM_THREADS``, by default
     every core)."""
-    return int(numba.config.NUMBA_NUM_THREADS)
+    return int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]  # set at run time
 
 
 def default_threads() -> int:
@@ -171,7 +174,7 @@ def default_threads() -> int:
     return int(numba.get_num_threads())
 
 
-def run_on_threads(threads: int, function, *args):
+def run_on_threads(threads: int, function: Callable[..., Any], *args: Any) -> Any:
     """``function(*args)`` with numba's thread count (per calling thread) set to ``threads`` and
     restored afterwards: how every parallel kernel of the backend is launched."""
     before = numba.get_num_threads()
@@ -184,7 +187,7 @@ def run_on_threads(threads: int, function, *args):
         numba.set_num_threads(before)
 
 
-def thread_rows(width: int, dtype=np.float64) -> np.ndarray:
+def thread_rows(width: int, dtype: npt.DTypeLike = np.float64) -> np.ndarray:
     """Per-thread scratch for the parallel kernels: one row per thread of numba's pool
     (``NUMBA_NUM_THREADS``), each row's first ``width`` slots usable.
 
@@ -207,7 +210,7 @@ def thread_rows(width: int, dtype=np.float64) -> np.ndarray:
 
 
 @numba.njit(inline="always")
-def balanced_part(cum_work, part, parts):
+def balanced_part(cum_work: np.ndarray, part: int, parts: int) -> tuple[int, int]:
     """Items ``[lo, hi)`` of part ``part`` of ``parts`` with about equal work, where
     ``cum_work[i]`` is the work of items ``0 .. i-1`` (``len(cum_work)`` = items + 1): the
     parts cover every item once, in order, for kernels that split a loop by work."""
@@ -221,7 +224,7 @@ def balanced_part(cum_work, part, parts):
 
 
 @numba.njit(inline="always")
-def even_part(lo, hi, p, parts):
+def even_part(lo: int, hi: int, p: int, parts: int) -> tuple[int, int]:
     """Bounds of part ``p`` of ``parts`` equal parts of ``range(lo, hi)``."""
     n = hi - lo
     return lo + (n * p) // parts, lo + (n * (p + 1)) // parts

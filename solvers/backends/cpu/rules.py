@@ -66,26 +66,30 @@ def _bits_float32(typingctx, bits):
 
 
 @numba.njit(inline="always")
-def bfloat16_bits(value):
+def bfloat16_bits(value: float) -> np.uint16:
     """``value`` rounded to bfloat16 (8 significant bits, float32's range), to nearest with
     ties to even, as the uint16 of its bits."""
-    bits = _float32_bits(np.float32(value))
+    # An intrinsic: numba passes its typing context when it compiles the call.
+    bits: np.uint32 = _float32_bits(np.float32(value))  # type: ignore[call-arg]
     bits += np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
     return np.uint16(bits >> np.uint32(16))
 
 
 @numba.njit(inline="always")
-def bfloat16_value(bits):
+def bfloat16_value(bits: int | np.uint16) -> float:
     """The float64 value of the bfloat16 with uint16 ``bits``."""
-    return np.float64(_bits_float32(np.uint32(bits) << np.uint32(16)))
+    # An intrinsic: numba passes its typing context when it compiles the call.
+    return np.float64(_bits_float32(np.uint32(bits) << np.uint32(16)))  # type: ignore[call-arg]
 
 
-def widened(value):
+def widened(value: float | np.uint16) -> float:
     """A stored state value as float64: float32/float64 as it is, uint16 as bfloat16 bits."""
+    raise NotImplementedError("compiled code only (numba's overload below)")
 
 
-def narrowed(value, like):
+def narrowed(value: float, like: float | np.uint16) -> float | np.uint16:
     """``value`` rounded to the type of the stored value ``like`` (uint16: bfloat16 bits)."""
+    raise NotImplementedError("compiled code only (numba's overload below)")
 
 
 # Both dispatch at compile time on the stored scalar's type, so a kernel compiled for float
@@ -107,7 +111,7 @@ def _narrowed(value, like):
 
 # ---------------------------------------------------------------------- the rules' formulas
 @kernel()
-def discounts(alpha, beta, t):
+def discounts(alpha: float, beta: float, t: float) -> tuple[float, float]:
     """DCFR factors ``t^α/(t^α+1)`` and ``t^β/(t^β+1)`` after iteration ``t`` (NaN: no discount,
     factor 1)."""
     pos = 1.0 if np.isnan(alpha) else t**alpha / (t**alpha + 1.0)
@@ -116,7 +120,9 @@ def discounts(alpha, beta, t):
 
 
 @numba.njit(inline="always")
-def local_strategy(family, eta, a, b, lo, n, out, out_lo):
+def local_strategy(
+    family: int, eta: float, a: np.ndarray, b: np.ndarray, lo: int, n: int, out: np.ndarray, out_lo: int
+) -> None:
     """The strategy of the segment ``a[lo:lo+n]`` (and ``b``) into ``out[out_lo:out_lo+n]``.
 
     RM / RM+ / DCFR: ``[R]^+`` normalized; PRM+: ``[R + m]^+`` normalized (``m = b``, the
@@ -150,7 +156,7 @@ def local_strategy(family, eta, a, b, lo, n, out, out_lo):
 
 
 @numba.njit(nogil=True)
-def rm_regret(r, instantaneous, plus, pos, neg):
+def rm_regret(r: float, instantaneous: float, plus: bool, pos: float, neg: float) -> float:
     """RM / RM+ / DCFR (Hart & Mas-Colell 2000; Tammelin et al. 2015; Brown & Sandholm 2019):
     ``R ← (R + r)·(pos if > 0 else neg)``, clipped at 0 for RM+."""
     r = r + instantaneous
@@ -159,14 +165,14 @@ def rm_regret(r, instantaneous, plus, pos, neg):
 
 
 @numba.njit(nogil=True)
-def prm_plus_regret(r, instantaneous):
+def prm_plus_regret(r: float, instantaneous: float) -> float:
     """PRM+ (Farina, Kroer, Sandholm 2021): ``R ← [R + r]^+`` (the prediction becomes ``r``)."""
     r = r + instantaneous
     return r if r > 0.0 else 0.0
 
 
 @numba.njit(inline="always")
-def dot(loss, loss_lo, y, n):
+def dot(loss: np.ndarray, loss_lo: int, y: np.ndarray, n: int) -> float:
     """``⟨loss[loss_lo:loss_lo+n], y[:n]⟩``, summed in index order."""
     v = 0.0
     for i in range(n):
@@ -175,7 +181,20 @@ def dot(loss, loss_lo, y, n):
 
 
 @numba.njit(inline="always")
-def observe_simplex(family, plus, pos, neg, eta, a, b, s, n, loss, lo, y):
+def observe_simplex(
+    family: int,
+    plus: bool,
+    pos: float,
+    neg: float,
+    eta: float,
+    a: np.ndarray,
+    b: np.ndarray,
+    s: int,
+    n: int,
+    loss: np.ndarray,
+    lo: int,
+    y: np.ndarray,
+) -> float:
     """One simplex observes ``loss[lo:lo+n]``: its state is ``a[s:s+n]`` (and ``b``), ``y`` (at
     least ``n`` slots) receives its strategy before the update, and the return value is ``v =
     ⟨loss, y⟩``, so that ``v − ℓ_e`` is the instantaneous regret of ``e``.  Hedge: ``L ← L + ℓ``;
@@ -199,14 +218,27 @@ def observe_simplex(family, plus, pos, neg, eta, a, b, s, n, loss, lo, y):
 
 # ---------------------------------------------------------------------- one rule on segments
 @kernel()
-def recommend_segments(family, eta, a, b, ptr, out):
+def recommend_segments(
+    family: int, eta: float, a: np.ndarray, b: np.ndarray, ptr: np.ndarray, out: np.ndarray
+) -> None:
     """The strategy of every segment ``ptr[s]:ptr[s+1]`` into ``out``."""
     for s in range(len(ptr) - 1):
         local_strategy(family, eta, a, b, ptr[s], ptr[s + 1] - ptr[s], out, ptr[s])
 
 
 @kernel(shares_bodies=True)
-def observe_segments(family, plus, alpha, beta, eta, a, b, t, ptr, loss):
+def observe_segments(
+    family: int,
+    plus: bool,
+    alpha: float,
+    beta: float,
+    eta: float,
+    a: np.ndarray,
+    b: np.ndarray,
+    t: np.ndarray,
+    ptr: np.ndarray,
+    loss: np.ndarray,
+) -> None:
     """Every segment observes its part of ``loss`` (``t[0]`` counts the observations)."""
     t[0] += 1.0
     pos, neg = discounts(alpha, beta, t[0])

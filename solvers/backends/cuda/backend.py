@@ -15,6 +15,7 @@ import functools
 import importlib.util
 import os
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
@@ -24,12 +25,14 @@ from efce.games.resources.memory import gib
 from efce.solvers.backends.cpu import CPUBackend
 from efce.solvers.backends.cpu.jit import default_threads, run_on_threads
 
-from .layouts import BLOCK_SIZE, estimate_cuda_bytes
+from .layouts import BLOCK_SIZE, DeviceArray, estimate_cuda_bytes
 
 if TYPE_CHECKING:
     from efce.games.game import Game
+    from efce.polytopes.chain import Chain
+    from efce.solvers.evaluation.payoff_operator import PayoffOperator, TriggerTables
     from efce.solvers.methods.efce import EFCEModel
-    from efce.solvers.regret.local import LocalRule
+    from efce.solvers.regret.local import Kernel, LocalRule
 
     from .saddle import CudaSaddlePoint
 
@@ -75,7 +78,7 @@ def unavailable_reason() -> str | None:
     (``numba.cuda.is_available()``).  Under the simulator only the first applies."""
     if importlib.util.find_spec("numba_cuda") is None:
         return f"--backend cuda needs numba-cuda, which is not installed ({INSTALL_HINT})"
-    cuda = _numba_cuda()
+    cuda = _cuda()
     if simulator_enabled():
         return None
     if not cuda.is_available():
@@ -84,8 +87,8 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def _numba_cuda():
-    # Imported on first use: this module must import (and refuse in one line) without numba-cuda.
+@functools.cache
+def _cuda():
     from .saddle import numba_cuda
 
     return numba_cuda()
@@ -148,7 +151,7 @@ class CUDABackend:
         """The GPU in words (name, memory, compute capability), or the simulator."""
         if self.simulator:
             return "numba-cuda simulator (NUMBA_ENABLE_CUDASIM=1: the kernels run as Python on the CPU)"
-        cuda = _numba_cuda()
+        cuda = _cuda()
         device = cuda.get_current_device()
         name = device.name.decode() if isinstance(device.name, bytes) else str(device.name)
         _, total = cuda.current_context().get_memory_info()
@@ -159,7 +162,7 @@ class CUDABackend:
         """The GPU's free memory now (infinite under the simulator)."""
         if self.simulator:
             return float("inf")
-        free, _ = _numba_cuda().current_context().get_memory_info()
+        free, _ = _cuda().current_context().get_memory_info()
         return float(free)
 
     def check_memory(
@@ -233,16 +236,16 @@ class CUDABackend:
         self._run = None
 
     # ------------------------------------------------------------------ arrays
-    def empty(self, n: int, dtype: type = np.float64):
-        return _numba_cuda().device_array(n, dtype=dtype)
+    def empty(self, n: int, dtype: type = np.float64) -> DeviceArray:
+        return _cuda().device_array(n, dtype=dtype)
 
-    def zeros(self, n: int, dtype: type = np.float64):
-        return _numba_cuda().to_device(np.zeros(n, dtype=dtype))
+    def zeros(self, n: int, dtype: type = np.float64) -> DeviceArray:
+        return _cuda().to_device(np.zeros(n, dtype=dtype))
 
-    def to_device(self, array: np.ndarray):
-        return _numba_cuda().to_device(np.ascontiguousarray(array))
+    def to_device(self, array: np.ndarray) -> DeviceArray:
+        return _cuda().to_device(np.ascontiguousarray(array))
 
-    def to_host(self, array) -> np.ndarray:
+    def to_host(self, array: DeviceArray | np.ndarray) -> np.ndarray:
         return array if isinstance(array, np.ndarray) else array.copy_to_host()
 
     # ------------------------------------------------------------------ one kernel at a time
@@ -252,20 +255,22 @@ class CUDABackend:
             f"time run on the cpu backend"
         )
 
-    def chain_passes(self, chain, kernel):
+    def chain_passes(self, chain: Chain, kernel: Kernel) -> NoReturn:
         self._cpu_only("a chain's passes")
 
-    def chain_minimum(self, chain, loss) -> float:
+    def chain_minimum(self, chain: Chain, loss: DeviceArray) -> NoReturn:
         self._cpu_only("the chain minimum")
 
-    def chain_violations(self, chain, arrays, scales) -> tuple:
+    def chain_violations(
+        self, chain: Chain, arrays: Sequence[DeviceArray], scales: Sequence[float] | np.ndarray
+    ) -> NoReturn:
         self._cpu_only("the chain violations")
 
-    def rescaled_point(self, chain, values) -> np.ndarray:
+    def rescaled_point(self, chain: Chain, values: DeviceArray) -> NoReturn:
         self._cpu_only("the rescaled point")
 
-    def payoff_products(self, operator):
+    def payoff_products(self, operator: PayoffOperator) -> NoReturn:
         self._cpu_only("the payoff operator's products")
 
-    def gap_sweeps(self, tables):
+    def gap_sweeps(self, tables: TriggerTables) -> NoReturn:
         self._cpu_only("the gap sweeps")

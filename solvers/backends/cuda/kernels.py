@@ -34,6 +34,8 @@ from numba import cuda, float64
 from efce.polytopes.chain import SINGLETON
 from efce.solvers.backends.protocol import HEDGE, PRM_PLUS
 
+from .layouts import DeviceArray
+
 #: Shared-memory slots of a block reduction: the largest block (CUDA's limit).
 MAX_BLOCK = 1024
 
@@ -57,7 +59,7 @@ def _round_half_even(v):
 
 
 @cuda.jit(device=True, inline="always")
-def bfloat16_bits(value):
+def bfloat16_bits(value: float) -> np.uint16:
     """``value`` rounded to float32, then to bfloat16 (both to nearest, ties to even), as the
     uint16 of its bits (:func:`efce.solvers.backends.cpu.rules.bfloat16_bits`)."""
     f = np.float64(np.float32(value))
@@ -86,7 +88,7 @@ def bfloat16_bits(value):
 
 
 @cuda.jit(device=True, inline="always")
-def bfloat16_value(bits):
+def bfloat16_value(bits: int | np.uint16) -> float:
     """The float64 value of the bfloat16 with uint16 ``bits``."""
     b = int(bits)
     exponent = (b >> 7) & 0xFF
@@ -255,7 +257,7 @@ def _is_wide(k, tptr, sptr, threshold):
 
 
 @cuda.jit(cache=True)
-def set_root(x, total, w, accumulate):
+def set_root(x: DeviceArray, total: DeviceArray, w: float, accumulate: bool) -> None:
     """``x[0] = 1`` (and its running sum), before RECOMMEND's first level reads it."""
     if cuda.grid(1) == 0:
         x[0] = 1.0
@@ -265,27 +267,27 @@ def set_root(x, total, w, accumulate):
 
 @cuda.jit(cache=True)
 def recommend_level(
-    kind,
-    tptr,
-    sptr,
-    source,
-    order,
-    lo,
-    hi,
-    wide,
-    w_lo,
-    w_hi,
-    threshold,
-    family,
-    eta,
-    a,
-    pred64,
-    pred16,
-    x,
-    total,
-    w,
-    accumulate,
-):
+    kind: DeviceArray,
+    tptr: DeviceArray,
+    sptr: DeviceArray,
+    source: DeviceArray,
+    order: DeviceArray,
+    lo: int,
+    hi: int,
+    wide: DeviceArray,
+    w_lo: int,
+    w_hi: int,
+    threshold: int,
+    family: int,
+    eta: float,
+    a: DeviceArray,
+    pred64: DeviceArray,
+    pred16: DeviceArray,
+    x: DeviceArray,
+    total: DeviceArray,
+    w: float,
+    accumulate: bool,
+) -> None:
     """RECOMMEND over the level-order positions ``lo .. hi-1``: blocks ``0 .. w_hi-w_lo-1`` run
     the level's wide steps (``wide[w_lo:w_hi]``), the others one step per thread."""
     shared = cuda.shared.array(MAX_BLOCK, float64)
@@ -334,26 +336,26 @@ def recommend_level(
 
 @cuda.jit(cache=True)
 def observe_level(
-    kind,
-    tptr,
-    sptr,
-    order,
-    lo,
-    hi,
-    wide,
-    w_lo,
-    w_hi,
-    threshold,
-    family,
-    plus,
-    pos,
-    neg,
-    eta,
-    a,
-    pred64,
-    pred16,
-    loss,
-):
+    kind: DeviceArray,
+    tptr: DeviceArray,
+    sptr: DeviceArray,
+    order: DeviceArray,
+    lo: int,
+    hi: int,
+    wide: DeviceArray,
+    w_lo: int,
+    w_hi: int,
+    threshold: int,
+    family: int,
+    plus: bool,
+    pos: float,
+    neg: float,
+    eta: float,
+    a: DeviceArray,
+    pred64: DeviceArray,
+    pred16: DeviceArray,
+    loss: DeviceArray,
+) -> None:
     """OBSERVELOSS's local phase over the level-order positions ``lo .. hi-1`` (blocks as in
     :func:`recommend_level`): every simplex step updates its state from ``ℓ̃[targets]`` and
     leaves ``v_k`` in ``ℓ̃[first target]`` (a singleton's ``v`` is its ``ℓ̃`` already)."""
@@ -396,7 +398,9 @@ def observe_level(
 
 
 @cuda.jit(cache=True)
-def gather_level(dest, ptr, value, r_lo, r_hi, loss):
+def gather_level(
+    dest: DeviceArray, ptr: DeviceArray, value: DeviceArray, r_lo: int, r_hi: int, loss: DeviceArray
+) -> None:
     """OBSERVELOSS's scatter as a gather: run ``r`` adds the values at ``value[ptr[r] :
     ptr[r+1]]`` into ``ℓ̃[dest[r]]``, one at a time in the CPU's order."""
     r = r_lo + cuda.grid(1)
@@ -409,7 +413,19 @@ def gather_level(dest, ptr, value, r_lo, r_hi, loss):
 
 
 @cuda.jit(cache=True)
-def best_level(tptr, sptr, order, lo, hi, wide, w_lo, w_hi, threshold, masked, loss):
+def best_level(
+    tptr: DeviceArray,
+    sptr: DeviceArray,
+    order: DeviceArray,
+    lo: int,
+    hi: int,
+    wide: DeviceArray,
+    w_lo: int,
+    w_hi: int,
+    threshold: int,
+    masked: int,
+    loss: DeviceArray,
+) -> None:
     """The chain minimum's local phase (:func:`efce.solvers.backends.cpu.chain_passes.chain_best_vertex`):
     every step leaves its smallest accumulated loss in ``ℓ̃[first target]``, ignoring the entry
     ``masked`` (-1: none); :func:`gather_level` then adds it into the sources."""
@@ -463,24 +479,24 @@ def _piece(tptr, order, split, piece_step, piece_ptr, piece_size, p):
 
 @cuda.jit(cache=True)
 def piece_partials(
-    tptr,
-    order,
-    split,
-    piece_step,
-    piece_ptr,
-    piece_size,
-    p_lo,
-    mode,
-    masked,
-    family,
-    eta,
-    a,
-    pred64,
-    pred16,
-    loss,
-    scal,
-    partial,
-):
+    tptr: DeviceArray,
+    order: DeviceArray,
+    split: DeviceArray,
+    piece_step: DeviceArray,
+    piece_ptr: DeviceArray,
+    piece_size: DeviceArray,
+    p_lo: int,
+    mode: int,
+    masked: int,
+    family: int,
+    eta: float,
+    a: DeviceArray,
+    pred64: DeviceArray,
+    pred16: DeviceArray,
+    loss: DeviceArray,
+    scal: DeviceArray,
+    partial: DeviceArray,
+) -> None:
     """Block ``b`` reduces piece ``p_lo + b``: the largest ``−η L`` (PIECE_SHIFT), ``Σ raw``
     (PIECE_TOTAL), ``Σ ℓ̃_e y_e`` (PIECE_VALUE) or the smallest ``ℓ̃_e``, ``e ≠ masked``
     (PIECE_MIN), into ``partial[p]``."""
@@ -513,7 +529,19 @@ def piece_partials(
 
 
 @cuda.jit(cache=True)
-def piece_combine(tptr, sptr, source, order, split, s_lo, piece_ptr, mode, x, partial, scal):
+def piece_combine(
+    tptr: DeviceArray,
+    sptr: DeviceArray,
+    source: DeviceArray,
+    order: DeviceArray,
+    split: DeviceArray,
+    s_lo: int,
+    piece_ptr: DeviceArray,
+    mode: int,
+    x: DeviceArray,
+    partial: DeviceArray,
+    scal: DeviceArray,
+) -> None:
     """Block ``b`` combines split step ``s_lo + b``'s partials in a fixed order: the shift
     (PIECE_SHIFT), the scale and ``h = Σ x[sources]`` (PIECE_TOTAL), the value ``v``
     (PIECE_VALUE) or the minimum, left in ``x[first target]`` (PIECE_MIN; ``x`` is ℓ̃)."""
@@ -551,28 +579,28 @@ def piece_combine(tptr, sptr, source, order, split, s_lo, piece_ptr, mode, x, pa
 
 @cuda.jit(cache=True)
 def piece_apply(
-    tptr,
-    order,
-    split,
-    piece_step,
-    piece_ptr,
-    piece_size,
-    p_lo,
-    mode,
-    family,
-    plus,
-    pos,
-    neg,
-    eta,
-    a,
-    pred64,
-    pred16,
-    x,
-    total,
-    w,
-    accumulate,
-    scal,
-):
+    tptr: DeviceArray,
+    order: DeviceArray,
+    split: DeviceArray,
+    piece_step: DeviceArray,
+    piece_ptr: DeviceArray,
+    piece_size: DeviceArray,
+    p_lo: int,
+    mode: int,
+    family: int,
+    plus: bool,
+    pos: float,
+    neg: float,
+    eta: float,
+    a: DeviceArray,
+    pred64: DeviceArray,
+    pred16: DeviceArray,
+    x: DeviceArray,
+    total: DeviceArray,
+    w: float,
+    accumulate: bool,
+    scal: DeviceArray,
+) -> None:
     """Block ``b`` writes piece ``p_lo + b``: ``x = h · y`` and ``total += w · x``
     (PIECE_WRITE), or the rule's update from ``ℓ̃ = x`` and ``v`` (PIECE_UPDATE)."""
     p = p_lo + cuda.blockIdx.x
@@ -588,7 +616,15 @@ def piece_apply(
 
 
 @cuda.jit(cache=True)
-def piece_values(tptr, order, split, s_lo, s_hi, scal, loss):
+def piece_values(
+    tptr: DeviceArray,
+    order: DeviceArray,
+    split: DeviceArray,
+    s_lo: int,
+    s_hi: int,
+    scal: DeviceArray,
+    loss: DeviceArray,
+) -> None:
     """``ℓ̃[first target] = v`` for the split steps ``s_lo .. s_hi-1`` (after their updates,
     which read ``ℓ̃[first target]``)."""
     s = s_lo + cuda.grid(1)
@@ -599,7 +635,8 @@ def piece_values(tptr, order, split, s_lo, s_hi, scal, loss):
 # ---------------------------------------------------------------------- checkpoints
 @cuda.jit(device=True, inline="always")
 def _step_violation(values, lo, hi, s_lo, s_hi, source):
-    """``max(|Σ_{T_k} x − Σ_{S_k} x|, −min(0, min_{T_k} x))`` (polytopes.chain._step_violation)."""
+    """``max(|Σ_{T_k} x − Σ_{S_k} x|, −min(0, min_{T_k} x))``, as the CPU's ``_step_violation``
+    (:mod:`~efce.solvers.backends.cpu.feasibility`)."""
     filled = 0.0
     lowest = 0.0
     for e in range(lo, hi):
@@ -631,7 +668,18 @@ def _block_step_violation(values, lo, hi, s_lo, s_hi, source, shared):
 
 
 @cuda.jit(cache=True)
-def violations(tptr, sptr, source, wide, threshold, x, x_scale, s, s_scale, partial):
+def violations(
+    tptr: DeviceArray,
+    sptr: DeviceArray,
+    source: DeviceArray,
+    wide: DeviceArray,
+    threshold: int,
+    x: DeviceArray,
+    x_scale: float,
+    s: DeviceArray,
+    s_scale: float,
+    partial: DeviceArray,
+) -> None:
     """Per block, the largest step violation of the points ``x_scale · x`` and ``s_scale · s``
     (``partial[0, b]``, ``partial[1, b]``): blocks ``0 .. len(wide)-1`` take the wide steps, the
     others one step per thread in step order (the constraints need no level order)."""
@@ -657,7 +705,15 @@ def violations(tptr, sptr, source, wide, threshold, x, x_scale, s, s_scale, part
 
 
 @cuda.jit(cache=True)
-def finish_violations(partial, x, x_scale, s, s_scale, scalars, slot):
+def finish_violations(
+    partial: DeviceArray,
+    x: DeviceArray,
+    x_scale: float,
+    s: DeviceArray,
+    s_scale: float,
+    scalars: DeviceArray,
+    slot: int,
+) -> None:
     """One block: ``scalars[slot + r]`` = the largest of ``partial[r]`` and ``|scale · p[0] − 1|``
     (entry 0 is the constant 1) for the two points ``p``."""
     shared = cuda.shared.array(MAX_BLOCK, float64)
@@ -674,7 +730,9 @@ def finish_violations(partial, x, x_scale, s, s_scale, scalars, slot):
 
 
 @cuda.jit(cache=True)
-def welfare_partial(weight, rows, values, partial):
+def welfare_partial(
+    weight: DeviceArray, rows: DeviceArray, values: DeviceArray, partial: DeviceArray
+) -> None:
     """Per block, its share of ``Σ_z weight[z] · values[rows[z]]`` (fixed shares: block ``b``
     takes the terminals ``b, b + grid, …`` through its threads)."""
     shared = cuda.shared.array(MAX_BLOCK, float64)
@@ -687,7 +745,7 @@ def welfare_partial(weight, rows, values, partial):
 
 
 @cuda.jit(cache=True)
-def finish_sum(partial, scalars, slot):
+def finish_sum(partial: DeviceArray, scalars: DeviceArray, slot: int) -> None:
     """One block: ``scalars[slot] = Σ partial`` (fixed order)."""
     shared = cuda.shared.array(MAX_BLOCK, float64)
     acc = 0.0
@@ -699,21 +757,21 @@ def finish_sum(partial, scalars, slot):
 
 
 @cuda.jit(cache=True)
-def copy_scalar(values, entry, scalars, slot):
+def copy_scalar(values: DeviceArray, entry: int, scalars: DeviceArray, slot: int) -> None:
     """``scalars[slot] = values[entry]`` (a value the passes leave on the GPU)."""
     if cuda.grid(1) == 0:
         scalars[slot] = values[entry]
 
 
 @cuda.jit(cache=True)
-def fill(values, value):
+def fill(values: DeviceArray, value: float) -> None:
     """``values[:] = value`` (grid-stride)."""
     for i in range(cuda.grid(1), len(values), cuda.gridsize(1)):
         values[i] = value
 
 
 @cuda.jit(cache=True)
-def set_value(values, entry, value):
+def set_value(values: DeviceArray, entry: int, value: float) -> None:
     """``values[entry] = value`` (the welfare threshold τ in the CSR values)."""
     if cuda.grid(1) == 0:
         values[entry] = value
@@ -721,7 +779,18 @@ def set_value(values, entry, value):
 
 # ---------------------------------------------------------------------- products
 @cuda.jit(cache=True)
-def csr_matvec(ptr, col, val, x, out, sign, short, long_rows, medium_rows, group):
+def csr_matvec(
+    ptr: DeviceArray,
+    col: DeviceArray,
+    val: DeviceArray,
+    x: DeviceArray,
+    out: DeviceArray,
+    sign: float,
+    short: int,
+    long_rows: DeviceArray,
+    medium_rows: DeviceArray,
+    group: int,
+) -> None:
     """``out = sign · M x`` for the CSR matrix ``M``: blocks ``0 .. len(long_rows)-1`` sum a
     long row each, the next ones ``blockDim / group`` medium rows each (a group of threads per
     row), the rest one row of at most ``short`` nonzeros per thread, in CSR order (the CPU

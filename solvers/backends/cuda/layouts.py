@@ -24,13 +24,21 @@ estimate :func:`estimate_cuda_bytes` can refuse a model before anything is built
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numba
 import numpy as np
 
 from efce.games.game import Game
 from efce.polytopes.chain import SINGLETON, Chain, index_dtype
-from efce.solvers.evaluation.payoff_operator import PayoffOperator
+from efce.solvers.evaluation.payoff_operator import PayoffOperator, PlayerTriggerTable
+
+if TYPE_CHECKING:  # annotations only: scipy is loaded by the tests that compare with it
+    import scipy.sparse as sp
+
+#: A numba-cuda device array (``numba.cuda.device_array``; numba-cuda ships no type information):
+#: what the kernels and the device-side objects take.
+DeviceArray = Any
 
 #: Threads per block of the GPU kernels (a power of two; the tests force tiny ones).
 BLOCK_SIZE = 256
@@ -407,7 +415,7 @@ class CSR:
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.device_arrays().values())
 
-    def to_scipy(self):
+    def to_scipy(self) -> sp.csr_matrix:
         """The matrix as a ``scipy.sparse.csr_matrix`` (tests)."""
         import scipy.sparse as sp
 
@@ -543,7 +551,24 @@ def payoff_layout(
     return PayoffLayout(a, at, terminal_row, welfare_weight, lam_tau)
 
 
-def _deviation_args(t) -> tuple:
+# The eleven arrays of a player's trigger table that the deviation loops take first (a fixed
+# length, so that the loops' calls with them unpacked are checked).
+_DeviationArrays = tuple[
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+]
+
+
+def _deviation_args(t: PlayerTriggerTable) -> _DeviationArrays:
     """The arrays of a :class:`~solvers.evaluation.payoff_operator.PlayerTriggerTable` that the
     deviation loops read, in their order."""
     return (

@@ -27,6 +27,7 @@ import functools
 import math
 import time
 import warnings
+from types import ModuleType
 
 import numpy as np
 
@@ -43,6 +44,7 @@ from .layouts import (
     SHORT_ROW,
     SPLIT_ENTRIES,
     ChainLayout,
+    DeviceArray,
     PayoffLayout,
     chain_layout,
     payoff_layout,
@@ -50,7 +52,7 @@ from .layouts import (
 
 
 @functools.cache
-def numba_cuda():
+def numba_cuda() -> ModuleType:
     """numba.cuda, imported on first use (it reads ``NUMBA_ENABLE_CUDASIM`` then) with numba's
     warning about small grids silenced: the passes launch one grid per level, and the narrow
     levels are small by nature."""
@@ -127,7 +129,8 @@ class DeviceRule:
         """Count one more observation; DCFR's factors for it (1, 1 without discounting)."""
         self.observations += 1
         k = self.kernel
-        return tuple(float(f) for f in discounts(k.alpha, k.beta, float(self.observations)))
+        alpha, beta = discounts(k.alpha, k.beta, float(self.observations))
+        return float(alpha), float(beta)
 
     def to_host(self) -> dict[str, np.ndarray]:
         """The state (entry-indexed host copies): ``a`` and the predictions."""
@@ -187,7 +190,14 @@ class DeviceChain:
         return (w_hi - w_lo) + _blocks(hi - lo, self.block)
 
     def recommend(
-        self, rule_family: int, eta: float, state: tuple, x, total, w: float, accumulate: bool
+        self,
+        rule_family: int,
+        eta: float,
+        state: tuple,
+        x: DeviceArray,
+        total: DeviceArray,
+        w: float,
+        accumulate: bool,
     ) -> None:
         """RECOMMEND into ``x`` (and ``total += w · x`` when ``accumulate``) from the state
         ``(a, pred64, pred16)`` under the rule family ``rule_family``."""
@@ -222,7 +232,7 @@ class DeviceChain:
                     accumulate,
                 )
 
-    def observe(self, rule: DeviceRule, loss) -> None:
+    def observe(self, rule: DeviceRule, loss: DeviceArray) -> None:
         """OBSERVELOSS of ``loss`` (overwritten with the accumulated ``ℓ̃``), level by level from
         the last: the local updates, then the gather into the sources."""
         k, d = _kernels(), self.arrays
@@ -353,7 +363,7 @@ class DeviceChain:
                 d["gather_dest"], d["gather_ptr"], d["gather_value"], r_lo, r_hi, loss
             )
 
-    def minimum(self, loss, masked: int = -1) -> None:
+    def minimum(self, loss: DeviceArray, masked: int = -1) -> None:
         """``min_{z ∈ chain} ⟨loss, z⟩`` into ``loss[0]`` (``loss`` is overwritten), the entry
         ``masked`` (-1: none) left out of its simplex (:func:`~.kernels.best_level`)."""
         k, d = _kernels(), self.arrays
@@ -382,7 +392,9 @@ class DeviceChain:
                 )
             self._gather(r_lo, r_hi, loss)
 
-    def violations(self, x, x_scale: float, s, s_scale: float, scalars, slot: int) -> None:
+    def violations(
+        self, x: DeviceArray, x_scale: float, s: DeviceArray, s_scale: float, scalars: DeviceArray, slot: int
+    ) -> None:
         """The chain violations (:meth:`~polytopes.chain.Chain.violations`) of ``x_scale · x``
         and ``s_scale · s`` into ``scalars[slot]`` and ``scalars[slot + 1]``."""
         cuda, k, d = numba_cuda(), _kernels(), self.arrays
@@ -427,7 +439,8 @@ class DeviceCSR:
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.arrays.values())
 
-    def matvec(self, x, out, sign: float = 1.0) -> None:
+    def matvec(self, x: DeviceArray, out: DeviceArray, sign: float = 1.0) -> None:
+        """``out = sign · M x`` on the device (:func:`~.kernels.csr_matvec`)."""
         d = self.arrays
         if self.grid:
             _kernels().csr_matvec[self.grid, self.block](
@@ -628,6 +641,7 @@ class CudaSaddlePoint:
             self.y_chain.observe(self.rules[1], self.y)
             self._recommend(1, self.y, sum_y, w, self._averaged_y)
         else:
+            assert self._loss is not None  # kept whenever the players move simultaneously
             lx, ly = self._loss
             self.a.matvec(self.y, lx)
             self.at.matvec(self.x, ly, -1.0)
@@ -693,7 +707,11 @@ class CudaSaddlePoint:
         self.y_chain.recommend(
             RM, 0.0, (self.sum_y, self._no_sum, self._no_u16), self._work, self._no_sum, 0.0, False
         )
-        xbuf = self.x if self.alternating else self._loss[0]
+        if self.alternating:
+            xbuf = self.x
+        else:
+            assert self._loss is not None  # kept whenever the players move simultaneously
+            xbuf = self._loss[0]
         self.a.matvec(self._work, xbuf)
         self.xi_chain.minimum(xbuf)
         k.copy_scalar[1, 1](xbuf, 0, self._scalars, _BOUND)
