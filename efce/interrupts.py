@@ -76,6 +76,7 @@ __all__ = [
     "signals_handled",
     "stop_on_signals",
     "stop_requested",
+    "wrapped_abort",
 ]
 
 #: Seconds a stop request may wait for the code to reach a point where it stops gracefully
@@ -377,6 +378,13 @@ def honouring() -> Iterator[None]:
         _honouring_depth -= 1
 
 
+def wrapped_abort(exc: BaseException) -> bool:
+    """True for an abort's :class:`KeyboardInterrupt` that numba reports as another exception:
+    raised by the signal handler while numba boxed the arrays a nogil kernel returned, it comes
+    out as a ``SystemError`` caused by it."""
+    return isinstance(exc, SystemError) and isinstance(exc.__cause__, KeyboardInterrupt)
+
+
 @contextlib.contextmanager
 def stop_on_signals(abort: Callable[[], None] | None = None) -> Iterator[None]:
     """Within this block, SIGINT and SIGTERM follow the contract of this module (main thread
@@ -405,11 +413,9 @@ def stop_on_signals(abort: Callable[[], None] | None = None) -> Iterator[None]:
     try:
         yield
     except SystemError as exc:
-        # An abort's KeyboardInterrupt raised by the handler while numba boxed the arrays a
-        # nogil kernel returned is reported by numba as a SystemError caused by it: the caller
-        # gets the KeyboardInterrupt it is.
-        if isinstance(exc.__cause__, KeyboardInterrupt):
-            raise exc.__cause__ from None
+        cause = exc.__cause__
+        if wrapped_abort(exc) and cause is not None:  # the caller gets the KeyboardInterrupt it is
+            raise cause from None
         raise
     finally:
         _signals_depth -= 1

@@ -123,7 +123,7 @@ def _version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from efce.errors import Interrupted
-    from efce.interrupts import clear_stop, graceful, ignore_signals, stop_on_signals
+    from efce.interrupts import clear_stop, graceful, ignore_signals, stop_on_signals, wrapped_abort
 
     _import_commands()
     parser = build_parser()
@@ -170,9 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             message = str(exc) if not isinstance(exc, MemoryError) else "out of memory"
             failure = (message, 2)
         except Exception as exc:  # a bug (KeyError, TypeError...): one line, and EFCE_DEBUG=1
-            if isinstance(exc.__cause__, KeyboardInterrupt):
-                # The abort's KeyboardInterrupt, raised by the signal handler while the result
-                # of a nogil kernel was being boxed: numba reports it as a SystemError caused by it.
+            if wrapped_abort(exc):  # an abort, not a bug (efce.interrupts.wrapped_abort)
                 failure = (_abort_message(), 130)
             elif os.environ.get("EFCE_DEBUG"):
                 raise
