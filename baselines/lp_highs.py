@@ -201,7 +201,17 @@ def interrupted_result(method: str, model: EFCELP, backend: str, info: dict | No
         message=f"interrupted by a stop request before {backend} returned a point",
         peak_memory_bytes=peak_rss_bytes(),
     )
-    return SolveResult(method, None, "interrupted", 0, model.build_seconds, 0.0, [], info)
+    return SolveResult(
+        method,
+        None,
+        "interrupted",
+        0,
+        model.build_seconds,
+        0.0,
+        [],
+        info,
+        compile_seconds=model.compile_seconds,
+    )
 
 
 def solve_lp_highs(
@@ -241,6 +251,7 @@ def solve_lp_highs(
         ``point`` = ξ (relevant-pair order), status ``converged`` / ``time_limit`` /
         ``infeasible`` / ``error``; ``setup_seconds`` is the model build, ``seconds`` the HiGHS
         call, ``compile_seconds`` HiGHS's first-call costs paid before it
+        and the builders' compiling (:attr:`~baselines.efce_lp.EFCELP.compile_seconds`)
         (:func:`warm_up_highs`); ``info`` holds welfare, utilities, efce_gap, max_violation,
         model statistics and peak memory.
 
@@ -305,7 +316,7 @@ def solve_lp_highs(
         seconds,
         trace,
         info,
-        compile_seconds=run["compile_seconds"],
+        compile_seconds=model.compile_seconds + run["compile_seconds"],
     )
 
 

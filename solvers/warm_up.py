@@ -152,6 +152,24 @@ def compile_notice(callback: Callable[[], None]) -> Iterator[None]:
         yield
 
 
+@contextmanager
+def compiling_time() -> Iterator[Callable[[], float]]:
+    """Measure the seconds numba spends compiling inside the block: yields a function that
+    returns them (0.0 when nothing compiled).
+
+    numba's own :class:`numba.core.event.TimingListener` on its ``numba:compile`` events: a
+    kernel compiled while compiling its caller is counted once, and loading one from the cache
+    is not compiling (no event).  A setup step that calls kernels (building a model) reports
+    these seconds as ``compile_seconds`` rather than as its own: on an empty cache they are
+    most of it.
+    """
+    from numba.core import event
+
+    timer = event.TimingListener()
+    with event.install_listener("numba:compile", timer):
+        yield lambda: timer.duration if timer.done else 0.0
+
+
 def segment_size_bound(game: Game) -> int:
     """An upper bound on the entries of any segment set a method over the players' sequences
     keeps a rule's state on (ICFR's and CFR-S's infoset rules, the trigger dynamics' subtrees):
@@ -187,6 +205,7 @@ __all__ = [
     "WARM_UP_BUDGET",
     "WARM_UP_ITERATIONS",
     "compile_notice",
+    "compiling_time",
     "segment_size_bound",
     "segments_warm_up",
     "twin_game",

@@ -185,3 +185,29 @@ def test_a_timer_notice_gives_way_to_a_later_compilation(monkeypatch, capsys):
     assert err.count("rm: loading its compiled kernels...") == 1
     assert err.count("rm: compiling its kernels (first run; cached after)...") == 1
     assert "rm: compiled in" in err
+
+
+def test_solve_reports_compiling_while_the_game_is_built_as_compile_time(monkeypatch, capfd):
+    # On an empty numba cache a generator compiles its kernels; that is compile time, not setup.
+    from numba.core import event
+
+    from efce.games import spec
+
+    command = ["solve", GAME, "--method", "rm", "--json"]
+    assert main(command) == 0  # this configuration's warm-up is paid in this process
+    capfd.readouterr()
+    original = spec.make_game
+
+    def compiles(*args, **kwargs):  # numba's compile event around a sleep: a compilation
+        with event.trigger_event("numba:compile"):
+            time.sleep(1.5)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(spec, "make_game", compiles)
+    called = time.perf_counter()
+    assert main(command) == 0
+    wall = time.perf_counter() - called
+    out = json.loads(capfd.readouterr().out)
+    assert out["compile_seconds"] >= 1.5
+    # Disjoint parts of the command's time: counted in setup as well, they would exceed it.
+    assert out["setup_seconds"] + out["compile_seconds"] + out["seconds"] <= wall
