@@ -176,7 +176,7 @@ def test_a_signal_during_a_long_compiled_call_ends_the_process_within_two_second
     import subprocess
     import sys
 
-    from tests.experiments.signals import wait_until
+    from tests.experiments.signals import signal_and_wait, wait_until
     from tests.paths import ROOT
 
     ready = tmp_path / "ready"
@@ -190,12 +190,8 @@ def test_a_signal_during_a_long_compiled_call_ends_the_process_within_two_second
     )
     try:
         assert wait_until(ready.exists, proc=proc), proc.communicate()
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        if second_signal:
-            proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
-        took = time.monotonic() - sent
+        signals = (signal.SIGINT, signal.SIGTERM) if second_signal else (signal.SIGINT,)
+        out, err, took = signal_and_wait(proc, *signals)
     finally:
         if proc.poll() is None:
             proc.kill()

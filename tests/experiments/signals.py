@@ -54,6 +54,23 @@ def wait_until(predicate, timeout: float = READY_SECONDS, proc=None) -> bool:
     return False
 
 
+def signal_and_wait(
+    proc, *signals: int, group: bool = False, timeout: float = 60.0
+) -> tuple[str, str, float]:
+    """Send ``signals`` in order to the child ``proc`` (a :class:`subprocess.Popen` with piped,
+    text stdout and stderr) — ``group``: to its process group, as ``kill -SIG -PGID`` does — and
+    wait at most ``timeout`` seconds for its exit: ``(stdout, stderr, seconds from the first
+    signal to the exit)``.  The caller kills a child that outlives the wait (its ``finally``)."""
+    sent = time.monotonic()
+    for sig in signals:
+        if group:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+    out, err = proc.communicate(timeout=timeout)
+    return out, err, time.monotonic() - sent
+
+
 def marker_environment(marker_file: Path) -> dict[str, str]:
     """The environment of an ``efce`` child that writes readiness markers to ``marker_file``
     (and so do its own children), running this source tree."""

@@ -1,6 +1,7 @@
 """The long-run benchmark scripts still run end to end (on a tiny game, for a second)."""
 
 import csv
+import importlib
 import json
 import os
 import subprocess
@@ -9,6 +10,15 @@ import sys
 import pytest
 
 from tests.paths import ROOT
+
+
+def benchmark_script(name: str):
+    """The module of ``benchmarks/NAME.py`` (a folder of scripts, not a package)."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.pop(0)
 
 
 def test_large_battleship_script_writes_every_checkpoint_and_its_feasibility(tmp_path):
@@ -73,12 +83,7 @@ def test_timing_script_measures_every_kind_of_run():
 
 
 def test_interrupt_check_cost_script_times_the_builds_with_and_without_the_checks():
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    try:
-        from interrupt_checks import measure
-    finally:
-        sys.path.pop(0)
-    result = measure("kuhn:players=3,ranks=3", rounds=2)
+    result = benchmark_script("interrupt_checks").measure("kuhn:players=3,ranks=3", rounds=2)
     assert {"efce.games.game", "efce.games.generators.builder"} <= set(result["modules_with_checks"])
     assert len(result["seconds"]["checks"]) == len(result["seconds"]["no_checks"]) == 2
     from efce import interrupts
@@ -95,11 +100,8 @@ def test_interrupt_check_cost_script_times_the_builds_with_and_without_the_check
 
 
 def test_model_build_script_times_the_build_and_digests_every_array_it_made():
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    try:
-        from model_build import digest, measure
-    finally:
-        sys.path.pop(0)
+    model_build = benchmark_script("model_build")
+    digest, measure = model_build.digest, model_build.measure
     result = measure("sheriff:max_bribe=2,max_items=2,rounds=1", repeats=2)
     assert result["median_seconds"] > 0 and len(result["digest"]) == 64
     assert (

@@ -10,12 +10,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import psutil
 import pytest
 
-from tests.experiments.signals import ignores_sigterm, marker_environment, wait_for_marker, wait_until
+from tests.experiments.signals import (
+    ignores_sigterm,
+    marker_environment,
+    signal_and_wait,
+    wait_for_marker,
+    wait_until,
+)
 from tests.paths import ROOT
 
 EFCE = [sys.executable, "-P", "-m", "efce"]
@@ -54,10 +59,8 @@ def _signal_at(tmp_path, argv, event, detail="", sig=signal.SIGTERM, cwd=None, i
             wait_for_marker(marker_file, event, detail, proc=proc)
         else:
             wait_for_marker(marker_file, event, detail, proc=proc, pid=proc.pid)
-        sent = time.monotonic()
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=120)
-        return proc.returncode, out, err, time.monotonic() - sent
+        out, err, took = signal_and_wait(proc, sig, timeout=120)
+        return proc.returncode, out, err, took
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -191,14 +194,11 @@ def test_sigterm_to_the_whole_process_group_interrupts_an_lp_solve():
         parent = psutil.Process(proc.pid)
         # The worker serves the solver call once it ignores SIGTERM (the caller ends its calls).
         assert wait_until(lambda: any(ignores_sigterm(c.pid) for c in parent.children()), proc=proc)
-        sent = time.monotonic()
-        os.killpg(proc.pid, signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
+        out, err, took = signal_and_wait(proc, signal.SIGTERM, group=True)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    took = time.monotonic() - sent
     assert took < STOP_SECONDS, f"took {took:.2f} s to stop"
     assert proc.returncode == 0, err
     assert json.loads(out)["status"] == "interrupted"

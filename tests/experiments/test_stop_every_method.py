@@ -7,12 +7,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import psutil
 import pytest
 
-from tests.experiments.signals import ignores_sigterm, marker_environment, wait_for_marker, wait_until
+from tests.experiments.signals import (
+    ignores_sigterm,
+    marker_environment,
+    signal_and_wait,
+    wait_for_marker,
+    wait_until,
+)
 
 EFCE = [sys.executable, "-P", "-m", "efce"]
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")
@@ -49,10 +54,7 @@ def _stop(tmp_path, game, method, *args, sig=signal.SIGINT, in_worker=False):
             assert wait_until(lambda: _worker_serves(proc.pid), proc=proc), proc.communicate()
         else:
             wait_for_marker(marker_file, "honouring", proc=proc, pid=proc.pid)
-        sent = time.monotonic()
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=60)
-        took = time.monotonic() - sent
+        out, err, took = signal_and_wait(proc, sig)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -23,7 +23,7 @@ from efce.games.relevant import relevant_pairs
 from efce.polytopes.feasibility import FeasibilityCheck
 from efce.solvers.evaluation.gaps import EFCEGapEvaluator
 from efce.solvers.methods.welfare import solve_optimal_welfare
-from tests.experiments.signals import handles_sigterm, wait_until
+from tests.experiments.signals import handles_sigterm, signal_and_wait, wait_until
 from tests.paths import GAME_DATA, ROOT
 
 from .simulator import requires_simulator
@@ -135,10 +135,7 @@ def test_ctrl_c_stops_the_gpu_loop_with_status_interrupted_and_the_trace_kept(tm
         assert wait_until(lambda: handles_sigterm(proc.pid))
         time.sleep(8.0)  # past the kernels' compilation (~3 s), into the iterations
         assert proc.poll() is None, proc.communicate()
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-        took = time.monotonic() - sent
+        out, err, took = signal_and_wait(proc, signal.SIGINT)
     finally:
         if proc.poll() is None:
             proc.kill()
