@@ -1057,7 +1057,7 @@ SOLVE_METHODS = (
         OPTIONS,
         _run,
         players=2,
-        chance=False,
+        chance="none",
         check=_check,
         unused=_unused,
         warm_up=_warm_up,
