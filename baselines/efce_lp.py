@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from efce.concepts import CONCEPTS, DEFAULT_CONCEPT, check_concept, gap_key
 from efce.errors import MemoryBudgetExceeded, ModelTooLarge
 from efce.games.game import Game
 from efce.games.payoffs import terminal_map
@@ -45,7 +46,7 @@ from efce.games.relevant import RelevantPairs, connected_infosets, count_relevan
 from efce.games.resources.memory import check_budget, default_memory_budget, gib
 from efce.polytopes.decompose import check_decomposable
 from efce.polytopes.vsf import VSFConstraints, vsf_constraints
-from efce.solvers.options import TIME_LIMIT, WELFARE_THRESHOLD, Option
+from efce.solvers.options import CONCEPT, TIME_LIMIT, WELFARE_THRESHOLD, Option
 from efce.solvers.warm_up import compiling_time
 
 #: Bytes per nonzero and per row/column assumed by the estimate: the COO triplets of the build
@@ -69,12 +70,12 @@ OBJECTIVE = Option(
     default="welfare",
 )
 #: The options every LP method takes (each module adds its own).
-LP_OPTIONS = (TIME_LIMIT, WELFARE_THRESHOLD, OBJECTIVE)
+LP_OPTIONS = (TIME_LIMIT, WELFARE_THRESHOLD, OBJECTIVE, CONCEPT)
 
 
 def lp_arguments(options: dict[str, Any]) -> dict[str, Any]:
-    """The keywords ``objective`` (a player as 0/1), ``time_limit`` and ``welfare_threshold`` of
-    the LP solvers, from validated :data:`LP_OPTIONS`.
+    """The keywords ``objective`` (a player as 0/1), ``time_limit``, ``welfare_threshold`` and
+    ``concept`` of the LP solvers, from validated :data:`LP_OPTIONS`.
 
     Returns
     -------
@@ -85,6 +86,7 @@ def lp_arguments(options: dict[str, Any]) -> dict[str, Any]:
         objective={"player1": 0, "player2": 1}.get(options["objective"], options["objective"]),
         time_limit=options["time_limit"],
         welfare_threshold=options["welfare_threshold"],
+        concept=options["concept"],
     )
 
 
@@ -167,10 +169,11 @@ def _vsf_counts(game: Game) -> tuple[int, int]:
     return rows, nnz
 
 
-def estimate_efce_lp(game: Game, *, extra_rows: int = 0) -> ModelSize:
-    """Exact variable/row counts and nonzero upper bound of :func:`build_efce_lp`, computed
-    from the tree alone (nothing of the model's size is allocated)."""
+def estimate_efce_lp(game: Game, *, extra_rows: int = 0, concept: str = DEFAULT_CONCEPT) -> ModelSize:
+    """Exact variable/row counts and nonzero upper bound of :func:`build_efce_lp` for
+    ``concept``, computed from the tree alone (nothing of the model's size is allocated)."""
     check_decomposable(game)
+    check_concept(concept)
     tm_seq = np.stack([game.node_sequences(p)[game.terminal_nodes] for p in (0, 1)], axis=1)
     eq_rows, nnz = _vsf_counts(game)
     values = ineq = 0
@@ -178,19 +181,46 @@ def estimate_efce_lp(game: Game, *, extra_rows: int = 0) -> ModelSize:
         space = game.sequences(i)
         t = _player_tables(game, i)
         k = space.infoset_num_actions.astype(np.int64)
-        triggers = space.num_sequences - 1
-        n_val = int(t.cum_actions.sum())
-        n_dev = int((k * t.cum_actions).sum())
+        # Per infoset, the triggers whose deviation tree holds it, and the tree roots' variables.
+        if concept == "efce":
+            cover, triggers = t.cum_actions, space.num_sequences - 1
+            roots = triggers
+        elif concept == "efcce":
+            cover, triggers = t.depth + 1, space.num_infosets
+            roots = triggers
+        else:
+            cover, triggers = np.ones(space.num_infosets, np.int64), min(space.num_infosets, 1)
+            roots = int((space.infoset_parent_seq == 0).sum())
+        n_val = int(cover.sum())
+        n_dev = int((k * cover).sum())
         values += n_val
         ineq += n_dev + triggers
         own = tm_seq[:, i].astype(np.int64)
         own = own[own > 0]
         own_inf = space.seq_infoset[own]
-        nnz += n_dev + (n_val - triggers)  # v[σ̂, I] and child values
-        nnz += int(t.cum_actions[own_inf].sum())  # ξ[σ̂, σ_{-i}(z)] terms
-        nnz += int((t.depth[own_inf] + 1).sum()) + triggers  # following values and −v[σ̂, Î]
+        nnz += n_dev + (n_val - roots)  # v[t, I] and child values
+        nnz += int(cover[own_inf].sum())  # ξ[r(t), σ_{-i}(z)] terms
+        follows = len(own) if concept == "nfcce" else int((t.depth[own_inf] + 1).sum())
+        nnz += follows + roots  # following values and −v at the roots
     n_pairs = count_relevant_pairs(game)
     return ModelSize(n_pairs, values, eq_rows, ineq + extra_rows, nnz + extra_rows * len(tm_seq))
+
+
+def evaluate_plan(game: Game, model: EFCELP, xi: np.ndarray) -> dict:
+    """Welfare, utilities, the EFCE, EFCCE and NFCCE gaps (project evaluator; the model's concept
+    is the one its incentive rows enforce, the others are reported beside it) and the
+    Definition-3 violation of ξ."""
+    from efce.solvers.evaluation.gaps import EFCEGapEvaluator
+
+    gaps = {gap_key(c): float(EFCEGapEvaluator(game, model.pairs, concept=c)(xi).gap) for c in CONCEPTS}
+    utilities = model.utility_matrix @ xi
+    return dict(
+        concept=model.concept,
+        **gaps,
+        welfare=float(utilities.sum()),
+        utilities=[float(u) for u in utilities],
+        max_violation=model.vsf.max_violation(xi),
+    )
 
 
 def check_memory(
@@ -252,6 +282,11 @@ class EFCELP:
     #: compiled or cached; a cache load is build time): a front end reports them as its
     #: ``compile_seconds``, not as model setup.
     compile_seconds: float = 0.0
+
+    @property
+    def concept(self) -> str:
+        """The solution concept whose incentive rows the model holds (:mod:`efce.concepts`)."""
+        return str(self.info.get("concept", DEFAULT_CONCEPT))
 
     @property
     def num_variables(self) -> int:
@@ -324,28 +359,71 @@ class IncentiveBlock:
     vals_v: np.ndarray
     num_rows: int
     num_values: int
-    # Structure reused by the subgradient method (player-local numbering):
-    var_seq: np.ndarray  # trigger sequence σ̂ of each value variable
+    # Structure reused by the subgradient method (player-local numbering; EFCE):
+    var_seq: np.ndarray  # trigger of each value variable (EFCE: its sequence σ̂)
     var_inf: np.ndarray  # infoset I of each value variable
-    row_start: np.ndarray  # first deviation row of each value variable (rows of (σ̂, I, a))
-    parent_var: np.ndarray  # value variable of (σ̂, parent infoset of I), -1 at Î
+    row_start: np.ndarray  # first deviation row of each value variable (rows of (t, I, a))
+    parent_var: np.ndarray  # value variable of (t, parent infoset of I), -1 at a tree root
     parent_row: np.ndarray  # the deviation row in which the variable appears as a child
-    root_var: np.ndarray  # per trigger sequence (index = σ̂; -1 for ∅): variable (σ̂, Î)
-    num_dev_rows: int  # rows 0..num_dev_rows-1 are deviation rows, then one F row per σ̂
+    root_var: np.ndarray  # per trigger (EFCE: index = σ̂, -1 for ∅): the variable at its root
+    num_dev_rows: int  # rows 0..num_dev_rows-1 are deviation rows, then one F row per trigger
+
+
+def _triggers_of_infosets(space, concept: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The value variables ``(t, I)`` of one player for ``concept``, sorted by ``I`` then
+    ``t``: ``(var_trig, var_inf, recommended, num_triggers)`` with ``recommended[t]`` the
+    trigger's recommendation sequence (:mod:`polytopes.triggers`).  Trigger ids: EFCE the
+    sequence ``σ̂`` (so ``t = σ̂``, 1-based), EFCCE the infoset ``Î``, NFCCE 0.  A variable exists
+    for every infoset of the trigger's deviation tree: EFCE and EFCCE the infosets below and at
+    ``Î`` (collected by walking up, one step per depth), NFCCE every infoset."""
+    n_inf = space.num_infosets
+    k = space.infoset_num_actions.astype(np.int64)
+    first = space.infoset_first_seq.astype(np.int64)
+    parent_inf = space.seq_infoset[space.infoset_parent_seq].astype(np.int64)
+    if concept == "nfcce":
+        var_inf = np.arange(n_inf, dtype=np.int64)
+        return np.zeros(n_inf, np.int64), var_inf, np.zeros(min(n_inf, 1), np.int64), min(n_inf, 1)
+    anc_parts, inf_parts = [], []
+    cur = np.arange(n_inf, dtype=np.int64)
+    owner = np.arange(n_inf, dtype=np.int64)
+    while len(cur):
+        anc_parts.append(cur)
+        inf_parts.append(owner)
+        live = parent_inf[cur] >= 0
+        cur, owner = parent_inf[cur[live]], owner[live]
+    anc = np.concatenate(anc_parts) if anc_parts else np.zeros(0, np.int64)
+    inf = np.concatenate(inf_parts) if inf_parts else np.zeros(0, np.int64)
+    if concept == "efce":
+        which, a_hat = _expand(k[anc])
+        var_inf, var_trig = inf[which], first[anc[which]] + a_hat
+        recommended = np.arange(space.num_sequences, dtype=np.int64)
+        num_triggers = space.num_sequences
+    else:
+        var_inf, var_trig = inf, anc
+        recommended = space.infoset_parent_seq.astype(np.int64)
+        num_triggers = n_inf
+    order = np.lexsort((var_trig, var_inf))
+    return var_trig[order], var_inf[order], recommended, num_triggers
 
 
 def incentive_block(
-    game: Game, pairs: RelevantPairs, i: int, tm_seq: np.ndarray, weight: np.ndarray
+    game: Game,
+    pairs: RelevantPairs,
+    i: int,
+    tm_seq: np.ndarray,
+    weight: np.ndarray,
+    concept: str = DEFAULT_CONCEPT,
 ) -> IncentiveBlock:
-    """The incentive rows of player ``i`` (module docstring): one deviation row per trigger
-    ``σ̂``, infoset ``I`` below it and action of ``I``, and one following-value row per ``σ̂``,
-    over ξ and the value variables ``v[σ̂, I]``.  Shared by :func:`build_efce_lp` and the
-    subgradient method (:mod:`baselines.subgradient`), which reads its structure.
+    """The incentive rows of player ``i`` for ``concept`` (module docstring): one deviation row
+    per trigger ``t``, infoset ``I`` of its deviation tree and action of ``I``, and one
+    following-value row per trigger, over ξ and the value variables ``v[t, I]``.  Shared by
+    :func:`build_efce_lp` and the subgradient method (:mod:`baselines.subgradient`, EFCE), which
+    reads its structure.
 
     Parameters
     ----------
     game : Game
-        Two players, no chance.
+        Two players, no chance moves or public ones.
     pairs : RelevantPairs
         The columns of ξ.
     i : int
@@ -354,55 +432,45 @@ def incentive_block(
         Per terminal, the two players' sequences (:func:`games.payoffs.terminal_map`).
     weight : ndarray
         Per terminal, ``p_c(z) u_i(z)``.
+    concept : str
+        ``"efce"`` (triggers ``σ̂``), ``"efcce"`` (triggers ``Î``, reading ``ξ[σ(Î), ·]``) or
+        ``"nfcce"`` (one trigger, reading ``ξ[∅, ·]`` over the whole tree).
 
     Returns
     -------
     IncentiveBlock
         Rows and value columns in the player's local numbering.
     """
+    check_concept(concept)
     space = game.sequences(i)
     n_inf = space.num_infosets
-    n_seq = space.num_sequences
-    t = _player_tables(game, i)
     k = space.infoset_num_actions.astype(np.int64)
-    first = space.infoset_first_seq.astype(np.int64)
-
-    # Value variables (σ̂, I), sorted by I then σ̂: for every infoset I, the sequences of I and
-    # of each ancestor infoset.  Ancestors are collected by walking up (one step per depth).
-    anc_parts, inf_parts = [], []
-    cur = np.arange(n_inf, dtype=np.int64)
-    owner = np.arange(n_inf, dtype=np.int64)
-    while len(cur):
-        anc_parts.append(cur)
-        inf_parts.append(owner)
-        live = t.parent_inf[cur] >= 0
-        cur, owner = t.parent_inf[cur[live]], owner[live]
-    anc = np.concatenate(anc_parts) if anc_parts else np.zeros(0, np.int64)
-    inf = np.concatenate(inf_parts) if inf_parts else np.zeros(0, np.int64)
-    which, a_hat = _expand(k[anc])
-    var_inf = inf[which]
-    var_seq = first[anc[which]] + a_hat
-    order = np.lexsort((var_seq, var_inf))
-    var_inf, var_seq = var_inf[order], var_seq[order]
+    var_trig, var_inf, recommended, n_trig = _triggers_of_infosets(space, concept)
     n_val = len(var_inf)
-    var_key = var_inf * n_seq + var_seq
+    var_key = var_inf * n_trig + var_trig
     var_ptr = np.zeros(n_inf + 1, dtype=np.int64)
     np.cumsum(np.bincount(var_inf, minlength=n_inf), out=var_ptr[1:])
+    # The trigger's root variable: EFCE / EFCCE at Î; NFCCE at every root infoset.
+    if concept == "efce":
+        is_root = var_inf == space.seq_infoset[var_trig]
+    elif concept == "efcce":
+        is_root = var_inf == var_trig
+    else:
+        is_root = space.infoset_parent_seq[var_inf] == 0
 
-    # Deviation rows (σ̂, I, a): row_start[var] + a.
+    # Deviation rows (t, I, a): row_start[var] + a.
     row_start = np.cumsum(k[var_inf]) - k[var_inf]
     n_dev = int(k[var_inf].sum())
-    # +1 · v[σ̂, I] in every row of its block.
+    # +1 · v[t, I] in every row of its block.
     dv_var, dv_a = _expand(k[var_inf])
     rows_v = [row_start[dv_var] + dv_a]
     cols_v = [dv_var]
     vals_v = [np.ones(n_dev)]
-    # −1 · v[σ̂, I'] in row (σ̂, parent infoset of I', action of σ(I')).
-    is_child = var_inf != space.seq_infoset[var_seq]
-    child = np.flatnonzero(is_child)
+    # −1 · v[t, I'] in row (t, parent infoset of I', action of σ(I')).
+    child = np.flatnonzero(~is_root)
     pseq = space.infoset_parent_seq[var_inf[child]].astype(np.int64)
     parent_var_of_child = np.searchsorted(
-        var_key, space.seq_infoset[pseq].astype(np.int64) * n_seq + var_seq[child]
+        var_key, space.seq_infoset[pseq].astype(np.int64) * n_trig + var_trig[child]
     )
     parent_row_of_child = row_start[parent_var_of_child] + space.seq_action[pseq]
     rows_v.append(parent_row_of_child)
@@ -413,8 +481,8 @@ def incentive_block(
     parent_row = np.full(n_val, -1, dtype=np.int64)
     parent_row[child] = parent_row_of_child
 
-    # −p_c u_i(z) ξ[σ̂, σ_{-i}(z)] in row (σ̂, I, a) with (I, a) = σ_i(z), for every trigger σ̂
-    # whose subtree holds I: the value variables of I (a contiguous range).
+    # −p_c u_i(z) ξ[r(t), σ_{-i}(z)] in row (t, I, a) with (I, a) = σ_i(z), for every trigger t
+    # whose tree holds I: the value variables of I (a contiguous range).
     own = tm_seq[:, i].astype(np.int64)
     other = tm_seq[:, 1 - i].astype(np.int64)
     zs = np.flatnonzero(own > 0)
@@ -422,27 +490,41 @@ def incentive_block(
     z_act = space.seq_action[own[zs]].astype(np.int64)
     zrep, zoff = _expand(var_ptr[z_inf + 1] - var_ptr[z_inf])
     var = var_ptr[z_inf[zrep]] + zoff
-    trig = var_seq[var]
+    trig = recommended[var_trig[var]]
     opp = other[zs[zrep]]
     col = pairs.index(trig, opp) if i == 0 else pairs.index(opp, trig)
     rows_x = [row_start[var] + z_act[zrep]]
     cols_x = [col]
     vals_x = [-weight[zs[zrep]]]
 
-    # Following rows: F(σ̂) − v[σ̂, Î] ≥ 0, row n_dev + σ̂ − 1.
-    root_var = np.full(n_seq, -1, dtype=np.int64)
-    trig_all = np.arange(1, n_seq, dtype=np.int64)
-    root_var[1:] = np.searchsorted(var_key, space.seq_infoset[trig_all].astype(np.int64) * n_seq + trig_all)
-    rows_v.append(n_dev + trig_all - 1)
-    cols_v.append(root_var[1:])
-    vals_v.append(-np.ones(n_seq - 1))
+    # Following rows: F(t) − v[t, root] ≥ 0 (NFCCE: minus every root infoset's variable), row
+    # n_dev + the trigger's row (EFCE: σ̂ − 1).
+    follow_row = (lambda t: t - 1) if concept == "efce" else (lambda t: t)
+    n_follow = n_trig - 1 if concept == "efce" else n_trig
+    roots = np.flatnonzero(is_root)
+    rows_v.append(n_dev + follow_row(var_trig[roots]))
+    cols_v.append(roots)
+    vals_v.append(-np.ones(len(roots)))
+    root_var = np.full(n_trig, -1, dtype=np.int64)
+    root_var[var_trig[roots]] = roots
     pair_z = pairs.index(tm_seq[zs, 0], tm_seq[zs, 1])
+    # The terminals a trigger's following value counts: walking up σ_i(z), EFCE meets each
+    # trigger σ̂ ⪯ σ_i(z), EFCCE each infoset on the path, NFCCE its one trigger once.
     anc_seq = own[zs].copy()
     climbing = np.arange(len(zs))  # terminals whose ancestor sequence is not yet the empty one
     while len(climbing):
-        rows_x.append(n_dev + anc_seq[climbing] - 1)
-        cols_x.append(pair_z[climbing])
-        vals_x.append(weight[zs[climbing]])
+        s = anc_seq[climbing]
+        keep = np.ones(len(s), dtype=bool)
+        if concept == "efce":
+            t = s
+        elif concept == "efcce":
+            t = space.seq_infoset[s].astype(np.int64)
+        else:
+            t = np.zeros(len(s), np.int64)
+            keep = space.infoset_parent_seq[space.seq_infoset[s]] == 0
+        rows_x.append(n_dev + follow_row(t[keep]))
+        cols_x.append(pair_z[climbing[keep]])
+        vals_x.append(weight[zs[climbing[keep]]])
         anc_seq[climbing] = space.seq_parent[anc_seq[climbing]]
         climbing = climbing[anc_seq[climbing] > 0]
     return IncentiveBlock(
@@ -452,9 +534,9 @@ def incentive_block(
         np.concatenate(rows_v),
         np.concatenate(cols_v),
         np.concatenate(vals_v),
-        n_dev + n_seq - 1,
+        n_dev + n_follow,
         n_val,
-        var_seq,
+        var_trig,
         var_inf,
         row_start,
         parent_var,
@@ -473,8 +555,11 @@ def build_efce_lp(
     budget_factor: float = 1.0,
     pairs: RelevantPairs | None = None,
     keep_blocks: bool = False,
+    concept: str = DEFAULT_CONCEPT,
 ) -> EFCELP:
-    """The EFCE LP of von Stengel and Forges (2008) for a two-player game without chance.
+    """The LP of ``concept``'s equilibria (EFCE by default: von Stengel and Forges 2008; the
+    coarse concepts change only the incentive rows, :func:`incentive_block`) for a two-player game
+    without chance moves or with public ones.
 
     Parameters
     ----------
@@ -503,11 +588,12 @@ def build_efce_lp(
     """
     name = _objective_name(objective)
     check_decomposable(game)
+    check_concept(concept)
     t0 = time.perf_counter()
     with compiling_time() as compiled:
-        size = estimate_efce_lp(game, extra_rows=int(welfare_threshold is not None))
-        check_memory(size, game, memory_budget, factor=budget_factor)
-        model = _assemble(game, name, size, welfare_threshold, pairs, keep_blocks)
+        size = estimate_efce_lp(game, extra_rows=int(welfare_threshold is not None), concept=concept)
+        check_memory(size, game, memory_budget, factor=budget_factor, what=f"the {concept.upper()} LP")
+        model = _assemble(game, name, size, welfare_threshold, pairs, keep_blocks, concept)
     model.compile_seconds = compiled()
     model.build_seconds = time.perf_counter() - t0 - model.compile_seconds
     return model
@@ -520,6 +606,7 @@ def _assemble(
     welfare_threshold: float | None,
     pairs: RelevantPairs | None,
     keep_blocks: bool,
+    concept: str = DEFAULT_CONCEPT,
 ) -> EFCELP:
     """The arrays of :func:`build_efce_lp`'s model, once its size passed the budget."""
     pairs = relevant_pairs(game) if pairs is None else pairs
@@ -537,7 +624,7 @@ def _assemble(
     row_off, val_off = vsf.num_rows, n_xi
     blocks = []
     for i in (0, 1):
-        blk = incentive_block(game, pairs, i, tm.sequences, weights[:, i])
+        blk = incentive_block(game, pairs, i, tm.sequences, weights[:, i], concept)
         rows += [blk.rows + row_off, blk.rows_v + row_off]
         cols += [blk.cols_xi, blk.cols_v + val_off]
         vals += [blk.vals_xi, blk.vals_v]
@@ -577,7 +664,8 @@ def _assemble(
         c[:n_xi] = utility.sum(axis=0).A1
     elif name.startswith("player"):
         c[:n_xi] = utility[int(name[-1]) - 1].toarray().ravel()
-    info = {"blocks": blocks} if keep_blocks else {}
+    info: dict[str, Any] = {"blocks": blocks} if keep_blocks else {}
+    info["concept"] = concept
     return EFCELP(
         game,
         pairs,

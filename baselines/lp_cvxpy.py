@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from efce.concepts import gap_key
 from efce.errors import BackendError, Interrupted, OptionError
 from efce.games.game import Game
 from efce.games.resources.memory import peak_rss_bytes
@@ -21,8 +22,8 @@ from efce.solvers.options import Method, Option, defaults
 from efce.solvers.result import SolveResult, TraceRow
 
 from .backends import call_solver, check_lp_inputs, must_isolate
-from .efce_lp import CVXPY_FACTOR, EFCELP, LP_OPTIONS, build_efce_lp, lp_arguments
-from .lp_highs import evaluate_plan, interrupted_result
+from .efce_lp import CVXPY_FACTOR, EFCELP, LP_OPTIONS, build_efce_lp, evaluate_plan, lp_arguments
+from .lp_highs import interrupted_result
 
 #: The options of ``lp-cvxpy`` (:data:`SOLVE_METHODS`): type, range and default of each.
 OPTIONS = (
@@ -175,11 +176,12 @@ def solve_lp_cvxpy(
     verbose: bool = False,
     model: EFCELP | None = None,
     isolate: bool | None = None,
+    concept: str = DEFAULTS["concept"],
     **solver_options: Any,
 ) -> SolveResult:
-    """EFCE by the von Stengel–Forges LP through cvxpy.  The defaults of ``objective``,
-    ``welfare_threshold``, ``solver`` (HIGHS) and ``time_limit`` are ``lp-cvxpy``'s
-    (:data:`OPTIONS`).
+    """An optimal ``concept`` equilibrium (EFCE by default) by the von Stengel–Forges LP through
+    cvxpy.  The defaults of ``objective``, ``welfare_threshold``, ``solver`` (HIGHS),
+    ``time_limit`` and ``concept`` are ``lp-cvxpy``'s (:data:`OPTIONS`).
 
     Parameters
     ----------
@@ -222,6 +224,7 @@ def solve_lp_cvxpy(
             welfare_threshold=welfare_threshold,
             memory_budget=memory_budget,
             budget_factor=CVXPY_FACTOR,
+            concept=concept,
         )
     options: dict[str, Any] = dict(ACCURATE_OPTIONS.get(name, {}))
     options.update(solver_options)
@@ -280,7 +283,7 @@ def solve_lp_cvxpy(
     seconds = out["seconds"]
     setup = model.build_seconds + out["canonicalization_seconds"]
     trace = (
-        [TraceRow(out["iterations"], seconds, info["efce_gap"], info["max_violation"])]
+        [TraceRow(out["iterations"], seconds, info[gap_key(model.concept)], info["max_violation"])]
         if xi is not None
         else []
     )
@@ -314,6 +317,11 @@ def _run(game: Game, *, progress, **o) -> SolveResult:
 #: ``lp-cvxpy`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
 SOLVE_METHODS = (
     Method(
-        "lp-cvxpy", "the von Stengel–Forges EFCE LP through cvxpy", OPTIONS, _run, chance="none", check=_check
+        "lp-cvxpy",
+        "the von Stengel–Forges LP of the concept's optimal equilibrium through cvxpy",
+        OPTIONS,
+        _run,
+        chance="public",
+        check=_check,
     ),
 )

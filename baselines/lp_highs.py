@@ -1,4 +1,5 @@
-"""Solve the EFCE LP (von Stengel and Forges 2008) with HiGHS through highspy directly.
+"""Solve the EFCE LP (von Stengel and Forges 2008) — or the EFCCE or NFCCE LP, which differ in
+their incentive rows only — with HiGHS through highspy directly.
 
 The CSC matrix of :func:`baselines.efce_lp.build_efce_lp` is handed to ``Highs.passModel`` as a
 ``HighsLp`` (no per-row Python calls).  This is the LP baseline of section 5 of Farina, Ling,
@@ -11,6 +12,7 @@ import time
 
 import numpy as np
 
+from efce.concepts import gap_key
 from efce.errors import BackendError, Interrupted
 from efce.games.game import Game
 from efce.games.resources.memory import peak_rss_bytes
@@ -18,7 +20,7 @@ from efce.solvers.options import Method, defaults
 from efce.solvers.result import SolveResult, TraceRow
 
 from .backends import call_solver, check_lp_inputs, must_isolate
-from .efce_lp import EFCELP, LP_OPTIONS, build_efce_lp, lp_arguments
+from .efce_lp import EFCELP, LP_OPTIONS, build_efce_lp, evaluate_plan, lp_arguments
 
 #: The HiGHS solvers ``solver=`` may name (``"choose"``: HiGHS picks).
 SOLVERS = ("choose", "simplex", "ipm", "ipx", "pdlp", "hipdlp")
@@ -50,20 +52,6 @@ def default_options(nonzeros: int) -> dict:
 #: A point HiGHS returns with model status "Unknown" is accepted when its max deviation and
 #: Definition-3 violation are at most this.
 UNVERIFIED_TOLERANCE = 1e-6
-
-
-def evaluate_plan(game: Game, model: EFCELP, xi: np.ndarray) -> dict:
-    """Welfare, utilities, EFCE gap (project evaluator) and Definition-3 violation of ξ."""
-    from efce.solvers.evaluation.gaps import EFCEGapEvaluator
-
-    report = EFCEGapEvaluator(game, model.pairs)(xi)
-    utilities = model.utility_matrix @ xi
-    return dict(
-        efce_gap=float(report.gap),
-        welfare=float(utilities.sum()),
-        utilities=[float(u) for u in utilities],
-        max_violation=model.vsf.max_violation(xi),
-    )
 
 
 def _to_highs_lp(A, c, col_lower, col_upper, row_lower, row_upper):
@@ -226,9 +214,11 @@ def solve_lp_highs(
     verbose: bool = False,
     model: EFCELP | None = None,
     options: dict | None = None,
+    concept: str = DEFAULTS["concept"],
 ) -> SolveResult:
-    """EFCE by the von Stengel–Forges LP, solved by HiGHS.  The defaults of ``objective``,
-    ``welfare_threshold`` and ``time_limit`` are ``lp-highs``'s (:data:`OPTIONS`).
+    """An optimal ``concept`` equilibrium (EFCE by default) by the von Stengel–Forges LP, solved
+    by HiGHS.  The defaults of ``objective``, ``welfare_threshold``, ``time_limit`` and
+    ``concept`` are ``lp-highs``'s (:data:`OPTIONS`).
 
     Parameters
     ----------
@@ -243,7 +233,8 @@ def solve_lp_highs(
     time_limit : seconds for the solver call (None = no limit).
     memory_budget : bytes; the model is refused up front (:class:`~efce.errors.ModelTooLarge`)
         when its estimate exceeds it (None = 60% of available RAM).
-    model : a prebuilt model (then objective/welfare_threshold/memory_budget are ignored).
+    model : a prebuilt model (then objective/welfare_threshold/memory_budget/concept are ignored).
+    concept : ``"efce"``, ``"efcce"`` or ``"nfcce"`` (:func:`~baselines.efce_lp.incentive_block`).
 
     Returns
     -------
@@ -267,8 +258,13 @@ def solve_lp_highs(
     check_lp_inputs(game, welfare_threshold)
     if model is None:
         model = build_efce_lp(
-            game, objective=objective, welfare_threshold=welfare_threshold, memory_budget=memory_budget
+            game,
+            objective=objective,
+            welfare_threshold=welfare_threshold,
+            memory_budget=memory_budget,
+            concept=concept,
         )
+    gap = gap_key(model.concept)
     settings = default_options(model.nonzeros) if solver is None else {"solver": solver}
     settings.update(options or {})
     lp_arrays = (model.A, model.c, model.col_lower, model.col_upper, model.row_lower, model.row_upper)
@@ -300,13 +296,13 @@ def solve_lp_highs(
     if status == "unknown":
         # IPM without crossover and the PDLP solvers end "Unknown" after presolve (no basis to
         # postsolve with): the point counts when the project's own checks accept it.
-        verified = xi is not None and max(info["efce_gap"], info["max_violation"]) <= UNVERIFIED_TOLERANCE
+        verified = xi is not None and max(info[gap], info["max_violation"]) <= UNVERIFIED_TOLERANCE
         status = "converged" if verified else "error"
     info["peak_memory_bytes"] = peak_rss_bytes()
     iterations = info["simplex_iterations"] + info["ipm_iterations"] + info["pdlp_iterations"]
     trace = []
     if xi is not None:
-        trace.append(TraceRow(iterations, seconds, info["efce_gap"], info["max_violation"]))
+        trace.append(TraceRow(iterations, seconds, info[gap], info["max_violation"]))
     return SolveResult(
         "lp-highs",
         xi,
@@ -329,5 +325,11 @@ def _run(game: Game, *, progress, **o) -> SolveResult:
 
 #: ``lp-highs`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
 SOLVE_METHODS = (
-    Method("lp-highs", "the von Stengel–Forges EFCE LP solved by HiGHS", OPTIONS, _run, chance="none"),
+    Method(
+        "lp-highs",
+        "the von Stengel–Forges LP of the concept's optimal equilibrium, solved by HiGHS",
+        OPTIONS,
+        _run,
+        chance="public",
+    ),
 )

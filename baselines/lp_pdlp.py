@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from efce.concepts import DEFAULT_CONCEPT, check_concept
 from efce.errors import BackendError, Interrupted
 from efce.games.game import Game
 from efce.games.resources.memory import check_budget, peak_rss_bytes
@@ -31,7 +32,7 @@ from efce.solvers.result import SolveResult, TraceRow
 from efce.solvers.warm_up import compiling_time
 
 from .backends import IsolatedWorker, check_lp_inputs, must_isolate, stoppable
-from .efce_lp import EFCELP, LP_OPTIONS, build_efce_lp, estimate_efce_lp, lp_arguments
+from .efce_lp import EFCELP, LP_OPTIONS, build_efce_lp, estimate_efce_lp, evaluate_plan, lp_arguments
 
 
 def _positive_tolerance(value: float) -> str | None:
@@ -67,10 +68,12 @@ STAGE_FACTOR = 10.0
 SMALLEST_STAGE_TOLERANCE = 1e-12
 
 
-def estimate_pdlp_bytes(game: Game, *, welfare_threshold: float | None = None) -> int:
+def estimate_pdlp_bytes(
+    game: Game, *, welfare_threshold: float | None = None, concept: str = DEFAULT_CONCEPT
+) -> int:
     """Estimated peak memory (bytes) of :func:`solve_lp_pdlp` on ``game``, from the exact model
     counts of :func:`baselines.efce_lp.estimate_efce_lp` (nothing large is allocated)."""
-    size = estimate_efce_lp(game, extra_rows=int(welfare_threshold is not None))
+    size = estimate_efce_lp(game, extra_rows=int(welfare_threshold is not None), concept=concept)
     return (
         PDLP_FIXED_BYTES
         + size.nonzeros * PDLP_BYTES_PER_NONZERO
@@ -245,6 +248,7 @@ def solve_lp_pdlp(
     verbose: bool = False,
     model: EFCELP | None = None,
     progress: Callable[[TraceRow], None] | None = None,
+    concept: str = DEFAULTS["concept"],
     **pdlp_options: Any,
 ) -> SolveResult:
     """EFCE by the von Stengel–Forges LP, solved by OR-Tools PDLP in stages of tightening
@@ -271,6 +275,8 @@ def solve_lp_pdlp(
         when :func:`estimate_pdlp_bytes` exceeds it (None = 60% of the available RAM).
     isolate : run PDLP in a fresh worker process (None = only when highspy's HiGHS library is
         already loaded here, which OR-Tools cannot coexist with).
+    concept : the equilibrium the LP's incentive rows enforce (``"efce"``, ``"efcce"``,
+        ``"nfcce"``); its gap is the stopping criterion and the trace's gap.
     pdlp_options : further fields of ``PrimalDualHybridGradientParams`` (e.g.
         ``use_feasibility_polishing=True``).
 
@@ -297,6 +303,7 @@ def solve_lp_pdlp(
     if time_limit is not None and not time_limit > 0:
         raise ValueError(f"time_limit must be positive, not {time_limit}")
     check_lp_inputs(game, welfare_threshold)
+    concept = check_concept(model.concept if model is not None else concept)
     best_terminal = float(np.asarray(game.payoffs)[:, :2].sum(axis=1).max(initial=-np.inf))
     if welfare_threshold is not None and welfare_threshold > best_terminal:
         # PDLP's infeasibility detection is slow (no certificate in 30 s on small Sheriff even
@@ -310,23 +317,27 @@ def solve_lp_pdlp(
             0.0,
             [],
             {
-                "message": f"no EFCE has welfare ≥ {welfare_threshold}: no terminal has welfare above "
-                f"{best_terminal:g}",
+                "message": f"no {concept.upper()} has welfare ≥ {welfare_threshold}: no terminal has "
+                f"welfare above {best_terminal:g}",
                 "peak_memory_bytes": peak_rss_bytes(),
             },
         )
     if model is None:
-        need = estimate_pdlp_bytes(game, welfare_threshold=welfare_threshold)
-        check_budget(need, f"the EFCE LP of {game.name} for PDLP", memory_budget)
+        need = estimate_pdlp_bytes(game, welfare_threshold=welfare_threshold, concept=concept)
+        check_budget(need, f"the {concept.upper()} LP of {game.name} for PDLP", memory_budget)
         # The PDLP estimate above replaces the generic (factorizing-solver) one of the builder.
         model = build_efce_lp(
-            game, objective=objective, welfare_threshold=welfare_threshold, memory_budget=2**62
+            game,
+            objective=objective,
+            welfare_threshold=welfare_threshold,
+            memory_budget=2**62,
+            concept=concept,
         )
     from efce.solvers.evaluation.gaps import EFCEGapEvaluator
 
     t_setup = time.perf_counter()
     with compiling_time() as compiled:
-        evaluator = EFCEGapEvaluator(game, model.pairs)
+        evaluator = EFCEGapEvaluator(game, model.pairs, concept=concept)
     try:
         if stop_requested():
             acknowledge_stop()
@@ -429,23 +440,18 @@ def solve_lp_pdlp(
         threads=threads,
         tolerance=tolerance,
         isolated=backend.isolate,
-        estimated_bytes=estimate_pdlp_bytes(game, welfare_threshold=model.welfare_threshold),
+        estimated_bytes=estimate_pdlp_bytes(game, welfare_threshold=model.welfare_threshold, concept=concept),
     )
     if xi is not None:
         assert report is not None  # evaluated with every iterate
         xi = np.array(xi, dtype=np.float64)
-        utilities = model.utility_matrix @ xi
-        info.update(
-            efce_gap=float(report.gap),
-            welfare=float(utilities.sum()),
-            utilities=[float(u) for u in utilities],
-            max_violation=trace[-1].infeasibility,
-            objective_value=float(model.c @ primal),
-        )
+        info.update(evaluate_plan(game, model, xi), objective_value=float(model.c @ primal))
     info["peak_memory_bytes"] = peak_rss_bytes()
     if status == "infeasible":
-        info["message"] = "PDLP certifies that the EFCE LP is infeasible" + (
-            f" (no EFCE has welfare ≥ {welfare_threshold})" if welfare_threshold is not None else ""
+        info["message"] = f"PDLP certifies that the {concept.upper()} LP is infeasible" + (
+            f" (no {concept.upper()} has welfare ≥ {welfare_threshold})"
+            if welfare_threshold is not None
+            else ""
         )
     return SolveResult(
         "lp-pdlp",
@@ -469,10 +475,10 @@ def _run(game: Game, *, progress: Callable[[TraceRow], None] | None, **o) -> Sol
 SOLVE_METHODS = (
     Method(
         "lp-pdlp",
-        "the von Stengel–Forges EFCE LP solved by OR-Tools PDLP (first-order); "
-        "--target-gap is its relative tolerance",
+        "the von Stengel–Forges LP of the concept's optimal equilibrium, solved by OR-Tools PDLP "
+        "(first-order); --target-gap is its relative tolerance",
         OPTIONS,
         _run,
-        chance="none",
+        chance="public",
     ),
 )

@@ -1,5 +1,5 @@
-"""``efce compare [GAME] [--methods ...] [--time-limit S] [--memory-limit GiB] [--out DIR]
-[--preset default|paper] [--linear-time] [--replot]``."""
+"""``efce compare [GAME] [--methods ...] [--concept C] [--time-limit S] [--memory-limit GiB]
+[--out DIR] [--preset default|paper|concepts] [--linear-time] [--replot]``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 import re
 import sys
 
+from efce.concepts import CONCEPTS
 from efce.errors import CommandError, Interrupted, ResultWithError
 from efce.interrupts import acknowledge_stop, stop_requested
 
@@ -21,6 +22,7 @@ from .compare import (
     split_method_list,
     summary_table,
 )
+from .concepts import CONCEPT_METHODS, concepts_table, plot_concepts, takes_concept
 from .figures import plot_convergence, plot_games
 from .paths import check_outputs
 from .solve import METHODS
@@ -36,6 +38,13 @@ PRESETS = {
         "battleship:rows=3,cols=2,ship_sizes=[1],shots=3",
         "battleship:rows=3,cols=2,ship_sizes=[1],shots=4",
         "battleship:rows=3,cols=2,ship_sizes=[2],shots=4",
+    ],
+    # The three solution concepts side by side (experiments.concepts): a general-sum game
+    # without chance and a game with public chance moves (constant-sum: every concept's
+    # welfare is the prizes' total, which both methods must find).
+    "concepts": [
+        "sheriff:max_bribe=3,max_items=3,rounds=4",  # 375,165 relevant pairs
+        "goofspiel:players=2,ranks=4,prizes=random",  # 265,393 relevant pairs
     ],
 }
 
@@ -67,6 +76,13 @@ def _configure(p):
         type=float,
         default=None,
         help="seconds per method (default 30; 600 with --preset paper)",
+    )
+    p.add_argument(
+        "--concept",
+        choices=tuple(CONCEPTS),
+        default=None,
+        help="the equilibrium the methods compute (default efce): every method that takes a "
+        "concept gets it; the default methods are then those",
     )
     p.add_argument("--memory-limit", type=float, default=None, help="GiB per method (default: none)")
     p.add_argument("--out", default="results", help="output folder")
@@ -109,13 +125,15 @@ def run_compare(args: argparse.Namespace) -> tuple[dict, str]:
     preset = args.preset or "default"
     if args.replot:
         return _replot(args, preset)
-    methods = (
-        split_method_list(args.methods)
-        if args.methods is not None
-        else list(PAPER_METHODS if preset == "paper" else DEFAULT_METHODS)
-    )
+    if preset == "concepts" and args.concept is not None:
+        raise CommandError("--preset concepts runs every concept itself; drop --concept")
+    defaults = {"paper": PAPER_METHODS, "concepts": CONCEPT_METHODS}.get(preset, DEFAULT_METHODS)
+    methods = split_method_list(args.methods) if args.methods is not None else list(defaults)
+    if args.methods is None and args.concept not in (None, "efce"):
+        methods = [m for m in methods if takes_concept(m)]  # the defaults that compute it
     games = [args.game] if args.game is not None else PRESETS[preset]
-    time_limit = args.time_limit if args.time_limit is not None else (600.0 if preset == "paper" else 30.0)
+    long_preset = preset in ("paper", "concepts")
+    time_limit = args.time_limit if args.time_limit is not None else (600.0 if long_preset else 30.0)
     subgradient = {"step_size": args.step_size, "start": args.start}
     options = {"subgradient": subgradient} if "subgradient" in methods else {}
     if "subgradient" not in methods and any(v is not None for v in subgradient.values()):
@@ -126,8 +144,11 @@ def run_compare(args: argparse.Namespace) -> tuple[dict, str]:
         )
     out_dirs = [args.out if len(games) == 1 else os.path.join(args.out, _slug(spec)) for spec in games]
     if len(games) > 1:  # the figure of all games beside one folder per game
+        extra = ("concepts.png",) if preset == "concepts" and args.game is None else ()
         check_outputs(
-            folders={"output folder (--out)": (args.out, ("figure.png", *(_slug(g) + "/" for g in games)))}
+            folders={
+                "output folder (--out)": (args.out, ("figure.png", *extra, *(_slug(g) + "/" for g in games)))
+            }
         )
     for spec, out_dir in zip(games, out_dirs, strict=True):  # every game checked before the first run
         check_compare_arguments(
@@ -137,6 +158,7 @@ def run_compare(args: argparse.Namespace) -> tuple[dict, str]:
             memory_limit_gib=args.memory_limit,
             out_dir=out_dir,
             options=options,
+            concept=args.concept,
         )
     summaries, texts = {}, []
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
@@ -153,6 +175,7 @@ def run_compare(args: argparse.Namespace) -> tuple[dict, str]:
             options=options,
             log=log,
             linear_time=args.linear_time,
+            concept=args.concept,
         )
         summaries[spec] = summary
         files = "traces.csv, summary.json, convergence.png"
@@ -171,6 +194,15 @@ def run_compare(args: argparse.Namespace) -> tuple[dict, str]:
         try:
             plot_games(compared, figure, linear_time=args.linear_time)
             texts.append(f"(all games side by side: {figure})")
+        except OSError as exc:
+            unsaved_figure.append(f"cannot write '{figure}': {exc.strerror or exc}")
+    if preset == "concepts" and args.game is None:
+        compared_summaries = [summaries[spec] for spec in games if spec in summaries]
+        texts.append(concepts_table(compared_summaries))
+        figure = os.path.join(args.out, "concepts.png")
+        try:
+            plot_concepts(compared_summaries, figure)
+            texts.append(f"(the concepts' optimal welfare and runtimes: {figure})")
         except OSError as exc:
             unsaved_figure.append(f"cannot write '{figure}': {exc.strerror or exc}")
     result = summaries[games[0]] if len(games) == 1 else {"games": summaries, "interrupted": stop_requested()}
@@ -233,6 +265,11 @@ def _replot(args, preset: str):
         figure = os.path.join(args.out, "figure.png")
         plot_games(out_dirs, figure, linear_time=args.linear_time)
         texts.append(f"(all games side by side: {figure})")
+    if preset == "concepts" and not single:
+        texts.append(concepts_table([summary for _, summary in comparisons]))
+        figure = os.path.join(args.out, "concepts.png")
+        plot_concepts([summary for _, summary in comparisons], figure)
+        texts.append(f"(the concepts' optimal welfare and runtimes: {figure})")
     summaries = {summary["game"]: summary for _, summary in comparisons}
     result = comparisons[0][1] if len(games) == 1 else {"games": summaries, "interrupted": False}
     return result, "\n\n".join(texts)

@@ -24,12 +24,18 @@ def _configure_info(p: argparse.ArgumentParser) -> None:
 @command("info", _configure_info)
 def run_info(args: argparse.Namespace) -> tuple[dict, str]:
     """Sizes of a game: players, infosets, sequences, terminals and relevant sequence pairs."""
+    from efce.games.chance import chance_visibility
     from efce.games.relevant import count_relevant_pairs
 
     if args.estimate:
         return _estimate_info(args.game)
     game, seconds = load_game(args.game)
     spaces = [game.sequences(p) for p in range(game.num_players)]
+    visibility = chance_visibility(game)
+    why = {
+        "none": "no chance moves",
+        "public": "every player observes every chance outcome",
+    }.get(visibility.kind, visibility.reason)
     pairs = None
     if game.num_players == 2:
         started = time.perf_counter()
@@ -39,6 +45,8 @@ def run_info(args: argparse.Namespace) -> tuple[dict, str]:
         "game": game.name,
         "players": game.num_players,
         "chance": game.has_chance,
+        "public_chance": visibility.public,
+        "public_chance_reason": why,
         "infosets": [s.num_infosets for s in spaces],
         "sequences": [s.num_sequences for s in spaces],
         "terminals": game.num_terminals,
@@ -50,6 +58,7 @@ def run_info(args: argparse.Namespace) -> tuple[dict, str]:
     lines = [
         f"game            {game.name}",
         f"players         {game.num_players}{' + chance' if game.has_chance else ''}",
+        f"chance          {'public' if visibility.public else 'private'}: {why}",
         f"nodes           {game.num_nodes:,}",
         f"terminals       {game.num_terminals:,}",
     ]
@@ -100,8 +109,14 @@ def _rm_estimates(game) -> dict:
     GPU memory of its run with ``--backend cuda`` in rm's default configuration
     (:func:`~efce.solvers.backends.estimate_gpu_bytes`: the estimates that refuse a run
     before anything is built), counted from the game without building the model; both None for
-    a game ``rm`` does not solve (not two players, chance moves, no decision)."""
-    if game.num_players != 2 or game.has_chance or not all(game.sequences(i).num_infosets for i in (0, 1)):
+    a game ``rm`` does not solve (not two players, private chance moves, no decision)."""
+    from efce.games.chance import chance_visibility
+
+    if (
+        game.num_players != 2
+        or not chance_visibility(game).public
+        or not all(game.sequences(i).num_infosets for i in (0, 1))
+    ):
         return {"estimated_rm_bytes": None, "estimated_gpu_bytes": None}
     from efce.solvers.backends import estimate_gpu_bytes
     from efce.solvers.methods.efce import estimate_efce_bytes

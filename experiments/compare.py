@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from efce.concepts import CONCEPTS, DEFAULT_CONCEPT, gap_key
 from efce.errors import GameError, OptionError
 from efce.games.resources.atomic import atomic_open
 from efce.games.spec import check_spec
@@ -119,6 +120,36 @@ def method_variant(entry: str) -> tuple[str, dict[str, Any]]:
     return method, options
 
 
+def concept_variant(entry: str, concept: str | None) -> tuple[str, dict[str, Any]]:
+    """:func:`method_variant` of ``entry`` with the comparison's ``concept`` added to the options
+    of a method that takes one (``efce compare --concept``).
+
+    Raises
+    ------
+    OptionError
+        ``entry`` sets another concept itself, or its method computes EFCE only while
+        ``concept`` is another.
+    """
+    method, variant = method_variant(entry)
+    if concept is None:
+        return method, variant
+    from .solve import METHODS
+
+    takes = method in METHODS and "concept" in METHODS[method].defaults
+    if takes:
+        if variant.get("concept", concept) != concept:
+            raise OptionError(
+                f"'{entry}' sets concept={variant['concept']}, and the comparison is of {concept}"
+            )
+        return method, {**variant, "concept": concept}
+    if concept != DEFAULT_CONCEPT:
+        raise OptionError(
+            f"{method} computes EFCE only; with --concept {concept} compare methods that take "
+            f"a concept ({', '.join(m for m, d in METHODS.items() if 'concept' in d.defaults)})"
+        )
+    return method, variant
+
+
 def _typed(kind: type, value: str, name: str, entry: str):
     if kind is str:
         return value
@@ -168,12 +199,14 @@ def run_method(
     memory_limit_gib: float | None,
     options: dict | None = None,
     log: Callable[[str], object] | None = None,
+    concept: str | None = None,
 ) -> tuple[MethodRun, list[dict]]:
-    """Run one method (or configuration, ``rm[local=rm+]``: :func:`method_variant`) in a child
-    process (:mod:`experiments.harness`); never raises for the method's own failures.  The
-    child's warm-up lines (:data:`~efce.experiments.solve.WARM_UP_LINE`) go to ``log``."""
+    """Run one method (or configuration, ``rm[local=rm+]``: :func:`method_variant`; of
+    ``concept`` when it takes one, :func:`concept_variant`) in a child process
+    (:mod:`experiments.harness`); never raises for the method's own failures.  The child's
+    warm-up lines (:data:`~efce.experiments.solve.WARM_UP_LINE`) go to ``log``."""
     label = method
-    method, variant = method_variant(label)
+    method, variant = concept_variant(label, concept)
     trace_path = os.path.join(out_dir, trace_file_name(label))
     command = efce_command(
         "solve",
@@ -205,7 +238,7 @@ def run_method(
     run.status, run.error = child_status(child)
     if run.error is None and payload is not None:  # no error: the child printed its result
         run.result = payload
-        run.final_gap = payload.get("efce_gap")
+        run.final_gap = payload.get(gap_key(payload.get("concept") or DEFAULT_CONCEPT))
         run.feasible_iterates = payload.get("feasible_iterates")
         run.compile_seconds = payload.get("compile_seconds")
     rows = _read_trace(trace_path, label)
@@ -315,6 +348,7 @@ def check_compare_arguments(
     memory_limit_gib: float | None,
     out_dir: str,
     options: dict[str, dict] | None = None,
+    concept: str | None = None,
 ) -> None:
     """Every check :func:`compare` makes before it starts a single child process.
 
@@ -328,10 +362,13 @@ def check_compare_arguments(
         An unknown or missing game, no method, an unknown method or option, or a limit that is
         not a positive finite number.
     OptionError
-        The same configuration listed twice (however its options are written), or an output
-        folder that cannot be written (:func:`experiments.paths.check_outputs`).
+        The same configuration listed twice (however its options are written), an output
+        folder that cannot be written (:func:`experiments.paths.check_outputs`), an unknown
+        ``concept``, or a method that does not compute it.
     """
     game_spec = check_game_argument(game_spec, "the game", allow_game=False)
+    if concept is not None and concept not in CONCEPTS:
+        raise OptionError(f"--concept must be one of {', '.join(CONCEPTS)}; got {concept!r}")
     methods = check_text_list(methods, "methods", "['rm', 'lp-highs']")
     check_folder_argument(out_dir, "the output folder (out_dir)")
     if options is not None and not isinstance(options, dict):
@@ -354,7 +391,7 @@ def check_compare_arguments(
             )
     configurations: dict[tuple, str] = {}
     for entry in methods:
-        method, variant = method_variant(entry)
+        method, variant = concept_variant(entry, concept)
         given = (options or {}).get(entry, {})
         values = validate_options(
             method, {**variant, **given} if isinstance(given, dict) and variant else given
@@ -387,6 +424,7 @@ def compare(
     options: dict[str, dict] | None = None,
     log: Callable[[str], object] | None = None,
     linear_time: bool = False,
+    concept: str | None = None,
 ) -> dict:
     """Run every method on ``game_spec``, each in its own process, and write ``traces.csv``,
     ``summary.json`` and ``convergence.png`` into ``out_dir``.
@@ -408,6 +446,10 @@ def compare(
         Called with a line of text before each method.
     linear_time : bool
         Draw ``convergence.png`` on a linear runtime axis (the paper's) instead of a log one.
+    concept : str, optional
+        The equilibrium every method that takes a concept computes (``efce``, ``efcce``,
+        ``nfcce``; :mod:`efce.concepts`); a method that computes EFCE only is refused with
+        another.  None: each method's own (EFCE unless a configuration says otherwise).
 
     Returns
     -------
@@ -433,6 +475,7 @@ def compare(
         memory_limit_gib=memory_limit_gib,
         out_dir=out_dir,
         options=options,
+        concept=concept,
     )
     if not isinstance(linear_time, bool):
         raise OptionError(f"linear_time must be True or False, got {describe_value(linear_time)}")
@@ -460,11 +503,13 @@ def compare(
                 memory_limit_gib=memory_limit_gib,
                 options=(options or {}).get(method),
                 log=log,
+                concept=concept,
             )
             runs.append(run)
             all_rows += rows
-    summary = {
+    summary: dict[str, Any] = {
         "game": game_spec,
+        "concept": concept,
         "time_limit": time_limit,
         "memory_limit_gib": memory_limit_gib,
         "interrupted": stop_requested(),

@@ -13,6 +13,20 @@ a call on a relevant pair ``(σ1, σ2)``
    top-down order, either sums ``ξ[σ1, (J, b)] = Σ_{a*} ξ[(I*, a*), (J, b)]`` (a step ``◁ {1}``
    per ``b``, when ``I*`` exists and ``J ⇌ I*``) or splits ``ξ[σ1, σ(J)]`` (a step ``◁ Δ_|A_J|``).
 
+**Public chance moves** (Farina & Sandholm 2020: such a game is triangle-free, and its von
+Stengel–Forges polytope is the set of correlation plans).  A chance move that both players
+observe can put, below one pair ``(σ1, σ2)``, two infosets of each player with one connected pair
+in each chance branch, so neither player is critical.  The *critical graph* of the pair — the
+infosets ``I`` with ``σ(I) = σ1`` and ``J`` with ``σ(J) = σ2``, joined when connected — then
+splits into components that share no relevant pair (an infoset below ``I`` is connected only to
+infosets of ``I``'s component), and each component has a critical player: one infoset of one
+side joined to all of the other side's.  Steps 2 and 3 run per component: its center is split
+and recursed on, and step 3 fills the other side's infosets (and everything below them) from it,
+summing over the center's actions where connected, splitting otherwise — the same argument as
+Theorem 1's, component by component.  Infosets in no component are split (player 1's) or filled
+by splits (player 2's), as when player 1 is critical without a critical infoset.  Without chance
+every pair has a critical player and the chain is the one above, step for step.
+
 The recursion runs as a compiled loop with an explicit stack over flat arrays (CSR rows searched
 by bisection), so the 111M-pair Battleship instance never touches a Python object per pair.  The
 steps are finally grouped by level (a step's level is one more than the deepest step it reads),
@@ -37,19 +51,42 @@ _CALL, _STEP3 = 0, 1
 
 def check_decomposable(game: Game) -> None:
     """Raise a :class:`GameError` explaining why DECOMPOSE does not apply, if it does not: the
-    game must have exactly two players and no chance moves (Definition 3 and Proposition 2 of
-    Farina et al. 2019; perfect recall is already guaranteed by :class:`games.Game`)."""
+    game must have two players and no chance moves or public ones only
+    (:func:`games.chance.chance_visibility`).  Without chance Proposition 2 of Farina et al.
+    2019 gives a critical player at every relevant pair; with public chance moves the game is
+    triangle-free (Farina & Sandholm 2020), the von Stengel–Forges polytope is the set of
+    correlation plans, and DECOMPOSE finds a critical player in every component of the
+    infosets the chance moves part (module docstring).  Perfect recall is guaranteed by
+    :class:`games.Game`."""
+    from efce.games.chance import chance_visibility
+
     if game.num_players != 2:
         raise GameError(
             f"DECOMPOSE needs a two-player game; {game.name} has {game.num_players} players "
             f"(the correlation-plan polytope of von Stengel and Forges, Definition 3, is two-player)"
         )
-    if game.has_chance:
+    visibility = chance_visibility(game)
+    if not visibility.public:
         raise GameError(
-            f"DECOMPOSE does not apply to {game.name}: it has chance moves. Definition 3 describes "
-            f"Ξ only for games without chance, and Proposition 2 (a critical player always exists) "
-            f"can fail with chance (Farina et al. 2019, section 4.2)"
+            f"DECOMPOSE does not apply to {game.name}: {visibility.reason} (private chance), so the "
+            f"von Stengel–Forges polytope is only a relaxation of the correlation plans "
+            f"(Farina & Sandholm 2020); lp-colgen solves such games exactly"
         )
+
+
+def pairs_without_critical_player(game: Game) -> int:
+    """The pairs of parent sequences ``(σ(I), σ(J))`` of connected infosets at which neither
+    player is critical (Definition 5): where DECOMPOSE runs component by component (module
+    docstring).  Always 0 without chance moves (Proposition 2); public chance moves can make
+    such pairs (Goofspiel's prize draws).
+
+    Raises
+    ------
+    GameError
+        Not two players, or private chance moves (:func:`check_decomposable`).
+    """
+    check_decomposable(game)
+    return len(_Tables(game).multi_rows)
 
 
 #: Peak bytes per relevant pair of DECOMPOSE with its pairs (``efce decompose``: 772 MiB for
@@ -110,6 +147,10 @@ def correlation_plan(game: Game, pairs: RelevantPairs | None = None) -> Chain:
         tables.crit_i1,
         tables.crit_n2,
         tables.crit_j2,
+        tables.multi_rows,
+        tables.multi_ptr,
+        tables.multi_i,
+        tables.multi_j,
         pairs.indptr,
         pairs.sigma2,
         len(pairs),
@@ -119,9 +160,10 @@ def correlation_plan(game: Game, pairs: RelevantPairs | None = None) -> Chain:
         raise AssertionError(f"DECOMPOSE internal error {status} at pair ({bad1}, {bad2}) of {game.name}")
     if status != 0:
         raise GameError(
-            f"DECOMPOSE failed at relevant pair ({bad1}, {bad2}) of {game.name}: both players have "
-            f"two or more critical infosets, which Proposition 2 rules out for two-player "
-            f"perfect-recall games without chance"
+            f"DECOMPOSE failed at relevant pair ({bad1}, {bad2}) of {game.name}: a component of the "
+            f"infosets below it has two or more critical infosets of each player, which "
+            f"Proposition 2 rules out without chance and public chance rules out component by "
+            f"component"
         )
     if tptr[nsteps] != len(pairs):
         raise AssertionError(f"DECOMPOSE filled {tptr[nsteps]} entries, expected {len(pairs)}")
@@ -286,6 +328,23 @@ class _Tables:
         self.crit_s2 = keys % n2
         self.crit_ptr = np.zeros(spaces[0].num_sequences + 1, dtype=np.int64)
         np.cumsum(np.bincount(s1, minlength=spaces[0].num_sequences), out=self.crit_ptr[1:])
+        # The parent pairs where neither player is critical (public chance moves only; never
+        # without chance, Proposition 2): their connected infoset pairs, the edges of the graph
+        # whose components DECOMPOSE treats one by one.  CSR over those pairs' table rows.
+        multi = np.flatnonzero((self.crit_n1 >= 2) & (self.crit_n2 >= 2))
+        self.multi_rows = multi.astype(np.int64)
+        self.multi_ptr = np.zeros(len(multi) + 1, dtype=np.int64)
+        if len(multi):
+            row_of_key = np.searchsorted(keys, key)
+            edge = np.isin(row_of_key, multi)
+            order = np.argsort(row_of_key[edge], kind="stable")
+            edge_rows = row_of_key[edge][order]
+            self.multi_i = c1[edge][order]
+            self.multi_j = c2[edge][order]
+            per_row = np.bincount(np.searchsorted(multi, edge_rows), minlength=len(multi))
+            np.cumsum(per_row, out=self.multi_ptr[1:])
+        else:
+            self.multi_i = self.multi_j = np.zeros(0, dtype=np.int64)
 
 
 @numba.njit(inline="always")
@@ -311,6 +370,15 @@ def _grow_rows(arr, needed):
     new = np.empty((max(needed, 2 * arr.shape[0]), arr.shape[1]), arr.dtype)
     new[: arr.shape[0]] = arr
     return new
+
+
+@numba.njit(inline="always")
+def _find(root, v):
+    """Union-find root of ``v`` (with path halving)."""
+    while root[v] != v:
+        root[v] = root[root[v]]
+        v = root[v]
+    return v
 
 
 @numba.njit(inline="always")
@@ -341,13 +409,18 @@ def _decompose_kernel(
     crit_i1,
     crit_n2,
     crit_j2,
+    multi_rows,
+    multi_ptr,
+    multi_i,
+    multi_j,
     indptr,
     sigma2,
     num_pairs,
 ):
     """Run DECOMPOSE from (∅, ∅).  Returns (status, σ1, σ2, kind, level, target_ptr, target,
     source_ptr, source, num_steps, num_sources); targets and sources are relevant-pair positions.
-    Status 1: Proposition 2 fails at (σ1, σ2); 2/3: internal inconsistency."""
+    Status 1: a component of the critical graph at (σ1, σ2) has no critical player; 2/3: internal
+    inconsistency."""
     pos0 = np.empty(len(pre_inf[0]), np.int64)
     pos1 = np.empty(len(pre_inf[1]), np.int64)
     for k in range(len(pre_inf[0])):
@@ -373,46 +446,144 @@ def _decompose_kernel(
     nt = 1
     ns = 0
 
-    # Stack rows: (task, σ1, σ2, critical player, critical infoset or -1).
-    stack = np.empty((1024, 5), np.int64)
+    # Stack rows: (task, σ1, σ2, critical player, critical infoset or -1, and for step 3 the
+    # preorder range of the other player's infosets it fills).
+    stack = np.empty((1024, 7), np.int64)
     stack[0, 0], stack[0, 1], stack[0, 2] = _CALL, 0, 0
     top = 1
+    # The infosets to split at a call: (player, infoset) per row.
+    splits = np.empty((16, 2), np.int64)
+    # Components of the critical graph (multi-row pairs only): per infoset, the call that last
+    # named it and its local vertex.
+    seen = (np.full(len(num_actions[0]), -1, np.int64), np.full(len(num_actions[1]), -1, np.int64))
+    vertex = (np.zeros(len(num_actions[0]), np.int64), np.zeros(len(num_actions[1]), np.int64))
+    calls = 0
     while top > 0:
         top -= 1
         typ, s1, s2 = stack[top, 0], stack[top, 1], stack[top, 2]
         if typ == _CALL:
+            calls += 1
             # Critical player (Definition 5), looked up by the parent pair (s1, s2).
             n1, i1, n2, j2 = 0, -1, 0, -1
             k = lower_bound(crit_s2, crit_ptr[s1], crit_ptr[s1 + 1], s2)
             if k < crit_ptr[s1 + 1] and crit_s2[k] == s2:
                 n1, i1, n2, j2 = crit_n1[k], crit_i1[k], crit_n2[k], crit_j2[k]
-            if n1 <= 1:
-                c = 0
-                star = i1 if n1 == 1 else -1
-            elif n2 <= 1:
-                c = 1
-                star = j2 if n2 == 1 else -1
-            else:
-                return (1, s1, s2, kind, level, tptr, target, sptr, source, nsteps, ns)
-            o = 1 - c
-            sc = s1 if c == 0 else s2
-            so = s2 if c == 0 else s1
             src = find_in_row(indptr, sigma2, s1, s2)
-            # Step 3 runs after every recursive call pushed below (LIFO stack).
-            stack = _grow_rows(stack, top + 1)
-            stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3], stack[top, 4] = (
-                _STEP3,
-                s1,
-                s2,
-                c,
-                star,
-            )
-            top += 1
-            jo = seq_infoset[o][so] if so != 0 else -1
-            for idx in range(child_ptr[c][sc], child_ptr[c][sc + 1]):
-                inf = child_inf[c][idx]
-                if so != 0 and not _connected(conn_ptr[c], conn_pos[c], pre_pos[o][jo], inf):
-                    continue
+            nsplit = 0
+            if n1 <= 1 or n2 <= 1:
+                c, star = (0, i1 if n1 == 1 else -1) if n1 <= 1 else (1, j2 if n2 == 1 else -1)
+                o = 1 - c
+                sc = s1 if c == 0 else s2
+                so = s2 if c == 0 else s1
+                # Step 3 runs after every recursive call pushed below (LIFO stack).
+                stack = _grow_rows(stack, top + 1)
+                stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3], stack[top, 4] = (
+                    _STEP3,
+                    s1,
+                    s2,
+                    c,
+                    star,
+                )
+                stack[top, 5], stack[top, 6] = sub_lo[o][so], sub_hi[o][so]
+                top += 1
+                jo = seq_infoset[o][so] if so != 0 else -1
+                for idx in range(child_ptr[c][sc], child_ptr[c][sc + 1]):
+                    inf = child_inf[c][idx]
+                    if so != 0 and not _connected(conn_ptr[c], conn_pos[c], pre_pos[o][jo], inf):
+                        continue
+                    splits = _grow_rows(splits, nsplit + 1)
+                    splits[nsplit, 0], splits[nsplit, 1] = c, inf
+                    nsplit += 1
+            else:
+                # Neither player is critical (chance moves part the infosets): the critical graph
+                # — infosets I with σ(I) = s1 and J with σ(J) = s2, joined when connected — splits
+                # into components without a relevant pair in common, each with a critical player.
+                m = lower_bound(multi_rows, 0, len(multi_rows), k)
+                if m == len(multi_rows) or multi_rows[m] != k:
+                    return (3, s1, s2, kind, level, tptr, target, sptr, source, nsteps, ns)
+                e_lo, e_hi = multi_ptr[m], multi_ptr[m + 1]
+                n_v = 0
+                for e in range(e_lo, e_hi):
+                    for p in range(2):
+                        x = multi_i[e] if p == 0 else multi_j[e]
+                        if seen[p][x] != calls:
+                            seen[p][x] = calls
+                            vertex[p][x] = n_v
+                            n_v += 1
+                root = np.arange(n_v)
+                for e in range(e_lo, e_hi):
+                    a_root = _find(root, vertex[0][multi_i[e]])
+                    b_root = _find(root, vertex[1][multi_j[e]])
+                    if a_root != b_root:
+                        root[max(a_root, b_root)] = min(a_root, b_root)
+                # Per component (at its root vertex): its distinct infosets of each player, one of each.
+                count = np.zeros((n_v, 2), np.int64)
+                one = np.full((n_v, 2), -1, np.int64)
+                for p in range(2):
+                    done = np.zeros(n_v, np.bool_)
+                    for e in range(e_lo, e_hi):
+                        x = multi_i[e] if p == 0 else multi_j[e]
+                        v = vertex[p][x]
+                        if done[v]:
+                            continue
+                        done[v] = True
+                        r = _find(root, v)
+                        count[r, p] += 1
+                        one[r, p] = x
+                # The component's center is its one infoset of player 1 (ties go to player 1),
+                # else its one of player 2; a component with neither has no critical player.
+                for v in range(n_v):
+                    if _find(root, v) == v and count[v, 0] > 1 and count[v, 1] > 1:
+                        return (1, s1, s2, kind, level, tptr, target, sptr, source, nsteps, ns)
+                # Step 3 over each infoset of a component's other side, reading the center; the
+                # centers are split.  Outside the components, player 1's infosets are split and
+                # player 2's filled by step 3 of player 1 with no critical infoset (as when player
+                # 1 is critical without one).
+                for p in range(2):
+                    done = np.zeros(n_v, np.bool_)
+                    for e in range(e_lo, e_hi):
+                        x = multi_i[e] if p == 0 else multi_j[e]
+                        v = vertex[p][x]
+                        if done[v]:
+                            continue
+                        done[v] = True
+                        r = _find(root, v)
+                        center = 0 if count[r, 0] == 1 else 1
+                        if center == p:
+                            splits = _grow_rows(splits, nsplit + 1)
+                            splits[nsplit, 0], splits[nsplit, 1] = p, x
+                            nsplit += 1
+                        else:
+                            stack = _grow_rows(stack, top + 1)
+                            stack[top, 0], stack[top, 1], stack[top, 2] = _STEP3, s1, s2
+                            stack[top, 3], stack[top, 4] = center, one[r, center]
+                            stack[top, 5] = pre_pos[p][x]
+                            stack[top, 6] = sub_hi[p][first_seq[p][x] + num_actions[p][x] - 1]
+                            top += 1
+                for p in range(2):
+                    sp_ = s1 if p == 0 else s2
+                    so_ = s2 if p == 0 else s1
+                    jo = seq_infoset[1 - p][so_] if so_ != 0 else -1
+                    for idx in range(child_ptr[p][sp_], child_ptr[p][sp_ + 1]):
+                        x = child_inf[p][idx]
+                        if seen[p][x] == calls:
+                            continue  # in a component: done above
+                        if so_ != 0 and not _connected(conn_ptr[p], conn_pos[p], pre_pos[1 - p][jo], x):
+                            continue
+                        if p == 0:
+                            splits = _grow_rows(splits, nsplit + 1)
+                            splits[nsplit, 0], splits[nsplit, 1] = 0, x
+                            nsplit += 1
+                        else:
+                            stack = _grow_rows(stack, top + 1)
+                            stack[top, 0], stack[top, 1], stack[top, 2] = _STEP3, s1, s2
+                            stack[top, 3], stack[top, 4] = 0, -1
+                            stack[top, 5] = pre_pos[1][x]
+                            stack[top, 6] = sub_hi[1][first_seq[1][x] + num_actions[1][x] - 1]
+                            top += 1
+            for q in range(nsplit):
+                c, inf = splits[q, 0], splits[q, 1]
+                so = s2 if c == 0 else s1
                 # Split ξ[s1, s2] among ((inf, a), so)_a.
                 nacts = num_actions[c][inf]
                 first = first_seq[c][inf]
@@ -449,7 +620,7 @@ def _decompose_kernel(
             o = 1 - c
             sc = s1 if c == 0 else s2
             so = s2 if c == 0 else s1
-            lo_pos, hi_pos = sub_lo[o][so], sub_hi[o][so]
+            lo_pos, hi_pos = stack[top, 5], stack[top, 6]
             if sc == 0:
                 first_j, last_j = lo_pos, hi_pos
             else:

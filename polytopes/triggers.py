@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -182,7 +183,7 @@ def trigger_deviations(game: Game, *, welfare: bool = False, concept: str = DEFA
     ValueError
         ``concept`` is not one of :data:`efce.concepts.CONCEPTS`.
     """
-    blocks = []  # per player: arrays describing its triggers' blocks
+    blocks: list[dict[str, Any]] = []  # per player: arrays describing its triggers' blocks
     trig_player, trig_seq, trig_inf = [], [], []
     for i in (0, 1):
         check_stop(f"building the trigger deviations of {game.name}")

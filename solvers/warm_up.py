@@ -8,7 +8,7 @@ of milliseconds.  A method's warm-up (:attr:`~efce.solvers.options.Method.warm_u
 ``compile_seconds``) therefore calls every variant the run will call, first.
 
 It does so by running the method itself, with the run's options, on a tiny game of the same kind
-(:func:`twin_game`: the same number of players, chance moves or not) for
+(:func:`twin_game`: the same number of players, the same kind of chance moves) for
 :data:`WARM_UP_ITERATIONS` iterations — the loop, its checkpoint sweeps and the final report, each
 with the argument types the real run passes, since the same builders make them — once per
 *size class* of the real run's structures: inside :func:`~efce.solvers.backends.sizing.sized_as`
@@ -52,11 +52,14 @@ _WARMED: set[tuple] = set()
 
 
 @cache
-def twin_game(players: int, chance: bool) -> Game:
+def twin_game(players: int, chance: str) -> Game:
     """The tiny game a warm-up runs a method on, of the kind of the real game: two players —
-    Sheriff with bribes up to 2, one item and one round (21 nodes) without chance moves, Kuhn
-    poker with them; more players — Goofspiel with two ranks, prizes revealed in order (no
-    chance moves) or drawn by chance.  Built once per process.
+    Sheriff with bribes up to 2, one item and one round (21 nodes) without chance moves,
+    Goofspiel with two ranks and random prizes with public ones (every player sees the prize
+    drawn: what the two-player LPs and ``rm`` accept), Kuhn poker with private ones; more
+    players — Goofspiel with two ranks, prizes revealed in order (no chance moves) or drawn by
+    chance.  ``chance`` is :attr:`efce.games.chance.ChanceVisibility.kind` (``"none"``,
+    ``"public"``, ``"private"``).  Built once per process.
 
     The two-player game without chance moves has more relevant pairs than trigger entries (63
     against 61), as the games rm solves in practice do: rm's checkpoints then read the gap from
@@ -74,8 +77,10 @@ def twin_game(players: int, chance: bool) -> Game:
     if players < 2:
         raise ValueError(f"a warm-up game has at least two players, got {players}")
     if players == 2:
-        return games.kuhn() if chance else games.sheriff(max_bribe=2, max_items=1, rounds=1)
-    return games.goofspiel(players=players, ranks=2, prizes="random" if chance else "sorted")
+        if chance == "none":
+            return games.sheriff(max_bribe=2, max_items=1, rounds=1)
+        return games.goofspiel(players=2, ranks=2, prizes="random") if chance == "public" else games.kuhn()
+    return games.goofspiel(players=players, ranks=2, prizes="sorted" if chance == "none" else "random")
 
 
 def warm_up_run(
@@ -118,10 +123,13 @@ def warm_up_run(
     stand_ins = backend.variant_sizes(sizes) if hasattr(backend, "variant_sizes") else [None]
     settings = {**options, **{k: v for k, v in WARM_UP_BUDGET.items() if k in options}}
     configuration = tuple(sorted((k, repr(v)) for k, v in options.items() if k not in _BUDGET_OPTIONS))
-    twin = twin_game(game.num_players, game.has_chance)
+    from efce.games.chance import chance_visibility
+
+    kind = chance_visibility(game).kind
+    twin = twin_game(game.num_players, kind)
     extra = {"device": True} if device else {}
     for size in stand_ins or [None]:
-        key = (run, configuration, game.num_players, game.has_chance, device, size)
+        key = (run, configuration, game.num_players, kind, device, size)
         if key in _WARMED:
             continue
         check_stop("warming up")

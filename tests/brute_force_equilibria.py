@@ -213,10 +213,13 @@ class BruteForce:
                         rows.append(gain * fired[mine])
         return np.array(rows).reshape(len(rows), len(self.joint))
 
-    def solve(self, concept: str, objective: str | int = "welfare") -> tuple[float, np.ndarray]:
+    def solve(
+        self, concept: str, objective: str | int = "welfare", epsilon: float = 0.0
+    ) -> tuple[float, np.ndarray]:
         """The largest social welfare (``"welfare"``) or utility of player ``objective``
-        (0-based int or ``"player1"``, ...) over the concept's equilibria, and a distribution
-        over :attr:`joint` attaining it."""
+        (0-based int or ``"player1"``, ...) over the concept's equilibria — its
+        ``epsilon``-equilibria, every trigger agent's gain at most ``epsilon``, when given — and
+        a distribution over :attr:`joint` attaining it."""
         if isinstance(objective, str) and objective.startswith("player"):
             objective = int(objective[len("player") :]) - 1
         c = self.utilities.sum(axis=0) if objective == "welfare" else self.utilities[int(objective)]
@@ -224,7 +227,7 @@ class BruteForce:
         result = scipy.optimize.linprog(
             -c,
             A_ub=A if len(A) else None,
-            b_ub=np.zeros(len(A)) if len(A) else None,
+            b_ub=np.full(len(A), float(epsilon)) if len(A) else None,
             A_eq=np.ones((1, len(self.joint))),
             b_eq=[1.0],
             bounds=(0, None),
@@ -234,9 +237,9 @@ class BruteForce:
             raise RuntimeError(f"the brute-force LP failed: {result.message}")
         return float(-result.fun), np.maximum(result.x, 0.0)
 
-    def optimum(self, concept: str, objective: str | int = "welfare") -> float:
+    def optimum(self, concept: str, objective: str | int = "welfare", epsilon: float = 0.0) -> float:
         """The optimal value of :meth:`solve`."""
-        return self.solve(concept, objective)[0]
+        return self.solve(concept, objective, epsilon)[0]
 
     def sequence_pair_probabilities(self, mu: np.ndarray) -> np.ndarray:
         """Two players: ``ξ[σ1, σ2] = Σ_π μ(π) [σ1 ∈ π1] [σ2 ∈ π2]`` as a dense matrix, the
@@ -264,3 +267,21 @@ class BruteForce:
         """The concept's gap of the distribution ``mu`` over :attr:`joint`: the largest gain of a
         trigger agent's best deviation, clipped at 0."""
         return max(0.0, float((self.incentive_rows(concept) @ mu).max(initial=0.0)))
+
+
+def plan_at_pairs(
+    game, oracle: BruteForce, mu: np.ndarray, sigma1: np.ndarray, sigma2: np.ndarray
+) -> np.ndarray:
+    """The oracle's ``ξ`` of ``mu`` (:meth:`BruteForce.sequence_pair_probabilities`) read at
+    the toolkit's sequence pairs ``(sigma1[k], sigma2[k])``: a toolkit sequence ``first_seq[I] +
+    a`` is the oracle's ``(I, a)``."""
+    table = oracle.sequence_pair_probabilities(mu)
+    names = oracle.sequence_names()
+    index = []
+    for p in (0, 1):
+        space = game.sequences(p)
+        position = np.empty(space.num_sequences, dtype=np.int64)
+        for k, name in enumerate(names[p]):
+            position[0 if name is None else space.infoset_first_seq[name[0]] + name[1]] = k
+        index.append(position)
+    return table[index[0][np.asarray(sigma1)], index[1][np.asarray(sigma2)]]

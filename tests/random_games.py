@@ -65,6 +65,7 @@ def random_game(
         See ``stages``; also the chance that a player observes a private chance outcome.
     payoff_range : int
         Integer payoff draws lie in ``[-payoff_range, payoff_range]``.
+        (Every player decides somewhere: a tree where one never does is redrawn.)
     conflict : float
         From 0 (every player's payoff drawn independently) to 1 (player ``i``'s payoff is the
         negative of the previous player's, plus a common term): games of mixed motives, where
@@ -182,6 +183,8 @@ def _draw(
         if len(parent) > max_nodes:
             return None
         v += 1
+    if any(p not in player for p in range(n)):
+        return None  # every player decides somewhere
     hidden = _mixes_chance_outcomes(parent, player, key)
     if (chance == "private") != hidden:
         return None

@@ -1091,11 +1091,12 @@ def _warm_up(game: Game, o: dict, device: bool = False) -> None:
 SOLVE_METHODS = (
     Method(
         "rm",
-        "regret minimization on the EFCE saddle point (Farina et al. 2019, Algorithm 1)",
+        "regret minimization on the saddle point of the concept's equilibria "
+        "(Farina et al. 2019, Algorithm 1)",
         OPTIONS,
         _run,
         players=2,
-        chance="none",
+        chance="public",
         check=_check,
         unused=_unused,
         warm_up=_warm_up,

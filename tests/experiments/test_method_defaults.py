@@ -56,6 +56,7 @@ LIBRARY = {
             "updates": ("alternating", _alternating),
             "threads": ("threads", _same),
             "backend": ("backend", _same),
+            "concept": ("concept", _same),
         },
     ),
     "cfr": (
@@ -92,6 +93,7 @@ LIBRARY = {
             "time_limit": ("time_limit", _same),
             "welfare_threshold": ("welfare_threshold", _same),
             "objective": ("objective", _same),
+            "concept": ("concept", _same),
         },
     ),
     "lp-pdlp": (
@@ -101,6 +103,7 @@ LIBRARY = {
             "welfare_threshold": ("welfare_threshold", _same),
             "objective": ("objective", _same),
             "target_gap": ("tolerance", _same),
+            "concept": ("concept", _same),
         },
     ),
     "lp-cvxpy": (
@@ -110,6 +113,7 @@ LIBRARY = {
             "welfare_threshold": ("welfare_threshold", _same),
             "objective": ("objective", _same),
             "lp_solver": ("solver", _same),
+            "concept": ("concept", _same),
         },
     ),
     "subgradient": (
@@ -138,6 +142,7 @@ WELFARE = {
     "local": ("rule", _same),
     "averaging": ("averaging", _same),
     "updates": ("alternating", _alternating),
+    "concept": ("concept", _same),
 }
 
 

@@ -247,9 +247,9 @@ def test_validate_names_each_broken_rule_and_caches_nothing():
 @pytest.mark.parametrize(
     "make, message",
     [
-        (lambda: games.kuhn(2), "chance moves"),
+        (lambda: games.kuhn(2), "private chance"),
+        (lambda: games.leduc(2), "private chance"),
         (lambda: games.kuhn(3), "two-player"),
-        (lambda: games.goofspiel(2, 3, prizes="random"), "chance moves"),
     ],
 )
 def test_decompose_refuses_games_outside_its_scope(make, message):
