@@ -102,7 +102,9 @@ def _ascii_spelling(exc: UnicodeError) -> tuple[str, int]:
     out = []
     for char in text:
         spelled = ASCII_SPELLINGS.get(char)
-        out.append(spelled if spelled is not None else char.encode("ascii", "backslashreplace").decode("ascii"))
+        if spelled is None:
+            spelled = char.encode("ascii", "backslashreplace").decode("ascii")
+        out.append(spelled)
     return "".join(out), exc.end
 
 

@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from efce.errors import CommandError, EFCEError, ResultWithError
-from efce.streams import ensure_standard_streams, flush_c_stdio
 from efce.solvers.result import finite_json
+from efce.streams import ensure_standard_streams, flush_c_stdio
 
 if TYPE_CHECKING:
     from efce.games.game import Game

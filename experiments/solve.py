@@ -338,6 +338,7 @@ def warm_up(spec: Method, game: Game, values: dict[str, Any], *, device: bool = 
     import threading
     import time
 
+    from efce.interrupts import discarding
     from efce.solvers.warm_up import compile_notice
 
     # What has been said: the first compile event says "compiling" at once, even after the
@@ -360,7 +361,8 @@ def warm_up(spec: Method, game: Game, values: dict[str, Any], *, device: bool = 
     started = time.perf_counter()
     timer.start()
     try:
-        with compile_notice(lambda: notice(True)):
+        # A stop during the warm-up ends it at the tiny run's next boundary: no result to keep.
+        with compile_notice(lambda: notice(True)), discarding():
             spec.warm_up(game, values, device=device)
     finally:
         timer.cancel()
