@@ -161,7 +161,10 @@ def run_child(
         command,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
+        # The child's text is UTF-8 whatever this process's locale (an ASCII one would fail on
+        # the first "≥" of a message); bytes that are not are shown, not fatal.
+        encoding="utf-8",
+        errors="replace",
         preexec_fn=_child_setup(memory_limit_bytes),
         env=env,
         process_group=0,
@@ -215,6 +218,8 @@ def run_child(
         raise
     for reader in readers:
         reader.join()
+    for pipe in (child_out, child_err):  # read to the end: closed now, not by the collector
+        pipe.close()
     stdout, stderr = "".join(out), "".join(err)
     wall = time.perf_counter() - started
     payload = last_json_object(stdout)
