@@ -16,7 +16,7 @@ from efce.games.formats.jsonfile import shorten
 from efce.solvers.options import describe_value, is_integer, is_real
 
 from ..compare import check_game, option_arguments
-from ..harness import MAX_MEMORY_LIMIT_GIB, efce_command
+from ..harness import MAX_MEMORY_LIMIT_GIB
 from ..solve import METHODS, validate_options
 
 #: Top-level keys of a sweep file.
@@ -81,21 +81,13 @@ class Run:
             "memory_gib": self.memory_gib,
         }
 
-    def command(self, trace_path: str) -> list[str]:
-        """The child's command line (:func:`experiments.harness.efce_command`)."""
+    def solve_arguments(self) -> list[str]:
+        """The arguments of the run's ``efce solve`` (:func:`experiments.harness.run_solve`
+        adds its trace file)."""
         options = dict(self.options)
         if self.seed is not None:
             options["seed"] = self.seed
-        return efce_command(
-            "solve",
-            self.game_path,
-            "--method",
-            self.method,
-            "--json",
-            "--trace",
-            trace_path,
-            *option_arguments(options),
-        )
+        return [self.game_path, "--method", self.method, "--json", *option_arguments(options)]
 
 
 @dataclass
