@@ -28,10 +28,11 @@ from efce.games.resources.memory import check_budget, peak_rss_bytes
 from efce.interrupts import acknowledge_stop, stop_requested
 from efce.solvers.options import Method, Option, defaults
 from efce.solvers.result import SolveResult, TraceRow
+from efce.solvers.scaling import caller_payoff
 from efce.solvers.warm_up import compiling_time
 
 from .backends import IsolatedWorker, check_lp_inputs, must_isolate, stoppable
-from .efce_lp import EFCELP, LP_OPTIONS, build_efce_lp, estimate_efce_lp, lp_arguments
+from .efce_lp import EFCELP, LP_OPTIONS, LP_REPORT, build_efce_lp, estimate_efce_lp, lp_arguments
 
 
 def _positive_tolerance(value: float) -> str | None:
@@ -310,8 +311,8 @@ def solve_lp_pdlp(
             0.0,
             [],
             {
-                "message": f"no EFCE has welfare ≥ {welfare_threshold}: no terminal has welfare above "
-                f"{best_terminal:g}",
+                "message": f"no EFCE has welfare ≥ {caller_payoff(welfare_threshold):g}: no terminal "
+                f"has welfare above {caller_payoff(best_terminal):g}",
                 "peak_memory_bytes": peak_rss_bytes(),
             },
         )
@@ -445,7 +446,9 @@ def solve_lp_pdlp(
     info["peak_memory_bytes"] = peak_rss_bytes()
     if status == "infeasible":
         info["message"] = "PDLP certifies that the EFCE LP is infeasible" + (
-            f" (no EFCE has welfare ≥ {welfare_threshold})" if welfare_threshold is not None else ""
+            f" (no EFCE has welfare ≥ {caller_payoff(welfare_threshold):g})"
+            if welfare_threshold is not None
+            else ""
         )
     return SolveResult(
         "lp-pdlp",
@@ -474,5 +477,6 @@ SOLVE_METHODS = (
         OPTIONS,
         _run,
         chance=False,
+        payoff_info=LP_REPORT,
     ),
 )

@@ -123,6 +123,10 @@ def method_variant(entry: str) -> tuple[str, dict[str, Any]]:
 def _typed(kind: type, value: str, name: str, entry: str):
     if kind is str:
         return value
+    if kind is bool:
+        if value.lower() not in ("true", "false"):
+            raise OptionError(f"{name} in '{entry}' must be true or false, got '{value}'")
+        return value.lower() == "true"
     try:
         return kind(value)
     except ValueError:
@@ -205,10 +209,13 @@ def _checked_field(name: str, value: Any, declared: Any, where: str) -> Any:
 
 
 def option_arguments(options: dict) -> list[str]:
-    """``{"step_size": 1e-6}`` → ``["--step-size", "1e-06"]`` (the ``efce solve`` flags)."""
+    """``{"step_size": 1e-6, "verbose": True}`` → ``["--step-size", "1e-06", "--verbose"]`` (the
+    ``efce solve`` flags; a false flag is left out)."""
     args = []
     for name, value in options.items():
-        if value is not None:
+        if isinstance(value, bool):  # a flag: given when true
+            args += ["--" + name.replace("_", "-")] if value else []
+        elif value is not None:
             args += ["--" + name.replace("_", "-"), str(value)]
     return args
 

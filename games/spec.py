@@ -314,11 +314,32 @@ def _spec_text(value, param: Param) -> str:
     return str(value)
 
 
-def make_game(spec: str, memory_budget: int | None = None) -> Game:
+def path_spec(path: str | os.PathLike) -> str:
+    """The spec text of a game file given as a path object (:class:`pathlib.Path`), which is
+    always read as a file: a name without a folder gets ``./`` in front (a ``Path`` drops the
+    ``./`` one typed, and ``mygame`` alone would name a built-in game).
+
+    >>> import pathlib
+    >>> path_spec(pathlib.Path("./mygame"))
+    './mygame'
+    >>> path_spec(pathlib.Path("games/kuhn.efg"))
+    'games/kuhn.efg'
+    """
+    text = os.fspath(path)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    if os.path.isabs(text) or os.path.dirname(text):
+        return text
+    return os.path.join(os.curdir, text)
+
+
+def make_game(spec: str | os.PathLike, memory_budget: int | None = None) -> Game:
     """Build the game named by ``spec`` (a generator spec string or a ``.efg`` path).
 
     Parameters
     ----------
+    spec : str or os.PathLike
+        A spec string or a ``.efg`` path; a path object is always a file (:func:`path_spec`).
     memory_budget : int, optional
         Bytes the game may take while being built (default: :func:`games.resources.memory.check_budget`'s
         share of the available RAM).  A generated game whose estimated size exceeds it is
@@ -330,6 +351,8 @@ def make_game(spec: str, memory_budget: int | None = None) -> Game:
         A bad spec or file; :class:`games.resources.memory.MemoryBudgetExceeded` with the estimate when
         the game is too large.
     """
+    if isinstance(spec, os.PathLike):
+        spec = path_spec(spec)
     if is_game_file(spec):
         from efce.games.formats.efg import load
 

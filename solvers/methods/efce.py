@@ -53,6 +53,7 @@ from efce.solvers.evaluation.gaps import EFCEGapEvaluator, GapReport
 from efce.solvers.evaluation.payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
 from efce.solvers.methods.selfplay import SelfPlay
 from efce.solvers.options import (
+    EQUILIBRIUM_REPORT,
     ITERATIONS,
     LOCAL,
     TARGET_GAP,
@@ -68,6 +69,7 @@ from efce.solvers.regret.local import LocalRule
 from efce.solvers.regret.protocol import MinimizerFactory
 from efce.solvers.regret.registry import as_rule, make_rule
 from efce.solvers.result import SolveResult, TraceRow
+from efce.solvers.scaling import caller_payoff
 from efce.solvers.warm_up import warm_up_run
 
 #: Weight ``t^p`` of iteration ``t`` in the average plan, per averaging scheme.
@@ -961,14 +963,16 @@ def _result(
                 "saddle_value_lower_bound": lower_bound,
             }
         )
+        # Quoted in the caller's payoff units (the run may be on scaled payoffs, solvers.scaling).
+        threshold = caller_payoff(welfare_threshold)
         if lower_bound > CERTIFICATE_TOLERANCE and status != "converged":
             status = "infeasible"
             info["message"] = (
-                f"no EFCE has welfare ≥ {welfare_threshold}: the average deviation "
-                f"certifies a saddle-point value ≥ {lower_bound:.6g} > 0"
+                f"no EFCE has welfare ≥ {threshold:g}: the average deviation "
+                f"certifies a saddle-point value ≥ {caller_payoff(lower_bound):.6g} > 0"
             )
         elif status != "converged":
-            info["message"] = f"no EFCE with welfare ≥ {welfare_threshold} found within the budget"
+            info["message"] = f"no EFCE with welfare ≥ {threshold:g} found within the budget"
     return SolveResult(
         method="rm",
         point=xbar,
@@ -1018,6 +1022,7 @@ def _run(game: Game, *, progress: ProgressCallback | None, **o) -> SolveResult:
             alternating=o["updates"] == "alternating",
             threads=o["threads"],
             backend=o["backend"],
+            progress=progress,
         )
     return solve_efce(
         game,
@@ -1061,5 +1066,20 @@ SOLVE_METHODS = (
         check=_check,
         unused=_unused,
         warm_up=_warm_up,
+        # With a threshold and --objective welfare (the bisection's interval, its steps and
+        # their trace columns) too.
+        payoff_info=EQUILIBRIUM_REPORT
+        | {
+            "welfare_threshold",
+            "saddle_value_lower_bound",
+            "welfare_shortfall",
+            "welfare_interval",
+            "interval_width",
+            "gap_tolerance",
+            "tolerance",
+            "threshold",
+            "lower",
+            "upper",
+        },
     ),
 )

@@ -92,6 +92,7 @@ LIBRARY = {
             "time_limit": ("time_limit", _same),
             "welfare_threshold": ("welfare_threshold", _same),
             "objective": ("objective", _same),
+            "verbose": ("verbose", _same),
         },
     ),
     "lp-pdlp": (
@@ -101,6 +102,7 @@ LIBRARY = {
             "welfare_threshold": ("welfare_threshold", _same),
             "objective": ("objective", _same),
             "target_gap": ("tolerance", _same),
+            "verbose": ("verbose", _same),
         },
     ),
     "lp-cvxpy": (
@@ -110,6 +112,7 @@ LIBRARY = {
             "welfare_threshold": ("welfare_threshold", _same),
             "objective": ("objective", _same),
             "lp_solver": ("solver", _same),
+            "verbose": ("verbose", _same),
         },
     ),
     "subgradient": (
