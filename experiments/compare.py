@@ -474,7 +474,10 @@ def compare(
     )
     if not isinstance(linear_time, bool):
         raise OptionError(f"linear_time must be True or False, got {describe_value(linear_time)}")
-    game_spec, methods, out_dir = os.fspath(game_spec), list(methods), os.fspath(out_dir)
+    # A path object is a file whatever its name (games.spec.path_spec): the children get a text
+    # that reads as one.
+    game_spec = check_game_argument(game_spec, "the game", allow_game=False)
+    methods, out_dir = list(methods), os.fspath(out_dir)
     time_limit = float(time_limit)
     memory_limit_gib = None if memory_limit_gib is None else float(memory_limit_gib)
     os.makedirs(out_dir, exist_ok=True)

@@ -317,7 +317,7 @@ def solve(
     # Payoffs far from magnitude one run scaled by a power of two, every payoff-valued number
     # scaled back (efce.solvers.scaling): the methods' absolute tolerances keep their meaning.
     scale = payoff_scale(game)
-    run_game, run_values = scaled_game(game, scale), scaled_options(spec, values, scale)
+    run_game, run_values = scaled_game(game, scale), scaled_options(spec, values, scale, options)
     compile_seconds = warm_up(spec, run_game, run_values, device=device)
     reported: set[int] = set()  # the rows the method passed to progress itself
     shown = reporting(progress, 1.0 / scale, spec.payoff_info)
@@ -330,7 +330,7 @@ def solve(
     extra = {"device": True} if device else {}
     with solving_scaled(scale):
         ran = spec.run(run_game, progress=report if progress is not None else None, **run_values, **extra)
-    result = scaled_result(ran, spec, scale, values)
+    result = scaled_result(ran, spec, scale, options)
     if progress is not None:
         # Every trace row reaches progress: a method that records its rows only at the end (an
         # LP's one row, the solver's answer) has them reported here, in order.

@@ -17,7 +17,10 @@ that brings ``m·s`` into ``[1, 2)``, and divides every payoff-valued number of 
   (payoff-valued numbers) and the same plan.
 * What the caller gives in payoff units is scaled in (an :class:`~efce.solvers.options.Option`
   of ``unit="payoff"``: target gaps, welfare thresholds; ``unit="per payoff"``: the subgradient
-  step size), and what the method reports in payoff units is scaled out (the keys of its
+  step size), so it keeps its meaning in the game's units; a default the caller did not
+  override is one of the method's tolerances, written for payoffs of magnitude one, and is left
+  as it is (rm's default target gap 1e-3 is then relative to the largest payoff).  What the
+  method reports in payoff units is scaled out (the keys of its
   :attr:`~efce.solvers.options.Method.payoff_info`, at any depth of ``info`` and among the trace
   rows' extra columns, and every trace row's gap); a message that quotes such a number formats
   it through :func:`caller_payoff`.  Everything else — the plan, the iterates' violations,
@@ -107,17 +110,21 @@ def scaled_game(game: Game, scale: float) -> Game:
     )
 
 
-def scaled_options(method: Method, values: Mapping[str, Any], scale: float) -> dict[str, Any]:
-    """The options ``values`` of ``method`` in the units of the game scaled by ``scale``: those of
-    ``unit="payoff"`` multiplied by it, those of ``unit="per payoff"`` divided by it.  A value
-    that would leave the floating-point range is clamped to the largest finite one of its sign
-    (a welfare threshold of -1e300 on payoffs of 1e-300 is no constraint either way)."""
+def scaled_options(
+    method: Method, values: Mapping[str, Any], scale: float, given: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The options ``values`` of ``method`` (every option, defaults filled in) in the units of the
+    game scaled by ``scale``: those the caller gave (``given``, not None) of ``unit="payoff"``
+    multiplied by it, of ``unit="per payoff"`` divided by it; the defaults left as they are (the
+    method's own tolerances, for payoffs of magnitude one).  A value that would leave the
+    floating-point range is clamped to the largest finite one of its sign (a welfare threshold
+    of -1e300 on payoffs of 1e-300 is no constraint either way)."""
     out = dict(values)
     if scale == 1.0:
         return out
     for option in method.options:
         value = out.get(option.name)
-        if value is None or option.unit is None:
+        if value is None or option.unit is None or given.get(option.name) is None:
             continue
         factor = scale if option.unit == "payoff" else 1.0 / scale
         with np.errstate(over="ignore"):
