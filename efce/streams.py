@@ -90,7 +90,7 @@ ASCII_SPELLINGS = {
     "”": '"',
 }
 
-#: The ``errors`` handler name (:func:`codecs.register_error`) that writes a character an encoding
+#: The ``errors`` handler name (``codecs.register_error``) that writes a character an encoding
 #: cannot hold by its :data:`ASCII_SPELLINGS` entry, else as a backslash escape.
 ASCII_ERRORS = "efce-ascii"
 

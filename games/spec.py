@@ -267,7 +267,7 @@ def canonical_spec(spec: str) -> str:
 
     For a built-in game: the name, then every declared parameter in the order of its module's
     ``PARAMETERS``, defaults filled in and those that depend on other parameters made explicit
-    (:attr:`~efce.games.generators.params.GameGenerator.resolve`), each value as the spec
+    (the ``resolve`` of its :class:`~efce.games.generators.params.GameGenerator`), each value as the spec
     grammar writes it (numbers as Python writes floats, so that the spelling is exact).  For a
     ``.efg`` path: the path, normalized (``./g.efg`` and ``g.efg`` are one).  Nothing is built.
 
