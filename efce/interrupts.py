@@ -33,6 +33,16 @@ files registered with :func:`remove_on_abort` are removed, and the process exits
 :data:`ABORT_STATUS` at once (``os._exit``: a thread inside a compiled call cannot be
 unwound).  A builder's half-made model is lost either way, as with :class:`~efce.errors.Interrupted`.
 
+**Signals during a compilation.**  numba compiles in Python and LLVM in C, which calls back into
+Python through ctypes: a :class:`KeyboardInterrupt` raised there is printed and dropped ("Exception
+ignored"), and one raised elsewhere in the compiler may leave LLVM half-changed (a later call
+crashes).  So while the main thread runs code of :data:`COMPILER_MODULES` the handler raises
+nothing and the watchdog ends the process itself, as for a compiled call; a stop that was
+acknowledged (or that a loop will honour) still ends the process if the main thread is then
+found compiling, since a compilation is no result to keep; a warm-up's run (:func:`discarding`)
+ends at its next boundary without a result; and an abort the main thread took over but did not
+finish within :data:`UNWIND_SECONDS` (its interrupt swallowed) is ended by the watchdog too.
+
 The checks are cheap (one read of a :class:`threading.Event`), but they belong between phases
 of a build, never in the body of a hot loop; a compiled kernel needs none.
 
@@ -305,11 +315,12 @@ class _Watchdog:
                 return
             waiting = _acknowledged.is_set() or _honouring_depth > 0
         if waiting and not (self.abort is not None and _main_thread_in_compiler()):
-            # Honoured (or a loop will honour it at its next boundary): no escalation, but the
-            # main thread is looked at again in a moment, in case it starts compiling.
-            with _lock:
-                if not self.closing and self.deadline is None:
-                    self.deadline = time.monotonic() + COMPILE_POLL_SECONDS
+            # Honoured (or a loop will honour it at its next boundary): no escalation, but a
+            # command's main thread is looked at again in a moment, in case it starts compiling.
+            if self.abort is not None:
+                with _lock:
+                    if not self.closing and self.deadline is None:
+                        self.deadline = time.monotonic() + COMPILE_POLL_SECONDS
             return
         _escalated.set()
         self._abort(escalation=True)
