@@ -76,7 +76,8 @@ def payoff_scale(game: Game) -> float:
     1.0
     """
     payoffs = np.asarray(game.payoffs)
-    largest = float(np.abs(payoffs).max(initial=0.0))
+    # Two reductions, no temporary array: a game's payoffs may take gigabytes.
+    largest = max(float(payoffs.max(initial=0.0)), -float(payoffs.min(initial=0.0)))
     if largest == 0.0 or SAFE_LOW <= largest <= SAFE_HIGH:
         return 1.0
     _, exponent = math.frexp(largest)  # largest = f · 2^exponent, f in [0.5, 1)
