@@ -10,6 +10,7 @@ import pytest
 
 import efce
 from efce import games
+from efce.experiments.solve import METHODS
 from efce.games.game import Game
 
 
@@ -39,16 +40,28 @@ def _unit(game: Game) -> Game:
 
 TWO_PLAYERS = _unit(games.farina_fig2())
 WITH_CHANCE = _unit(games.kuhn())
-#: Method → (game, options): deterministic runs with fixed budgets.
-RUNS = {
-    "rm": (TWO_PLAYERS, {"iterations": 40, "target_gap": 0.0}),
-    "cfr+": (WITH_CHANCE, {"iterations": 40, "target_gap": 0.0}),
-    "icfr": (WITH_CHANCE, {"iterations": 40, "target_gap": 0.0}),
-    "trigger": (WITH_CHANCE, {"iterations": 20, "target_gap": 0.0}),
-    "lp-highs": (TWO_PLAYERS, {}),
-    "lp-pdlp": (TWO_PLAYERS, {}),
-    "subgradient": (TWO_PLAYERS, {"iterations": 40, "step_size": 1e-2, "start": "random"}),
-}
+
+
+def _run_of(method: str) -> tuple[Game, dict]:
+    """A deterministic run of ``method`` with a fixed budget, on a game of its kind: every method
+    the toolkit declares is covered, so a new one that forgets to declare a payoff-valued fact
+    (``Method.payoff_info``) fails here."""
+    spec = METHODS[method]
+    game = TWO_PLAYERS if spec.handles(2, False) else WITH_CHANCE
+    options: dict = {}
+    for option in spec.options:
+        if option.name == "iterations":
+            options["iterations"] = 30
+        elif option.name == "target_gap" and option.unit == "payoff":
+            options["target_gap"] = 0.0  # the whole budget: no stop that depends on the units
+        elif option.name == "step_size":
+            options["step_size"] = 1e-2
+        elif option.name == "start":
+            options["start"] = "random"
+    return game, options
+
+
+RUNS = {method: _run_of(method) for method in METHODS}
 #: Facts that are measured, not computed.
 MEASURED = ("seconds", "bytes", "memory", "isolated")
 
