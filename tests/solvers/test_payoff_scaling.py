@@ -52,7 +52,7 @@ def _run_of(method: str) -> tuple[Game, dict]:
     for option in spec.options:
         if option.name == "iterations":
             options["iterations"] = 30
-        elif option.name == "target_gap" and option.unit == "payoff":
+        elif option.name == "target_gap" and getattr(option, "unit", None) == "payoff":
             options["target_gap"] = 0.0  # the whole budget: no stop that depends on the units
         elif option.name == "step_size":
             options["step_size"] = 1e-2
