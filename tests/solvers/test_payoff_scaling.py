@@ -156,3 +156,19 @@ def test_progress_sees_the_rows_in_the_games_own_units():
     )
     assert [r.gap for r in rows] == [r.gap for r in result.trace]
     assert all(r.gap <= 4 * factor for r in rows)
+
+
+def test_the_welfare_bisection_reports_its_interval_steps_and_trace_in_the_games_units():
+    from efce.games.spec import make_game
+
+    factor = 2.0**-500
+    game = _unit(make_game("sheriff:max_bribe=1,max_items=1,rounds=1"))
+    base = efce.solve(game, "rm", objective="welfare", iterations=300)
+    far = efce.solve(_times(game, factor), "rm", objective="welfare", iterations=300)
+    assert far.info["welfare_interval"] == [v * factor for v in base.info["welfare_interval"]]
+    assert [s["threshold"] for s in far.info["steps"]] == [
+        s["threshold"] * factor for s in base.info["steps"]
+    ]
+    assert [r.extra["threshold"] for r in far.trace] == [r.extra["threshold"] * factor for r in base.trace]
+    assert far.info["tolerance"] == base.info["tolerance"] * factor
+    assert f"{base.info['gap_tolerance'] * factor:g}" in far.info["lower_end"]
