@@ -46,12 +46,20 @@ CHILD = textwrap.dedent(
             sum(range(100))
 
     callback = ctypes.CFUNCTYPE(None)(busy)
-    LOOP = "def compile_forever(callback):\\n    while True:\\n        callback()\\n"
+    # "ready" is printed inside the loop's module: a signal sent on reading it finds the main
+    # thread there.
+    LOOP = (
+        "def compile_forever(callback):\\n    print('ready', flush=True)\\n"
+        "    while True:\\n        callback()\\n"
+    )
     namespace = {"__name__": sys.argv[1]}
     exec(compile(LOOP, sys.argv[1], "exec"), namespace)
-    with stop_on_signals(abort), graceful():
-        print("ready", flush=True)
-        namespace["compile_forever"](callback)
+    try:
+        with stop_on_signals(abort), graceful():
+            namespace["compile_forever"](callback)
+    except KeyboardInterrupt:  # taken over between two callbacks: the command line's own catch
+        abort()
+        sys.exit(130)
     """
 )
 
