@@ -26,20 +26,21 @@ def serve() -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):  # not Linux
         pass
-    stdout = os.fdopen(os.dup(1), "wb")
+    replies = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    while True:
-        try:
-            fn, args = pickle.load(stdin)
-        except EOFError:
-            return
-        try:
-            reply = (True, fn(*args))
-        except Exception as exc:  # sent back and re-raised by the caller
-            reply = (False, exc)
-        pickle.dump(reply, stdout, protocol=pickle.HIGHEST_PROTOCOL)
-        stdout.flush()
+    with os.fdopen(replies, "wb") as stdout:  # closed at the end (no ResourceWarning)
+        while True:
+            try:
+                fn, args = pickle.load(stdin)
+            except EOFError:
+                return
+            try:
+                reply = (True, fn(*args))
+            except Exception as exc:  # sent back and re-raised by the caller
+                reply = (False, exc)
+            pickle.dump(reply, stdout, protocol=pickle.HIGHEST_PROTOCOL)
+            stdout.flush()
 
 
 if __name__ == "__main__":

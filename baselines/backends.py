@@ -202,18 +202,28 @@ class IsolatedWorker:
         return value
 
     def kill(self) -> None:
-        """End the worker now (SIGKILL), whatever it is computing."""
+        """End the worker now (SIGKILL), whatever it is computing; its pipes are closed."""
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        self._close_pipes()
 
     def close(self) -> None:
-        """End the worker once it has finished its call: its input is closed, so it exits."""
+        """End the worker once it has finished its call: its input is closed, so it exits; then
+        its pipes are closed (an unclosed one is a ``ResourceWarning``, an error under
+        ``PYTHONWARNINGS=error``)."""
         if self.proc.poll() is None:
             with contextlib.suppress(BrokenPipeError):
                 if self.proc.stdin is not None:
                     self.proc.stdin.close()
             self.proc.wait()
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):  # a pipe whose reader has gone
+                    pipe.close()
 
     def __enter__(self):
         return self

@@ -46,7 +46,7 @@ from efce.games.relevant import RelevantPairs, connected_infosets, count_relevan
 from efce.games.resources.memory import check_budget, default_memory_budget, gib
 from efce.polytopes.decompose import check_decomposable
 from efce.polytopes.vsf import VSFConstraints, vsf_constraints
-from efce.solvers.options import CONCEPT, TIME_LIMIT, WELFARE_THRESHOLD, Option
+from efce.solvers.options import CONCEPT, EQUILIBRIUM_REPORT, TIME_LIMIT, VERBOSE, WELFARE_THRESHOLD, Option
 from efce.solvers.warm_up import compiling_time
 
 #: Bytes per nonzero and per row/column assumed by the estimate: the COO triplets of the build
@@ -70,12 +70,14 @@ OBJECTIVE = Option(
     default="welfare",
 )
 #: The options every LP method takes (each module adds its own).
-LP_OPTIONS = (TIME_LIMIT, WELFARE_THRESHOLD, OBJECTIVE, CONCEPT)
+LP_OPTIONS = (TIME_LIMIT, WELFARE_THRESHOLD, OBJECTIVE, CONCEPT, VERBOSE)
+#: The payoff-valued numbers of an LP front end's result (:attr:`~efce.solvers.options.Method.payoff_info`).
+LP_REPORT = EQUILIBRIUM_REPORT | {"objective_value", "welfare_threshold"}
 
 
 def lp_arguments(options: dict[str, Any]) -> dict[str, Any]:
     """The keywords ``objective`` (a player as 0/1), ``time_limit``, ``welfare_threshold`` and
-    ``concept`` of the LP solvers, from validated :data:`LP_OPTIONS`.
+    ``concept`` and ``verbose`` of the LP solvers, from validated :data:`LP_OPTIONS`.
 
     Returns
     -------
@@ -87,6 +89,7 @@ def lp_arguments(options: dict[str, Any]) -> dict[str, Any]:
         time_limit=options["time_limit"],
         welfare_threshold=options["welfare_threshold"],
         concept=options["concept"],
+        verbose=options["verbose"],
     )
 
 

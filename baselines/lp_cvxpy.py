@@ -22,7 +22,7 @@ from efce.solvers.options import Method, Option, defaults
 from efce.solvers.result import SolveResult, TraceRow
 
 from .backends import call_solver, check_lp_inputs, must_isolate
-from .efce_lp import CVXPY_FACTOR, EFCELP, LP_OPTIONS, build_efce_lp, evaluate_plan, lp_arguments
+from .efce_lp import CVXPY_FACTOR, EFCELP, LP_OPTIONS, LP_REPORT, build_efce_lp, evaluate_plan, lp_arguments
 from .lp_highs import interrupted_result
 
 #: The options of ``lp-cvxpy`` (:data:`SOLVE_METHODS`): type, range and default of each.
@@ -140,6 +140,10 @@ def _solve_arrays(A_eq, b_eq, A_ge, b_ge, c, num_xi, solver, verbose, options):
     options = dict(options)
     if solver == "PDLP" and "parameters_proto" not in options:
         options["parameters_proto"] = _pdlp_accuracy()
+    if solver == "HIGHS":  # cvxpy makes a HiGHS object: its banner is printed only if verbose
+        from .lp_highs import new_highs
+
+        new_highs(verbose)
     compile_seconds = warm_up_cvxpy(solver, options)
     import cvxpy as cp
 
@@ -323,5 +327,6 @@ SOLVE_METHODS = (
         _run,
         chance="public",
         check=_check,
+        payoff_info=LP_REPORT,
     ),
 )

@@ -9,6 +9,7 @@ Fang, Sandholm 2019 (there with Gurobi's barrier method).
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -18,9 +19,10 @@ from efce.games.game import Game
 from efce.games.resources.memory import peak_rss_bytes
 from efce.solvers.options import Method, defaults
 from efce.solvers.result import SolveResult, TraceRow
+from efce.streams import quiet_c_output
 
 from .backends import call_solver, check_lp_inputs, must_isolate
-from .efce_lp import EFCELP, LP_OPTIONS, build_efce_lp, evaluate_plan, lp_arguments
+from .efce_lp import EFCELP, LP_OPTIONS, LP_REPORT, build_efce_lp, evaluate_plan, lp_arguments
 
 #: The HiGHS solvers ``solver=`` may name (``"choose"``: HiGHS picks).
 SOLVERS = ("choose", "simplex", "ipm", "ipx", "pdlp", "hipdlp")
@@ -78,9 +80,27 @@ def _to_highs_lp(A, c, col_lower, col_upper, row_lower, row_upper):
 
 #: HiGHS settings (solver options and thread count) already warmed up in this process.
 _WARMED: set[tuple] = set()
+#: Whether this process has made its first HiGHS object (which prints HiGHS's banner).
+_BANNER_PRINTED = False
 
 
-def warm_up_highs(settings: dict, threads: int) -> float:
+def new_highs(verbose: bool = False) -> Any:
+    """A ``highspy.Highs()`` solver object.  HiGHS prints its banner ("Running HiGHS ...
+    Copyright ...") on stdout when a process makes its first one, before any option can silence
+    it: unless ``verbose``, that first object is made with stdout silenced
+    (:func:`efce.streams.quiet_c_output`), so a library caller's stdout gets nothing of it."""
+    global _BANNER_PRINTED
+    import highspy
+
+    if _BANNER_PRINTED:
+        return highspy.Highs()
+    with quiet_c_output(not verbose):
+        h = highspy.Highs()
+    _BANNER_PRINTED = True
+    return h
+
+
+def warm_up_highs(settings: dict, threads: int, verbose: bool = False) -> float:
     """Pay HiGHS's first-call costs before a timed run: load highspy and solve a two-variable
     LP with the run's solver settings (presolve off, so that the chosen solver itself runs and
     HiGHS starts its thread pool), once per process and settings.
@@ -94,10 +114,9 @@ def warm_up_highs(settings: dict, threads: int) -> float:
     if key in _WARMED:
         return 0.0
     started = time.perf_counter()
-    import highspy
     import scipy.sparse as sp
 
-    h = highspy.Highs()
+    h = new_highs(verbose)
     h.setOptionValue("output_flag", False)
     for name, value in settings.items():
         h.setOptionValue(name, value)
@@ -133,10 +152,10 @@ def _run_highs(
     run in an :class:`IsolatedWorker`).  Returns the status, HiGHS's counters, ξ (or None) and
     ``compile_seconds``: HiGHS's first-call costs, paid here (in the process that runs the
     solve: a fresh worker has them all again) before the clock starts (:func:`warm_up_highs`)."""
-    compile_seconds = warm_up_highs(settings, threads)
+    compile_seconds = warm_up_highs(settings, threads, verbose)
     import highspy
 
-    h = highspy.Highs()
+    h = new_highs(verbose)
     h.setOptionValue("output_flag", bool(verbose))
     for key, value in settings.items():
         if h.setOptionValue(key, value) != highspy.HighsStatus.kOk:
@@ -331,5 +350,6 @@ SOLVE_METHODS = (
         OPTIONS,
         _run,
         chance="public",
+        payoff_info=LP_REPORT,
     ),
 )

@@ -29,10 +29,19 @@ from efce.games.resources.memory import check_budget, peak_rss_bytes
 from efce.interrupts import acknowledge_stop, stop_requested
 from efce.solvers.options import Method, Option, defaults
 from efce.solvers.result import SolveResult, TraceRow
+from efce.solvers.scaling import caller_payoff
 from efce.solvers.warm_up import compiling_time
 
 from .backends import IsolatedWorker, check_lp_inputs, must_isolate, stoppable
-from .efce_lp import EFCELP, LP_OPTIONS, build_efce_lp, estimate_efce_lp, evaluate_plan, lp_arguments
+from .efce_lp import (
+    EFCELP,
+    LP_OPTIONS,
+    LP_REPORT,
+    build_efce_lp,
+    estimate_efce_lp,
+    evaluate_plan,
+    lp_arguments,
+)
 
 
 def _positive_tolerance(value: float) -> str | None:
@@ -317,8 +326,8 @@ def solve_lp_pdlp(
             0.0,
             [],
             {
-                "message": f"no {concept.upper()} has welfare ≥ {welfare_threshold}: no terminal has "
-                f"welfare above {best_terminal:g}",
+                "message": f"no {concept.upper()} has welfare ≥ {caller_payoff(welfare_threshold):g}: no "
+                f"terminal has welfare above {caller_payoff(best_terminal):g}",
                 "peak_memory_bytes": peak_rss_bytes(),
             },
         )
@@ -449,7 +458,7 @@ def solve_lp_pdlp(
     info["peak_memory_bytes"] = peak_rss_bytes()
     if status == "infeasible":
         info["message"] = f"PDLP certifies that the {concept.upper()} LP is infeasible" + (
-            f" (no {concept.upper()} has welfare ≥ {welfare_threshold})"
+            f" (no {concept.upper()} has welfare ≥ {caller_payoff(welfare_threshold):g})"
             if welfare_threshold is not None
             else ""
         )
@@ -480,5 +489,6 @@ SOLVE_METHODS = (
         OPTIONS,
         _run,
         chance="public",
+        payoff_info=LP_REPORT,
     ),
 )

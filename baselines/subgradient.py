@@ -32,7 +32,16 @@ from efce.games.resources.memory import peak_rss_bytes
 from efce.polytopes.decompose import check_decomposable
 from efce.polytopes.vsf import vsf_constraints
 from efce.solvers.driver import IterationDriver
-from efce.solvers.options import ITERATIONS, SEED, TIME_LIMIT, Method, Option, defaults, positive
+from efce.solvers.options import (
+    EQUILIBRIUM_REPORT,
+    ITERATIONS,
+    SEED,
+    TIME_LIMIT,
+    Method,
+    Option,
+    defaults,
+    positive,
+)
 from efce.solvers.result import SolveResult, TraceRow
 from efce.solvers.warm_up import warm_up_run
 
@@ -185,6 +194,12 @@ class MaxDeviation:
 SUBGRADIENT_MEMORY_FACTOR = 0.4
 
 
+#: Largest entry an iterate may reach before the run counts as diverged: a correlation plan's
+#: entries are probabilities, at most 1, and the projections keep a converging run's iterates
+#: near Ξ; an entry a thousand times larger means the steps overshoot (a step size too large for
+#: the payoffs' magnitude), and the iterate's gap means nothing.
+DIVERGED_ENTRY = 1e3
+
 #: Step rules of :func:`solve_subgradient`.
 STEP_RULES = ("constant", "sqrt", "polyak")
 
@@ -192,7 +207,7 @@ STEP_RULES = ("constant", "sqrt", "polyak")
 OPTIONS = (
     TIME_LIMIT,
     ITERATIONS.with_default(10_000),
-    Option("step_size", float, "subgradient step size", positive, default=1e-3),
+    Option("step_size", float, "subgradient step size", positive, default=1e-3, unit="per payoff"),
     Option(
         "step_rule",
         str,
@@ -287,6 +302,13 @@ def solve_subgradient(
     start : ``"uniform"`` (product of uniform strategies) or ``"random"`` (product of random
         behavioral strategies drawn with ``seed``); both lie in Ξ.
     xi0 : explicit start point (overrides ``start``).
+
+    Returns
+    -------
+    SolveResult
+        The last iterate and its trace; status ``error`` with ``info["diverged"]`` and a
+        ``message`` when an entry of an iterate passes :data:`DIVERGED_ENTRY` (the steps
+        overshoot: the gap of such an iterate is no result).
     """
     if step_rule not in STEP_RULES:
         raise ValueError(f"step_rule must be one of {', '.join(STEP_RULES)}, not {step_rule!r}")
@@ -319,6 +341,7 @@ def solve_subgradient(
         iterations=iterations, time_limit=time_limit, check_every=trace_every, progress=progress
     )
     f, player, trig, rowval = f_eval(xi)
+    diverged: float | None = None  # the largest entry of the iterate that ended the run
     gap, infeasibility = max(0.0, f), vsf.max_violation(xi)
     best_gap = gap
     start_row = TraceRow(0, 0.0, gap, infeasibility)
@@ -339,6 +362,10 @@ def solve_subgradient(
                 f, player, trig, rowval = f_eval(xi)
                 if not np.isfinite(f):
                     break  # diverged: reported as an error with the non-finite point
+                largest = float(xi.max(initial=0.0))
+                if largest > DIVERGED_ENTRY:
+                    diverged = largest  # diverged, still finite: reported below as an error
+                    break
                 if driver.checkpoint_due():
                     gap = max(0.0, f)
                     with driver.paused():
@@ -364,8 +391,19 @@ def solve_subgradient(
         pz = pairs.index(tm.sequences[:, 0], tm.sequences[:, 1])
         utilities = tm.weighted_payoffs().T @ xi[pz]
         info.update(utilities=[float(x) for x in utilities], welfare=float(utilities.sum()))
+    status = driver.status
+    if diverged is not None:
+        # Finite but far outside Ξ (a non-finite iterate is reported by efce.solve's own check).
+        status = "error"
+        info["diverged"] = True
+        info["message"] = (
+            f"subgradient diverged at iteration {driver.iteration:,}: an entry of its iterate reached "
+            f"{diverged:.3g}, where a correlation plan's entries are probabilities (at most 1): the "
+            "step size is too large for these payoffs (try a smaller --step-size, or --step-rule "
+            "polyak); the run has no valid result"
+        )
     return SolveResult(
-        "subgradient", xi, driver.status, driver.iteration, setup_seconds, driver.elapsed(), trace, info
+        "subgradient", xi, status, driver.iteration, setup_seconds, driver.elapsed(), trace, info
     )
 
 
@@ -414,5 +452,6 @@ SOLVE_METHODS = (
         _run,
         chance="none",
         warm_up=_warm_up,
+        payoff_info=EQUILIBRIUM_REPORT | {"best_traced_gap"},
     ),
 )

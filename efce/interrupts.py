@@ -33,6 +33,16 @@ files registered with :func:`remove_on_abort` are removed, and the process exits
 :data:`ABORT_STATUS` at once (``os._exit``: a thread inside a compiled call cannot be
 unwound).  A builder's half-made model is lost either way, as with :class:`~efce.errors.Interrupted`.
 
+**Signals during a compilation.**  numba compiles in Python and LLVM in C, which calls back into
+Python through ctypes: a :class:`KeyboardInterrupt` raised there is printed and dropped ("Exception
+ignored"), and one raised elsewhere in the compiler may leave LLVM half-changed (a later call
+crashes).  So while the main thread runs code of :data:`COMPILER_MODULES` the handler raises
+nothing and the watchdog ends the process itself, as for a compiled call; a stop that was
+acknowledged (or that a loop will honour) still ends the process if the main thread is then
+found compiling, since a compilation is no result to keep; a warm-up's run (:func:`discarding`)
+ends at its next boundary without a result; and an abort the main thread took over but did not
+finish within :data:`UNWIND_SECONDS` (its interrupt swallowed) is ended by the watchdog too.
+
 The checks are cheap (one read of a :class:`threading.Event`), but they belong between phases
 of a build, never in the body of a hot loop; a compiled kernel needs none.
 
@@ -56,21 +66,28 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from types import FrameType
 
 from efce.errors import Interrupted
 
 __all__ = [
     "ABORT_STATUS",
+    "COMPILE_POLL_SECONDS",
+    "COMPILER_MODULES",
     "STOP_GRACE_SECONDS",
     "TAKEOVER_SECONDS",
+    "UNWIND_SECONDS",
     "acknowledge_stop",
     "check_stop",
     "clear_stop",
+    "discarded",
+    "discarding",
     "escalated",
     "forget_on_abort",
     "graceful",
     "honouring",
     "ignore_signals",
+    "in_compiler",
     "remove_on_abort",
     "request_stop",
     "signals_handled",
@@ -90,8 +107,23 @@ STOP_GRACE_SECONDS = 1.5
 #: error, and what the main thread's unwinding would have removed is removed by the watchdog
 #: (:func:`remove_on_abort`).
 TAKEOVER_SECONDS = 0.1
+#: Seconds the watchdog gives the main thread, once it has taken an abort over, to end the
+#: command (unwind and leave :func:`stop_on_signals`) before ending the process itself: the
+#: :class:`KeyboardInterrupt` may have been swallowed (raised inside a ctypes callback or a
+#: finalizer, Python prints "Exception ignored" and goes on).
+UNWIND_SECONDS = 0.3
+#: Seconds between two looks of the watchdog at the main thread, after a stop request it
+#: honours, for a compilation (which then ends the process, :func:`acknowledge_stop`).
+COMPILE_POLL_SECONDS = 0.05
 #: Exit status of a command ended by a signal (128 + SIGINT, the shell's convention).
 ABORT_STATUS = 130
+
+#: Modules whose code the main thread must not be interrupted in: numba's compiler and llvmlite
+#: (a first run compiles for a minute).  A :class:`KeyboardInterrupt` raised there is lost (llvmlite
+#: calls back into Python from C, where an exception is printed and dropped) or leaves LLVM's
+#: state half-changed (a later call crashes the process); an abort during a compilation is
+#: therefore the watchdog's, which ends the process without unwinding it.
+COMPILER_MODULES = ("numba.core.", "llvmlite.")
 
 _stop_requested = threading.Event()
 _acknowledged = threading.Event()
@@ -100,6 +132,7 @@ _abort_requested = threading.Event()  # the watchdog decided to abort: the next 
 _aborting = threading.Event()  # the main thread raised KeyboardInterrupt: it ends the command itself
 _graceful_depth = 0  # > 0 while some code honours stop requests at its own boundaries
 _honouring_depth = 0  # > 0 while a loop runs that will honour a stop at its next boundary
+_discarding_depth = 0  # > 0 while the work in progress is worth nothing (a warm-up)
 _signals_depth = 0  # > 0 while stop_on_signals() has its handlers installed
 _lock = threading.Lock()  # guards the watchdog's state
 _watchdog: _Watchdog | None = None
@@ -145,9 +178,10 @@ def check_stop(what: str = "") -> None:
 
 def acknowledge_stop() -> None:
     """Say that the stop request is being honoured (the caller stops gracefully, keeping what it
-    computed), so it does not escalate to an abort after :data:`STOP_GRACE_SECONDS`."""
+    computed), so it does not escalate to an abort after :data:`STOP_GRACE_SECONDS` — unless the
+    main thread is then found compiling (:data:`COMPILER_MODULES`): a compilation is no result
+    to keep, and can take a minute."""
     _acknowledged.set()
-    _cancel_escalation()
 
 
 def escalated() -> bool:
@@ -168,15 +202,34 @@ def _on_signal(signum, frame):
     # (Python runs a handler once for several signals of one number that arrived during a
     # compiled call) interrupts at once.
     if _graceful_depth == 0 or stop_requested() or _abort_requested.is_set():
+        if _watchdog_ends_process() and in_compiler(frame):
+            return  # the watchdog ends the process (COMPILER_MODULES): nothing is raised there
         _aborting.set()
         raise KeyboardInterrupt(signal.Signals(signum).name)
     request_stop()
 
 
-def _cancel_escalation() -> None:
-    with _lock:
-        if _watchdog is not None:
-            _watchdog.deadline = None
+def in_compiler(frame: FrameType | None) -> bool:
+    """Whether ``frame`` or a frame below it runs code of :data:`COMPILER_MODULES`."""
+    while frame is not None:
+        module = frame.f_globals.get("__name__")
+        if isinstance(module, str) and module.startswith(COMPILER_MODULES):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _main_thread_in_compiler() -> bool:
+    """:func:`in_compiler` for the main thread's current frame (read from another thread)."""
+    import sys
+
+    return in_compiler(sys._current_frames().get(threading.main_thread().ident or -1))
+
+
+def _watchdog_ends_process() -> bool:
+    """Whether a watchdog runs that ends the process on an abort (an ``efce`` command's)."""
+    watchdog = _watchdog
+    return watchdog is not None and watchdog.abort is not None and not watchdog.closing
 
 
 def _interrupt_main_thread() -> None:
@@ -206,6 +259,7 @@ class _Watchdog:
         self.aborting = False  # an abort was decided (since the last clear_stop())
         self.closing = False  # stop_on_signals() is ending: never end the process from now on
         self.ending = False  # this thread is ending the process
+        self.closed = threading.Event()  # close() began: the main thread ends the command itself
         self.read_fd, self.write_fd = os.pipe()
         for fd in (self.read_fd, self.write_fd):
             os.set_blocking(fd, False)
@@ -255,11 +309,20 @@ class _Watchdog:
     def _expire(self) -> None:
         with _lock:
             if self.deadline is None or time.monotonic() < self.deadline:
-                return  # acknowledged meanwhile, or moved
+                return  # moved meanwhile
             self.deadline = None
-            if _acknowledged.is_set() or _honouring_depth > 0 or self.closing:
+            if self.closing:
                 return
-            _escalated.set()
+            waiting = _acknowledged.is_set() or _honouring_depth > 0
+        if waiting and not (self.abort is not None and _main_thread_in_compiler()):
+            # Honoured (or a loop will honour it at its next boundary): no escalation, but a
+            # command's main thread is looked at again in a moment, in case it starts compiling.
+            if self.abort is not None:
+                with _lock:
+                    if not self.closing and self.deadline is None:
+                        self.deadline = time.monotonic() + COMPILE_POLL_SECONDS
+            return
+        _escalated.set()
         self._abort(escalation=True)
 
     def _abort(self, escalation: bool) -> None:
@@ -271,14 +334,21 @@ class _Watchdog:
             # At the end of the grace period: if the main thread's handler has not run since
             # the signal, the main thread has been inside one compiled call all along.
             stuck = escalation and not (_stop_requested.is_set() or _aborting.is_set())
-        if escalation:
+        # Inside numba's compiler the main thread must not be interrupted (COMPILER_MODULES):
+        # this thread ends the process at once.
+        compiling = self.abort is not None and _main_thread_in_compiler()
+        if escalation and not compiling:
             _interrupt_main_thread()
         if self.abort is None:
             return  # the caller owns the process: the main thread aborts when it can
-        if not stuck and _aborting.wait(TAKEOVER_SECONDS):
-            return  # the main thread ends the command
+        if not (stuck or compiling):
+            _aborting.wait(TAKEOVER_SECONDS)
+            # Taken over: the main thread ends the command, unless its KeyboardInterrupt was
+            # swallowed on the way (UNWIND_SECONDS).
+            if _aborting.is_set() and self.closed.wait(UNWIND_SECONDS):
+                return
         with _lock:
-            if self.closing or _aborting.is_set():
+            if self.closing:
                 return
             self.ending = True
         try:
@@ -301,6 +371,7 @@ class _Watchdog:
             ending = self.ending
             self.closing = True
             self.deadline = None
+        self.closed.set()
         while ending:
             time.sleep(1.0)
         with contextlib.suppress(ValueError, OSError):
@@ -376,6 +447,26 @@ def honouring() -> Iterator[None]:
         yield
     finally:
         _honouring_depth -= 1
+
+
+@contextlib.contextmanager
+def discarding() -> Iterator[None]:
+    """Within this block the work in progress is worth nothing if stopped (a warm-up: a method
+    run on a tiny game to compile its kernels): a loop that would end gracefully on a stop
+    request, keeping its result (:class:`~solvers.driver.IterationDriver`), raises
+    :class:`~efce.errors.Interrupted` at its boundary instead (:func:`discarded`), so that
+    nothing after it — a final report, more compiling — delays the stop."""
+    global _discarding_depth
+    _discarding_depth += 1
+    try:
+        yield
+    finally:
+        _discarding_depth -= 1
+
+
+def discarded() -> bool:
+    """True inside :func:`discarding`: a stop request ends the work without a result."""
+    return _discarding_depth > 0
 
 
 def wrapped_abort(exc: BaseException) -> bool:

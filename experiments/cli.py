@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from efce.errors import CommandError, EFCEError, ResultWithError
 from efce.solvers.result import finite_json
+from efce.streams import ensure_standard_streams, flush_c_stdio
 
 if TYPE_CHECKING:
     from efce.games.game import Game
@@ -125,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     from efce.errors import Interrupted
     from efce.interrupts import clear_stop, graceful, ignore_signals, stop_on_signals, wrapped_abort
 
+    # First: a closed stdout or stderr (``>&-``) must neither fail the first print nor lend its
+    # descriptor to a file the command writes, and an ASCII locale must not fail on a symbol.
+    ensure_standard_streams()
     _import_commands()
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -259,21 +263,11 @@ def stdout_to_stderr(enabled: bool = True) -> Iterator[None]:
     finally:
         try:
             sys.stderr.flush()
-            _flush_c_stdio()
+            flush_c_stdio()
         finally:
             os.dup2(saved, 1)
             os.close(saved)
             sys.stdout = python_stdout
-
-
-def _flush_c_stdio() -> None:
-    """``fflush(NULL)``: C libraries' buffered output goes out now, to where fd 1 points."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).fflush(None)
-    except (OSError, AttributeError):  # no C library to reach (not a POSIX libc)
-        pass
 
 
 def _fail(message: str, want_json: bool, code: int = 2) -> int:

@@ -9,7 +9,7 @@ import re
 import sys
 
 from efce.concepts import CONCEPTS
-from efce.errors import CommandError, Interrupted, ResultWithError
+from efce.errors import CommandError, GameError, Interrupted, ResultWithError
 from efce.interrupts import acknowledge_stop, stop_requested
 
 from .cli import command
@@ -248,12 +248,10 @@ def _replot(args, preset: str):
     comparisons = []
     for out_dir in out_dirs:
         try:
-            rows, summary = load_comparison(out_dir)
-            if not (isinstance(summary.get("game"), str) and isinstance(summary.get("methods"), dict)):
-                raise ValueError("summary.json has no 'game' and 'methods'")
-        except (OSError, ValueError, KeyError, AttributeError) as exc:
+            rows, summary = load_comparison(out_dir)  # guarded: names the file and the line or run
+        except GameError as exc:
             raise CommandError(
-                f"--replot needs traces.csv and summary.json of an earlier run in '{out_dir}': {exc}"
+                f"--replot reads the traces.csv and summary.json of an earlier run: {exc}"
             ) from None
         comparisons.append((rows, summary))
     texts = []

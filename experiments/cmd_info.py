@@ -109,17 +109,19 @@ def _rm_estimates(game) -> dict:
     GPU memory of its run with ``--backend cuda`` in rm's default configuration
     (:func:`~efce.solvers.backends.estimate_gpu_bytes`: the estimates that refuse a run
     before anything is built), counted from the game without building the model; both None for
-    a game ``rm`` does not solve (not two players, private chance moves, no decision)."""
-    from efce.games.chance import chance_visibility
-
-    if (
-        game.num_players != 2
-        or not chance_visibility(game).public
-        or not all(game.sequences(i).num_infosets for i in (0, 1))
-    ):
-        return {"estimated_rm_bytes": None, "estimated_gpu_bytes": None}
+    a game ``rm`` does not solve — by rm's own checks: not two players, private chance moves, no
+    decision at all (a game where only one player moves is solved, and estimated)."""
+    from efce.errors import GameError
     from efce.solvers.backends import estimate_gpu_bytes
     from efce.solvers.methods.efce import estimate_efce_bytes
+
+    from .solve import check_capability
+
+    try:
+        check_capability(game, "rm")
+        game.require_decisions("rm")
+    except GameError:
+        return {"estimated_rm_bytes": None, "estimated_gpu_bytes": None}
 
     return {"estimated_rm_bytes": estimate_efce_bytes(game), "estimated_gpu_bytes": estimate_gpu_bytes(game)}
 

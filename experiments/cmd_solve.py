@@ -26,6 +26,9 @@ def _configure(p):
         help="; ".join(f"{m.name}: {m.description}" for m in METHODS.values()),
     )
     for option in OPTIONS.values():  # the help names the methods that take the option
+        if option.kind is bool:  # a flag: given is True, absent is the method's default
+            p.add_argument(option.flag, dest=option.name, default=None, action="store_true", help=option.help)
+            continue
         p.add_argument(
             option.flag,
             dest=option.name,
@@ -107,7 +110,7 @@ def run_solve(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     result = dataclasses.replace(
         result, setup_seconds=result.setup_seconds + build_seconds, compile_seconds=compile_seconds
     )
-    if result.info.get("non_finite"):  # a diverged run has no result to print or write
+    if result.info.get("non_finite") or result.info.get("diverged"):  # no result to print or write
         raise CommandError(result.info["message"])
     out = {"game": game.name, **result.to_json(), "peak_memory_mib": peak_memory_mib()}
     device_out = args.device_out if result.point is not None else None

@@ -49,6 +49,7 @@ def run_sweep(args: argparse.Namespace) -> tuple[dict, str]:
         raise Interrupted("interrupted before the first run finished")
     facts = table.summary()
     lines = [
+        *table.damaged,
         text_table(table),
         "",
         f"{facts['runs']} runs: {facts['executed']} run now, {facts['skipped']} already finished, "

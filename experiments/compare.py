@@ -25,7 +25,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from efce.concepts import CONCEPTS, DEFAULT_CONCEPT, gap_key
@@ -34,8 +34,9 @@ from efce.games.resources.atomic import atomic_open
 from efce.games.spec import check_spec
 from efce.interrupts import acknowledge_stop, graceful, stop_requested
 from efce.solvers.options import describe_value, is_real
+from efce.solvers.result import TRACE_COLUMNS
 
-from .harness import MAX_MEMORY_LIMIT_GIB, ChildResult, efce_command, run_child
+from .harness import MAX_MEMORY_LIMIT_GIB, ChildResult, run_solve
 from .paths import check_outputs
 from .solve import (
     OPTIONS,
@@ -153,6 +154,10 @@ def concept_variant(entry: str, concept: str | None) -> tuple[str, dict[str, Any
 def _typed(kind: type, value: str, name: str, entry: str):
     if kind is str:
         return value
+    if kind is bool:
+        if value.lower() not in ("true", "false"):
+            raise OptionError(f"{name} in '{entry}' must be true or false, got '{value}'")
+        return value.lower() == "true"
     try:
         return kind(value)
     except ValueError:
@@ -180,12 +185,68 @@ class MethodRun:
     outcome: str | None = None
     outcome_detail: str | None = None
 
+    @classmethod
+    def from_json(cls, entry: Any, where: str) -> MethodRun:
+        """A run as :func:`compare` wrote it into ``summary.json`` (``asdict`` of a run), every
+        field checked against its declared type: the guard of ``--replot`` against a damaged or
+        hand-edited file.  A field that is missing takes its default (the required ones
+        aside).
+
+        Raises
+        ------
+        GameError
+            ``<where>: <field> must be ...``, naming the first field that is wrong.
+        """
+        if not isinstance(entry, dict):
+            raise GameError(f"{where} must be an object of the run's facts, got {describe_value(entry)}")
+        values: dict[str, Any] = {}
+        for spec in fields(cls):
+            if spec.name not in entry:
+                if spec.default is MISSING and spec.default_factory is MISSING:
+                    raise GameError(f"{where} has no '{spec.name}'")
+                continue
+            values[spec.name] = _checked_field(spec.name, entry[spec.name], spec.type, where)
+        return cls(**values)
+
+
+def _checked_field(name: str, value: Any, declared: Any, where: str) -> Any:
+    """``value`` of field ``name`` of a :class:`MethodRun` (declared type ``declared``, its text
+    under ``from __future__ import annotations``), or a :class:`GameError`."""
+    text = str(declared)
+    if value is None and "None" in text:
+        return None
+    if text.startswith("str"):
+        ok = isinstance(value, str)
+        expected = "a string"
+    elif text.startswith("float"):
+        ok = is_real(value) and math.isfinite(float(value)) and value >= 0
+        expected = "a finite number ≥ 0"
+    elif text.startswith("bool"):
+        ok = isinstance(value, bool)
+        expected = "true or false"
+    elif text.startswith("dict[str, float"):  # time_to_gap: gap → seconds (or null)
+        ok = isinstance(value, dict) and all(
+            v is None or (is_real(v) and math.isfinite(float(v)) and v >= 0) for v in value.values()
+        )
+        expected = "an object of gap → finite seconds ≥ 0 or null"
+    else:  # result: the run's own JSON object
+        ok = isinstance(value, dict)
+        expected = "an object"
+    if not ok:
+        shown = describe_value(value) if value is not None else "null"
+        nullable = " or null" if "None" in text else ""
+        raise GameError(f"{where}: '{name}' must be {expected}{nullable}, got {shown}")
+    return value
+
 
 def option_arguments(options: dict) -> list[str]:
-    """``{"step_size": 1e-6}`` → ``["--step-size", "1e-06"]`` (the ``efce solve`` flags)."""
+    """``{"step_size": 1e-6, "verbose": True}`` → ``["--step-size", "1e-06", "--verbose"]`` (the
+    ``efce solve`` flags; a false flag is left out)."""
     args = []
     for name, value in options.items():
-        if value is not None:
+        if isinstance(value, bool):  # a flag: given when true
+            args += ["--" + name.replace("_", "-")] if value else []
+        elif value is not None:
             args += ["--" + name.replace("_", "-"), str(value)]
     return args
 
@@ -207,32 +268,37 @@ def run_method(
     warm-up lines (:data:`~efce.experiments.solve.WARM_UP_LINE`) go to ``log``."""
     label = method
     method, variant = concept_variant(label, concept)
-    trace_path = os.path.join(out_dir, trace_file_name(label))
-    command = efce_command(
-        "solve",
+    arguments = [
         game_spec,
         "--method",
         method,
         "--json",
         "--time-limit",
         str(time_limit),
-        "--trace",
-        trace_path,
         *option_arguments({**variant, **(options or {})}),
-    )
+    ]
     limit = None if memory_limit_gib is None else int(memory_limit_gib * 2**30)
 
     def pass_on(line: str) -> None:
         if log is not None and WARM_UP_LINE.match(line):
             log(line)
 
-    child = run_child(
-        command,
-        timeout=child_timeout(time_limit),
-        memory_limit_bytes=limit,
-        stop_requested=stop_requested,
-        on_stderr_line=pass_on,
-    )
+    try:
+        # The trace is read from a folder of this run's own (harness.run_solve): never a file
+        # an earlier, killed comparison left in the output folder.
+        child, traced = run_solve(
+            arguments,
+            timeout=child_timeout(time_limit),
+            memory_limit_bytes=limit,
+            stop_requested=stop_requested,
+            on_stderr_line=pass_on,
+        )
+    except GameError as exc:  # the child's trace file is malformed
+        run = MethodRun(label, "error", 0.0, None, error=str(exc))
+        run.time_to_gap = {f"{t:g}": None for t in THRESHOLDS}
+        run.outcome, run.outcome_detail = run_outcome(asdict(run), time_limit)
+        return run, []
+    rows = [{**{k: r[k] for k in TRACE_COLUMNS}, "method": label} for r in traced]
     run = MethodRun(label, "error", child.wall_seconds, child.peak_memory_mib)
     payload = child.payload
     run.status, run.error = child_status(child)
@@ -241,7 +307,6 @@ def run_method(
         run.final_gap = payload.get(gap_key(payload.get("concept") or DEFAULT_CONCEPT))
         run.feasible_iterates = payload.get("feasible_iterates")
         run.compile_seconds = payload.get("compile_seconds")
-    rows = _read_trace(trace_path, label)
     if rows:
         run.max_infeasibility = max(r["infeasibility"] for r in rows)
         if run.final_gap is None:
@@ -264,12 +329,6 @@ def _load_plotting() -> None:
     from matplotlib.backends import backend_agg  # noqa: F401
 
     from . import figures  # noqa: F401
-
-
-def trace_file_name(label: str) -> str:
-    """The file in the output folder where the run ``label`` (a method or configuration)
-    writes its trace while it runs."""
-    return f"trace_{re.sub(r'[^A-Za-z0-9+-]+', '_', label)}.csv"
 
 
 #: The files :func:`compare` writes into its output folder.
@@ -296,26 +355,6 @@ def child_status(child: ChildResult) -> tuple[str, str | None]:
         status = "out_of_memory" if ("memory" in lowered or "too large" in lowered) else "error"
         return status, child.error
     return payload.get("status", "error"), None
-
-
-def _trace_row(row: dict, method: str) -> dict:
-    """One row of a trace file, typed, under ``method``."""
-    return {
-        "method": method,
-        "iteration": int(row["iteration"]),
-        "seconds": float(row["seconds"]),
-        "gap": float(row["gap"]),
-        "infeasibility": float(row["infeasibility"]),
-    }
-
-
-def _read_trace(path: str, method: str) -> list[dict]:
-    if not os.path.exists(path):
-        return []
-    with open(path) as fh:
-        rows = [_trace_row(row, method) for row in csv.DictReader(fh)]
-    os.remove(path)
-    return rows
 
 
 def check_game(game_spec: str) -> None:
@@ -410,8 +449,7 @@ def check_compare_arguments(
     unknown = sorted(set(options or {}) - set(methods))
     if unknown:
         raise GameError(f"options given for method(s) not compared: {', '.join(unknown)}")
-    traces = [trace_file_name(entry) for entry in methods]
-    check_outputs(folders={"output folder (--out)": (out_dir, (*OUTPUT_FILES, *traces))})
+    check_outputs(folders={"output folder (--out)": (out_dir, OUTPUT_FILES)})
 
 
 def compare(
@@ -479,7 +517,10 @@ def compare(
     )
     if not isinstance(linear_time, bool):
         raise OptionError(f"linear_time must be True or False, got {describe_value(linear_time)}")
-    game_spec, methods, out_dir = os.fspath(game_spec), list(methods), os.fspath(out_dir)
+    # A path object is a file whatever its name (games.spec.path_spec): the children get a text
+    # that reads as one.
+    game_spec = check_game_argument(game_spec, "the game", allow_game=False)
+    methods, out_dir = list(methods), os.fspath(out_dir)
     time_limit = float(time_limit)
     memory_limit_gib = None if memory_limit_gib is None else float(memory_limit_gib)
     os.makedirs(out_dir, exist_ok=True)
@@ -557,11 +598,45 @@ def failed_methods(summary: dict) -> list[str]:
 
 
 def load_comparison(out_dir: str) -> tuple[list[dict], dict]:
-    """The trace rows and the summary that :func:`compare` wrote into ``out_dir``."""
-    with open(os.path.join(out_dir, "traces.csv"), newline="") as fh:
-        rows = [_trace_row(r, r["method"]) for r in csv.DictReader(fh)]
-    with open(os.path.join(out_dir, "summary.json")) as fh:
-        return rows, json.load(fh)
+    """The trace rows and the summary that :func:`compare` wrote into ``out_dir``, read through
+    the guarded readers (:func:`efce.solvers.result.read_trace`,
+    :func:`efce.games.formats.jsonfile.read_json`) and checked: every trace row typed and
+    finite, the summary a ``game`` and ``methods``, each run's facts of their declared types
+    (:meth:`MethodRun.from_json`).
+
+    Returns
+    -------
+    tuple
+        The rows (``method``, ``iteration``, ``seconds``, ``gap``, ``infeasibility``) and the
+        summary, each run's entry complete (missing optional facts filled with their defaults).
+
+    Raises
+    ------
+    GameError
+        Naming the file, and the line or the run and field that is wrong; a file that is
+        missing or cannot be read.
+    """
+    from efce.games.formats.jsonfile import read_json, shorten
+    from efce.solvers.result import read_trace
+
+    traces = os.path.join(out_dir, "traces.csv")
+    rows = [{k: r[k] for k in TRACE_COLUMNS} for r in read_trace(traces, f"'{traces}'")]
+    path = os.path.join(out_dir, "summary.json")
+    summary = read_json(path, f"'{path}'")
+    if not isinstance(summary, dict) or not isinstance(summary.get("game"), str):
+        raise GameError(f"'{path}' is not a comparison's summary: it has no 'game' name")
+    runs = summary.get("methods")
+    if not isinstance(runs, dict):
+        raise GameError(f"'{path}': 'methods' must be an object of run → its facts")
+    for limit in ("time_limit", "memory_limit_gib"):
+        value = summary.get(limit)
+        if value is not None and not (is_real(value) and math.isfinite(float(value)) and value > 0):
+            raise GameError(f"'{path}': '{limit}' must be a positive finite number or null, got {value!r}")
+    summary["methods"] = {
+        label: asdict(MethodRun.from_json(entry, f"'{path}', run '{shorten(label)}'"))
+        for label, entry in runs.items()
+    }
+    return rows, summary
 
 
 #: Codes of :func:`run_outcome`: what "done" means for a compared run.

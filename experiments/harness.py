@@ -17,9 +17,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 #: Seconds a child gets after SIGINT to write what it has before it is killed.  A child
 #: ``efce`` command stops within about 2 s (:mod:`efce.interrupts`); this is the safety net.
@@ -161,7 +162,10 @@ def run_child(
         command,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
+        # The child's text is UTF-8 whatever this process's locale (an ASCII one would fail on
+        # the first "≥" of a message); bytes that are not are shown, not fatal.
+        encoding="utf-8",
+        errors="replace",
         preexec_fn=_child_setup(memory_limit_bytes),
         env=env,
         process_group=0,
@@ -215,6 +219,8 @@ def run_child(
         raise
     for reader in readers:
         reader.join()
+    for pipe in (child_out, child_err):  # read to the end: closed now, not by the collector
+        pipe.close()
     stdout, stderr = "".join(out), "".join(err)
     wall = time.perf_counter() - started
     payload = last_json_object(stdout)
@@ -223,6 +229,42 @@ def run_child(
         peak = _children_peak_mib()
     tail = next((line for line in reversed(stderr.strip().splitlines()) if line.strip()), "")
     return ChildResult(proc.returncode, payload, tail, wall, timed_out, peak)
+
+
+def run_solve(args: Sequence[str], **limits: Any) -> tuple[ChildResult, list[dict[str, Any]]]:
+    """Run ``efce solve ARGS --trace FILE`` in a child process (:func:`run_child` with
+    ``limits``) and read its trace back (:func:`efce.solvers.result.read_trace`).
+
+    FILE lies in a new folder made for this run alone and removed after it (also when the
+    process is ended by a second signal, :func:`efce.interrupts.remove_on_abort`): the rows
+    read back are this run's, never those of a file an earlier, killed run left behind.
+
+    Returns
+    -------
+    tuple
+        The :class:`ChildResult` and the trace rows (empty when the child wrote no trace).
+
+    Raises
+    ------
+    GameError
+        The child's trace file is malformed (naming the file and the line).
+    """
+    import shutil
+    import tempfile
+
+    from efce.interrupts import forget_on_abort, remove_on_abort
+    from efce.solvers.result import read_trace
+
+    folder = tempfile.mkdtemp(prefix="efce-run-")
+    remove_on_abort(folder)
+    try:
+        trace = os.path.join(folder, "trace.csv")
+        child = run_child(efce_command("solve", *args, "--trace", trace), **limits)
+        rows = read_trace(trace, "the run's trace file") if os.path.exists(trace) else []
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        forget_on_abort(folder)
+    return child, rows
 
 
 def _children_peak_mib() -> float | None:

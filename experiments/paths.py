@@ -128,7 +128,9 @@ def _check_file(path: str, what: str) -> None:
     def refuse(reason: str) -> OptionError:
         return OptionError(f"cannot write the {what} '{path}': {reason}")
 
-    folder = os.path.dirname(os.path.abspath(path))
+    # A symbolic link is written through (games.resources.atomic.atomic_open): the file it points
+    # to, and the folder that file is in, are what must be writable.
+    folder = os.path.dirname(os.path.realpath(path))
     if not os.path.isdir(folder):
         raise refuse(f"folder '{folder}' does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):

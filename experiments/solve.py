@@ -23,6 +23,14 @@ from efce.errors import GameError, OptionError
 from efce.games.game import Game
 from efce.solvers.options import Method, Option, describe_value
 from efce.solvers.result import SolveResult, TraceRow, finite_json
+from efce.solvers.scaling import (
+    payoff_scale,
+    reporting,
+    scaled_game,
+    scaled_options,
+    scaled_result,
+    solving_scaled,
+)
 
 #: The modules that declare methods (each in its ``SOLVE_METHODS``), in the order
 #: ``efce solve --help`` lists the methods.
@@ -164,7 +172,8 @@ def validate_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
 
 def check_game_argument(game: Any, what: str = "game", allow_game: bool = True) -> Any:
     """A :class:`~games.game.Game`, or a spec string / ``.efg`` path (``str`` or path-like,
-    returned as ``str``).
+    returned as ``str``; a path-like one as a text that reads as a file,
+    :func:`games.spec.path_spec`).
 
     Raises
     ------
@@ -179,8 +188,10 @@ def check_game_argument(game: Any, what: str = "game", allow_game: bool = True) 
     )
     if isinstance(game, Game) and allow_game:
         return game
-    if isinstance(game, os.PathLike):
-        game = os.fspath(game)
+    if isinstance(game, os.PathLike):  # a path object is a file, whatever its name looks like
+        from efce.games.spec import path_spec
+
+        game = path_spec(game)
     if not isinstance(game, str):
         raise OptionError(f"{what} must be {expected}, got {describe_value(game)}")
     if not game.strip():
@@ -244,7 +255,8 @@ def solve(
         One of :data:`METHODS`: ``rm``, ``cfr``, ``cfr+``, ``icfr``, ``cfr-s``, ``trigger``,
         ``coarse-trigger``, ``lp-highs``, ``lp-pdlp``, ``lp-cvxpy``, ``subgradient``.
     progress : callable, optional
-        Called with each :class:`~solvers.result.TraceRow` as it is recorded.
+        Called with each :class:`~solvers.result.TraceRow` of the result's trace, in order: as
+        it is recorded, or, for a method that records its rows only at its end (an LP), then.
     device : bool
         Return the correlated distribution the method found as ``point`` (a
         :class:`~solvers.evaluation.device_gaps.FactoredDevice`; methods of :func:`device_methods`).
@@ -256,7 +268,12 @@ def solve(
     SolveResult
         The final point, status, trace and method-specific facts (``info``);
         ``compile_seconds``: the method's warm-up (:func:`warm_up`, and the LP front ends' own
-        first-call costs) before the clock of ``seconds`` and the trace started.
+        first-call costs) before the clock of ``seconds`` and the trace started.  Every number
+        in payoff units (gaps, welfare, utilities, thresholds) is in the game's own units,
+        whatever their magnitude (a game with payoffs far from one runs on scaled payoffs:
+        :mod:`efce.solvers.scaling`).  A run that diverged (numbers that became NaN or
+        infinite, :func:`finite_or_error`; a subgradient iterate far outside Ξ) has status
+        ``error`` and a ``message``.
 
     Raises
     ------
@@ -292,15 +309,34 @@ def solve(
         from efce.games.spec import make_game
 
         game = make_game(game)
+    spec = METHODS[method]
     check_capability(game, method)
     unreachable = welfare_out_of_reach(game, method, values.get("welfare_threshold"))
     if unreachable is not None:
         return unreachable
-    compile_seconds = warm_up(METHODS[method], game, values, device=device)
-    if device:
-        result = METHODS[method].run(game, progress=progress, device=True, **values)
-    else:
-        result = METHODS[method].run(game, progress=progress, **values)
+    # Payoffs far from magnitude one run scaled by a power of two, every payoff-valued number
+    # scaled back (efce.solvers.scaling): the methods' absolute tolerances keep their meaning.
+    scale = payoff_scale(game)
+    run_game, run_values = scaled_game(game, scale), scaled_options(spec, values, scale, options)
+    compile_seconds = warm_up(spec, run_game, run_values, device=device)
+    reported: set[int] = set()  # the rows the method passed to progress itself
+    shown = reporting(progress, 1.0 / scale, spec.payoff_info)
+
+    def report(row: TraceRow) -> None:
+        reported.add(id(row))
+        if shown is not None:
+            shown(row)
+
+    extra = {"device": True} if device else {}
+    with solving_scaled(scale):
+        ran = spec.run(run_game, progress=report if progress is not None else None, **run_values, **extra)
+    result = scaled_result(ran, spec, scale, options)
+    if progress is not None:
+        # Every trace row reaches progress: a method that records its rows only at the end (an
+        # LP's one row, the solver's answer) has them reported here, in order.
+        for method_row, row in zip(ran.trace, result.trace, strict=True):
+            if id(method_row) not in reported:
+                progress(row)
     if compile_seconds is not None:
         result = dataclasses.replace(
             result, compile_seconds=(result.compile_seconds or 0.0) + compile_seconds
@@ -338,6 +374,7 @@ def warm_up(spec: Method, game: Game, values: dict[str, Any], *, device: bool = 
     import threading
     import time
 
+    from efce.interrupts import discarding
     from efce.solvers.warm_up import compile_notice
 
     # What has been said: the first compile event says "compiling" at once, even after the
@@ -360,7 +397,8 @@ def warm_up(spec: Method, game: Game, values: dict[str, Any], *, device: bool = 
     started = time.perf_counter()
     timer.start()
     try:
-        with compile_notice(lambda: notice(True)):
+        # A stop during the warm-up ends it at the tiny run's next boundary: no result to keep.
+        with compile_notice(lambda: notice(True)), discarding():
             spec.warm_up(game, values, device=device)
     finally:
         timer.cancel()
@@ -390,14 +428,21 @@ def check_capability(game: Game, method: str) -> None:
     if spec.handles(players, visibility.kind):
         return
     able = [m.name for m in METHODS.values() if m.handles(players, visibility.kind)]
-    solvers = f"methods that solve it: {', '.join(able) or 'none'}"
+    why = (
+        "; a one-player game has nothing to correlate: its EFCE is the player's best plan"
+        if players == 1
+        else ""
+    )
+    solvers = f"methods that solve it: {', '.join(able) or 'none'}{why}"
     if spec.players in (None, players) and visibility.kind == "private" and spec.chance == "public":
         raise GameError(
             f"{method} solves {spec.capability}; in {game.name}, {visibility.reason} (private "
             f"chance), so the von Stengel–Forges polytope is not the set of correlation plans "
             f"({solvers})"
         )
-    has = f"{players} players" + ("" if visibility.kind == "none" else f" and {visibility.kind} chance moves")
+    has = f"{players} player{'s' if players != 1 else ''}" + (
+        "" if visibility.kind == "none" else f" and {visibility.kind} chance moves"
+    )
     raise GameError(f"{method} solves {spec.capability}; {game.name} has {has} ({solvers})")
 
 

@@ -17,6 +17,7 @@ the estimate, a game that would not fit in the memory budget (:mod:`games.resour
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import math
@@ -224,7 +225,7 @@ def estimate_spec(spec: str) -> SizeEstimate | None:
     GameError
         A bad spec, or parameters that do not go together (a generator's ``check_parameters``,
         e.g. Leduc without any raise cap), before the size is estimated."""
-    if _is_file(spec):
+    if is_game_file(spec):
         return None
     name, params = parse_spec(spec)
     full = _with_defaults(name, params)
@@ -234,7 +235,7 @@ def estimate_spec(spec: str) -> SizeEstimate | None:
     return estimate_size(name, full)
 
 
-def _is_file(spec: str) -> bool:
+def is_game_file(spec: str) -> bool:
     """Whether ``spec`` is a path rather than a built-in game: it ends in ``.efg`` or contains a
     path separator.  Whatever exists on disk does not matter, so a folder or file named ``kuhn``
     in the working directory never shadows the built-in ``kuhn`` (write ``./kuhn`` for it).
@@ -258,11 +259,87 @@ def _is_file(spec: str) -> bool:
     return is_path
 
 
-def make_game(spec: str, memory_budget: int | None = None) -> Game:
+def canonical_spec(spec: str) -> str:
+    """The one spelling of the game ``spec`` names: two specs of one game (``farina-fig2`` and
+    ``FARINA-FIG2``; ``kuhn`` and ``kuhn:players=2,ranks=3``; parameters in another order or
+    written otherwise, ``2`` and ``2.0`` for a number) have one canonical spec, which names the
+    same game (``make_game`` of it builds what ``make_game(spec)`` builds).
+
+    For a built-in game: the name, then every declared parameter in the order of its module's
+    ``PARAMETERS``, defaults filled in and those that depend on other parameters made explicit
+    (the ``resolve`` of its :class:`~efce.games.generators.params.GameGenerator`), each value as the spec
+    grammar writes it (numbers as Python writes floats, so that the spelling is exact).  For a
+    ``.efg`` path: the path, normalized (``./g.efg`` and ``g.efg`` are one).  Nothing is built.
+
+    >>> canonical_spec("KUHN")
+    'kuhn:players=2,ranks=3'
+    >>> canonical_spec("sheriff:rounds=1, max_items=1,max_bribe=2,item_value=1")
+    'sheriff:max_bribe=2,max_items=1,rounds=1,item_value=1.0,item_penalty=2.0,sheriff_penalty=3.0'
+
+    Raises
+    ------
+    GameError
+        A bad spec (as :func:`parse_spec`, and parameters that do not go together).
+    """
+    if is_game_file(spec):
+        return os.path.normpath(spec)
+    name, params = parse_spec(spec)
+    declared = GENERATORS[name]
+    full = _with_defaults(name, params)
+    if declared.check is not None:
+        declared.check(**full)
+    if declared.resolve is not None:
+        full = declared.resolve(**full)
+    items = [f"{key}={_spec_text(full[key], param)}" for key, param in declared.parameters.items()]
+    return name + (":" + ",".join(items) if items else "")
+
+
+def _spec_text(value, param: Param) -> str:
+    """``value`` of a parameter as the spec grammar writes it."""
+    if value is None:
+        return "none"
+    if "list" in param.kind:
+        items = value if isinstance(value, (list, tuple)) else [value]
+        return (
+            "["
+            + ",".join(_spec_text(v, dataclasses.replace(param, kind=param.kind.split()[0])) for v in items)
+            + "]"
+        )
+    if param.kind == "bool":
+        return "true" if value else "false"
+    if param.kind == "number":
+        return repr(float(value))
+    if param.kind == "int":
+        return str(int(value))
+    return str(value)
+
+
+def path_spec(path: str | os.PathLike) -> str:
+    """The spec text of a game file given as a path object (:class:`pathlib.Path`), which is
+    always read as a file: a name without a folder gets ``./`` in front (a ``Path`` drops the
+    ``./`` one typed, and ``mygame`` alone would name a built-in game).
+
+    >>> import pathlib
+    >>> path_spec(pathlib.Path("./mygame"))
+    './mygame'
+    >>> path_spec(pathlib.Path("games/kuhn.efg"))
+    'games/kuhn.efg'
+    """
+    text = os.fspath(path)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    if os.path.isabs(text) or os.path.dirname(text):
+        return text
+    return os.path.join(os.curdir, text)
+
+
+def make_game(spec: str | os.PathLike, memory_budget: int | None = None) -> Game:
     """Build the game named by ``spec`` (a generator spec string or a ``.efg`` path).
 
     Parameters
     ----------
+    spec : str or os.PathLike
+        A spec string or a ``.efg`` path; a path object is always a file (:func:`path_spec`).
     memory_budget : int, optional
         Bytes the game may take while being built (default: :func:`games.resources.memory.check_budget`'s
         share of the available RAM).  A generated game whose estimated size exceeds it is
@@ -274,7 +351,9 @@ def make_game(spec: str, memory_budget: int | None = None) -> Game:
         A bad spec or file; :class:`games.resources.memory.MemoryBudgetExceeded` with the estimate when
         the game is too large.
     """
-    if _is_file(spec):
+    if isinstance(spec, os.PathLike):
+        spec = path_spec(spec)
+    if is_game_file(spec):
         from efce.games.formats.efg import load
 
         return load(spec)
@@ -304,7 +383,7 @@ def check_spec(spec: str, memory_budget: int | None = None) -> None:
     GameError
         Naming the problem (missing file, unknown game or parameter, bad value, too large).
     """
-    if _is_file(spec):
+    if is_game_file(spec):
         if not os.path.isfile(spec):
             raise GameError(f"no such file: {spec}")
         if not os.access(spec, os.R_OK):

@@ -45,7 +45,9 @@ from collections.abc import Callable, Iterator
 # check it too); the driver's names are kept for the code that imports them from here.
 from efce.interrupts import (
     acknowledge_stop,
+    check_stop,
     clear_stop,
+    discarded,
     graceful,
     honouring,
     request_stop,
@@ -163,6 +165,8 @@ class IterationDriver:
 
     def _stop_reason(self, t: int) -> str | None:
         if stop_requested():
+            if discarded():  # a warm-up's run: nothing to keep, and nothing more to compile
+                check_stop("warming up")
             acknowledge_stop()  # this run ends gracefully, after a last checkpoint
             return "interrupted"
         if t >= self.iterations:

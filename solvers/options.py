@@ -49,7 +49,7 @@ class Option:
     name : str
         The keyword of :func:`efce.solve` (``--name-with-dashes`` on the command line).
     kind : type
-        ``int``, ``float`` or ``str``.
+        ``int``, ``float``, ``str`` or ``bool`` (a flag without a value on the command line).
     help : str
         What the option does (for ``efce solve --help``).
     check : callable, optional
@@ -59,6 +59,11 @@ class Option:
         The values a ``str`` option takes.
     default : object
         The method's default (None: the option is off, or the library decides, as documented).
+    unit : str, optional
+        ``"payoff"`` for a number in the game's payoff units (a target gap, a welfare
+        threshold), ``"per payoff"`` for one in their inverse (a subgradient step size), None
+        for a unitless one: how it is scaled when the method runs on a game whose payoffs are
+        scaled (:mod:`efce.solvers.scaling`).
     """
 
     name: str
@@ -67,6 +72,7 @@ class Option:
     check: Callable[[Any], str | None] | None = None
     choices: tuple[str, ...] | None = None
     default: Any = None
+    unit: str | None = None
 
     def with_default(self, default: Any) -> Option:
         """This option with another default (one method's)."""
@@ -83,7 +89,7 @@ class Option:
 
         Returns
         -------
-        int, float or str
+        int, float, str or bool
 
         Raises
         ------
@@ -111,6 +117,10 @@ class Option:
                 ) from None
             if not math.isfinite(value):
                 raise OptionError(f"{flag} must be a finite number, got {value}")
+        elif self.kind is bool:
+            if not _is_bool(value):
+                raise OptionError(f"{flag} must be True or False, got {describe_value(value)}")
+            value = bool(value)
         elif not isinstance(value, str):
             raise OptionError(f"{flag} must be a string, got {describe_value(value)}")
         if self.choices is not None and value not in self.choices:
@@ -161,6 +171,13 @@ class Method:
     #: use in that configuration, each with why; giving one of them is refused
     #: (:func:`efce.experiments.solve.validate_options`).
     unused: Callable[[dict[str, Any]], dict[str, str]] | None = None
+    #: The keys of the result's ``info`` (at any depth) and the trace's extra columns whose
+    #: numbers are in payoff units (gaps, welfare, utilities, thresholds): scaled back when the
+    #: method ran on a game with scaled payoffs (:mod:`efce.solvers.scaling`).
+    payoff_info: frozenset[str] = frozenset()
+    #: The fewest players a game must have (a one-player game has no correlation to compute:
+    #: its EFCE is the player's best plan).
+    min_players: int = 2
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -189,13 +206,14 @@ class Method:
         kind ``chance`` (``"none"``, ``"public"`` or ``"private"``:
         :attr:`efce.games.chance.ChanceVisibility.kind`)."""
         allowed = {"any": True, "public": chance != "private", "none": chance == "none"}[self.chance]
-        return (self.players is None or players == self.players) and allowed
+        fits = players == self.players if self.players is not None else players >= self.min_players
+        return fits and allowed
 
     @property
     def capability(self) -> str:
         """The games it solves, in words: ``"two-player games without chance moves"``."""
         if self.players is None:
-            players = "games of any number of players"
+            players = f"games of {_COUNTS.get(self.min_players, self.min_players)} or more players"
         else:
             players = f"{_COUNTS.get(self.players, self.players)}-player games"
         return f"{players}{CHANCE_SCOPES[self.chance]}"
@@ -277,9 +295,12 @@ TARGET_GAP = Option(
     "stop once the max deviation (or exploitability) is at most this "
     "(0: run the whole budget unless the gap reaches exactly 0)",
     nonnegative,
+    unit="payoff",
 )
 #: A lower bound on the social welfare of the EFCE sought; None: any EFCE.
-WELFARE_THRESHOLD = Option("welfare_threshold", float, "look for an EFCE with social welfare at least this")
+WELFARE_THRESHOLD = Option(
+    "welfare_threshold", float, "look for an EFCE with social welfare at least this", unit="payoff"
+)
 #: The local regret minimizer at every simplex (:data:`solvers.regret.registry.RULE_NAMES`).
 LOCAL = Option("local", str, "local regret minimizer at every simplex", choices=RULE_NAMES)
 #: Which correlated equilibrium a method computes (:mod:`efce.concepts`).
@@ -293,6 +314,20 @@ CONCEPT = Option(
 )
 #: The random seed of a method that samples.
 SEED = Option("seed", int, "random seed", nonnegative, default=0)
+#: The payoff-valued numbers every equilibrium method reports (:attr:`Method.payoff_info`): its
+#: gaps and the welfare and utilities of its result, and the gap columns of its trace.
+EQUILIBRIUM_REPORT = frozenset(
+    {"efce_gap", "efcce_gap", "nfcce_gap", "welfare", "utilities", "efce", "efcce", "nfcce"}
+)
+
+#: Whether a solver library prints its own log (its banner, its progress) on stdout; off by
+#: default, so that nothing but the toolkit's output reaches a library caller's stdout.
+VERBOSE = Option(
+    "verbose",
+    bool,
+    "let the solver library print its own log (HiGHS's banner and progress, PDLP's, the cvxpy solver's)",
+    default=False,
+)
 #: Threads of the compiled passes; None: numba's setting (all cores unless changed).
 THREADS = Option(
     "threads",
@@ -303,6 +338,7 @@ THREADS = Option(
 )
 
 __all__ = [
+    "EQUILIBRIUM_REPORT",
     "Option",
     "Method",
     "defaults",
@@ -322,4 +358,5 @@ __all__ = [
     "LOCAL",
     "SEED",
     "THREADS",
+    "VERBOSE",
 ]

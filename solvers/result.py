@@ -9,8 +9,10 @@ the method's own constraints) of the iterate the gap was measured on, 0 for feas
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,7 +98,8 @@ class SolveResult:
         return out
 
     def write_trace(self, path: str) -> None:
-        """CSV with columns iteration, seconds, gap, infeasibility (+ extra columns)."""
+        """CSV with columns method, iteration, seconds, gap, infeasibility (+ extra columns, sorted
+        by name; an empty cell where a row has no value), read back by :func:`read_trace`."""
         extras = sorted({k for row in self.trace for k in row.extra})
         from efce.games.resources.atomic import atomic_open
 
@@ -104,16 +107,124 @@ class SolveResult:
             writer = csv.writer(fh)
             writer.writerow(["method", "iteration", "seconds", "gap", "infeasibility", *extras])
             for row in self.trace:
+                # Numbers as Python writes floats (exact round trip; a NumPy scalar too); a column
+                # a row has no value for is an empty cell (read_trace: None).
                 writer.writerow(
                     [
                         self.method,
                         row.iteration,
                         f"{row.seconds:.6f}",
-                        repr(row.gap),
-                        repr(row.infeasibility),
-                        *(repr(row.extra.get(k, "")) for k in extras),
+                        repr(float(row.gap)),
+                        repr(float(row.infeasibility)),
+                        *(repr(float(row.extra[k])) if k in row.extra else "" for k in extras),
                     ]
                 )
+
+
+#: The columns every trace CSV begins with (:meth:`SolveResult.write_trace`; ``efce compare``'s
+#: ``traces.csv`` has these alone).
+TRACE_COLUMNS = ("method", "iteration", "seconds", "gap", "infeasibility")
+
+
+def read_trace(path: str | os.PathLike, what: str | None = None) -> list[dict[str, Any]]:
+    """The rows of a trace CSV file (:meth:`SolveResult.write_trace`, ``efce compare``'s
+    ``traces.csv``), each checked: the one guarded reader of trace files, as
+    :func:`efce.games.formats.jsonfile.read_json` is of JSON files.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    what : str, optional
+        The file in messages (default ``trace file '<path>'``).
+
+    Returns
+    -------
+    list of dict
+        Per row: ``method`` (str), ``iteration`` (int ≥ 0), ``seconds`` (finite, ≥ 0),
+        ``gap`` and ``infeasibility`` (finite), and every further column of the file: a finite
+        float, or None for an empty cell.
+
+    Raises
+    ------
+    GameError
+        ``<what>, line N: <problem>`` for a row cut short or with extra fields, a number that
+        is not one or not finite, a negative time or iteration, an empty method; a file that
+        is not a trace (its header lacks :data:`TRACE_COLUMNS`), not UTF-8 text, larger than
+        :data:`efce.games.formats.jsonfile.MAX_BYTES`, or cannot be read.
+    """
+    from efce.errors import GameError
+    from efce.games.formats.jsonfile import MAX_BYTES, shorten
+
+    path = os.fspath(path)
+    what = what or f"trace file '{path}'"
+    try:
+        if os.path.isdir(path):
+            raise GameError(f"cannot read {what}: it is a folder, not a file")
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise GameError(f"cannot read {what}: {exc.strerror or exc}") from None
+    if len(data) > MAX_BYTES:
+        raise GameError(f"{what}: more than the {MAX_BYTES:,} bytes read")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise GameError(f"{what}: not UTF-8 text (byte at offset {exc.start:,})") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        if header is None or tuple(header[: len(TRACE_COLUMNS)]) != TRACE_COLUMNS:
+            shown = shorten(",".join(header or []))
+            raise GameError(
+                f"{what}: not a trace (its first line must name the columns "
+                f"{', '.join(TRACE_COLUMNS)}; it is '{shown}')"
+            )
+        rows = []
+        for fields in reader:
+            if not fields:
+                continue  # a blank line (a trailing one)
+            rows.append(_trace_row(dict(zip(header, fields, strict=False)), fields, header, what, reader))
+    except csv.Error as exc:
+        raise GameError(f"{what}, line {reader.line_num}: not CSV ({exc})") from None
+    return rows
+
+
+def _trace_row(cells: dict[str, str], fields: list[str], header: list[str], what: str, reader) -> dict:
+    from efce.errors import GameError
+    from efce.games.formats.jsonfile import shorten
+
+    where = f"{what}, line {reader.line_num}"
+    if len(fields) != len(header):
+        raise GameError(
+            f"{where}: {len(fields)} fields where the header names {len(header)} "
+            "(the row is cut short or has extra fields)"
+        )
+
+    def number(column: str, text: str, empty_ok: bool = False) -> float | None:
+        if text == "" and empty_ok:
+            return None
+        try:
+            value = float(text)
+        except ValueError:
+            raise GameError(f"{where}: {column} '{shorten(text)}' is not a number") from None
+        if not math.isfinite(value):
+            raise GameError(f"{where}: {column} is {text}, not a finite number")
+        return value
+
+    method = cells["method"].strip()
+    if not method:
+        raise GameError(f"{where}: the method is empty")
+    text = cells["iteration"].strip()
+    if not text.isdigit():
+        raise GameError(f"{where}: iteration '{shorten(text)}' is not an integer ≥ 0")
+    row: dict[str, Any] = {"method": method, "iteration": int(text)}
+    for column in TRACE_COLUMNS[2:]:
+        row[column] = number(column, cells[column].strip())
+    if row["seconds"] < 0:
+        raise GameError(f"{where}: seconds {cells['seconds']} is negative")
+    for column in header[len(TRACE_COLUMNS) :]:
+        row[column] = number(column, cells[column].strip(), empty_ok=True)
+    return row
 
 
 def finite_json(value: Any, nonfinite: list[str] | None = None, path: str = "") -> Any:

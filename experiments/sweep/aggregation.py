@@ -235,6 +235,8 @@ class SweepTable(list):
     unsaved : list of str
         One line per kind of file that could not be written (run records, the table): the
         rows are complete all the same.
+    damaged : list of str
+        One line per damaged run record found and set aside (its run was redone).
     """
 
     def __init__(self, rows=(), **facts):
@@ -247,6 +249,7 @@ class SweepTable(list):
         self.interrupted = facts.get("interrupted", False)
         self.wall_seconds = facts.get("wall_seconds", 0.0)
         self.unsaved = list(facts.get("unsaved", ()))
+        self.damaged = list(facts.get("damaged", ()))
 
     def summary(self) -> dict:
         return {
@@ -257,4 +260,5 @@ class SweepTable(list):
             "failed": self.failed,
             "interrupted": self.interrupted,
             "wall_seconds": round(self.wall_seconds, 3),
+            "damaged_records": list(self.damaged),
         }

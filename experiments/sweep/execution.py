@@ -208,7 +208,8 @@ def sweep(
     spec = load_sweep(spec_or_path)
     check_sweep_arguments(out_dir, scheduler=scheduler, workers=workers)
     keys = [r.key for r in spec.runs]
-    done = {r["key"] for r in load_records(out_dir, keys) if finished(r)}
+    damaged: list[str] = []
+    done = {r["key"] for r in load_records(out_dir, keys, damaged) if finished(r)}
     if done and not resume:
         raise SweepError(
             f"{out_dir} already holds {len(done)} finished run(s) of this sweep; pass "
@@ -238,7 +239,7 @@ def sweep(
                 executed, failed, interrupted, not_written = _execute(
                     client, todo, out_dir, len(spec.runs), len(done), progress
                 )
-    records = load_records(out_dir, keys)
+    records = load_records(out_dir, keys, damaged)
     if not_written:  # records that could not be written are still in the table
         folder = runs_folder(out_dir)
         reason = not_written[0][1]
@@ -265,6 +266,7 @@ def sweep(
         interrupted=interrupted,
         wall_seconds=time.perf_counter() - started,
         unsaved=unsaved,
+        damaged=damaged,
     )
 
 

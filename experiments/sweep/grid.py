@@ -13,10 +13,11 @@ from typing import Any
 
 from efce.errors import GameError, OptionError, SweepError
 from efce.games.formats.jsonfile import shorten
+from efce.games.spec import canonical_spec, is_game_file
 from efce.solvers.options import describe_value, is_integer, is_real
 
 from ..compare import check_game, option_arguments
-from ..harness import MAX_MEMORY_LIMIT_GIB, efce_command
+from ..harness import MAX_MEMORY_LIMIT_GIB
 from ..solve import METHODS, validate_options
 
 #: Top-level keys of a sweep file.
@@ -81,21 +82,13 @@ class Run:
             "memory_gib": self.memory_gib,
         }
 
-    def command(self, trace_path: str) -> list[str]:
-        """The child's command line (:func:`experiments.harness.efce_command`)."""
+    def solve_arguments(self) -> list[str]:
+        """The arguments of the run's ``efce solve`` (:func:`experiments.harness.run_solve`
+        adds its trace file)."""
         options = dict(self.options)
         if self.seed is not None:
             options["seed"] = self.seed
-        return efce_command(
-            "solve",
-            self.game_path,
-            "--method",
-            self.method,
-            "--json",
-            "--trace",
-            trace_path,
-            *option_arguments(options),
-        )
+        return [self.game_path, "--method", self.method, "--json", *option_arguments(options)]
 
 
 @dataclass
@@ -225,7 +218,7 @@ def load_sweep(spec_or_path: str | os.PathLike | dict) -> Sweep:
         )
     runs: list[Run] = []
     seen: dict[str, dict] = {}  # run key -> the options as the sweep file wrote them
-    for label, game, game_path in games:
+    for label, game, game_path, canonical in games:
         for method in methods:
             for explicit in _option_grid(method, options.get(method, {})):
                 uses_seed = "seed" in METHODS[method].defaults
@@ -239,7 +232,9 @@ def load_sweep(spec_or_path: str | os.PathLike | dict) -> Sweep:
                     except OptionError as exc:
                         raise SweepError(f"[options.{method}]: {exc}") from None
                     given = {k: valid[k] for k in given}
-                    key = run_key(game, method, seed, given, limits.get("memory"))
+                    # The key names the game by its canonical spec: however the sweep file
+                    # writes it, one game's run has one key (and --resume finds it).
+                    key = run_key(canonical, method, seed, given, limits.get("memory"))
                     if key in seen:  # values that differ only in how they are written
                         raise SweepError(
                             f"the grid has the same run twice: {method} on {shorten(game)!r} with "
@@ -255,8 +250,10 @@ def _describe_options(options: dict) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in options.items()) or "no options"
 
 
-def _games(value, base: str) -> list[tuple[str, str, str]]:
-    """``(label, game as written, path for the child)`` for every game, each spec checked."""
+def _games(value, base: str) -> list[tuple[str, str, str, str]]:
+    """``(label, game as written, path for the child, canonical spec)`` for every game, each
+    spec checked; two entries of one game (however written: :func:`games.spec.canonical_spec`,
+    or the same ``.efg`` file by two paths) are refused."""
     if isinstance(value, dict):
         items = list(value.items())
     elif isinstance(value, list):
@@ -274,15 +271,16 @@ def _games(value, base: str) -> list[tuple[str, str, str]]:
             game_path = os.path.join(base, game)
         try:
             check_game(game_path)  # a .efg file is parsed: not run (and recorded) broken
+            canonical = canonical_spec(game)
         except GameError as exc:
             raise SweepError(f"games: {exc}") from None
-        out.append((str(label), game, game_path))
-    paths = [os.path.realpath(p) if p.lower().endswith(".efg") else p.strip() for _, _, p in out]
-    for i, path in enumerate(paths):
-        if path in paths[:i]:
-            first = out[paths.index(path)][1]
-            same = f"{shorten(first)!r} and {shorten(out[i][1])!r} name" if first != out[i][1] else "lists"
-            raise SweepError(f"games: {same} the same game {shorten(out[i][1])!r} twice")
+        out.append((str(label), game, game_path, canonical))
+    same_games = [os.path.realpath(p) if is_game_file(p) else c for _, _, p, c in out]
+    for i, same in enumerate(same_games):
+        if same in same_games[:i]:
+            first = out[same_games.index(same)][1]
+            both = f"{shorten(first)!r} and {shorten(out[i][1])!r} name" if first != out[i][1] else "lists"
+            raise SweepError(f"games: {both} the same game {shorten(out[i][1])!r} twice")
     return out
 
 

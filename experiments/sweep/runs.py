@@ -3,30 +3,36 @@
 from __future__ import annotations
 
 import contextlib
-import csv
 import os
-import tempfile
 import time
 
+from efce.errors import GameError
+from efce.solvers.result import read_trace as _read_trace
+
 from ..compare import child_status, child_timeout
-from ..harness import run_child
+from ..harness import run_solve
 from .grid import START_TOPIC, STOP_POLL_SECONDS, Run
 
 
 def read_trace(path: str) -> list[dict]:
-    """The rows of an ``efce solve --trace`` CSV: ``iteration`` (int), ``seconds``, ``gap``,
-    ``infeasibility`` and the method's extra columns (floats; empty cells → None)."""
+    """The rows of an ``efce solve --trace`` CSV as a run record keeps them
+    (:func:`efce.solvers.result.read_trace` without the method column): ``iteration`` (int),
+    ``seconds``, ``gap``, ``infeasibility`` and the method's extra columns (floats; empty cells
+    → None); no file → no rows.
+
+    Raises
+    ------
+    GameError
+        A malformed file (naming the line).
+    """
     if not os.path.exists(path):
         return []
-    rows = []
-    with open(path, newline="") as fh:
-        for row in csv.DictReader(fh):
-            row.pop("method", None)
-            out: dict[str, int | float | None] = {"iteration": int(row.pop("iteration"))}
-            for name, text in row.items():
-                out[name] = float(text) if text not in ("", None) else None
-            rows.append(out)
-    return rows
+    return [_without_method(row) for row in _read_trace(path)]
+
+
+def _without_method(row: dict) -> dict:
+    row.pop("method", None)
+    return row
 
 
 def execute_run(run: Run, sweep_id: str | None = None, stop_event: str | None = None) -> dict:
@@ -42,19 +48,28 @@ def execute_run(run: Run, sweep_id: str | None = None, stop_event: str | None = 
     dict
         The run's parameters (:meth:`Run.params`) and ``status``, ``error``, ``wall_seconds``,
         ``peak_memory_mib``, ``worker``, ``result`` (the child's ``solve`` JSON, or None) and
-        ``trace`` (:func:`read_trace`).
+        ``trace`` (:func:`read_trace`'s rows).
     """
     worker = _announce_start(run, sweep_id)
-    with tempfile.TemporaryDirectory(prefix="efce-run-") as folder:
-        trace_path = os.path.join(folder, "trace.csv")
-        memory = None if run.memory_gib is None else int(run.memory_gib * 2**30)
-        child = run_child(
-            run.command(trace_path),
+    memory = None if run.memory_gib is None else int(run.memory_gib * 2**30)
+    try:
+        child, rows = run_solve(
+            run.solve_arguments(),
             timeout=child_timeout(run.options.get("time_limit")),
             memory_limit_bytes=memory,
             stop_requested=_stop_poller(stop_event),
         )
-        trace = read_trace(trace_path)
+    except GameError as exc:  # the child's trace file is malformed: the run failed
+        return {
+            **run.params(),
+            "status": "error",
+            "error": str(exc),
+            "wall_seconds": 0.0,
+            "peak_memory_mib": None,
+            "worker": worker,
+            "result": None,
+            "trace": [],
+        }
     status, error = child_status(child)
     return {
         **run.params(),
@@ -64,7 +79,7 @@ def execute_run(run: Run, sweep_id: str | None = None, stop_event: str | None = 
         "peak_memory_mib": child.peak_memory_mib,
         "worker": worker,
         "result": child.payload if error is None else None,
-        "trace": trace,
+        "trace": [_without_method(row) for row in rows],
     }
 
 

@@ -26,9 +26,16 @@ def write_record(out_dir: str, record: dict) -> str:
     return path
 
 
-def load_records(out_dir: str, keys: Iterable[str] | None = None) -> list[dict]:
+def load_records(
+    out_dir: str, keys: Iterable[str] | None = None, set_aside: list[str] | None = None
+) -> list[dict]:
     """The run records of a sweep folder (``runs/*.json``), optionally only those of ``keys``
-    (in that order)."""
+    (in that order).
+
+    A damaged record (a crash while it was copied, a hand edit) is set aside as
+    ``<key>.json.damaged``, so that its run counts as not done (``--resume`` redoes it), and one
+    line saying so is appended to ``set_aside`` (the caller tells the user; no warning is
+    raised: under ``PYTHONWARNINGS=error`` a warning would end the sweep)."""
     folder = runs_folder(out_dir)
     if keys is not None:
         paths = [os.path.join(folder, k + ".json") for k in keys]
@@ -53,13 +60,11 @@ def load_records(out_dir: str, keys: Iterable[str] | None = None) -> list[dict]:
             aside = path + ".damaged"
             with contextlib.suppress(OSError):
                 os.replace(path, aside)
-            import warnings
-
-            warnings.warn(
-                f"damaged run record {path} ({str(exc).splitlines()[0][:80]}); moved to "
-                f"{aside}, its run will be redone",
-                stacklevel=2,
-            )
+            if set_aside is not None:
+                set_aside.append(
+                    f"damaged run record {path} ({str(exc).splitlines()[0][:80]}); moved to "
+                    f"{aside}, its run is redone"
+                )
             continue
         records.append(record)
     return records

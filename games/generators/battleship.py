@@ -476,7 +476,20 @@ def battleship_size(
 
 
 #: The game spec strings name (:data:`efce.games.spec.GENERATORS`).
-GAMES = (GameGenerator("battleship", battleship, PARAMETERS, estimate=battleship_size),)
+def _resolve(**values) -> dict:
+    """The parameters as :func:`battleship` reads them: one ship size is a fleet of one, and
+    ``ship_values=None`` is a value of 1 per ship."""
+    sizes = values["ship_sizes"]
+    sizes = [sizes] if isinstance(sizes, int) else list(sizes)
+    ship_values = values["ship_values"]
+    if ship_values is None:
+        ship_values = [1.0] * len(sizes)
+    elif not isinstance(ship_values, (list, tuple)):
+        ship_values = [ship_values]
+    return {**values, "ship_sizes": sizes, "ship_values": list(ship_values)}
+
+
+GAMES = (GameGenerator("battleship", battleship, PARAMETERS, estimate=battleship_size, resolve=_resolve),)
 
 
 __all__ = ["battleship", "battleship_size"]

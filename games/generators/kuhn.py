@@ -138,4 +138,9 @@ def kuhn_size(players: int, ranks: int | None) -> SizeEstimate:
 
 
 #: The game spec strings name (:data:`efce.games.spec.GENERATORS`).
-GAMES = (GameGenerator("kuhn", kuhn, PARAMETERS, estimate=kuhn_size),)
+def _resolve(players: int, ranks: int | None) -> dict:
+    """The parameters as :func:`kuhn` reads them: ``ranks=None`` is ``players + 1``."""
+    return {"players": players, "ranks": players + 1 if ranks is None else ranks}
+
+
+GAMES = (GameGenerator("kuhn", kuhn, PARAMETERS, estimate=kuhn_size, resolve=_resolve),)

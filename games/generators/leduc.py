@@ -471,4 +471,11 @@ def leduc_size(
 
 
 #: The game spec strings name (:data:`efce.games.spec.GENERATORS`).
-GAMES = (GameGenerator("leduc", leduc, PARAMETERS, estimate=leduc_size, check=check_parameters),)
+def _resolve(**values) -> dict:
+    """The parameters as :func:`leduc` reads them: ``suits=None`` is ``players``."""
+    return {**values, "suits": values["players"] if values["suits"] is None else values["suits"]}
+
+
+GAMES = (
+    GameGenerator("leduc", leduc, PARAMETERS, estimate=leduc_size, check=check_parameters, resolve=_resolve),
+)

@@ -96,6 +96,11 @@ class GameGenerator:
         ``check(**values)`` raises :class:`~efce.errors.GameError` for parameters that do not go
         together (each alone is checked by its :class:`Param`), e.g. Leduc without any raise
         cap; run before the size is estimated.
+    resolve : callable, optional
+        ``resolve(**values) -> dict``: every parameter (defaults filled in) with the defaults
+        that depend on other parameters made explicit, as the function reads them (Kuhn's
+        ``ranks=None`` is ``players + 1``), so that two specs of one game have one canonical
+        spec (:func:`efce.games.spec.canonical_spec`).  None: no such default.
     """
 
     name: str
@@ -103,3 +108,4 @@ class GameGenerator:
     parameters: Mapping[str, Param]
     estimate: Callable[..., SizeEstimate] | None = None
     check: Callable[..., None] | None = None
+    resolve: Callable[..., dict] | None = None

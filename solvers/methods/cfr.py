@@ -192,7 +192,15 @@ def _warm_up_of(run):
 
 def _method(variant: str, description: str) -> Method:
     run = _runner(variant)
-    return Method(variant, description, OPTIONS, run, players=2, warm_up=_warm_up_of(run))
+    return Method(
+        variant,
+        description,
+        OPTIONS,
+        run,
+        players=2,
+        warm_up=_warm_up_of(run),
+        payoff_info=frozenset({"exploitability", "value", "utilities", "welfare"}),
+    )
 
 
 #: ``cfr`` and ``cfr+`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).

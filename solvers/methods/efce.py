@@ -55,6 +55,7 @@ from efce.solvers.evaluation.payoff_operator import PayoffOperator, TriggerTable
 from efce.solvers.methods.selfplay import SelfPlay
 from efce.solvers.options import (
     CONCEPT,
+    EQUILIBRIUM_REPORT,
     ITERATIONS,
     LOCAL,
     TARGET_GAP,
@@ -70,6 +71,7 @@ from efce.solvers.regret.local import LocalRule
 from efce.solvers.regret.protocol import MinimizerFactory
 from efce.solvers.regret.registry import as_rule, make_rule
 from efce.solvers.result import SolveResult, TraceRow
+from efce.solvers.scaling import caller_payoff
 from efce.solvers.warm_up import warm_up_run
 
 #: Weight ``t^p`` of iteration ``t`` in the average plan, per averaging scheme.
@@ -992,16 +994,16 @@ def _result(
                 "saddle_value_lower_bound": lower_bound,
             }
         )
+        # Quoted in the caller's payoff units (the run may be on scaled payoffs, solvers.scaling).
+        threshold = caller_payoff(welfare_threshold)
         if lower_bound > CERTIFICATE_TOLERANCE and status != "converged":
             status = "infeasible"
             info["message"] = (
-                f"no {concept.upper()} has welfare ≥ {welfare_threshold}: the average deviation "
-                f"certifies a saddle-point value ≥ {lower_bound:.6g} > 0"
+                f"no {concept.upper()} has welfare ≥ {threshold:g}: the average deviation "
+                f"certifies a saddle-point value ≥ {caller_payoff(lower_bound):.6g} > 0"
             )
         elif status != "converged":
-            info["message"] = (
-                f"no {concept.upper()} with welfare ≥ {welfare_threshold} found within the budget"
-            )
+            info["message"] = f"no {concept.upper()} with welfare ≥ {threshold:g} found within the budget"
     return SolveResult(
         method="rm",
         point=xbar,
@@ -1054,6 +1056,7 @@ def _run(game: Game, *, progress: ProgressCallback | None, **o) -> SolveResult:
             threads=o["threads"],
             backend=o["backend"],
             concept=o["concept"],
+            progress=progress,
         )
     return solve_efce(
         game,
@@ -1100,5 +1103,20 @@ SOLVE_METHODS = (
         check=_check,
         unused=_unused,
         warm_up=_warm_up,
+        # With a threshold and --objective welfare (the bisection's interval, its steps and
+        # their trace columns) too.
+        payoff_info=EQUILIBRIUM_REPORT
+        | {
+            "welfare_threshold",
+            "saddle_value_lower_bound",
+            "welfare_shortfall",
+            "welfare_interval",
+            "interval_width",
+            "gap_tolerance",
+            "tolerance",
+            "threshold",
+            "lower",
+            "upper",
+        },
     ),
 )

@@ -36,7 +36,15 @@ from efce.games.game import Game
 from efce.games.payoffs import terminal_map
 from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.device_gaps import FactoredDevice, evaluator
-from efce.solvers.options import ITERATIONS, SEED, TARGET_GAP, TIME_LIMIT, Method, defaults
+from efce.solvers.options import (
+    EQUILIBRIUM_REPORT,
+    ITERATIONS,
+    SEED,
+    TARGET_GAP,
+    TIME_LIMIT,
+    Method,
+    defaults,
+)
 from efce.solvers.regret.internal import BlumMansour
 from efce.solvers.regret.local import LocalRule, RegretMatching, Segments
 from efce.solvers.regret.registry import as_rule
@@ -418,7 +426,16 @@ def _runner(variant: str):
 def _method(variant: str, description: str) -> Method:
     run = _runner(variant)
     warm_up = segments_warm_up(run, check=_check_before_warm_up)
-    return Method(variant, description, OPTIONS, run, players=None, writes_device=True, warm_up=warm_up)
+    return Method(
+        variant,
+        description,
+        OPTIONS,
+        run,
+        players=None,
+        writes_device=True,
+        warm_up=warm_up,
+        payoff_info=EQUILIBRIUM_REPORT,
+    )
 
 
 #: ``icfr`` and ``cfr-s`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).

@@ -68,7 +68,15 @@ from efce.solvers.evaluation.device import (
     reduced_plan_texts,
 )
 from efce.solvers.evaluation.device_gaps import FactoredDevice
-from efce.solvers.options import ITERATIONS, LOCAL, TARGET_GAP, TIME_LIMIT, Method, defaults
+from efce.solvers.options import (
+    EQUILIBRIUM_REPORT,
+    ITERATIONS,
+    LOCAL,
+    TARGET_GAP,
+    TIME_LIMIT,
+    Method,
+    defaults,
+)
 from efce.solvers.regret.local import LocalRule, Segments
 from efce.solvers.regret.registry import as_rule
 from efce.solvers.result import SolveResult, TraceRow
@@ -786,7 +794,16 @@ def _check_before_warm_up(game: Game, o: Mapping[str, Any], device: bool) -> Non
 def _method(name: str, description: str) -> Method:
     run = _runner(name == "coarse-trigger")
     warm_up = segments_warm_up(run, check=_check_before_warm_up)
-    return Method(name, description, OPTIONS, run, players=None, writes_device=True, warm_up=warm_up)
+    return Method(
+        name,
+        description,
+        OPTIONS,
+        run,
+        players=None,
+        writes_device=True,
+        warm_up=warm_up,
+        payoff_info=EQUILIBRIUM_REPORT,
+    )
 
 
 #: ``trigger`` and ``coarse-trigger`` for :func:`efce.solve` (collected by

@@ -49,6 +49,7 @@ from efce.solvers.methods.efce import (
 from efce.solvers.regret.local import LocalRule
 from efce.solvers.regret.registry import make_rule
 from efce.solvers.result import SolveResult, TraceRow
+from efce.solvers.scaling import caller_payoff
 
 #: Width of the welfare interval ``rm --objective welfare`` stops at.
 WELFARE_INTERVAL_WIDTH = 1e-2
@@ -78,6 +79,7 @@ def solve_optimal_welfare(
     threads: int | None = None,
     backend: ComputeBackend | str | None = RM_DEFAULTS["backend"],
     concept: str = RM_DEFAULTS["concept"],
+    progress: Callable[[TraceRow], None] | None = None,
 ) -> SolveResult:
     """An interval ``[lower, upper]`` around the optimal social welfare of ``concept``'s
     equilibria (EFCE by default; :mod:`efce.concepts`), by bisection on τ.
@@ -99,6 +101,7 @@ def solve_optimal_welfare(
     threads : the CPU backend's thread count of every step (default: numba's setting).
     backend : where every step runs (:func:`~solvers.methods.efce.solve_efce`'s ``backend``); on
         ``cuda`` the model is copied to the GPU once and each step resets it and moves τ there.
+    progress : called with every trace row as it is recorded.
 
     Returns
     -------
@@ -109,8 +112,11 @@ def solve_optimal_welfare(
         iterations, seconds per step) and ``bisection_steps``;
         status ``converged`` (width ≤ tolerance), ``time_limit``, ``iteration_limit``, or
         ``interrupted`` (a stop request, :func:`solvers.driver.request_stop`, ended it).
-        ``trace`` has one row per step (gap = max deviation of that step's plan; extra:
-        threshold, lower, upper).
+        ``trace`` holds every step's checkpoints, on the geometric schedule of its iterations
+        (:class:`~solvers.driver.IterationDriver`), iterations and seconds counted over the
+        whole bisection: the rows of :func:`~solvers.methods.efce.solve_efce` with the extra
+        columns ``threshold`` (the step's τ) and ``lower``, ``upper`` (the interval as it
+        stood when the row was recorded).  A stop during a step keeps that step's rows.
     """
     check_concept(concept)
     gap = gap_key(concept)
@@ -135,6 +141,7 @@ def solve_optimal_welfare(
 
     t0 = time.perf_counter()
     total_iterations = 0
+    iterating = 0.0  # seconds in the steps' iterations, checkpoints excluded
     compiled = None  # the steps' own warm-ups (a device loop's first launches), off the clock
     steps, trace = [], []
     best = None  # the SolveResult of the plan at the lower end
@@ -144,12 +151,26 @@ def solve_optimal_welfare(
 
     def probe(tau: float) -> str:
         """Run one step at τ; update the interval; return its outcome."""
-        nonlocal lower, upper, best, total_iterations, compiled
+        nonlocal lower, upper, best, total_iterations, compiled, iterating
         budget = step_iterations
         if iterations is not None:
             budget = min(budget, iterations - total_iterations)
         remaining = None if time_limit is None else time_limit - clock()
         set_welfare_threshold(model, tau)
+        # The step's checkpoints join the bisection's trace as they are recorded: iterations and
+        # seconds counted from the bisection's start, the step's threshold beside them.
+        done_before, started_at, iterating_before = total_iterations, clock(), iterating
+
+        def step_row(row: TraceRow) -> None:
+            extra = {**row.extra, "threshold": tau, "lower": lower, "upper": upper}
+            extra["iteration_seconds"] = iterating_before + row.extra.get("iteration_seconds", 0.0)
+            joined = TraceRow(
+                done_before + row.iteration, started_at + row.seconds, row.gap, row.infeasibility, extra
+            )
+            trace.append(joined)
+            if progress is not None:
+                progress(joined)
+
         r = solve_efce(
             game,
             iterations=max(budget, 1),
@@ -161,8 +182,10 @@ def solve_optimal_welfare(
             averaging=averaging,
             alternating=alternating,
             backend=backend,
+            progress=step_row,
         )
         total_iterations += r.iterations
+        iterating += r.info.get("iteration_seconds") or 0.0
         if r.compile_seconds is not None:
             compiled = (compiled or 0.0) + r.compile_seconds
         if r.status == "infeasible":
@@ -184,19 +207,10 @@ def solve_optimal_welfare(
                 "welfare": r.info["welfare"],
             }
         )
-        trace.append(
-            TraceRow(
-                total_iterations,
-                clock(),
-                float(r.info[gap]),
-                0.0,
-                {"threshold": tau, "lower": lower, "upper": upper},
-            )
-        )
         if log:
             log(
-                f"τ = {tau:.6g}: {outcome} after {r.iterations} iterations; "
-                f"interval [{lower:.6g}, {upper:.6g}]"
+                f"τ = {caller_payoff(tau):.6g}: {outcome} after {r.iterations} iterations; "
+                f"interval [{caller_payoff(lower):.6g}, {caller_payoff(upper):.6g}]"
             )
         return outcome
 
@@ -262,13 +276,14 @@ def solve_optimal_welfare(
         "welfare_interval": [float(lower), float(upper)],
         "interval_width": float(upper - lower),
         "concept": concept,
-        "lower_end": f"welfare of an {name} up to max deviation {eps:g}",
+        "lower_end": f"welfare of an {name} up to max deviation {caller_payoff(eps):g}",
         "upper_end": f"certified: no {name} has welfare above it",
         "bisection_steps": len(steps),
         "steps": steps,
         "gap_tolerance": eps,
         "tolerance": tolerance,
         "backend": backend.name,
+        "iteration_seconds": iterating,
     }
     if runs_on_device(backend):
         info["device"] = backend.device

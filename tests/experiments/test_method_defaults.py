@@ -94,6 +94,7 @@ LIBRARY = {
             "welfare_threshold": ("welfare_threshold", _same),
             "objective": ("objective", _same),
             "concept": ("concept", _same),
+            "verbose": ("verbose", _same),
         },
     ),
     "lp-pdlp": (
@@ -104,6 +105,7 @@ LIBRARY = {
             "objective": ("objective", _same),
             "target_gap": ("tolerance", _same),
             "concept": ("concept", _same),
+            "verbose": ("verbose", _same),
         },
     ),
     "lp-cvxpy": (
@@ -114,6 +116,7 @@ LIBRARY = {
             "objective": ("objective", _same),
             "lp_solver": ("solver", _same),
             "concept": ("concept", _same),
+            "verbose": ("verbose", _same),
         },
     ),
     "subgradient": (

@@ -139,9 +139,10 @@ def test_damaged_record_is_named_and_set_aside(tmp_path):
     write_record(str(tmp_path), {"key": "good", "outcome": "finished", "status": "converged"})
     damaged = tmp_path / "runs" / "bad.json"
     damaged.write_text('{"key": "bad", "outc')
-    with pytest.warns(UserWarning, match="bad.json"):
-        records = load_records(str(tmp_path))
+    notes: list[str] = []
+    records = load_records(str(tmp_path), set_aside=notes)
     assert [r["key"] for r in records] == ["good"]
+    assert len(notes) == 1 and "bad.json" in notes[0]
     assert not damaged.exists() and (tmp_path / "runs" / "bad.json.damaged").exists()
 
 

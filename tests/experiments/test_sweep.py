@@ -90,8 +90,8 @@ def test_option_lists_are_axes_and_deterministic_methods_run_once():
         ("lp-highs", None, ()),  # the LP takes no iteration budget
     ]
     assert all(r.label == "fig2" and r.game == "farina-fig2" for r in spec.runs)
-    assert "--local" in spec.runs[1].command("t.csv") and "hedge" in spec.runs[1].command("t.csv")
-    assert spec.runs[2].command("t.csv")[-2:] == ["--seed", "0"]
+    assert "--local" in spec.runs[1].solve_arguments() and "hedge" in spec.runs[1].solve_arguments()
+    assert spec.runs[2].solve_arguments()[-2:] == ["--seed", "0"]
 
 
 @pytest.mark.parametrize(
