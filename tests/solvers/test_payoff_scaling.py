@@ -28,6 +28,7 @@ def _times(game: Game, factor: float) -> Game:
         terminal_index=game.terminal_index,
         labels=game.labels,
         name=game.name,
+        infoset_keys=game.infoset_keys,
     )
 
 
@@ -47,7 +48,7 @@ def _run_of(method: str) -> tuple[Game, dict]:
     the toolkit declares is covered, so a new one that forgets to declare a payoff-valued fact
     (``Method.payoff_info``) fails here."""
     spec = METHODS[method]
-    game = TWO_PLAYERS if spec.handles(2, False) else WITH_CHANCE
+    game = TWO_PLAYERS if spec.handles(2, "none") else WITH_CHANCE
     options: dict = {}
     for option in spec.options:
         if option.name == "iterations":
