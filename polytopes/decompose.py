@@ -30,7 +30,7 @@ from efce.games.game import Game
 from efce.games.relevant import RelevantPairs, connected_infosets, relevant_pairs
 from efce.interrupts import check_stop
 
-from .chain import SIMPLEX, SINGLETON, Chain
+from .chain import SIMPLEX, SINGLETON, Chain, StepRuns
 
 _CALL, _STEP3 = 0, 1
 
@@ -150,10 +150,11 @@ def _level_sorted_chain(game, pairs, kind, level, tptr, target, sptr, source) ->
     depth = int(new_level[-1]) if len(new_level) else 0
     level_ptr = np.searchsorted(new_level, np.arange(1, depth + 2)).astype(np.int64)
     del new_level
+    # The steps fill consecutive entries in level order: kept as runs, not three arrays per step.
+    steps = StepRuns.from_arrays(new_kind, new_tptr, new_sptr)
+    del new_kind, new_tptr, new_sptr
     return Chain(
-        kind=new_kind,
-        target_ptr=new_tptr,
-        source_ptr=new_sptr,
+        steps=steps,
         source=new_source,
         entry_index=entry_pair,
         describe_entry=names,

@@ -24,7 +24,7 @@ from efce.polytopes.chain import Chain
 from efce.solvers.backends.sizing import variant_size
 from efce.solvers.regret import local
 
-from . import chain_passes, device, feasibility, gaps, operator, rules, trigger
+from . import chain_passes, chain_runs, device, feasibility, gaps, operator, rules, trigger
 from .jit import available_threads, default_threads, run_on_threads, thread_rows
 
 if TYPE_CHECKING:  # annotations only
@@ -71,12 +71,6 @@ def kernel_order(chain: Chain) -> np.ndarray:
     return chain.step_order
 
 
-def widest_step(chain: Chain) -> int:
-    """The most entries a step of ``chain`` fills (at least 1), without caching the chain's
-    ``step_size`` (an int per step that the passes never read)."""
-    return int(np.diff(chain.target_ptr).max(initial=1))
-
-
 def level_bounds(chain: Chain) -> np.ndarray:
     """``level_ptr``: the steps of level ``d`` (from 1) are positions ``level_ptr[d-1] :
     level_ptr[d]`` of the passes' level order (int64), read from the chain's own bounds when it
@@ -118,7 +112,7 @@ class SerialChainPasses:
             kernel.alpha,
             kernel.beta,
             kernel.eta,
-            np.empty(widest_step(chain)),  # one step's strategy, allocated once
+            np.empty(chain.widest_step),  # one step's strategy, allocated once
         )
 
 
@@ -135,26 +129,52 @@ class ParallelChainPasses:
     sum_dtypes = SUM_DTYPES
 
     def __init__(self, chain: Chain, kernel, threads: int):
-        kind, tptr, sptr, source, order = _step_arrays(chain)
         level_ptr = level_bounds(chain)
-        chunk_ptr, chunk_state, level_chunk = chain_passes.chain_chunks(
-            kind, tptr, sptr, order, level_ptr, CHUNK_WORK
-        )
-        histograms = chain_passes.level_source_histograms(sptr, source, order, level_ptr, SCATTER_BUCKETS)
-        static = (kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk)
+        runs = chain.runs
+        if runs is not None:
+            # Steps stored as runs (Ξ's): the run kernels (.chain_runs), no array per step.
+            run_arrays = runs.kernel_arrays()
+            ptr, run_kind, run_size, run_nsrc, _, run_source = run_arrays
+            chunk_ptr, chunk_run, chunk_state, level_chunk = chain_runs.run_chunks(
+                ptr, run_kind, run_size, run_nsrc, level_ptr, CHUNK_WORK
+            )
+            histograms = chain_runs.run_source_histograms(
+                ptr, run_nsrc, run_source, chain.source, level_ptr, SCATTER_BUCKETS
+            )
+            static = (*run_arrays, chain.source, chunk_ptr, chunk_run, chunk_state, level_chunk)
+            source_ranges = chain_runs.run_chunk_source_ranges(
+                ptr, run_nsrc, run_source, chain.source, chunk_ptr, chunk_run
+            )
+            self._recommend_kernel = chain_runs.run_recommend_parallel
+            self._observe_kernel = chain_runs.run_observe_parallel
+        else:
+            kind, tptr, sptr, source, order = _step_arrays(chain)
+            chunk_ptr, chunk_state, level_chunk = chain_passes.chain_chunks(
+                kind, tptr, sptr, order, level_ptr, CHUNK_WORK
+            )
+            histograms = chain_passes.level_source_histograms(sptr, source, order, level_ptr, SCATTER_BUCKETS)
+            static = (kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk)
+            source_ranges = chain_passes.chunk_source_ranges(sptr, source, order, chunk_ptr)
+            self._recommend_kernel = chain_passes.chain_recommend_parallel
+            self._observe_kernel = chain_passes.chain_observe_parallel
         self.threads = threads
+        #: Level ``L``'s chunks are ``level_chunk[L] : level_chunk[L+1]`` (fixed at build time).
+        self.level_chunk = level_chunk
+        #: Whether a level's chunks are dealt to the threads in turn (a chain read through its
+        #: level order) rather than cut into contiguous shares (:func:`~.chain_passes._chunks_of_part`).
+        self.dealt = runs is None and len(static[4]) > 0
         self._recommend = (*static, kernel.family, kernel.eta)
         self._observe = (
             *static,
             chain_passes.scatter_bounds(*histograms, threads),
-            *chain_passes.chunk_source_ranges(sptr, source, order, chunk_ptr),
+            *source_ranges,
             kernel.family,
             kernel.plus,
             kernel.alpha,
             kernel.beta,
             kernel.eta,
         )
-        self._scratch = thread_rows(widest_step(chain))
+        self._scratch = thread_rows(chain.widest_step)
         big = variant_size(chain.num_entries) >= local.FLOAT32_STATE_MIN_ENTRIES
         #: float32 on chains of 2²⁰ entries or more (:func:`~efce.solvers.regret.local.state_dtype`'s
         #: threshold): the pass adds ``w · x`` computed in float64 and rounds the sum.
@@ -164,7 +184,7 @@ class ParallelChainPasses:
         """RECOMMEND on ``threads`` threads (:func:`~.chain_passes.chain_recommend_parallel`)."""
         run_on_threads(
             self.threads,
-            chain_passes.chain_recommend_parallel,
+            self._recommend_kernel,
             *self._recommend,
             a,
             b,
@@ -178,7 +198,7 @@ class ParallelChainPasses:
         """OBSERVELOSS on ``threads`` threads (:func:`~.chain_passes.chain_observe_parallel`)."""
         run_on_threads(
             self.threads,
-            chain_passes.chain_observe_parallel,
+            self._observe_kernel,
             *self._observe,
             a,
             b,
@@ -483,25 +503,36 @@ class CPUBackend:
 
     def chain_minimum(self, chain: Chain, loss: np.ndarray) -> float:
         """``min_{x ∈ chain} ⟨loss, x⟩``; ``loss`` (float64, contiguous) is overwritten."""
-        return float(
-            chain_passes.chain_best_vertex(
-                chain.target_ptr, chain.source_ptr, chain.source, kernel_order(chain), loss, _NO_CHOICE
-            )
-        )
+        return self._best_vertex(chain, loss, _NO_CHOICE)
 
     def chain_vertex(self, chain: Chain, loss: np.ndarray) -> tuple[float, np.ndarray]:
         """``min_{x ∈ chain} ⟨loss, x⟩`` and a vertex attaining it (the first smallest entry of
         every step); ``loss`` (float64, contiguous) is overwritten."""
-        order = kernel_order(chain)
         choice = np.empty(chain.num_steps, dtype=np.int64)
-        value = float(
+        value = self._best_vertex(chain, loss, choice)
+        point = np.empty(chain.num_entries)
+        runs = chain.runs
+        if runs is not None:
+            ptr, _, size, nsrc, entry, source = runs.kernel_arrays()
+            chain_runs.run_vertex(ptr, size, nsrc, entry, source, chain.source, choice, point)
+        else:
+            order = kernel_order(chain)
+            chain_passes.chain_vertex(chain.target_ptr, chain.source_ptr, chain.source, order, choice, point)
+        return value, point
+
+    @staticmethod
+    def _best_vertex(chain: Chain, loss: np.ndarray, choice: np.ndarray) -> float:
+        runs = chain.runs
+        if runs is not None:
+            ptr, _, size, nsrc, entry, source = runs.kernel_arrays()
+            return float(
+                chain_runs.run_best_vertex(ptr, size, nsrc, entry, source, chain.source, loss, choice)
+            )
+        return float(
             chain_passes.chain_best_vertex(
-                chain.target_ptr, chain.source_ptr, chain.source, order, loss, choice
+                chain.target_ptr, chain.source_ptr, chain.source, kernel_order(chain), loss, choice
             )
         )
-        point = np.empty(chain.num_entries)
-        chain_passes.chain_vertex(chain.target_ptr, chain.source_ptr, chain.source, order, choice, point)
-        return value, point
 
     def chain_violations(
         self, chain: Chain, arrays: Sequence[np.ndarray], scales: Sequence[float] | np.ndarray
@@ -515,13 +546,17 @@ class CPUBackend:
             dtype: tuple(np.ascontiguousarray(arrays[r], dtype=dtype) for r in mine) or (np.empty(0, dtype),)
             for dtype, mine in ((np.float64, wide), (np.float32, narrow))
         }
+        runs = chain.runs
+        if runs is not None:
+            ptr, _, size, nsrc, entry, source = runs.kernel_arrays()
+            sweep, steps = feasibility.run_chain_violations, (ptr, size, nsrc, entry, source, chain.source)
+        else:
+            sweep, steps = feasibility.chain_violations, (chain.target_ptr, chain.source_ptr, chain.source)
         worst = np.zeros(len(arrays))
         worst[wide + narrow] = run_on_threads(
             self.threads,
-            feasibility.chain_violations,
-            chain.target_ptr,
-            chain.source_ptr,
-            chain.source,
+            sweep,
+            *steps,
             group[np.float64],
             len(wide),
             group[np.float32],
@@ -535,7 +570,13 @@ class CPUBackend:
         """The float64 chain point rescaled from ``values`` (float32 or float64), a new array."""
         x = np.empty(chain.num_entries)
         values = np.ascontiguousarray(values)
-        feasibility.rescaled_point(chain.target_ptr, chain.source_ptr, chain.source, chain.kind, values, x)
+        runs = chain.runs
+        if runs is not None:
+            feasibility.run_rescaled_point(*runs.kernel_arrays(), chain.source, values, x)
+        else:
+            feasibility.rescaled_point(
+                chain.target_ptr, chain.source_ptr, chain.source, chain.kind, values, x
+            )
         return x
 
     def definition3_violations(
