@@ -116,6 +116,24 @@ class StepRuns:
         run_source = np.append(np.asarray(source_ptr, dtype=np.int64)[first], int(source_ptr[-1]))
         return cls(ptr, kind[first].astype(np.int8), size[first], nsrc[first], run_entry, run_source)
 
+    @classmethod
+    def from_counts(
+        cls, counts: np.ndarray, run_kind: np.ndarray, run_size: np.ndarray, run_nsrc: np.ndarray
+    ) -> StepRuns:
+        """The runs of ``counts[r]`` steps each, in order, the first filling from entry 1 and
+        reading from source slot 0."""
+        counts = np.asarray(counts, dtype=np.int64)
+        run_size = np.asarray(run_size, dtype=np.int64)
+        run_nsrc = np.asarray(run_nsrc, dtype=np.int64)
+        ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        run_entry = np.ones(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts * run_size, out=run_entry[1:])
+        run_entry[1:] += 1
+        run_source = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts * run_nsrc, out=run_source[1:])
+        return cls(ptr, np.asarray(run_kind, dtype=np.int8), run_size, run_nsrc, run_entry, run_source)
+
     @property
     def num_runs(self) -> int:
         return len(self.run_kind)

@@ -42,7 +42,7 @@ from efce.games.game import Game
 from efce.games.relevant import RelevantPairs, count_relevant_pairs, relevant_pairs
 from efce.games.resources.memory import ParkedArrays, check_budget, release_free_memory
 from efce.polytopes.chain import Chain, index_dtype
-from efce.polytopes.decompose import PairNames, check_decomposable, correlation_plan
+from efce.polytopes.decompose import PairNames, check_decomposable, correlation_plan_entries
 from efce.polytopes.feasibility import FeasibilityCheck
 from efce.polytopes.triggers import TriggerSpace, trigger_deviations
 from efce.polytopes.triggers import triggers_above as count_triggers_above
@@ -351,14 +351,17 @@ def build_efce_model(
     check_efce_model(game, memory_budget)
     release_free_memory()  # what building the game left behind
     pairs = relevant_pairs(game) if pairs is None else pairs
-    xi_chain = correlation_plan(game, pairs) if xi_chain is None else xi_chain
+    if xi_chain is None:
+        # the chain without labels and the pair → entry map, with no entry → pair map made
+        xi_steps, entry_of_pair = correlation_plan_entries(game, pairs)
+    else:
+        index = index_dtype(len(pairs))
+        entry_of_pair = np.empty(len(pairs), dtype=index)
+        entry_of_pair[xi_chain.natural_index] = np.arange(len(pairs), dtype=index)
+        xi_steps = xi_chain.unlabelled()  # the pair → entry map is kept once, as entry_of_pair
+    del xi_chain
     release_free_memory()
     triggers = trigger_deviations(game, welfare=welfare_threshold is not None)
-    index = index_dtype(len(pairs))
-    entry_of_pair = np.empty(len(pairs), dtype=index)
-    entry_of_pair[xi_chain.entry_index] = np.arange(len(pairs), dtype=index)
-    xi_steps = xi_chain.unlabelled()  # the pair → entry map is kept once, as entry_of_pair
-    del xi_chain
     operator = build_payoff_operator(game, pairs, triggers, entry_of_pair, welfare_threshold)
     release_free_memory()
     return EFCEModel(game, pairs, xi_steps, triggers, operator, entry_of_pair, welfare_threshold)

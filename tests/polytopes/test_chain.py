@@ -199,7 +199,9 @@ def test_decompose_stores_its_steps_as_runs_that_give_them_back(make):
     flat = _unpacked(chain)
     assert flat.runs is None and flat.packed().runs is not None
     again = flat.packed()
-    assert np.array_equal(again.runs.ptr, runs.ptr) and np.array_equal(again.runs.run_size, runs.run_size)
+    for name in ("kind", "target_ptr", "source_ptr"):
+        assert np.array_equal(getattr(again, name), getattr(flat, name))
+    assert again.runs.num_runs <= runs.num_runs  # DECOMPOSE's runs end at each level's end
     # Each step of a run: its kind, its consecutive entries and source slots.
     for k in range(chain.num_steps):
         r = int(np.searchsorted(runs.ptr, k, side="right")) - 1
