@@ -314,6 +314,6 @@ def _run(game: Game, *, progress, **o) -> SolveResult:
 #: ``lp-cvxpy`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
 SOLVE_METHODS = (
     Method(
-        "lp-cvxpy", "the von Stengel–Forges EFCE LP through cvxpy", OPTIONS, _run, chance=False, check=_check
+        "lp-cvxpy", "the von Stengel–Forges EFCE LP through cvxpy", OPTIONS, _run, chance="none", check=_check
     ),
 )

@@ -329,5 +329,5 @@ def _run(game: Game, *, progress, **o) -> SolveResult:
 
 #: ``lp-highs`` for :func:`efce.solve` (collected by :data:`efce.experiments.solve.METHODS`).
 SOLVE_METHODS = (
-    Method("lp-highs", "the von Stengel–Forges EFCE LP solved by HiGHS", OPTIONS, _run, chance=False),
+    Method("lp-highs", "the von Stengel–Forges EFCE LP solved by HiGHS", OPTIONS, _run, chance="none"),
 )

@@ -473,6 +473,6 @@ SOLVE_METHODS = (
         "--target-gap is its relative tolerance",
         OPTIONS,
         _run,
-        chance=False,
+        chance="none",
     ),
 )

@@ -412,7 +412,7 @@ SOLVE_METHODS = (
         "subgradient descent on the max deviation with incremental projection",
         OPTIONS,
         _run,
-        chance=False,
+        chance="none",
         warm_up=_warm_up,
     ),
 )

@@ -373,23 +373,32 @@ def warm_up(spec: Method, game: Game, values: dict[str, Any], *, device: bool = 
 
 def check_capability(game: Game, method: str) -> None:
     """Refuse, before any model is built, a game ``method`` does not solve by its declared
-    capability (:attr:`~solvers.options.Method.players`, :attr:`~solvers.options.Method.chance`).
+    capability (:attr:`~solvers.options.Method.players`, :attr:`~solvers.options.Method.chance`:
+    a method exact on public chance only refuses private chance, saying who does not observe
+    which chance move — :func:`efce.games.chance.chance_visibility`).
 
     Raises
     ------
     GameError
         Naming the game's players and chance and the methods that do solve it.
     """
+    from efce.games.chance import chance_visibility
+
     spec = METHODS[method]
-    players, chance = game.num_players, game.has_chance
-    if spec.handles(players, chance):
+    players = game.num_players
+    visibility = chance_visibility(game)
+    if spec.handles(players, visibility.kind):
         return
-    able = [m.name for m in METHODS.values() if m.handles(players, chance)]
-    has = f"{players} players" + (" and chance moves" if chance else "")
-    raise GameError(
-        f"{method} solves {spec.capability}; {game.name} has {has} "
-        f"(methods that solve it: {', '.join(able) or 'none'})"
-    )
+    able = [m.name for m in METHODS.values() if m.handles(players, visibility.kind)]
+    solvers = f"methods that solve it: {', '.join(able) or 'none'}"
+    if spec.players in (None, players) and visibility.kind == "private" and spec.chance == "public":
+        raise GameError(
+            f"{method} solves {spec.capability}; in {game.name}, {visibility.reason} (private "
+            f"chance), so the von Stengel–Forges polytope is not the set of correlation plans "
+            f"({solvers})"
+        )
+    has = f"{players} players" + ("" if visibility.kind == "none" else f" and {visibility.kind} chance moves")
+    raise GameError(f"{method} solves {spec.capability}; {game.name} has {has} ({solvers})")
 
 
 #: Relative slack on "the threshold exceeds the largest terminal welfare" (rounding of sums).

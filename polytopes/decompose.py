@@ -302,10 +302,11 @@ _STEPS, _ENTRIES, _SOURCES, _RUNS = 0, 1, 2, 3
 
 
 @numba.njit(inline="always")
-def _new_step(lev, kind, size, nsrc, tally, open_key, open_run, run_kind, run_size, run_nsrc, run_count, fill):
+def _new_step(lev, kind, size, nsrc, tally, open_key, open_run, runs, fill):
     """Account a step of ``kind`` filling ``size`` entries from ``nsrc`` sources at level ``lev``:
     it extends the level's open run if it has the same kind, size and sources, else opens one
-    (written to the run arrays on the filling pass)."""
+    (written to ``runs``, the run arrays, on the filling pass)."""
+    run_kind, run_size, run_nsrc, run_count = runs
     if open_key[lev, 0] == kind and open_key[lev, 1] == size and open_key[lev, 2] == nsrc:
         if fill:
             run_count[open_run[lev]] += 1
@@ -378,6 +379,7 @@ def _decompose_kernel(
     there, advancing ``tally``.  Returns (status, σ1, σ2, levels): status 1, Proposition 2
     fails at (σ1, σ2); 2/3, internal inconsistency; 4, more than :data:`MAX_LEVELS` levels."""
     fill = len(entry_of_pair) > 0
+    runs = (run_kind, run_size, run_nsrc, run_count)
     pos0 = np.empty(len(pre_inf[0]), np.int64)
     pos1 = np.empty(len(pre_inf[1]), np.int64)
     for k in range(len(pre_inf[0])):
@@ -447,9 +449,7 @@ def _decompose_kernel(
                 if lev > MAX_LEVELS:
                     return 4, s1, s2, depth
                 depth = max(depth, lev)
-                _new_step(
-                    lev, SIMPLEX, nacts, 1, tally, open_key, open_run, run_kind, run_size, run_nsrc, run_count, fill
-                )
+                _new_step(lev, SIMPLEX, nacts, 1, tally, open_key, open_run, runs, fill)
                 _new_source(lev, src, tally, entry_of_pair, source, fill)
                 stack = _grow_rows(stack, top + nacts)
                 for a in range(nacts):
@@ -515,10 +515,7 @@ def _decompose_kernel(
                             tally,
                             open_key,
                             open_run,
-                            run_kind,
-                            run_size,
-                            run_nsrc,
-                            run_count,
+                            runs,
                             fill,
                         )
                         for a in range(na):
@@ -541,9 +538,7 @@ def _decompose_kernel(
                     if lev > MAX_LEVELS:
                         return 4, s1, s2, depth
                     depth = max(depth, lev)
-                    _new_step(
-                        lev, SIMPLEX, nb, 1, tally, open_key, open_run, run_kind, run_size, run_nsrc, run_count, fill
-                    )
+                    _new_step(lev, SIMPLEX, nb, 1, tally, open_key, open_run, runs, fill)
                     _new_source(lev, src, tally, entry_of_pair, source, fill)
                     for b in range(nb):
                         t = indptr[sc] + toff + b if c == 0 else indptr[fj + b] + toff

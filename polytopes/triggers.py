@@ -1,19 +1,30 @@
-"""The deviator's polytope of the EFCE saddle point, as one chain of scaled extensions.
+"""The deviator's polytope of the correlated-equilibrium saddle point, as one chain of scaled
+extensions, for each solution concept (:mod:`efce.concepts`).
 
 Farina, Ling, Fang, Sandholm 2019c / 2019 (section 2.1): an EFCE with social welfare ≥ τ solves
 ``min_{ξ ∈ Ξ} max_{y ∈ Y} ξᵀ A y`` where ``Y`` is the convex hull of the strategy sets of all
-*trigger agents*: for player ``i`` and trigger sequence ``σ̂ = (Î, â)`` the agent, when
-recommended ``â`` at ``Î``, deviates to any sequence-form strategy ``y_σ̂`` of player ``i``'s
-subtree rooted at ``Î``.  A convex hull of sets that each start from ``{1}`` is itself a chain:
+*trigger agents*.  A trigger agent of player ``i`` deviates, once triggered, to any sequence-form
+strategy ``y`` of a part of player ``i``'s sequence tree, against the correlation ``ξ[r, ·]`` of
+the opponent's recommendations with its *recommendation sequence* ``r``:
 
-    Y = {1} ◁ Δ_K (the mixing weights λ_σ̂) ◁ (for every trigger: its subtree, scaled by λ_σ̂)
+* EFCE — trigger ``σ̂ = (Î, â)`` (recommended ``â`` at ``Î``): ``r = σ̂``, deviation over the
+  subtree rooted at ``Î``;
+* EFCCE — trigger ``Î`` (reaching ``Î``, before its recommendation; Celli et al. 2020,
+  Definition 3): ``r = σ(Î)``, deviation over the subtree rooted at ``Î``;
+* NFCCE — one trigger per player (committing at the root): ``r = ∅``, deviation over the whole
+  sequence tree (every root infoset's subtree).
+
+A convex hull of sets that each start from ``{1}`` is itself a chain:
+
+    Y = {1} ◁ Δ_K (the mixing weights λ_t) ◁ (for every trigger t: its deviation tree, scaled by λ_t)
 
 so the same compiled engine runs both sides of the saddle point, and Algorithm 1 on this chain is
 the regret-circuit construction for the convex hull.  An optional extra weight ``λ_τ`` (no
 subtree) carries the welfare constraint.
 
 Entries of ``Y``: 0 is the constant; ``1..K`` the weights ``λ``; then one block per trigger with a
-copy of every sequence of the subtree (``entry_trigger``, ``entry_sequence``).
+copy of every sequence of its deviation tree, in depth-first preorder (``entry_trigger``,
+``entry_sequence``).
 """
 
 from __future__ import annotations
@@ -23,6 +34,7 @@ from functools import cached_property
 
 import numpy as np
 
+from efce.concepts import DEFAULT_CONCEPT, check_concept
 from efce.games.arrays import concat_ranges
 from efce.games.game import Game, SequenceSpace
 from efce.interrupts import check_stop
@@ -34,13 +46,15 @@ from .chain import SIMPLEX, Chain, index_dtype, level_order
 class TriggerSpace:
     """``chain`` plus what each entry means.
 
-    ``trigger_player[k]``, ``trigger_sequence[k]`` for the K triggers (the welfare weight, if
+    ``trigger_player[k]``, ``trigger_sequence[k]`` (the recommendation sequence ``r`` of the
+    module docstring) and ``trigger_infoset[k]`` (the root of its deviation tree, -1 for an
+    NFCCE trigger, whose tree has every root infoset) for the K triggers (the welfare weight, if
     any, is trigger ``K-1`` with player -1).  Trigger ``k``'s block holds the entries
-    ``block_start[k] .. block_start[k+1]-1``: the sequences of its subtree in depth-first
-    preorder, i.e. ``preorder_sequences[player][block_preorder_start[k] + j]`` for the
-    ``j``-th entry of the block.  ``entry_trigger[e]`` and ``entry_sequence[e]`` spell this out
-    per entry; they are computed on demand because on the large instances they would be the
-    largest arrays here."""
+    ``block_start[k] .. block_start[k+1]-1``: the sequences of its deviation tree in depth-first
+    preorder, i.e. ``preorder_sequences[player][block_preorder_start[k] + j]`` for the ``j``-th
+    entry of the block.  ``entry_trigger[e]`` and ``entry_sequence[e]`` spell this out per
+    entry; they are computed on demand because on the large instances they would be the largest
+    arrays here."""
 
     chain: Chain
     trigger_player: np.ndarray  # int8[K]
@@ -49,6 +63,8 @@ class TriggerSpace:
     block_preorder_start: np.ndarray  # int64[K]
     preorder_sequences: tuple  # per player: int32 sequences in preorder of their infosets
     has_welfare: bool
+    concept: str = DEFAULT_CONCEPT
+    trigger_infoset: np.ndarray | None = None  # int32[K]; None: EFCE's, the infoset of each σ̂
 
     @property
     def num_triggers(self) -> int:
@@ -73,6 +89,53 @@ class TriggerSpace:
                 where = concat_ranges(self.block_preorder_start[mine], lengths[mine])
                 out[concat_ranges(self.block_start[mine], lengths[mine])] = self.preorder_sequences[i][where]
         return out
+
+
+@dataclass(frozen=True, eq=False)
+class PlayerTriggers:
+    """The triggers of one player for a concept, in their order in ``Y``, and where each sits in
+    the player's sequence tree: ``root_infoset`` (-1: the NFCCE trigger, rooted at every root
+    infoset), ``sequence`` (the recommendation sequence ``r``), and the preorder range
+    ``[start, end)`` of the infosets of its deviation tree (:class:`~games.infoset_tree.InfosetTree`
+    positions).  One home for the concepts' trigger agents: ``Y``'s chain and the payoff
+    operator's tables (:mod:`solvers.evaluation.payoff_operator`) both read it."""
+
+    root_infoset: np.ndarray  # int64[K_i]
+    sequence: np.ndarray  # int64[K_i]
+    start: np.ndarray  # int64[K_i]
+    end: np.ndarray  # int64[K_i]
+
+
+def player_triggers(space: SequenceSpace, concept: str = DEFAULT_CONCEPT) -> PlayerTriggers:
+    """The triggers of ``space``'s player for ``concept`` (module docstring): per nonempty
+    sequence (EFCE), per infoset (EFCCE), or one (NFCCE; none for a player without infosets).
+
+    Raises
+    ------
+    ValueError
+        ``concept`` is not one of :data:`efce.concepts.CONCEPTS`.
+    """
+    check_concept(concept)
+    tree = space.tree
+    k = space.infoset_num_actions.astype(np.int64)
+    first = space.infoset_first_seq.astype(np.int64)
+    # Preorder end of each infoset's subtree: the end of its last action's subtree.
+    inf_end = tree.subtree_hi[first + k - 1] if space.num_infosets else np.zeros(0, np.int64)
+    if concept == "efce":
+        root = space.seq_infoset[1:].astype(np.int64)
+        sequence = np.arange(1, space.num_sequences, dtype=np.int64)
+    elif concept == "efcce":
+        root = np.arange(space.num_infosets, dtype=np.int64)
+        sequence = space.infoset_parent_seq.astype(np.int64)
+    else:
+        n = min(space.num_infosets, 1)
+        return PlayerTriggers(
+            np.full(n, -1, np.int64),
+            np.zeros(n, np.int64),
+            np.zeros(n, np.int64),
+            np.full(n, space.num_infosets, np.int64),
+        )
+    return PlayerTriggers(root, sequence, tree.position[root], inf_end[root])
 
 
 def triggers_above(space: SequenceSpace) -> np.ndarray:
@@ -108,21 +171,24 @@ def triggers_above(space: SequenceSpace) -> np.ndarray:
     return cum
 
 
-def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
-    """Build ``Y`` for a two-player game (every nonempty sequence of both players triggers).
+def trigger_deviations(game: Game, *, welfare: bool = False, concept: str = DEFAULT_CONCEPT) -> TriggerSpace:
+    """Build ``Y`` of ``concept`` for a two-player game (module docstring; EFCE: every nonempty
+    sequence of both players triggers).
 
     Raises
     ------
     Interrupted
         A stop was requested (checked before each player's triggers).
+    ValueError
+        ``concept`` is not one of :data:`efce.concepts.CONCEPTS`.
     """
     blocks = []  # per player: arrays describing its triggers' blocks
-    trig_player, trig_seq = [], []
+    trig_player, trig_seq, trig_inf = [], [], []
     for i in (0, 1):
         check_stop(f"building the trigger deviations of {game.name}")
         space = game.sequences(i)
         tree = space.tree
-        pos, pre, sub_hi = tree.position, tree.preorder, tree.subtree_hi
+        pre = tree.preorder
         k = space.infoset_num_actions.astype(np.int64)
         # Sequences laid out in preorder of their infosets.
         pre_k = k[pre]
@@ -131,30 +197,17 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
         preseq = concat_ranges(space.infoset_first_seq.astype(np.int64)[pre], pre_k)
         where_in_preseq = np.empty(space.num_sequences, dtype=np.int64)
         where_in_preseq[preseq] = np.arange(len(preseq))
-        seqs = np.arange(1, space.num_sequences, dtype=np.int64)
-        inf = space.seq_infoset[1:].astype(np.int64)
-        last = space.infoset_first_seq.astype(np.int64)[inf] + k[inf] - 1
-        start_inf = pos[inf]  # preorder range of infosets in Î's subtree
-        end_inf = sub_hi[last]
-        trig_player.append(np.full(len(seqs), i))
-        trig_seq.append(seqs)
-        blocks.append(
-            dict(
-                space=space,
-                pre=pre,
-                cum=cum,
-                preseq=preseq,
-                where=where_in_preseq,
-                start_inf=start_inf,
-                end_inf=end_inf,
-                root_inf=inf,
-            )
-        )
+        mine = player_triggers(space, concept)
+        trig_player.append(np.full(len(mine.sequence), i))
+        trig_seq.append(mine.sequence)
+        trig_inf.append(mine.root_infoset)
+        blocks.append(dict(space=space, pre=pre, cum=cum, preseq=preseq, where=where_in_preseq, mine=mine))
     trigger_player = np.concatenate(trig_player + ([np.array([-1])] if welfare else []))
     trigger_sequence = np.concatenate(trig_seq + ([np.array([-1])] if welfare else []))
+    trigger_infoset = np.concatenate(trig_inf + ([np.array([-1])] if welfare else []))
     num_triggers = len(trigger_player)
 
-    # Steps: step 0 splits 1 into λ; then per trigger, per infoset of its subtree (preorder).
+    # Steps: step 0 splits 1 into λ; then per trigger, per infoset of its deviation tree (preorder).
     step_sizes = [np.array([num_triggers])]
     step_levels = [np.array([1], dtype=np.int32)]
     step_sources = [np.array([0])]
@@ -162,29 +215,34 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
     next_entry = 1 + num_triggers
     trigger_base = 0
     for b in blocks:
-        space = b["space"]
-        n_trig = len(b["start_inf"])
-        n_inf = b["end_inf"] - b["start_inf"]
-        block_len = b["cum"][b["end_inf"]] - b["cum"][b["start_inf"]]
+        space, mine, cum = b["space"], b["mine"], b["cum"]
+        n_trig = len(mine.start)
+        n_inf = mine.end - mine.start
+        first_slot = cum[mine.start]
+        block_len = cum[mine.end] - first_slot
         block_start = next_entry + np.cumsum(block_len) - block_len
         next_entry += int(block_len.sum())
-        # Every (trigger, infoset of its subtree): one simplex step.
+        # Every (trigger, infoset of its deviation tree): one simplex step.
         trig_of_step = np.repeat(np.arange(n_trig), n_inf)
-        infoset_pos = concat_ranges(b["start_inf"], n_inf)
+        infoset_pos = concat_ranges(mine.start, n_inf)
         infoset = b["pre"][infoset_pos]
         sizes = space.infoset_num_actions.astype(np.int64)[infoset]
         parent = space.infoset_parent_seq.astype(np.int64)[infoset]
-        is_root = infoset == b["root_inf"][trig_of_step]
-        parent_entry = block_start[trig_of_step] + b["where"][parent] - b["cum"][b["start_inf"]][trig_of_step]
+        # A step whose parent sequence lies outside its block (before it in preorder, or ∅)
+        # starts the deviation tree: it splits λ; any other splits its parent sequence's entry.
+        parent_slot = b["where"][parent] - first_slot[trig_of_step]
+        is_root = (parent == 0) | (parent_slot < 0)
+        parent_entry = block_start[trig_of_step] + parent_slot
         lam_entry = 1 + trigger_base + trig_of_step
         step_sizes.append(sizes)
         step_sources.append(np.where(is_root, lam_entry, parent_entry))
-        # A step reads its parent sequence's entry (or λ at the subtree root): its level is its
-        # depth below the trigger's infoset, plus 2 (λ is filled at level 1).
+        # A step reads its parent sequence's entry (or λ at a tree root): its level is its depth
+        # below the tree's root, plus 2 (λ is filled at level 1).
         depth = space.infoset_depth
-        step_levels.append((2 + depth[infoset] - depth[b["root_inf"][trig_of_step]]).astype(np.int32))
+        root_depth = depth[b["pre"][mine.start]] if n_trig else np.zeros(0, np.int32)
+        step_levels.append((2 + depth[infoset] - root_depth[trig_of_step]).astype(np.int32))
         block_starts.append(block_start)
-        preorder_starts.append(b["cum"][b["start_inf"]])
+        preorder_starts.append(first_slot)
         trigger_base += n_trig
     sizes = np.concatenate(step_sizes)
     index = index_dtype(next_entry + 1)
@@ -202,7 +260,7 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
         source=np.concatenate(step_sources).astype(index),
         entry_index=None,  # entries are their own indices: no arange kept
         describe_entry=str,
-        name=f"trigger deviations of {game.name}",
+        name=f"trigger deviations of {game.name}" + ("" if concept == "efce" else f" ({concept.upper()})"),
         level_ptr=level_ptr,
         level_order=order,
     )
@@ -217,4 +275,6 @@ def trigger_deviations(game: Game, *, welfare: bool = False) -> TriggerSpace:
         preorder_start.astype(np.int64),
         tuple(b["preseq"].astype(np.int32) for b in blocks),
         welfare,
+        concept,
+        trigger_infoset.astype(np.int32),
     )

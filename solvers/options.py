@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from efce.concepts import CONCEPTS, DEFAULT_CONCEPT
 from efce.errors import OptionError
 from efce.solvers.regret.registry import RULE_NAMES
 
@@ -138,8 +139,10 @@ class Method:
     run: Callable[..., SolveResult]
     #: The number of players the method solves (2), None for any number.
     players: int | None = 2
-    #: Whether the game may have chance moves.
-    chance: bool = True
+    #: The chance moves the game may have (:data:`CHANCE_SCOPES`): ``"any"``; ``"public"``, none
+    #: or public ones only (:func:`efce.games.chance.chance_visibility`: where the two-player LPs
+    #: and ``rm`` are exact); ``"none"``.
+    chance: str = "any"
     #: The method can return its correlated distribution as a device (``solve(...,
     #: device=True)``, ``efce solve --device-out``).
     writes_device: bool = False
@@ -177,9 +180,16 @@ class Method:
                 return o
         raise KeyError(name)
 
-    def handles(self, players: int, chance: bool) -> bool:
-        """Whether the method solves games with ``players`` players and (``chance``) chance moves."""
-        return (self.players is None or players == self.players) and (self.chance or not chance)
+    def __post_init__(self):
+        if self.chance not in CHANCE_SCOPES:
+            raise ValueError(f"Method.chance must be one of {', '.join(CHANCE_SCOPES)}, got {self.chance!r}")
+
+    def handles(self, players: int, chance: str) -> bool:
+        """Whether the method solves games with ``players`` players whose chance moves are of
+        kind ``chance`` (``"none"``, ``"public"`` or ``"private"``:
+        :attr:`efce.games.chance.ChanceVisibility.kind`)."""
+        allowed = {"any": True, "public": chance != "private", "none": chance == "none"}[self.chance]
+        return (self.players is None or players == self.players) and allowed
 
     @property
     def capability(self) -> str:
@@ -188,10 +198,17 @@ class Method:
             players = "games of any number of players"
         else:
             players = f"{_COUNTS.get(self.players, self.players)}-player games"
-        return f"{players}, chance moves allowed" if self.chance else f"{players} without chance moves"
+        return f"{players}{CHANCE_SCOPES[self.chance]}"
 
 
 _COUNTS = {2: "two", 3: "three"}
+
+#: :attr:`Method.chance` → how :attr:`Method.capability` words it.
+CHANCE_SCOPES = {
+    "any": ", chance moves allowed",
+    "public": " without chance moves or with public ones (every player observes every chance outcome)",
+    "none": " without chance moves",
+}
 
 
 def defaults(options: tuple[Option, ...]) -> Mapping[str, Any]:
@@ -265,6 +282,15 @@ TARGET_GAP = Option(
 WELFARE_THRESHOLD = Option("welfare_threshold", float, "look for an EFCE with social welfare at least this")
 #: The local regret minimizer at every simplex (:data:`solvers.regret.registry.RULE_NAMES`).
 LOCAL = Option("local", str, "local regret minimizer at every simplex", choices=RULE_NAMES)
+#: Which correlated equilibrium a method computes (:mod:`efce.concepts`).
+CONCEPT = Option(
+    "concept",
+    str,
+    "which equilibrium: efce (a trigger fires on a recommended action), efcce (on reaching an "
+    "infoset, before its recommendation), nfcce (each player commits at the root)",
+    choices=tuple(CONCEPTS),
+    default=DEFAULT_CONCEPT,
+)
 #: The random seed of a method that samples.
 SEED = Option("seed", int, "random seed", nonnegative, default=0)
 #: Threads of the compiled passes; None: numba's setting (all cores unless changed).
@@ -291,6 +317,8 @@ __all__ = [
     "TIME_LIMIT",
     "TARGET_GAP",
     "WELFARE_THRESHOLD",
+    "CONCEPT",
+    "CHANCE_SCOPES",
     "LOCAL",
     "SEED",
     "THREADS",

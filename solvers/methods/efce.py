@@ -37,6 +37,7 @@ from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
+from efce.concepts import CONCEPTS, DEFAULT_CONCEPT, check_concept, gap_key
 from efce.errors import OptionError
 from efce.games.game import Game
 from efce.games.relevant import RelevantPairs, count_relevant_pairs, relevant_pairs
@@ -53,6 +54,7 @@ from efce.solvers.evaluation.gaps import EFCEGapEvaluator, GapReport
 from efce.solvers.evaluation.payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
 from efce.solvers.methods.selfplay import SelfPlay
 from efce.solvers.options import (
+    CONCEPT,
     ITERATIONS,
     LOCAL,
     TARGET_GAP,
@@ -83,11 +85,12 @@ OPTIONS = (
     TIME_LIMIT,
     TARGET_GAP.with_default(1e-3),
     WELFARE_THRESHOLD,
+    CONCEPT,
     Option(
         "objective",
         str,
-        "'feasibility': any EFCE; 'welfare' bisects the welfare threshold for an interval "
-        "around the optimal EFCE welfare",
+        "'feasibility': any equilibrium of the concept; 'welfare' bisects the welfare threshold "
+        "for an interval around the concept's optimal welfare",
         choices=("feasibility", "welfare"),
         default="feasibility",
     ),
@@ -147,6 +150,11 @@ class EFCEModel:
     @property
     def tables(self) -> TriggerTables:
         return self.operator.tables
+
+    @property
+    def concept(self) -> str:
+        """The solution concept of the deviator's polytope ``Y`` (:mod:`efce.concepts`)."""
+        return self.triggers.concept
 
     @property
     def xi_chain(self) -> Chain:
@@ -257,29 +265,42 @@ BYTES_PER_GAME_NODE = 80
 FIXED_BYTES = 185 * 2**20
 
 
-def saddle_point_sizes(game: Game) -> dict:
-    """Sizes that drive the memory of the saddle point, counted without building anything:
-    relevant pairs; entries of Y (``Σ_s`` number of triggers whose subtree holds ``s``);
-    nonzeros of ``A``'s deviation part (``Σ_z`` triggers above ``σ_i(z)``, both players);
-    (trigger infoset, terminal) pairs; game nodes."""
+def saddle_point_sizes(game: Game, concept: str = DEFAULT_CONCEPT) -> dict:
+    """Sizes that drive the memory of the saddle point of ``concept``, counted without building
+    anything: relevant pairs; the triggers (:mod:`polytopes.triggers`); entries of Y (``Σ_s``
+    number of triggers whose deviation tree holds ``s``); nonzeros of ``A``'s deviation part
+    (``Σ_z`` trigger slots above ``σ_i(z)``, both players); (trigger infoset, terminal) pairs;
+    game nodes.  Per own sequence ``s`` of infoset ``I``: EFCE counts the actions of ``I`` and
+    its ancestors (``Σ |A_Î|``, :func:`~polytopes.triggers.triggers_above`), EFCCE the infosets
+    (``depth + 1``), NFCCE one (the player's one tree)."""
     from efce.games.payoffs import terminal_map
 
+    check_concept(concept)
     tm = terminal_map(game)
-    y_entries = nonzeros = trigger_terminals = 0
+    triggers = y_entries = nonzeros = trigger_terminals = 0
     for i in (0, 1):
         space = game.sequences(i)
-        triggers_above = np.zeros(space.num_sequences, dtype=np.int64)  # Σ |A_I| over I ⪯ infoset(s)
-        infosets_above = np.zeros(space.num_sequences, dtype=np.int64)
+        slots_above = np.zeros(space.num_sequences, dtype=np.int64)  # trigger slots above s
+        infosets_above = np.zeros(space.num_sequences, dtype=np.int64)  # trigger infosets above s
         inf_of_seq = space.seq_infoset[1:].astype(np.int64)
         depth = space.infoset_depth.astype(np.int64)
-        triggers_above[1:] = count_triggers_above(space)[inf_of_seq]
-        infosets_above[1:] = depth[inf_of_seq] + 1
+        if concept == "efce":
+            slots_above[1:] = count_triggers_above(space)[inf_of_seq]
+            infosets_above[1:] = depth[inf_of_seq] + 1
+            triggers += space.num_sequences - 1
+        elif concept == "efcce":
+            slots_above[1:] = infosets_above[1:] = depth[inf_of_seq] + 1
+            triggers += space.num_infosets
+        else:
+            slots_above[1:] = infosets_above[1:] = 1
+            triggers += min(space.num_infosets, 1)
         own = tm.sequences[:, i]
-        y_entries += int(triggers_above.sum())
-        nonzeros += int(triggers_above[own].sum())
+        y_entries += int(slots_above.sum()) if concept != "nfcce" else space.num_sequences - 1
+        nonzeros += int(slots_above[own].sum())
         trigger_terminals += int(infosets_above[own].sum())
     return {
         "relevant_pairs": count_relevant_pairs(game),
+        "triggers": triggers,
         "trigger_entries": y_entries,
         "nonzeros": nonzeros,
         "trigger_terminals": trigger_terminals,
@@ -287,21 +308,22 @@ def saddle_point_sizes(game: Game) -> dict:
     }
 
 
-def saddle_point_entries(game: Game, *, welfare: bool = False, sizes: dict | None = None) -> tuple[int, int]:
+def saddle_point_entries(
+    game: Game, *, welfare: bool = False, sizes: dict | None = None, concept: str = DEFAULT_CONCEPT
+) -> tuple[int, int]:
     """The entries of Ξ's chain (one per relevant pair) and of Y's (the constant, one weight per
-    trigger — a non-empty sequence of either player, :mod:`polytopes.triggers` — and one more
-    for the welfare constraint, and per trigger a copy of its subtree), counted without building
-    either (``sizes``: :func:`saddle_point_sizes` of ``game`` if already counted): the sizes
-    that choose the loop's kernel variants (``_warm_up``)."""
-    sizes = saddle_point_sizes(game) if sizes is None else sizes
-    triggers = sum(game.sequences(i).num_sequences - 1 for i in (0, 1)) + int(welfare)
-    return sizes["relevant_pairs"], 1 + triggers + sizes["trigger_entries"]
+    trigger of ``concept`` — :mod:`polytopes.triggers` — and one more for the welfare constraint,
+    and per trigger a copy of its deviation tree), counted without building either (``sizes``:
+    :func:`saddle_point_sizes` of ``game`` and ``concept`` if already counted): the sizes that
+    choose the loop's kernel variants (``_warm_up``)."""
+    sizes = saddle_point_sizes(game, concept) if sizes is None else sizes
+    return sizes["relevant_pairs"], 1 + sizes["triggers"] + int(welfare) + sizes["trigger_entries"]
 
 
-def estimate_efce_bytes(game: Game, sizes: dict | None = None) -> int:
-    """Estimated peak memory of :func:`solve_efce` on ``game`` (see the constants above;
-    ``sizes``: :func:`saddle_point_sizes` of ``game`` if already counted)."""
-    n = saddle_point_sizes(game) if sizes is None else sizes
+def estimate_efce_bytes(game: Game, sizes: dict | None = None, concept: str = DEFAULT_CONCEPT) -> int:
+    """Estimated peak memory of :func:`solve_efce` on ``game`` for ``concept`` (see the constants
+    above; ``sizes``: :func:`saddle_point_sizes` of ``game`` and ``concept`` if already counted)."""
+    n = saddle_point_sizes(game, concept) if sizes is None else sizes
     return int(
         FIXED_BYTES
         + BYTES_PER_RELEVANT_PAIR * n["relevant_pairs"]
@@ -316,14 +338,16 @@ def _check_game(game: Game) -> None:
     """The game checks of :func:`build_efce_model`, cheap and before any estimate."""
     check_decomposable(game)
     # No infoset means no trigger agent: the deviator's chain would be empty.
-    game.require_decisions("rm (the EFCE saddle point)")
+    game.require_decisions("rm (the correlated-equilibrium saddle point)")
 
 
-def check_efce_model(game: Game, memory_budget: int | None = None, sizes: dict | None = None) -> None:
-    """Refuse, before anything is built, a game :func:`build_efce_model` cannot model: with
-    chance moves or not two players, without any decision, or whose estimated peak memory
-    exceeds ``memory_budget`` (bytes; default 60% of the available RAM; ``sizes``:
-    :func:`saddle_point_sizes` of ``game`` if already counted).
+def check_efce_model(
+    game: Game, memory_budget: int | None = None, sizes: dict | None = None, concept: str = DEFAULT_CONCEPT
+) -> None:
+    """Refuse, before anything is built, a game :func:`build_efce_model` cannot model: not two
+    players, private chance moves, without any decision, or whose estimated peak memory for
+    ``concept`` exceeds ``memory_budget`` (bytes; default 60% of the available RAM; ``sizes``:
+    :func:`saddle_point_sizes` of ``game`` and ``concept`` if already counted).
 
     Raises
     ------
@@ -332,8 +356,8 @@ def check_efce_model(game: Game, memory_budget: int | None = None, sizes: dict |
         the memory).
     """
     _check_game(game)
-    need = estimate_efce_bytes(game, sizes)
-    check_budget(need, f"the EFCE saddle point of {game.name}", memory_budget)
+    need = estimate_efce_bytes(game, sizes, concept)
+    check_budget(need, f"the {concept.upper()} saddle point of {game.name}", memory_budget)
 
 
 def build_efce_model(
@@ -342,13 +366,15 @@ def build_efce_model(
     pairs: RelevantPairs | None = None,
     xi_chain: Chain | None = None,
     memory_budget: int | None = None,
+    concept: str = DEFAULT_CONCEPT,
 ) -> EFCEModel:
-    """Ξ by DECOMPOSE, Y by :func:`polytopes.triggers.trigger_deviations`, and the payoff
-    operator ``A`` of the module docstring (rows in Ξ's entry order).  ``pairs``/``xi_chain``
+    """Ξ by DECOMPOSE, Y of ``concept`` by :func:`polytopes.triggers.trigger_deviations`, and the
+    payoff operator ``A`` of the module docstring (rows in Ξ's entry order).  ``pairs``/``xi_chain``
     may be passed to reuse ones already built.  A game whose estimated peak memory exceeds
     ``memory_budget`` (bytes; default 60% of the available RAM) is refused before anything
     large is built."""
-    check_efce_model(game, memory_budget)
+    check_concept(concept)
+    check_efce_model(game, memory_budget, concept=concept)
     release_free_memory()  # what building the game left behind
     pairs = relevant_pairs(game) if pairs is None else pairs
     if xi_chain is None:
@@ -361,7 +387,7 @@ def build_efce_model(
         xi_steps = xi_chain.unlabelled()  # the pair → entry map is kept once, as entry_of_pair
     del xi_chain
     release_free_memory()
-    triggers = trigger_deviations(game, welfare=welfare_threshold is not None)
+    triggers = trigger_deviations(game, welfare=welfare_threshold is not None, concept=concept)
     operator = build_payoff_operator(game, pairs, triggers, entry_of_pair, welfare_threshold)
     release_free_memory()
     return EFCEModel(game, pairs, xi_steps, triggers, operator, entry_of_pair, welfare_threshold)
@@ -443,10 +469,12 @@ def solve_efce(
     averaging: str = DEFAULTS["averaging"],
     threads: int | None = DEFAULTS["threads"],
     backend: ComputeBackend | str | None = DEFAULTS["backend"],
+    concept: str = DEFAULTS["concept"],
 ) -> SolveResult:
-    """Regret minimization on the EFCE saddle point.  Stops at ``target_gap`` (max deviation of
-    the average plan, and welfare within ``target_gap`` of the threshold), ``iterations`` or
-    ``time_limit`` seconds.
+    """Regret minimization on the saddle point of ``concept`` (EFCE by default; EFCCE and NFCCE
+    change only the deviator's polytope ``Y``, :mod:`polytopes.triggers`).  Stops at
+    ``target_gap`` (the concept's max deviation of the average plan, and welfare within
+    ``target_gap`` of the threshold), ``iterations`` or ``time_limit`` seconds.
 
     The defaults are ``rm``'s (:data:`OPTIONS`, so ``efce.solve(game, "rm")`` runs the same):
     PRM+ at every simplex, alternating updates, linear averaging, 10,000 iterations, target gap
@@ -508,14 +536,17 @@ def solve_efce(
     started = time.perf_counter()
     if averaging not in AVERAGING:
         raise ValueError(f"averaging must be one of {', '.join(AVERAGING)}, got {averaging!r}")
+    concept = check_concept(model.concept if model is not None else concept)
     backend = get_backend(backend, threads=threads)
+    if runs_on_device(backend) and concept != "efce":
+        raise OptionError(f"--backend {backend.name} runs EFCE only; {concept.upper()} runs on the CPU")
     if runs_on_device(backend):
         local = device_rule(rule, minimizer)
         if model is None:
             check_device_memory(game, backend, local, alternating, welfare_threshold is not None)
     else:
         make_minimizer = minimizer_factory(rule, minimizer, make_rule(DEFAULTS["local"]), backend)
-    model = model or build_efce_model(game, welfare_threshold, memory_budget=memory_budget)
+    model = model or build_efce_model(game, welfare_threshold, memory_budget=memory_budget, concept=concept)
     host = getattr(backend, "host", backend)  # where the final report and the plan's check run
     driver = IterationDriver(
         iterations=iterations, time_limit=time_limit, check_every=check_every, progress=progress
@@ -940,10 +971,10 @@ def _result(
     plan_violation = FeasibilityCheck(game, parked.pairs(), check_on)(xbar)
     max_violation = max(run.max_violation, plan_violation)
     report, status = run.report, driver.status
+    concept = report.concept
     info = {
-        "efce_gap": report.gap,
-        "efcce_gap": None,
-        "nfcce_gap": None,
+        "concept": concept,
+        **{gap_key(c): (report.gap if c == concept else None) for c in CONCEPTS},
         "welfare": report.welfare,
         "utilities": report.utilities,
         "max_violation": max_violation,
@@ -967,11 +998,13 @@ def _result(
         if lower_bound > CERTIFICATE_TOLERANCE and status != "converged":
             status = "infeasible"
             info["message"] = (
-                f"no EFCE has welfare ≥ {welfare_threshold}: the average deviation "
+                f"no {concept.upper()} has welfare ≥ {welfare_threshold}: the average deviation "
                 f"certifies a saddle-point value ≥ {lower_bound:.6g} > 0"
             )
         elif status != "converged":
-            info["message"] = f"no EFCE with welfare ≥ {welfare_threshold} found within the budget"
+            info["message"] = (
+                f"no {concept.upper()} with welfare ≥ {welfare_threshold} found within the budget"
+            )
     return SolveResult(
         method="rm",
         point=xbar,
@@ -989,6 +1022,8 @@ def _result(
 def _check(o: dict) -> None:
     if o["objective"] == "welfare" and o["welfare_threshold"] is not None:
         raise OptionError("rm --objective welfare searches the threshold itself; drop --welfare-threshold")
+    if o["backend"] != "cpu" and o["concept"] != "efce":
+        raise OptionError(f"--backend {o['backend']} runs EFCE only; {o['concept'].upper()} runs on the CPU")
     # A backend that cannot run here (numba-cuda missing, no GPU) is refused in one line now,
     # before any game is built.
     get_backend(o["backend"], threads=o["threads"])
@@ -1021,6 +1056,7 @@ def _run(game: Game, *, progress: ProgressCallback | None, **o) -> SolveResult:
             alternating=o["updates"] == "alternating",
             threads=o["threads"],
             backend=o["backend"],
+            concept=o["concept"],
         )
     return solve_efce(
         game,
@@ -1034,21 +1070,23 @@ def _run(game: Game, *, progress: ProgressCallback | None, **o) -> SolveResult:
         averaging=o["averaging"],
         alternating=o["updates"] == "alternating",
         backend=o["backend"],
+        concept=o["concept"],
     )
 
 
 def _warm_up(game: Game, o: dict, device: bool = False) -> None:
     """Every kernel variant of ``_run(game, **o)``, on a tiny game standing in Ξ's and Y's sizes
     (:func:`efce.solvers.warm_up.warm_up_run`)."""
-    sizes = saddle_point_sizes(game)
-    check_efce_model(game, sizes=sizes)  # a game the run refuses is refused before the warm-up
+    sizes = saddle_point_sizes(game, o["concept"])
+    # a game the run refuses is refused before the warm-up
+    check_efce_model(game, sizes=sizes, concept=o["concept"])
     if o["backend"] != "cpu":
         # A device loop compiles its own kernels for the run's arrays before its clock starts
         # (SaddlePointRun.warm_up, in the run's compile_seconds); the CPU's size classes do not
         # apply to it.
         return
     welfare = o["welfare_threshold"] is not None or o["objective"] == "welfare"
-    entries = saddle_point_entries(game, welfare=welfare, sizes=sizes)
+    entries = saddle_point_entries(game, welfare=welfare, sizes=sizes, concept=o["concept"])
     warm_up_run(_run, game, o, sizes=entries, backend=get_backend(threads=o["threads"]))
 
 
@@ -1060,7 +1098,7 @@ SOLVE_METHODS = (
         OPTIONS,
         _run,
         players=2,
-        chance=False,
+        chance="none",
         check=_check,
         unused=_unused,
         warm_up=_warm_up,

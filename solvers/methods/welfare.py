@@ -33,6 +33,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from efce.concepts import CONCEPTS, check_concept, gap_key
 from efce.games.game import Game
 from efce.interrupts import acknowledge_stop, stop_requested
 from efce.solvers.backends import ComputeBackend, get_backend
@@ -76,8 +77,10 @@ def solve_optimal_welfare(
     log: Callable[[str], object] | None = None,
     threads: int | None = None,
     backend: ComputeBackend | str | None = RM_DEFAULTS["backend"],
+    concept: str = RM_DEFAULTS["concept"],
 ) -> SolveResult:
-    """An interval ``[lower, upper]`` around the optimal EFCE social welfare, by bisection on τ.
+    """An interval ``[lower, upper]`` around the optimal social welfare of ``concept``'s
+    equilibria (EFCE by default; :mod:`efce.concepts`), by bisection on τ.
 
     This is ``efce.solve(game, "rm", objective="welfare")``; the defaults are ``rm``'s
     (:data:`solvers.methods.efce.OPTIONS`: PRM+, linear averaging, alternating updates, its
@@ -101,13 +104,17 @@ def solve_optimal_welfare(
     -------
     SolveResult
         method ``"rm-welfare"``; ``point`` = the plan at the lower end; ``info`` has
-        ``welfare_interval`` = [lower, upper], ``welfare`` / ``efce_gap`` / ``utilities`` of that
-        plan, ``steps`` (τ, outcome, iterations, seconds per step) and ``bisection_steps``;
+        ``welfare_interval`` = [lower, upper], ``welfare`` / the concept's gap (``efce_gap``,
+        ``efcce_gap`` or ``nfcce_gap``) / ``utilities`` of that plan, ``steps`` (τ, outcome,
+        iterations, seconds per step) and ``bisection_steps``;
         status ``converged`` (width ≤ tolerance), ``time_limit``, ``iteration_limit``, or
         ``interrupted`` (a stop request, :func:`solvers.driver.request_stop`, ended it).
         ``trace`` has one row per step (gap = max deviation of that step's plan; extra:
         threshold, lower, upper).
     """
+    check_concept(concept)
+    gap = gap_key(concept)
+    name = concept.upper()
     if not (tolerance > 0 and np.isfinite(tolerance)):
         raise ValueError(f"tolerance must be a positive number, not {tolerance}")
     eps = tolerance / 10 if gap_tolerance is None else float(gap_tolerance)
@@ -120,7 +127,7 @@ def solve_optimal_welfare(
     lower, upper = welfare_bounds(game)
     if runs_on_device(backend):  # refused before the model is built
         check_device_memory(game, backend, device_rule(rule, None), alternating, welfare=True)
-    model = build_efce_model(game, welfare_threshold=lower, memory_budget=memory_budget)
+    model = build_efce_model(game, welfare_threshold=lower, memory_budget=memory_budget, concept=concept)
     setup = time.perf_counter() - started
 
     def fresh_rule():
@@ -163,8 +170,8 @@ def solve_optimal_welfare(
             upper = min(upper, tau)
         else:
             outcome = "feasible" if r.status == "converged" else "undecided"
-        # Any step's plan with max deviation ≤ ε is an ε-EFCE: its welfare is a lower end.
-        if r.info["efce_gap"] <= eps and (best is None or r.info["welfare"] > best.info["welfare"]):
+        # Any step's plan with max deviation ≤ ε is an ε-equilibrium: its welfare is a lower end.
+        if r.info[gap] <= eps and (best is None or r.info["welfare"] > best.info["welfare"]):
             best = r
             lower = max(lower, min(r.info["welfare"], upper))
         steps.append(
@@ -173,7 +180,7 @@ def solve_optimal_welfare(
                 "outcome": outcome,
                 "iterations": r.iterations,
                 "seconds": r.seconds,
-                "efce_gap": r.info["efce_gap"],
+                gap: r.info[gap],
                 "welfare": r.info["welfare"],
             }
         )
@@ -181,7 +188,7 @@ def solve_optimal_welfare(
             TraceRow(
                 total_iterations,
                 clock(),
-                float(r.info["efce_gap"]),
+                float(r.info[gap]),
                 0.0,
                 {"threshold": tau, "lower": lower, "upper": upper},
             )
@@ -254,8 +261,9 @@ def solve_optimal_welfare(
     info = {
         "welfare_interval": [float(lower), float(upper)],
         "interval_width": float(upper - lower),
-        "lower_end": f"welfare of an EFCE up to max deviation {eps:g}",
-        "upper_end": "certified: no EFCE has welfare above it",
+        "concept": concept,
+        "lower_end": f"welfare of an {name} up to max deviation {eps:g}",
+        "upper_end": f"certified: no {name} has welfare above it",
         "bisection_steps": len(steps),
         "steps": steps,
         "gap_tolerance": eps,
@@ -268,7 +276,7 @@ def solve_optimal_welfare(
     if best is not None:
         point = best.point
         info.update(
-            efce_gap=best.info["efce_gap"],
+            {c: best.info[c] for c in (gap_key(k) for k in CONCEPTS)},
             welfare=best.info["welfare"],
             utilities=best.info["utilities"],
             max_violation=best.info["max_violation"],

@@ -120,15 +120,15 @@ def test_a_game_outside_the_declared_capability_is_refused_before_any_model(meth
 def test_every_method_declares_what_it_solves():
     capabilities = {name: (m.players, m.chance) for name, m in METHODS.items()}
     assert capabilities == {
-        "rm": (2, False),
-        "cfr": (2, True),
-        "cfr+": (2, True),
-        "icfr": (None, True),
-        "cfr-s": (None, True),
-        "trigger": (None, True),
-        "coarse-trigger": (None, True),
-        "lp-highs": (2, False),
-        "lp-pdlp": (2, False),
-        "lp-cvxpy": (2, False),
-        "subgradient": (2, False),
+        "rm": (2, "none"),
+        "cfr": (2, "any"),
+        "cfr+": (2, "any"),
+        "icfr": (None, "any"),
+        "cfr-s": (None, "any"),
+        "trigger": (None, "any"),
+        "coarse-trigger": (None, "any"),
+        "lp-highs": (2, "none"),
+        "lp-pdlp": (2, "none"),
+        "lp-cvxpy": (2, "none"),
+        "subgradient": (2, "none"),
     }

@@ -213,37 +213,41 @@ class PayoffProducts:
     """``A y`` and ``sign · Aᵀ x`` of a :class:`~efce.solvers.evaluation.payoff_operator.PayoffOperator`
     with the serial kernels or, for an operator of :data:`PARALLEL_MIN_ROWS` rows or more on more
     than one thread, the parallel ones (:mod:`.operator`), which need per player the infoset of
-    each trigger sequence and the running work, and one stack per thread (rows two cache lines
-    apart: the following pass writes them per terminal)."""
+    each trigger slot and the running work, and one stack per thread (rows two cache lines
+    apart: the following pass writes them per terminal).  The deviation part of ``A y`` is split
+    among threads only for EFCE, whose trigger slots write distinct rows; a coarse concept's
+    slots share rows (``ξ[σ(Î), ·]`` of sibling infosets), so that part runs on one thread."""
 
     def __init__(self, op, threads: int, parallel_min_rows: int):
         self.operator = op
         tables = op.tables
         self.parts = threads if variant_size(op.shape[0]) >= parallel_min_rows and threads > 1 else 1
+        lam_base1 = 1 + op.trigger_base[1]
+        self._lam_base1 = lam_base1
         self._following = (
             op.seq_parents[0],
             op.seq_parents[1],
             op.own_sequences[0],
             op.own_sequences[1],
+            tables.players[0].follow_trigger,
+            tables.players[1].follow_trigger,
             tables.weighted,
             op.welfare_weight,
             tables.terminal_row,
         )
-        block_start = op.triggers.block_start
-        trigger_base = op.trigger_base
-        self._trigger_base1 = trigger_base[1]
-        # what the λ entries of Aᵀ x read: the terminals in ascending Ξ entry, the first Y entry
+        # what the λ entries of Aᵀ x read: the terminals in ascending Ξ entry, the first λ entry
         # of player 2's triggers, the number of triggers
         self._following_columns = (
             *self._following,
             op.term_order,
-            trigger_base[1],
+            lam_base1,
             op.triggers.num_triggers,
         )
         self._deviation = tuple(
             (
-                t.first,
-                t.num_actions,
+                t.trig_count,
+                t.trig_slot,
+                op.slot_base[i],
                 t.pos,
                 t.end,
                 t.cum,
@@ -253,20 +257,15 @@ class PayoffProducts:
                 t.line_term,
                 t.row_start,
                 t.rows,
-                trigger_base[i],
-                block_start,
             )
             for i, t in enumerate(tables.players)
         )
+        self._split_rows = tables.concept == "efce"
         if self.parts > 1:
-            # the parallel kernels' arguments: per trigger sequence its infoset and the running
-            # work, then the serial ones but the actions (read through the infoset)
+            # the parallel kernels' arguments: per trigger slot its infoset and the running work,
+            # then the serial ones but the counts (read through the infoset)
             self._deviation_parallel = tuple(
-                (
-                    *operator.trigger_work(t.first, t.num_actions, t.line_start, t.num_sequences),
-                    args[0],
-                    *args[2:],
-                )
+                (*operator.trigger_work(t.trig_count, t.trig_slot, t.line_start), *args[1:])
                 for t, args in zip(tables.players, self._deviation, strict=True)
             )
             self._stacks = thread_rows(op.max_depth + 2, np.int64)
@@ -281,7 +280,7 @@ class PayoffProducts:
         if self.parts > 1:
             return run_on_threads(self.parts, self._matvec_parallel, y, out, tau, lam_tau)
         out[:] = 0.0
-        operator.following_matvec(*self._following, self._trigger_base1, lam_tau, tau, y, self._stack, out)
+        operator.following_matvec(*self._following, self._lam_base1, lam_tau, tau, y, self._stack, out)
         for args in self._deviation:
             operator.deviation_matvec(*args, y, out)
         return out
@@ -290,8 +289,12 @@ class PayoffProducts:
         parts = self.parts
         # The following pass zeroes ``out`` and writes every terminal row.
         operator.following_matvec_parallel(
-            *self._following, self._trigger_base1, lam_tau, tau, y, self._stacks, out, parts
+            *self._following, self._lam_base1, lam_tau, tau, y, self._stacks, out, parts
         )
+        if not self._split_rows:
+            for args in self._deviation:
+                operator.deviation_matvec(*args, y, out)
+            return out
         for args in self._deviation_parallel:
             operator.deviation_matvec_parallel(*args, y, out, parts)
         return out
@@ -320,16 +323,16 @@ class PayoffProducts:
 
 def cumulative_work(t: PlayerTriggerTable) -> np.ndarray:
     """Running cost of the trigger infosets ``0..I-1`` of one player's table in
-    :func:`~.gaps.trigger_gains`: per action, a pass over the subtree's sequences and the
+    :func:`~.gaps.trigger_gains`: per trigger slot, a pass over the subtree's sequences and the
     infoset's line of terminals."""
     subtree_sequences = t.cum[t.end] - t.cum[t.pos]
     width = np.diff(t.line_start)
-    per_infoset = t.num_actions.astype(np.int64) * (subtree_sequences + width + 1)
+    per_infoset = t.trig_count.astype(np.int64) * (subtree_sequences + width + 1)
     return np.concatenate(([0], np.cumsum(per_infoset)))
 
 
 class GapSweeps:
-    """The EFCE gap evaluator's sweeps over one game's
+    """The gap evaluator's sweeps over one game's
     :class:`~efce.solvers.evaluation.payoff_operator.TriggerTables`
     (:mod:`~efce.solvers.backends.cpu.gaps`): the trigger infosets of each player split among
     ``threads`` threads by their work."""
@@ -341,6 +344,8 @@ class GapSweeps:
             (
                 t.first,
                 t.num_actions,
+                t.trig_count,
+                t.trig_slot,
                 t.child_ptr,
                 t.child_inf,
                 t.pos,
@@ -359,8 +364,10 @@ class GapSweeps:
         self._cum_work = tuple(cumulative_work(t) for t in tables.players)
 
     def gains(self, values: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-        """Per player, the gain of every trigger sequence against ``ξ = values`` (NaN for the
-        empty sequence), and the players' utilities."""
+        """Per player, the gain ``D − F`` of every trigger slot against ``ξ = values``, and the
+        players' utilities.  A slot's following value ``F`` sums the subtree sums of its
+        following sequences: EFCE's slot ``(I, a)`` follows ``(I, a)``; a coarse slot at ``I``
+        follows every sequence of ``I`` (the terminals below ``I``)."""
         tables = self.tables
         players = tables.players
         per_seq0, per_seq1, utilities = gaps.terminal_sums(
@@ -376,12 +383,18 @@ class GapSweeps:
             t = players[i]
             # Following values: per own sequence, then accumulated over subtrees.
             follow = gaps.subtree_sums(per_seq, t.first, t.num_actions, t.infoset_parent)
+            if t.concept == "efce":
+                follow_slot = follow[1:]
+            else:
+                hosts = np.flatnonzero(t.trig_count)
+                per_infoset = np.add.reduceat(follow, t.first) if len(t.first) else np.zeros(0)
+                follow_slot = np.ascontiguousarray(per_infoset[hosts])
             out.append(
                 run_on_threads(
                     self.threads,
                     gaps.trigger_gains,
                     *self._players[i],
-                    follow,
+                    follow_slot,
                     values,
                     self._cum_work[i],
                     self.threads,

@@ -1,11 +1,12 @@
 """The gap sweeps: trigger gains of a correlation plan, best responses and subtree sums over a
 player's sequences, the welfare of a plan.
 
-For player ``i`` and trigger sequence ``σ̂ = (Î, â)`` (von Stengel & Forges 2008; Farina, Ling,
-Fang, Sandholm 2019) the gain of the trigger agent is ``D(σ̂) − F(σ̂)``: the deviation value ``D``
-is a best response over ``Î``'s subtree against ``ξ[σ̂, σ_{-i}(z)]`` (:func:`trigger_gains`, read
-through the trigger tables of :mod:`efce.solvers.evaluation.payoff_operator`), the following
-value ``F`` a subtree sum of per-sequence terminal sums (:func:`terminal_sums`,
+For player ``i`` and a trigger slot at infoset ``Î`` with recommendation sequence ``r`` (EFCE:
+``σ̂ = (Î, â)``; von Stengel & Forges 2008; Farina, Ling, Fang, Sandholm 2019; the coarse
+concepts: :mod:`efce.concepts`) the gain of the trigger agent is ``D − F``: the deviation value
+``D`` is a best response over ``Î``'s subtree against ``ξ[r, σ_{-i}(z)]`` (:func:`trigger_gains`,
+read through the trigger tables of :mod:`efce.solvers.evaluation.payoff_operator`), the
+following value ``F`` a sum of subtree sums of per-sequence terminal sums (:func:`terminal_sums`,
 :func:`subtree_sums`).  The evaluator (:class:`efce.solvers.evaluation.gaps.EFCEGapEvaluator`)
 combines them; the trigger-regret dynamics and CFR's exploitability use :func:`subtree_sums` and
 :func:`best_response` on their own.
@@ -100,6 +101,8 @@ def best_response(
 def trigger_gains(
     first: np.ndarray,
     num_actions: np.ndarray,
+    trig_count: np.ndarray,
+    trig_slot: np.ndarray,
     child_ptr: np.ndarray,
     child_inf: np.ndarray,
     pos: np.ndarray,
@@ -117,12 +120,11 @@ def trigger_gains(
     cum_work: np.ndarray,
     parts: int,
 ) -> np.ndarray:
-    """``D(σ̂) − F(σ̂)`` for every trigger sequence of one player (NaN for the empty one), the
-    trigger infosets split into ``parts`` ranges of about equal work (``cum_work``), each gain
-    computed by one thread in the serial order: the same on any thread count."""
-    n_seq = len(follow)
+    """``D − F`` for every trigger slot of one player (``follow``: the following value of each
+    slot), the trigger infosets split into ``parts`` ranges of about equal work (``cum_work``),
+    each gain computed by one thread in the serial order: the same on any thread count."""
     n_inf = len(first)
-    gains = np.full(n_seq, np.nan)
+    gains = np.full(len(follow), np.nan)
     for part in numba.prange(parts):
         lo, hi = balanced_part(cum_work, part, parts)
         value = np.zeros(n_inf)
@@ -131,6 +133,8 @@ def trigger_gains(
             hi,
             first,
             num_actions,
+            trig_count,
+            trig_slot,
             child_ptr,
             child_inf,
             pos,
@@ -157,6 +161,8 @@ def gains_of_infosets(
     i_hi: int,
     first: np.ndarray,
     num_actions: np.ndarray,
+    trig_count: np.ndarray,
+    trig_slot: np.ndarray,
     child_ptr: np.ndarray,
     child_inf: np.ndarray,
     pos: np.ndarray,
@@ -174,12 +180,11 @@ def gains_of_infosets(
     value: np.ndarray,
     gains: np.ndarray,
 ) -> np.ndarray:
-    """The gains of the triggers at infosets ``i_lo .. i_hi-1`` (``value``: infoset scratch)."""
+    """The gains of the trigger slots at infosets ``i_lo .. i_hi-1`` (``value``: infoset scratch)."""
     for trig_inf in range(i_lo, i_hi):
         _, _, shift, width = trigger_lines(trig_inf, pos, end, cum, term_ptr, line_start)
         lo, hi = pos[trig_inf], end[trig_inf]
-        for a_hat in range(num_actions[trig_inf]):
-            s_hat = first[trig_inf] + a_hat
+        for a_hat in range(trig_count[trig_inf]):
             rshift = row_start[trig_inf] + a_hat * width - line_start[trig_inf]
             # Best response of the trigger agent, bottom-up over Î's subtree (reverse preorder).
             for q in range(hi - 1, lo - 1, -1):
@@ -196,5 +201,6 @@ def gains_of_infosets(
                     if v > best:
                         best = v
                 value[inf] = best
-            gains[s_hat] = value[trig_inf] - follow[s_hat]
+            slot = trig_slot[trig_inf] + a_hat
+            gains[slot] = value[trig_inf] - follow[slot]
     return gains

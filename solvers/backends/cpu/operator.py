@@ -1,11 +1,14 @@
 """The products of the EFCE payoff operator ``A`` with a vector, serial and parallel.
 
 ``A`` (:class:`efce.solvers.evaluation.payoff_operator.PayoffOperator`; rows: Ξ's chain entries,
-columns: Y's entries) has a *deviation* part — for a trigger ``σ̂ = (Î, â)`` of player ``i`` the
-rows ``(σ̂, σ_{-i}(z))`` and columns ``(σ̂, σ_i(z))`` of the terminals ``z`` below ``Î``, read from
-the trigger tables (:class:`efce.solvers.evaluation.payoff_operator.PlayerTriggerTable`) — and a
-*following* part — column ``λ_σ̂``, rows ``σ(z)`` for ``σ_i(z) ⪰ σ̂``, walked up each terminal's
-own sequences — plus, with a welfare threshold, the column ``λ_τ``.
+columns: Y's entries) has a *deviation* part — for a trigger slot of player ``i`` at infoset
+``Î`` with recommendation sequence ``r`` (EFCE: ``σ̂ = (Î, â)``) the rows ``(r, σ_{-i}(z))`` and
+columns ``(slot, σ_i(z))`` of the terminals ``z`` below ``Î``, read from the trigger tables
+(:class:`efce.solvers.evaluation.payoff_operator.PlayerTriggerTable`) — and a *following* part —
+column ``λ_t``, rows ``σ(z)`` for the terminals trigger ``t`` fires on, walked up each terminal's
+own sequences (each names its trigger, ``follow``) — plus, with a welfare threshold, the column
+``λ_τ``.  The same kernels serve every concept (:mod:`efce.concepts`); EFCE's tables make them
+the arithmetic they always were.
 
 Every sum runs in the order of a CSR product with the explicit matrix (ascending column for
 ``A y``, ascending Ξ entry for ``Aᵀ x``): regret matching breaks ties exactly, so this keeps the
@@ -17,9 +20,10 @@ which split the work among threads so that every output entry is written by one 
 the serial order: bit-identical for any thread count.
 
 * deviation part of ``A y``: the rows of trigger ``σ̂`` are the pairs holding ``σ̂`` as its
-  player's sequence, so distinct triggers write distinct rows; the triggers (sequences) are cut
-  into ``parts ·`` :data:`BLOCKS_PER_THREAD` ranges of about equal work (``cum_work``), dealt to the parts
-  in turn;
+  player's sequence, so distinct EFCE triggers write distinct rows; the trigger slots are cut
+  into ``parts ·`` :data:`BLOCKS_PER_THREAD` ranges of about equal work (``cum_work``), dealt to
+  the parts in turn (a coarse concept's slots share rows — ``ξ[σ(Î), ·]`` for sibling infosets —
+  so its products run serially: :class:`~efce.solvers.backends.cpu.backend.PayoffProducts`);
 * deviation part of ``Aᵀ x``: output ``(σ̂, p)`` is one sum, split the same way;
 * following part of ``A y``: one row per terminal, terminals split evenly;
 * following part of ``Aᵀ x``: player 1's λ entries, player 2's and λ_τ are disjoint, so two parts
@@ -63,7 +67,7 @@ def trigger_lines(
 def deviation_row_adds(
     inf: int,
     a: int,
-    s_hat: int,
+    eb: int,
     p_lo: int,
     p_hi: int,
     shift: int,
@@ -74,14 +78,12 @@ def deviation_row_adds(
     line_term: np.ndarray,
     row_start: np.ndarray,
     rows: np.ndarray,
-    trig_base: int,
-    block_start: np.ndarray,
     y: np.ndarray,
     out: np.ndarray,
 ) -> None:
-    """Trigger ``s_hat = (inf, a)``'s columns of ``A y``'s deviation part, added into its rows in
+    """Trigger slot ``a`` of infoset ``inf``: its columns of ``A y``'s deviation part (Y entries
+    ``eb + p`` for the preorder slots ``p`` of ``inf``'s subtree), added into its rows in
     ascending column order; zero entries of ``y`` are skipped."""
-    eb = block_start[U(trig_base + s_hat - 1)] - p_lo
     rshift = row_start[U(inf)] + a * width - line_start[U(inf)]
     for p in range(p_lo, p_hi):
         v = y[U(eb + p)]
@@ -95,7 +97,7 @@ def deviation_row_adds(
 def deviation_column_sums(
     inf: int,
     a: int,
-    s_hat: int,
+    eb: int,
     p_lo: int,
     p_hi: int,
     shift: int,
@@ -106,15 +108,12 @@ def deviation_column_sums(
     line_term: np.ndarray,
     row_start: np.ndarray,
     rows: np.ndarray,
-    trig_base: int,
-    block_start: np.ndarray,
     x: np.ndarray,
     sign: float,
     out: np.ndarray,
 ) -> None:
-    """Trigger ``s_hat = (inf, a)``'s entries of ``sign · Aᵀ x``'s deviation part, each one sum
-    in ascending row order."""
-    eb = block_start[U(trig_base + s_hat - 1)] - p_lo
+    """Trigger slot ``a`` of infoset ``inf``: its entries of ``sign · Aᵀ x``'s deviation part,
+    each one sum in ascending row order."""
     rshift = row_start[U(inf)] + a * width - line_start[U(inf)]
     for p in range(p_lo, p_hi):
         acc = 0.0
@@ -130,35 +129,44 @@ def following_row(
     seq_parent1: np.ndarray,
     own0: np.ndarray,
     own1: np.ndarray,
+    follow0: np.ndarray,
+    follow1: np.ndarray,
     weighted: np.ndarray,
     welfare_w: np.ndarray,
-    trig_base1: int,
+    lam_base1: int,
     lam_tau: int,
     y: np.ndarray,
     stack: np.ndarray,
 ) -> float:
-    """Row ``σ(z)`` of ``A y``'s following part: ``−p_c u_i(z) λ_σ̂`` for every own sequence
-    ``σ̂ ⪯ σ_i(z)`` of either player (and ``λ_τ``), added in ascending column order (the order of
-    a CSR row of the explicit matrix); ``stack`` holds a path (one slot per depth)."""
+    """Row ``σ(z)`` of ``A y``'s following part: ``−p_c u_i(z) λ_t`` for every trigger ``t`` of
+    either player that fires on ``z`` — the triggers ``follow_i[σ]`` named by the own sequences
+    ``σ ⪯ σ_i(z)`` (-1: none), at Y entries ``1 + t`` (player 1) and ``lam_base1 + t`` (player
+    2) — and ``λ_τ``, added in ascending column order (the order of a CSR row of the explicit
+    matrix); ``stack`` holds a path (one slot per depth).
+
+    The pushes have no branch: with ``if t >= 0: stack[n] = t; n += 1`` numba's parfor pass
+    (0.68) left the rows of every part but the first at 0 in :func:`following_matvec_parallel`."""
     acc = 0.0
     n = 0
     s = own0[U(z)]
     while s != 0:
-        stack[U(n)] = s
-        n += 1
+        t = follow0[U(s)]
+        stack[U(n)] = t
+        n += t >= 0  # a sequence naming no trigger (-1) is overwritten by the next
         s = seq_parent0[U(s)]
     w = -weighted[z, 0]
     for q in range(n - 1, -1, -1):
-        acc += w * y[U(stack[U(q)])]  # λ of player 1's trigger σ̂ is entry σ̂
+        acc += w * y[U(1 + stack[U(q)])]
     n = 0
     s = own1[U(z)]
     while s != 0:
-        stack[U(n)] = s
-        n += 1
+        t = follow1[U(s)]
+        stack[U(n)] = t
+        n += t >= 0
         s = seq_parent1[U(s)]
     w = -weighted[z, 1]
     for q in range(n - 1, -1, -1):
-        acc += w * y[U(trig_base1 + stack[U(q)])]
+        acc += w * y[U(lam_base1 + stack[U(q)])]
     if lam_tau >= 0:
         acc += -welfare_w[U(z)] * y[U(lam_tau)]
     return acc
@@ -166,13 +174,22 @@ def following_row(
 
 @numba.njit(inline="always")
 def following_column_adds(
-    z: int, v: float, w: float, own: np.ndarray, seq_parent: np.ndarray, base: int, out: np.ndarray
+    z: int,
+    v: float,
+    w: float,
+    own: np.ndarray,
+    seq_parent: np.ndarray,
+    follow: np.ndarray,
+    lam_base: int,
+    out: np.ndarray,
 ) -> None:
-    """Terminal ``z``'s additions ``w · v`` to the λ entries of one player's sequences
-    ``σ̂ ⪯ σ_i(z)`` (entries ``base + σ̂``) in ``Aᵀ x``'s following part."""
+    """Terminal ``z``'s additions ``w · v`` to the λ entries (``lam_base + t``) of the triggers
+    ``t = follow[σ]`` of one player's own sequences ``σ ⪯ σ_i(z)`` in ``Aᵀ x``'s following part."""
     s = own[U(z)]
     while s != 0:
-        out[U(base + s)] += w * v
+        t = follow[U(s)]
+        if t >= 0:
+            out[U(lam_base + t)] += w * v
         s = seq_parent[U(s)]
 
 
@@ -198,8 +215,9 @@ def following_columns_scaled(num_lambda: int, sign: float, out: np.ndarray) -> N
 # ---------------------------------------------------------------------- serial kernels
 @kernel(shares_bodies=True)
 def deviation_matvec(
-    first: np.ndarray,
-    num_actions: np.ndarray,
+    trig_count: np.ndarray,
+    trig_slot: np.ndarray,
+    slot_base: np.ndarray,
     pos: np.ndarray,
     end: np.ndarray,
     cum: np.ndarray,
@@ -209,19 +227,17 @@ def deviation_matvec(
     line_term: np.ndarray,
     row_start: np.ndarray,
     rows: np.ndarray,
-    trig_base: int,
-    block_start: np.ndarray,
     y: np.ndarray,
     out: np.ndarray,
 ) -> None:
-    """``out += `` one player's deviation part of ``A y`` (triggers in order)."""
-    for inf in range(len(first)):
+    """``out += `` one player's deviation part of ``A y`` (trigger slots in order)."""
+    for inf in range(len(trig_count)):
         p_lo, p_hi, shift, width = trigger_lines(inf, pos, end, cum, term_ptr, line_start)
-        for a in range(num_actions[U(inf)]):
+        for a in range(trig_count[U(inf)]):
             deviation_row_adds(
                 inf,
                 a,
-                first[U(inf)] + a,
+                slot_base[U(trig_slot[U(inf)] + a)],
                 p_lo,
                 p_hi,
                 shift,
@@ -232,8 +248,6 @@ def deviation_matvec(
                 line_term,
                 row_start,
                 rows,
-                trig_base,
-                block_start,
                 y,
                 out,
             )
@@ -241,8 +255,9 @@ def deviation_matvec(
 
 @kernel(shares_bodies=True)
 def deviation_rmatvec(
-    first: np.ndarray,
-    num_actions: np.ndarray,
+    trig_count: np.ndarray,
+    trig_slot: np.ndarray,
+    slot_base: np.ndarray,
     pos: np.ndarray,
     end: np.ndarray,
     cum: np.ndarray,
@@ -252,20 +267,18 @@ def deviation_rmatvec(
     line_term: np.ndarray,
     row_start: np.ndarray,
     rows: np.ndarray,
-    trig_base: int,
-    block_start: np.ndarray,
     x: np.ndarray,
     sign: float,
     out: np.ndarray,
 ) -> None:
     """One player's deviation entries of ``out = sign · Aᵀ x``."""
-    for inf in range(len(first)):
+    for inf in range(len(trig_count)):
         p_lo, p_hi, shift, width = trigger_lines(inf, pos, end, cum, term_ptr, line_start)
-        for a in range(num_actions[U(inf)]):
+        for a in range(trig_count[U(inf)]):
             deviation_column_sums(
                 inf,
                 a,
-                first[U(inf)] + a,
+                slot_base[U(trig_slot[U(inf)] + a)],
                 p_lo,
                 p_hi,
                 shift,
@@ -276,8 +289,6 @@ def deviation_rmatvec(
                 line_term,
                 row_start,
                 rows,
-                trig_base,
-                block_start,
                 x,
                 sign,
                 out,
@@ -290,10 +301,12 @@ def following_matvec(
     seq_parent1: np.ndarray,
     own0: np.ndarray,
     own1: np.ndarray,
+    follow0: np.ndarray,
+    follow1: np.ndarray,
     weighted: np.ndarray,
     welfare_w: np.ndarray,
     terminal_row: np.ndarray,
-    trig_base1: int,
+    lam_base1: int,
     lam_tau: int,
     tau: float,
     y: np.ndarray,
@@ -301,11 +314,23 @@ def following_matvec(
     out: np.ndarray,
 ) -> None:
     """Columns ``λ`` (and ``λ_τ``) of ``A y`` (:func:`following_row`).  Rows of distinct
-    terminals are distinct (no chance), so this pass writes each of them once, into a zeroed
-    ``out``, before the deviation part adds to them."""
+    terminals are distinct (the tables merge terminals sharing a pair of sequences), so this pass
+    writes each of them once, into a zeroed ``out``, before the deviation part adds to them."""
     for z in range(len(own0)):
         out[U(terminal_row[U(z)])] = following_row(
-            z, seq_parent0, seq_parent1, own0, own1, weighted, welfare_w, trig_base1, lam_tau, y, stack
+            z,
+            seq_parent0,
+            seq_parent1,
+            own0,
+            own1,
+            follow0,
+            follow1,
+            weighted,
+            welfare_w,
+            lam_base1,
+            lam_tau,
+            y,
+            stack,
         )
     if lam_tau >= 0:
         out[0] += tau * y[lam_tau]  # (∅, ∅) is Ξ's entry 0
@@ -317,11 +342,13 @@ def following_rmatvec(
     seq_parent1: np.ndarray,
     own0: np.ndarray,
     own1: np.ndarray,
+    follow0: np.ndarray,
+    follow1: np.ndarray,
     weighted: np.ndarray,
     welfare_w: np.ndarray,
     terminal_row: np.ndarray,
     term_order: np.ndarray,
-    trig_base1: int,
+    lam_base1: int,
     num_lambda: int,
     lam_tau: int,
     tau: float,
@@ -335,8 +362,8 @@ def following_rmatvec(
     for q in range(len(term_order)):
         z = term_order[U(q)]
         v = x[U(terminal_row[U(z)])]
-        following_column_adds(z, v, -weighted[z, 0], own0, seq_parent0, 0, out)
-        following_column_adds(z, v, -weighted[z, 1], own1, seq_parent1, trig_base1, out)
+        following_column_adds(z, v, -weighted[z, 0], own0, seq_parent0, follow0, 1, out)
+        following_column_adds(z, v, -weighted[z, 1], own1, seq_parent1, follow1, lam_base1, out)
         if lam_tau >= 0:
             out[U(lam_tau)] += -welfare_w[U(z)] * v
     following_columns_scaled(num_lambda, sign, out)
@@ -345,23 +372,25 @@ def following_rmatvec(
 # ---------------------------------------------------------------------- parallel kernels
 @kernel()
 def trigger_work(
-    first: np.ndarray, num_actions: np.ndarray, line_start: np.ndarray, n_seq: int
+    trig_count: np.ndarray, trig_slot: np.ndarray, line_start: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(seq_inf, cum_work)``: the infoset of each sequence and the running sum over the
-    sequences ``1..s`` of their trigger's deviation nonzeros (``cum_work[0] = 0``)."""
-    seq_inf = np.zeros(n_seq, np.int64)
-    work = np.zeros(n_seq, np.int64)
-    for inf in range(len(first)):
+    """``(slot_inf, cum_work)``: the infoset of each trigger slot and the running sum of the
+    slots' deviation nonzeros, ``cum_work[k]`` over the slots before ``k`` (length slots + 1).
+    :func:`work_part` cuts positions ``1..slots`` of it; position ``k`` is slot ``k - 1``."""
+    n_slots = trig_slot[len(trig_count)]
+    slot_inf = np.zeros(n_slots, np.int64)
+    work = np.zeros(n_slots + 1, np.int64)
+    for inf in range(len(trig_count)):
         width = line_start[inf + 1] - line_start[inf]
-        for a in range(num_actions[inf]):
-            seq_inf[first[inf] + a] = inf
-            work[first[inf] + a] = width + 1
-    return seq_inf, np.cumsum(work)
+        for a in range(trig_count[inf]):
+            slot_inf[trig_slot[inf] + a] = inf
+            work[trig_slot[inf] + a + 1] = width + 1
+    return slot_inf, np.cumsum(work)
 
 
 @numba.njit(inline="always")
 def work_part(cum_work: np.ndarray, p: int, parts: int) -> tuple[int, int]:
-    """Sequences ``[lo, hi)`` of part ``p`` of ``parts``: equal shares of the total work."""
+    """Positions ``[lo, hi)`` (slot + 1) of part ``p`` of ``parts``: equal shares of the total work."""
     total = cum_work[-1]
     lo = 1 if p == 0 else np.searchsorted(cum_work, (total * p) // parts, side="right")
     hi = (
@@ -374,9 +403,10 @@ def work_part(cum_work: np.ndarray, p: int, parts: int) -> tuple[int, int]:
 
 @kernel(parallel=True)
 def deviation_matvec_parallel(
-    seq_inf: np.ndarray,
+    slot_inf: np.ndarray,
     cum_work: np.ndarray,
-    first: np.ndarray,
+    trig_slot: np.ndarray,
+    slot_base: np.ndarray,
     pos: np.ndarray,
     end: np.ndarray,
     cum: np.ndarray,
@@ -386,25 +416,24 @@ def deviation_matvec_parallel(
     line_term: np.ndarray,
     row_start: np.ndarray,
     rows: np.ndarray,
-    trig_base: int,
-    block_start: np.ndarray,
     y: np.ndarray,
     out: np.ndarray,
     parts: int,
 ) -> None:
-    """:func:`deviation_matvec` with the triggers in ``parts · blocks_per_part`` blocks of equal
-    work (:data:`BLOCKS_PER_THREAD` per part), block ``b`` on part ``b mod parts``."""
+    """:func:`deviation_matvec` with the trigger slots in ``parts · blocks_per_part`` blocks of
+    equal work (:data:`BLOCKS_PER_THREAD` per part), block ``b`` on part ``b mod parts``; for
+    slots that write distinct rows (EFCE's)."""
     blocks = parts * BLOCKS_PER_THREAD
     for part in numba.prange(parts):
         for block in range(part, blocks, parts):
-            s_lo, s_hi = work_part(cum_work, block, blocks)
-            for s_hat in range(s_lo, s_hi):
-                inf = seq_inf[U(s_hat)]
+            k_lo, k_hi = work_part(cum_work, block, blocks)
+            for k in range(k_lo, k_hi):
+                inf = slot_inf[U(k - 1)]
                 p_lo, p_hi, shift, width = trigger_lines(inf, pos, end, cum, term_ptr, line_start)
                 deviation_row_adds(
                     inf,
-                    s_hat - first[U(inf)],
-                    s_hat,
+                    k - 1 - trig_slot[U(inf)],
+                    slot_base[U(k - 1)],
                     p_lo,
                     p_hi,
                     shift,
@@ -415,8 +444,6 @@ def deviation_matvec_parallel(
                     line_term,
                     row_start,
                     rows,
-                    trig_base,
-                    block_start,
                     y,
                     out,
                 )
@@ -424,9 +451,10 @@ def deviation_matvec_parallel(
 
 @kernel(parallel=True)
 def deviation_rmatvec_parallel(
-    seq_inf: np.ndarray,
+    slot_inf: np.ndarray,
     cum_work: np.ndarray,
-    first: np.ndarray,
+    trig_slot: np.ndarray,
+    slot_base: np.ndarray,
     pos: np.ndarray,
     end: np.ndarray,
     cum: np.ndarray,
@@ -436,25 +464,24 @@ def deviation_rmatvec_parallel(
     line_term: np.ndarray,
     row_start: np.ndarray,
     rows: np.ndarray,
-    trig_base: int,
-    block_start: np.ndarray,
     x: np.ndarray,
     sign: float,
     out: np.ndarray,
     parts: int,
 ) -> None:
-    """:func:`deviation_rmatvec` split as :func:`deviation_matvec_parallel`."""
+    """:func:`deviation_rmatvec` split as :func:`deviation_matvec_parallel` (every output entry
+    belongs to one slot, so any concept's slots may be split)."""
     blocks = parts * BLOCKS_PER_THREAD
     for part in numba.prange(parts):
         for block in range(part, blocks, parts):
-            s_lo, s_hi = work_part(cum_work, block, blocks)
-            for s_hat in range(s_lo, s_hi):
-                inf = seq_inf[U(s_hat)]
+            k_lo, k_hi = work_part(cum_work, block, blocks)
+            for k in range(k_lo, k_hi):
+                inf = slot_inf[U(k - 1)]
                 p_lo, p_hi, shift, width = trigger_lines(inf, pos, end, cum, term_ptr, line_start)
                 deviation_column_sums(
                     inf,
-                    s_hat - first[U(inf)],
-                    s_hat,
+                    k - 1 - trig_slot[U(inf)],
+                    slot_base[U(k - 1)],
                     p_lo,
                     p_hi,
                     shift,
@@ -465,8 +492,6 @@ def deviation_rmatvec_parallel(
                     line_term,
                     row_start,
                     rows,
-                    trig_base,
-                    block_start,
                     x,
                     sign,
                     out,
@@ -479,10 +504,12 @@ def following_matvec_parallel(
     seq_parent1: np.ndarray,
     own0: np.ndarray,
     own1: np.ndarray,
+    follow0: np.ndarray,
+    follow1: np.ndarray,
     weighted: np.ndarray,
     welfare_w: np.ndarray,
     terminal_row: np.ndarray,
-    trig_base1: int,
+    lam_base1: int,
     lam_tau: int,
     tau: float,
     y: np.ndarray,
@@ -501,7 +528,19 @@ def following_matvec_parallel(
         stack = stacks[part]
         for z in range((n_z * part) // parts, (n_z * (part + 1)) // parts):
             out[U(terminal_row[U(z)])] = following_row(
-                z, seq_parent0, seq_parent1, own0, own1, weighted, welfare_w, trig_base1, lam_tau, y, stack
+                z,
+                seq_parent0,
+                seq_parent1,
+                own0,
+                own1,
+                follow0,
+                follow1,
+                weighted,
+                welfare_w,
+                lam_base1,
+                lam_tau,
+                y,
+                stack,
             )
     if lam_tau >= 0:
         out[0] += tau * y[lam_tau]
@@ -513,11 +552,13 @@ def following_rmatvec_parallel(
     seq_parent1: np.ndarray,
     own0: np.ndarray,
     own1: np.ndarray,
+    follow0: np.ndarray,
+    follow1: np.ndarray,
     weighted: np.ndarray,
     welfare_w: np.ndarray,
     terminal_row: np.ndarray,
     term_order: np.ndarray,
-    trig_base1: int,
+    lam_base1: int,
     num_lambda: int,
     lam_tau: int,
     tau: float,
@@ -532,12 +573,13 @@ def following_rmatvec_parallel(
         if player == 0:
             for q in range(len(term_order)):
                 z = term_order[U(q)]
-                following_column_adds(z, x[U(terminal_row[U(z)])], -weighted[z, 0], own0, seq_parent0, 0, out)
+                v = x[U(terminal_row[U(z)])]
+                following_column_adds(z, v, -weighted[z, 0], own0, seq_parent0, follow0, 1, out)
         else:
             for q in range(len(term_order)):
                 z = term_order[U(q)]
                 v = x[U(terminal_row[U(z)])]
-                following_column_adds(z, v, -weighted[z, 1], own1, seq_parent1, trig_base1, out)
+                following_column_adds(z, v, -weighted[z, 1], own1, seq_parent1, follow1, lam_base1, out)
                 if lam_tau >= 0:
                     out[U(lam_tau)] += -welfare_w[U(z)] * v
     following_columns_scaled(num_lambda, sign, out)
