@@ -473,7 +473,10 @@ class Chain(_ChainFields):
         if first_entry != 1:
             raise ChainError("target_ptr[0] must be 1 (entry 0 is the constant 1)")
         if runs is not None:
-            reason, k = _first_invalid_run_step(*runs.kernel_arrays(), self.source)
+            ptr, run_kind, run_size, run_nsrc, run_entry, run_source = runs.kernel_arrays()
+            reason, k = _first_invalid_run_step(
+                ptr, run_kind, run_size, run_nsrc, run_entry, run_source, self.source
+            )
         else:
             reason, k = _first_invalid_step(self.target_ptr, self.source_ptr, self.source, self.kind)
         if reason:

@@ -52,7 +52,7 @@ from efce.solvers.backends.protocol import PRM_PLUS, OperatorProducts
 from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.gaps import EFCEGapEvaluator, GapReport
 from efce.solvers.evaluation.payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
-from efce.solvers.methods.selfplay import SelfPlay
+from efce.solvers.methods.selfplay import DeviatorPlay, SelfPlay
 from efce.solvers.options import (
     CONCEPT,
     ITERATIONS,
@@ -65,8 +65,8 @@ from efce.solvers.options import (
     Option,
     defaults,
 )
-from efce.solvers.regret.engine import ChainEngine, chain_minimum, minimizer_factory
-from efce.solvers.regret.local import LocalRule
+from efce.solvers.regret.engine import ChainEngine, RuleMinimizers, chain_minimum, minimizer_factory
+from efce.solvers.regret.local import LocalRule, Segments
 from efce.solvers.regret.protocol import MinimizerFactory
 from efce.solvers.regret.registry import as_rule, make_rule
 from efce.solvers.result import SolveResult, TraceRow
@@ -678,16 +678,34 @@ def saddle_point_play(
     power: float = 1.0,
     average_deviator: bool = False,
     products: OperatorProducts | None = None,
-) -> SelfPlay:
-    """The correlator (an engine on Ξ's chain, observing ``A·y``) against the deviator (an
-    engine on Y's chain, observing ``−Aᵀ·x``), each built by ``make_minimizer`` from its chain,
-    with the correlator's running average (and the deviator's with ``average_deviator``) under
-    weights ``t^power``: the loop of :func:`solve_efce`.  ``products`` are ``A``'s products on
-    the loop's backend (:meth:`~.PayoffOperator.products`; default: on the CPU, every thread
-    numba may use)."""
+) -> SelfPlay | DeviatorPlay:
+    """The correlator (an engine on Ξ's chain, observing ``A·y``) against the deviator (on Y,
+    observing ``−Aᵀ·x``), each built by ``make_minimizer`` from its chain, with the correlator's
+    running average (and the deviator's with ``average_deviator``) under weights ``t^power``:
+    the loop of :func:`solve_efce`.  ``products`` are ``A``'s products on the loop's backend
+    (:meth:`~.PayoffOperator.products`; default: on the CPU, every thread numba may use).
+
+    When ``make_minimizer`` runs a local rule's kernel on a compute backend
+    (:class:`~efce.solvers.regret.engine.RuleMinimizers`), the deviator is that backend's fused
+    deviator (:meth:`~efce.solvers.backends.cpu.backend.CPUBackend.fused_deviator`: Y's passes
+    with ``A``'s products inside, no point, loss or chain of Y held) in a
+    :class:`~efce.solvers.methods.selfplay.DeviatorPlay`, whose iterates are those of the
+    :class:`~efce.solvers.methods.selfplay.SelfPlay` of two engines it replaces, bit for bit;
+    any other factory gets that :class:`~efce.solvers.methods.selfplay.SelfPlay`, on Y's chain."""
     products = model.operator.products() if products is None else products
-    matvec, rmatvec = products.matvec, products.rmatvec
     xi_engine = ChainEngine(model.xi_steps, minimizer=make_minimizer(model.xi_steps))
+    deviator = _fused_deviator(model, make_minimizer, products)
+    if deviator is not None:
+        return DeviatorPlay(
+            xi_engine,
+            deviator,
+            alternating=bool(alternating),
+            average_deviator=average_deviator,
+            power=power,
+            narrow=True,
+            deviator_entries=model.triggers.num_entries,
+        )
+    matvec, rmatvec = products.matvec, products.rmatvec
     y_engine = ChainEngine(model.triggers.chain, minimizer=make_minimizer(model.triggers.chain))
     return SelfPlay(
         (xi_engine, y_engine),
@@ -697,6 +715,23 @@ def saddle_point_play(
         power=power,
         narrow=True,
     )
+
+
+def _fused_deviator(model: EFCEModel, make_minimizer: MinimizerFactory, products: OperatorProducts):
+    """The fused deviator of ``make_minimizer``'s rule on its compute backend, or None (a
+    factory of other minimizers, a rule without a kernel, or a backend without one)."""
+    if not isinstance(make_minimizer, RuleMinimizers):
+        return None
+    backend = make_minimizer.compiled_backend()
+    kernel = make_minimizer.rule.kernel()
+    if backend is None or kernel is None or not hasattr(backend, "fused_deviator"):
+        return None
+    entries = model.triggers.num_entries - 1  # every entry of Y but the constant is a simplex's
+    state = {
+        key: backend.to_device(v)
+        for key, v in make_minimizer.rule.init(Segments.from_sizes([entries])).items()
+    }
+    return backend.fused_deviator(products, kernel, state)
 
 
 def saddle_point_gap(
@@ -823,7 +858,7 @@ class HostSaddlePoint:
     ):
         self.model, self.backend, self.evaluator = model, backend, evaluator
         self.products = model.operator.products(backend)
-        self.play: SelfPlay = saddle_point_play(
+        self.play: SelfPlay | DeviatorPlay = saddle_point_play(
             model,
             make_minimizer,
             alternating=alternating,
@@ -832,10 +867,13 @@ class HostSaddlePoint:
             products=self.products,
         )
         # The checkpoints read the gap from the saddle point (saddle_point_gap: about half the
-        # evaluator's cost) into a buffer the loop leaves idle between steps; the final report
-        # still comes from the evaluator.
+        # evaluator's cost; a fused deviator's best response holds no array of Y) into a buffer
+        # the loop leaves idle between steps; the final report still comes from the evaluator.
+        fused = isinstance(self.play, DeviatorPlay)
         self._work = (
-            self.play.idle_buffer(model.triggers.chain.num_entries) if model.operator.tau is None else None
+            self.play.idle_buffer(model.triggers.num_entries)
+            if model.operator.tau is None and not fused
+            else None
         )
 
     @property
@@ -861,7 +899,12 @@ class HostSaddlePoint:
         assert sum_x is not None  # Ξ's player is always averaged
         # before work overwrites x
         violations = self.model.xi_steps.violations((x, sum_x), (1.0, scale), backend=self.backend)
-        if self._work is None:
+        play = self.play
+        if isinstance(play, DeviatorPlay) and self.model.operator.tau is None:
+            # saddle_point_gap's number, Y's blocks one by one
+            gap = max(0.0, -scale * play.deviator.best_response(sum_x))
+            welfare = self.evaluator.welfare(sum_x, scale)
+        elif self._work is None:
             report = self.evaluator.evaluate(sum_x, scale)
             gap, welfare = report.gap, report.welfare
         else:
@@ -871,6 +914,8 @@ class HostSaddlePoint:
 
     def deviation_bound(self) -> float:
         backend, model = self.backend, self.model
+        if isinstance(self.play, DeviatorPlay):
+            self.play.flush()  # the last point into the running sum
         sum_y = self.play.sums[1]
         assert sum_y is not None, "the deviator is averaged only with average_deviator"
         y_bar = average_point(model.triggers.chain, sum_y, self.play.weight, backend=backend)
