@@ -243,26 +243,25 @@ def pair_arrays_parked(model: EFCEModel) -> Iterator[ParkedPairs]:
 
 #: Bytes a saddle-point run holds per unit of each size (benchmarks/bench_memory.py breaks a run
 #: down by component; docs/results/memory.md has the measurements this is fitted to):
-#: per relevant pair — Ξ's chain arrays (~8-9: no per-step level, order or size array), the Ξ
-#: engine's float32 regrets and bfloat16 predictions (~5), the float64 iterate and the float32
-#: running sum (12), plus the checkpoints' transient and heap slack (the pair columns and the
-#: pair → entry map are parked during the iterations, and the end of a run holds less than the
-#: iterations);
-#: per entry of the trigger chain Y — float32 regrets and bfloat16 predictions, float64 iterate
-#: (14) plus its chain arrays;
+#: per relevant pair — Ξ's chain (~5: steps as runs, its sources), the Ξ engine's float32 regrets
+#: and bfloat16 predictions (~5), the float64 iterate and the float32 running sum (12), plus the
+#: checkpoints' transient and heap slack (the pair columns and the pair → entry map are parked
+#: during the iterations, and the end of a run holds less than the iterations);
+#: per entry of Y — the fused deviator's float32 regrets and bfloat16 predictions (6; Y's point,
+#: loss and chain are not held, :mod:`efce.solvers.backends.cpu.deviator`);
 #: per nonzero of A's deviation part — one int32 row; per (trigger infoset, terminal) — one
 #: int32; per game node — the game's own arrays (int32 node positions, labels, caches) and the
 #: per-terminal tables; plus the interpreter, numpy and numba (~100 MiB) and the compiled
-#: kernels (~75 MiB).
+#: kernels and the pages they touch while compiling (~130 MiB).
 #: Measured whole-process peaks of ``efce solve … --method rm --iterations 3`` (default PRM+):
-#: 358.5 MiB (small), 1,448.6 MiB (medium), 6,240.7 MiB (large); these constants give
-#: 382 / 1,503 / 6,324 MiB (7 / 4 / 1% above).
-BYTES_PER_RELEVANT_PAIR = 29
-BYTES_PER_TRIGGER_ENTRY = 23
+#: 384.0 MiB (small), 1,244.8 MiB (medium); these constants give 389 / 1,261 MiB (1.3 % above
+#: each) and 4,620 MiB for large (not measured with this code: efed752 peaked at 6,124 MiB).
+BYTES_PER_RELEVANT_PAIR = 24
+BYTES_PER_TRIGGER_ENTRY = 7
 BYTES_PER_NONZERO = 4
 BYTES_PER_TRIGGER_TERMINAL = 8
 BYTES_PER_GAME_NODE = 80
-FIXED_BYTES = 185 * 2**20
+FIXED_BYTES = 230 * 2**20
 
 
 def saddle_point_sizes(game: Game, concept: str = DEFAULT_CONCEPT) -> dict:
