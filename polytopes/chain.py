@@ -13,7 +13,7 @@ source_ptr[k+1]]``.  ``entry_index`` maps each entry to its natural index (a seq
 sequence form, a position in the relevant-pair arrays for Ξ), ``level`` groups steps whose
 sources are all filled by earlier levels, which is what the vectorized passes iterate over.
 
-The steps themselves are stored one of two ways (:attr:`Chain.steps`): one entry per step in
+The steps themselves are stored one of two ways (``Chain.steps``): one entry per step in
 three arrays (:class:`StepArrays`: any chain), or run-length encoded (:class:`StepRuns`) for a
 chain whose steps are numbered in level order, as ``DECOMPOSE`` numbers Ξ's: consecutive steps of
 one kind, size and number of sources form a run, and a run is four numbers.  On the Battleship
@@ -81,7 +81,7 @@ class StepRuns:
 
     ``kind``, ``target_ptr`` and ``source_ptr`` give the one-per-step arrays of
     :class:`StepArrays`, made on first use and kept (small chains, teaching views, tests); the
-    compiled passes of a big chain read the runs (:func:`runs_of`), so they never exist there.
+    compiled passes of a big chain read the runs (``runs_of``), so they never exist there.
     All run arrays are int64 (the runs are few) but ``run_kind`` (int8).
     """
 
@@ -220,7 +220,7 @@ class Chain(_ChainFields):
     entry_index : int64[N] or None
         Natural index of each entry (entry 0 is the constant 1); ``None`` when entries are their
         own natural indices (the trigger chain) or when only ``natural_entry`` is kept.
-    describe_entry : callable
+    ``describe_entry`` : callable
         ``entry_index value -> str`` label, e.g. ``"(2, ∅)"``.
     known_level : int32[S], optional
         The level of every step when the builder knows it (``DECOMPOSE``, the sequence form and
@@ -240,7 +240,7 @@ class Chain(_ChainFields):
         level order: :attr:`step_order` itself, so no per-step level is kept besides it.
 
     A chain is immutable: a frozen dataclass, every field given at construction.  The derived
-    arrays (:attr:`level`, :attr:`step_order`, :attr:`levels`, :attr:`step_size`, ...) are
+    arrays (:attr:`level`, :attr:`step_order`, :attr:`levels`, ``step_size``, ...) are
     lazily computed views (``functools.cached_property``): computed from the fields on first use
     and kept; no code assigns them.
     """
@@ -377,7 +377,7 @@ class Chain(_ChainFields):
 
     @property
     def widest_step(self) -> int:
-        """The most entries a step fills (at least 1), without keeping :attr:`step_size`."""
+        """The most entries a step fills (at least 1), without keeping ``step_size``."""
         runs = self.runs
         if runs is not None:
             return int(runs.run_size.max(initial=1))

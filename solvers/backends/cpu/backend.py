@@ -162,7 +162,7 @@ class ParallelChainPasses:
         #: Level ``L``'s chunks are ``level_chunk[L] : level_chunk[L+1]`` (fixed at build time).
         self.level_chunk = level_chunk
         #: Whether a level's chunks are dealt to the threads in turn (a chain read through its
-        #: level order) rather than cut into contiguous shares (:func:`~.chain_passes._chunks_of_part`).
+        #: level order) rather than cut into contiguous shares (``chain_passes._chunks_of_part``).
         self.dealt = runs is None and len(static[4]) > 0
         self._recommend = (*static, kernel.family, kernel.eta)
         self._observe = (

@@ -20,7 +20,7 @@ Algorithm 1 over that chain (Farina, Ling, Fang, Sandholm 2019, section 3.2), an
   strategy, :func:`lambda_recommend`), then its columns of ``A y`` added into Ξ's loss
   (:func:`~.operator.deviation_row_adds`; the following part :func:`~.operator.following_matvec`
   wrote first, from the weights alone), optionally ``w · y`` into a running sum;
-* :func:`deviator_best_response` — ``min_{y ∈ Y} ⟨−Aᵀ ξ, y⟩`` the same way (the checkpoints'
+* :func:`deviator_observe` with ``best`` — ``min_{y ∈ Y} ⟨−Aᵀ ξ, y⟩`` the same way (the checkpoints'
   gap, :func:`efce.solvers.methods.efce.saddle_point_gap`).
 
 Every number is computed as by the chain passes over ``Y``'s chain and the operator's products
@@ -195,7 +195,7 @@ def deviator_observe(
     serial: bool,
     parts: int,
 ) -> None:
-    """One player's blocks (:func:`_observe_slot`), the update of the rule's state (``best``
+    """One player's blocks (``_observe_slot``), the update of the rule's state (``best``
     False) or the best response's values (True), the roots' values added into ``loss_lam``.
     ``serial``: the slots in reverse order on one part, for a trigger with several slots (an
     NFCCE trigger: its roots add into one weight, in the order the chain's up pass does);
