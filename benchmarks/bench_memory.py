@@ -125,14 +125,14 @@ def case(kwargs, iterations: int = 3):
         with pair_arrays_parked(model) as parked:
             stage("pair arrays parked")
             play = saddle_point_play(model, minimizer_factory(None, None, PredictiveRMPlus()))
-            (xi_engine, y_engine), (x, y), sum_x = play.engines, play.points, play.sums[0]
+            xi_engine, deviator, x, sum_x = play.engine, play.deviator, play.points[0], play.sums[0]
             stage("engines + loop buffers")
             evaluator = EFCEGapEvaluator(game, tables=model.tables)  # as solve_efce
             stage("gap evaluator")
             for t in range(1, iterations + 1):
                 play.step(t)
             stage(f"{iterations} iterations")
-            gap = evaluator.evaluate(sum_x, 1.0 / play.weight).gap
+            gap = max(0.0, -deviator.best_response(sum_x) / play.weight)
             violation = max(model.xi_steps.violations((x, sum_x), (1.0, 1.0 / play.weight)))
             stage("checkpoint (gap + chain check)")
 
@@ -142,19 +142,19 @@ def case(kwargs, iterations: int = 3):
             components = {
                 "game (node arrays, sequence spaces, labels, caches)": buffers.nbytes(game),
                 "Ξ chain (DECOMPOSE)": buffers.nbytes(model.xi_steps),
-                "Y chain (triggers)": buffers.nbytes(model.triggers),
+                "Y (triggers; no chain)": buffers.nbytes(model.triggers),
                 "payoff operator: rows (one per nonzero)": rows,
                 "payoff operator: rest": buffers.nbytes(operator),
                 "Ξ engine (regret, prediction, tables)": buffers.nbytes(_engine_state(xi_engine)),
-                "Y engine (regret, prediction, tables)": buffers.nbytes(_engine_state(y_engine)),
-                "loop buffers (x, y, Σ w·x; float32 on big chains)": buffers.nbytes(x, y, sum_x),
+                "Y deviator (regret, prediction, weights, scratch)": buffers.nbytes(deviator),
+                "loop buffers (x, Σ w·x; float32 on big chains)": buffers.nbytes(x, sum_x),
                 "gap evaluator": buffers.nbytes(evaluator),
             }
             # The end of solve_efce: the engines go, the average (a float32 running sum's
             # rescaled chain point) is gathered in pair order through the map, then the pairs
             # come back for the Definition-3 check.
             weight = play.weight
-            del play, xi_engine, y_engine, x, y
+            del play, xi_engine, deviator, x
             stage("end: engines dropped")
             average = average_point(model.xi_steps, sum_x, weight, in_place=True)
             del sum_x

@@ -10,14 +10,14 @@ count in ``--threads`` (in that order: repeat counts for an A B A B reading) bui
 new backend and prints one JSON line:
 
 * ``passes_ms`` — per iteration (mean over ``--iterations``), in the order of
-  :meth:`efce.solvers.methods.selfplay.SelfPlay.step`: ``A y`` (correlator's loss), Ξ OBSERVELOSS
-  and RECOMMEND (with the running sum), ``Aᵀ x`` (deviator's loss), Y OBSERVELOSS and RECOMMEND;
-  ``iteration_ms`` their sum;
-* ``checkpoint_ms`` — one checkpoint's parts, best of 3: the saddle-point gap (``Aᵀ`` on the
-  running sum and the minimum over Y's chain, what a checkpoint reads) and its ``Aᵀ`` product
-  alone, the evaluator's gap (the final report), the welfare, the chain violations of the iterate
-  and the average in one pass;
-* ``passes`` — which kernels ran (serial or parallel passes per chain, the products' parts).
+  :meth:`efce.solvers.methods.selfplay.DeviatorPlay.step`: ``A y`` (the deviator's point made
+  block by block, its columns added into the correlator's loss), Ξ OBSERVELOSS and RECOMMEND
+  (with the running sum), Y OBSERVE (the deviator's losses ``−Aᵀ x`` made block by block and
+  observed); ``iteration_ms`` their sum;
+* ``checkpoint_ms`` — one checkpoint's parts, best of 3: the saddle-point gap (the deviator's
+  best response to the running sum, what a checkpoint reads), the evaluator's gap (the final
+  report), the welfare, the chain violations of the iterate and the average in one pass;
+* ``passes`` — which kernels ran (serial or parallel passes of Ξ, the products' parts).
 
 The first line describes the model and checks that both gaps agree.  Nothing here reads numba:
 every number is a call of the backend's objects, as the solver makes them.
@@ -29,17 +29,18 @@ import argparse
 import json
 import time
 
-import numpy as np
-
 from efce.games.spec import make_game
 from efce.solvers.backends import get_backend
 from efce.solvers.evaluation.gaps import EFCEGapEvaluator
-from efce.solvers.methods.efce import build_efce_model, saddle_point_gap, saddle_point_play
+from efce.solvers.methods.efce import build_efce_model, saddle_point_play
 from efce.solvers.regret.engine import minimizer_factory
 from efce.solvers.regret.local import RegretMatching
 
 MEDIUM = "battleship:rows=3,cols=2,ship_sizes=[1],shots=4"
-PASSES = ("A y", "Xi observe", "Xi recommend", "A^T x", "Y observe", "Y recommend")
+#: The passes of an iteration, in order: ``A y`` is the deviator's points made block by block and
+#: their columns added into Ξ's loss, ``Y observe`` its losses ``−Aᵀ x`` made block by block and
+#: observed (the fused deviator, :class:`~efce.solvers.backends.cpu.backend.FusedDeviator`).
+PASSES = ("A y", "Xi observe", "Xi recommend", "Y observe")
 
 
 def best_of(f, repeats: int = 3) -> float:
@@ -62,18 +63,16 @@ def phases(model, rule: str, backend, warmup: int, iterations: int) -> dict:
     play, products = loop(model, rule, backend)
     for t in range(1, warmup + 1):
         play.step(t)
-    (xi, y), (loss_xi, loss_y), (x, z) = play.engines, play.losses, play.points
+    xi, deviator, x = play.engine, play.deviator, play.points[0]
     total = play.sums[0]
     spent = dict.fromkeys(PASSES, 0.0)
     for t in range(warmup + 1, warmup + 1 + iterations):
         w = float(t)
         steps = (
-            lambda: loss_xi(z, x),
+            lambda: deviator.scatter(x),
             lambda: xi.observe(x, overwrite=True),
             lambda w=w: xi.recommend(out=x, accumulate=(total, w)),
-            lambda: loss_y(x, z),
-            lambda: y.observe(z, overwrite=True),
-            lambda: y.recommend(out=z),
+            lambda: deviator.observe(x),
         )
         for name, step in zip(PASSES, steps, strict=True):
             started = time.perf_counter()
@@ -83,11 +82,9 @@ def phases(model, rule: str, backend, warmup: int, iterations: int) -> dict:
     passes_ms = {k: round(v / iterations * 1e3, 3) for k, v in spent.items()}
     scale = 1.0 / play.weight
     evaluator = EFCEGapEvaluator(model.game, tables=model.tables, backend=backend)
-    work = np.empty(model.triggers.chain.num_entries)
     chain = model.xi_steps
     checkpoint_ms = {
-        "saddle_point_gap": best_of(lambda: saddle_point_gap(model, total, scale, work, products, backend)),
-        "transpose_product": best_of(lambda: products.rmatvec(total, work, -1.0)),
+        "saddle_point_gap": best_of(lambda: max(0.0, -scale * deviator.best_response(total))),
         "evaluator_gap": best_of(lambda: evaluator.evaluate(total, scale)),
         "welfare": best_of(lambda: evaluator.welfare(total, scale)),
         "violations": best_of(lambda: chain.violations((x, total), (1.0, scale), backend=backend)),
@@ -99,7 +96,6 @@ def phases(model, rule: str, backend, warmup: int, iterations: int) -> dict:
         "checkpoint_ms": checkpoint_ms,
         "passes": {
             "xi": "parallel" if xi.minimizer._passes.parallel else "serial",
-            "y": "parallel" if y.minimizer._passes.parallel else "serial",
             "operator_parts": products.parts,
         },
     }
@@ -121,7 +117,6 @@ def main() -> None:
     for t in range(1, 21):
         play.step(t)
     total, scale = play.sums[0], 1.0 / play.weight
-    work = np.empty(model.triggers.chain.num_entries)
     evaluator = EFCEGapEvaluator(model.game, tables=model.tables, backend=backends[0])
     print(
         json.dumps(
@@ -130,14 +125,14 @@ def main() -> None:
                 "rule": args.rule,
                 "backend": args.backend,
                 "xi_entries": model.xi_steps.num_entries,
-                "y_entries": model.triggers.chain.num_entries,
+                "y_entries": model.triggers.num_entries,
                 "evaluator_gap": evaluator.evaluate(total, scale).gap,
-                "saddle_point_gap": saddle_point_gap(model, total, scale, work, products, backends[0]),
+                "saddle_point_gap": max(0.0, -scale * play.deviator.best_response(total)),
             }
         ),
         flush=True,
     )
-    del play, products, evaluator, work, total
+    del play, products, evaluator, total
     for backend in backends:
         print(json.dumps(phases(model, args.rule, backend, args.warmup, args.iterations)), flush=True)
 

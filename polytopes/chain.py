@@ -12,6 +12,13 @@ Storage is flat: entries are numbered in fill order, so step ``k`` fills entries
 source_ptr[k+1]]``.  ``entry_index`` maps each entry to its natural index (a sequence for the
 sequence form, a position in the relevant-pair arrays for Ξ), ``level`` groups steps whose
 sources are all filled by earlier levels, which is what the vectorized passes iterate over.
+
+The steps themselves are stored one of two ways (``Chain.steps``): one entry per step in
+three arrays (:class:`StepArrays`: any chain), or run-length encoded (:class:`StepRuns`) for a
+chain whose steps are numbered in level order, as ``DECOMPOSE`` numbers Ξ's: consecutive steps of
+one kind, size and number of sources form a run, and a run is four numbers.  On the Battleship
+correlation plans a run holds ~70 steps, so Ξ keeps only its ``source`` array per step: the three
+per-step arrays were 9 bytes per step, 4.1 bytes per relevant pair on the large instance.
 """
 
 from __future__ import annotations
@@ -44,21 +51,176 @@ def index_dtype(bound: int) -> type[np.int32] | type[np.int64]:
 
 
 @dataclass(frozen=True, eq=False)
-class Chain:
+class StepArrays:
+    """A chain's steps one entry each (any step numbering): step ``k`` is of ``kind[k]``, fills
+    entries ``target_ptr[k] : target_ptr[k+1]`` and sums ``source[source_ptr[k] : source_ptr[k+1]]``
+    of its chain."""
+
+    kind: np.ndarray
+    target_ptr: np.ndarray
+    source_ptr: np.ndarray
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.kind)
+
+    @property
+    def num_entries(self) -> int:
+        return int(self.target_ptr[-1])
+
+
+@dataclass(frozen=True, eq=False)
+class StepRuns:
+    """A chain's steps run-length encoded: run ``r`` is the steps ``ptr[r] : ptr[r+1]``, each of
+    ``run_kind[r]``, filling ``run_size[r]`` consecutive entries from ``run_nsrc[r]`` consecutive
+    sources; the run's first step fills from entry ``run_entry[r]`` and reads from source slot
+    ``run_source[r]`` (``run_entry[R]`` and ``run_source[R]`` close the last run).  So step
+    ``k = ptr[r] + i`` fills ``run_entry[r] + i · run_size[r]`` onwards and reads
+    ``source[run_source[r] + i · run_nsrc[r] :][: run_nsrc[r]]``: the steps' targets and sources
+    follow one another, as in a chain numbered in fill order (``DECOMPOSE``'s).
+
+    ``kind``, ``target_ptr`` and ``source_ptr`` give the one-per-step arrays of
+    :class:`StepArrays`, made on first use and kept (small chains, teaching views, tests); the
+    compiled passes of a big chain read the runs (``runs_of``), so they never exist there.
+    All run arrays are int64 (the runs are few) but ``run_kind`` (int8).
+    """
+
+    ptr: np.ndarray
+    run_kind: np.ndarray
+    run_size: np.ndarray
+    run_nsrc: np.ndarray
+    run_entry: np.ndarray
+    run_source: np.ndarray
+
+    @classmethod
+    def from_arrays(cls, kind: np.ndarray, target_ptr: np.ndarray, source_ptr: np.ndarray) -> StepRuns:
+        """The runs of steps given one per step (``target_ptr`` and ``source_ptr`` as in
+        :class:`StepArrays`).
+
+        Raises
+        ------
+        ChainError
+            The arrays do not describe steps (lengths, or a step without an entry).
+        """
+        if len(target_ptr) != len(kind) + 1 or len(source_ptr) != len(kind) + 1:
+            raise ChainError("target_ptr and source_ptr need one entry per step and one more")
+        size = np.diff(target_ptr).astype(np.int64)
+        nsrc = np.diff(source_ptr).astype(np.int64)
+        if len(size) and size.min() < 1:
+            raise ChainError(f"step {int(np.argmin(size))} fills no entry")
+        new_run = np.ones(len(kind), dtype=bool)
+        new_run[1:] = (kind[1:] != kind[:-1]) | (size[1:] != size[:-1]) | (nsrc[1:] != nsrc[:-1])
+        first = np.flatnonzero(new_run)
+        ptr = np.append(first, len(kind)).astype(np.int64)
+        run_entry = np.append(np.asarray(target_ptr, dtype=np.int64)[first], int(target_ptr[-1]))
+        run_source = np.append(np.asarray(source_ptr, dtype=np.int64)[first], int(source_ptr[-1]))
+        return cls(ptr, kind[first].astype(np.int8), size[first], nsrc[first], run_entry, run_source)
+
+    @classmethod
+    def from_counts(
+        cls, counts: np.ndarray, run_kind: np.ndarray, run_size: np.ndarray, run_nsrc: np.ndarray
+    ) -> StepRuns:
+        """The runs of ``counts[r]`` steps each, in order, the first filling from entry 1 and
+        reading from source slot 0."""
+        counts = np.asarray(counts, dtype=np.int64)
+        run_size = np.asarray(run_size, dtype=np.int64)
+        run_nsrc = np.asarray(run_nsrc, dtype=np.int64)
+        ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        run_entry = np.ones(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts * run_size, out=run_entry[1:])
+        run_entry[1:] += 1
+        run_source = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts * run_nsrc, out=run_source[1:])
+        return cls(ptr, np.asarray(run_kind, dtype=np.int8), run_size, run_nsrc, run_entry, run_source)
+
+    @property
+    def num_runs(self) -> int:
+        return len(self.run_kind)
+
+    @property
+    def num_steps(self) -> int:
+        return int(self.ptr[-1])
+
+    @property
+    def num_entries(self) -> int:
+        return int(self.run_entry[-1])
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Steps per run."""
+        return np.diff(self.ptr)
+
+    @cached_property
+    def kind(self) -> np.ndarray:
+        """int8 kind of every step."""
+        return np.repeat(self.run_kind, self.counts)
+
+    @cached_property
+    def target_ptr(self) -> np.ndarray:
+        """First entry of every step, and the number of entries (int64)."""
+        return self._pointers(self.run_entry, self.run_size)
+
+    @cached_property
+    def source_ptr(self) -> np.ndarray:
+        """First source slot of every step, and the number of source slots (int64)."""
+        return self._pointers(self.run_source, self.run_nsrc)
+
+    def _pointers(self, starts: np.ndarray, widths: np.ndarray) -> np.ndarray:
+        # within a run the steps are `width` apart, and each run starts where the last ended
+        out = np.empty(self.num_steps + 1, dtype=np.int64)
+        out[0] = starts[0]
+        np.cumsum(np.repeat(widths, self.counts), out=out[1:])
+        out[1:] += starts[0]
+        return out
+
+    def simplex_entries(self) -> int:
+        """Entries filled by simplex steps (the size of a local rule's state over the chain)."""
+        simplex = self.run_kind == SIMPLEX
+        return int((self.counts[simplex] * self.run_size[simplex]).sum())
+
+    def kernel_arrays(self) -> tuple[np.ndarray, ...]:
+        """``(ptr, run_kind, run_size, run_nsrc, run_entry, run_source)``, the order the compiled
+        run kernels take them in."""
+        return self.ptr, self.run_kind, self.run_size, self.run_nsrc, self.run_entry, self.run_source
+
+
+@dataclass(frozen=True, eq=False)
+class _ChainFields:
+    """The stored fields of :class:`Chain` (its constructor also takes the three per-step arrays
+    of :class:`StepArrays` instead of ``steps``)."""
+
+    steps: StepArrays | StepRuns
+    source: np.ndarray
+    entry_index: np.ndarray | None
+    describe_entry: Callable[[int], str] = field(default=str, repr=False)
+    name: str = "chain"
+    known_level: np.ndarray | None = field(default=None, repr=False)
+    level_sorted: bool = False
+    level_ptr: np.ndarray | None = field(default=None, repr=False)
+    natural_entry: np.ndarray | None = field(default=None, repr=False)
+    level_order: np.ndarray | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, eq=False, init=False)
+class Chain(_ChainFields):
     """``{1} ◁h1 X1 ◁h2 … ◁hn Xn`` as flat arrays.
 
     Attributes
     ----------
-    kind : int8[S]
-        :data:`SIMPLEX` or :data:`SINGLETON` per step.
-    target_ptr : int64[S + 1]
-        Step ``k`` fills entries ``target_ptr[k] : target_ptr[k+1]`` (``target_ptr[0] = 1``).
-    source_ptr : int64[S + 1], source : int64[...]
+    steps : StepArrays or StepRuns
+        The steps' kinds, targets and source slots (module docstring); the constructor takes
+        them as ``steps`` or as the three arrays ``kind`` (int8[S], :data:`SIMPLEX` or
+        :data:`SINGLETON` per step), ``target_ptr`` (int[S + 1]: step ``k`` fills entries
+        ``target_ptr[k] : target_ptr[k+1]``, ``target_ptr[0] = 1``) and ``source_ptr``
+        (int[S + 1]), which :attr:`kind`, :attr:`target_ptr` and :attr:`source_ptr` give back
+        either way.
+    source : int[...]
         ``h_k(x) = x[source[source_ptr[k]:source_ptr[k+1]]].sum()``.
     entry_index : int64[N] or None
         Natural index of each entry (entry 0 is the constant 1); ``None`` when entries are their
         own natural indices (the trigger chain) or when only ``natural_entry`` is kept.
-    describe_entry : callable
+    ``describe_entry`` : callable
         ``entry_index value -> str`` label, e.g. ``"(2, ∅)"``.
     known_level : int32[S], optional
         The level of every step when the builder knows it (``DECOMPOSE``, the sequence form and
@@ -78,23 +240,68 @@ class Chain:
         level order: :attr:`step_order` itself, so no per-step level is kept besides it.
 
     A chain is immutable: a frozen dataclass, every field given at construction.  The derived
-    arrays (:attr:`level`, :attr:`step_order`, :attr:`levels`, :attr:`step_size`, ...) are
+    arrays (:attr:`level`, :attr:`step_order`, :attr:`levels`, ``step_size``, ...) are
     lazily computed views (``functools.cached_property``): computed from the fields on first use
     and kept; no code assigns them.
     """
 
-    kind: np.ndarray
-    target_ptr: np.ndarray
-    source_ptr: np.ndarray
-    source: np.ndarray
-    entry_index: np.ndarray | None
-    describe_entry: Callable[[int], str] = field(default=str, repr=False)
-    name: str = "chain"
-    known_level: np.ndarray | None = field(default=None, repr=False)
-    level_sorted: bool = False
-    level_ptr: np.ndarray | None = field(default=None, repr=False)
-    natural_entry: np.ndarray | None = field(default=None, repr=False)
-    level_order: np.ndarray | None = field(default=None, repr=False)
+    def __init__(
+        self,
+        kind: np.ndarray | None = None,
+        target_ptr: np.ndarray | None = None,
+        source_ptr: np.ndarray | None = None,
+        source: np.ndarray | None = None,
+        entry_index: np.ndarray | None = None,
+        describe_entry: Callable[[int], str] = str,
+        name: str = "chain",
+        known_level: np.ndarray | None = None,
+        level_sorted: bool = False,
+        level_ptr: np.ndarray | None = None,
+        natural_entry: np.ndarray | None = None,
+        level_order: np.ndarray | None = None,
+        *,
+        steps: StepArrays | StepRuns | None = None,
+    ):
+        if (steps is None) == (kind is None or target_ptr is None or source_ptr is None):
+            raise ChainError("a chain takes its steps as steps= or as kind, target_ptr and source_ptr")
+        if source is None:
+            raise ChainError("a chain needs its source array")
+        if steps is None:
+            assert kind is not None and target_ptr is not None and source_ptr is not None  # checked
+            steps = StepArrays(kind, target_ptr, source_ptr)
+        super().__init__(
+            steps,
+            source,
+            entry_index,
+            describe_entry,
+            name,
+            known_level,
+            level_sorted,
+            level_ptr,
+            natural_entry,
+            level_order,
+        )
+
+    # ------------------------------------------------------------------ steps
+    @property
+    def kind(self) -> np.ndarray:
+        """int8 :data:`SIMPLEX` or :data:`SINGLETON` per step (made once from runs)."""
+        return self.steps.kind
+
+    @property
+    def target_ptr(self) -> np.ndarray:
+        """Step ``k`` fills entries ``target_ptr[k] : target_ptr[k+1]`` (made once from runs)."""
+        return self.steps.target_ptr
+
+    @property
+    def source_ptr(self) -> np.ndarray:
+        """Step ``k`` reads ``source[source_ptr[k] : source_ptr[k+1]]`` (made once from runs)."""
+        return self.steps.source_ptr
+
+    @property
+    def runs(self) -> StepRuns | None:
+        """The steps run-length encoded, if the chain is stored so (:class:`StepRuns`)."""
+        return self.steps if isinstance(self.steps, StepRuns) else None
 
     # ------------------------------------------------------------------ natural indices
     @property
@@ -135,11 +342,11 @@ class Chain:
     # ------------------------------------------------------------------ sizes
     @property
     def num_entries(self) -> int:
-        return int(self.target_ptr[-1])
+        return self.steps.num_entries
 
     @property
     def num_steps(self) -> int:
-        return len(self.kind)
+        return self.steps.num_steps
 
     @cached_property
     def step_size(self) -> np.ndarray:
@@ -151,11 +358,47 @@ class Chain:
 
     @property
     def num_simplex_steps(self) -> int:
+        runs = self.runs
+        if runs is not None:
+            return int(runs.counts[runs.run_kind == SIMPLEX].sum())
         return int(np.count_nonzero(self.kind == SIMPLEX))
 
     @property
     def num_singleton_steps(self) -> int:
-        return int(np.count_nonzero(self.kind == SINGLETON))
+        return self.num_steps - self.num_simplex_steps
+
+    @property
+    def simplex_entries(self) -> int:
+        """Entries filled by simplex steps: the size of a local rule's state over the chain."""
+        runs = self.runs
+        if runs is not None:
+            return runs.simplex_entries()
+        return int(np.diff(self.target_ptr)[self.kind == SIMPLEX].sum())
+
+    @property
+    def widest_step(self) -> int:
+        """The most entries a step fills (at least 1), without keeping ``step_size``."""
+        runs = self.runs
+        if runs is not None:
+            return int(runs.run_size.max(initial=1))
+        return int(np.diff(self.target_ptr).max(initial=1))
+
+    def packed(self) -> Chain:
+        """This chain with its steps run-length encoded (:class:`StepRuns`), sharing every other
+        array; itself if they are already.  Only a chain whose steps fill consecutive entries in
+        their own order, with sources stored in step order, can be (``DECOMPOSE``'s).
+
+        Raises
+        ------
+        ChainError
+            The steps are not numbered in fill order.
+        """
+        if self.runs is not None:
+            return self
+        tptr, sptr = self.target_ptr, self.source_ptr
+        if tptr[0] != 1 or sptr[0] != 0 or np.any(np.diff(tptr) < 1) or np.any(np.diff(sptr) < 0):
+            raise ChainError("only a chain whose steps fill consecutive entries in order can be packed")
+        return dataclasses.replace(self, steps=StepRuns.from_arrays(self.kind, tptr, sptr))
 
     @cached_property
     def entry_step(self) -> np.ndarray:
@@ -225,9 +468,17 @@ class Chain:
         singleton steps fill exactly one entry.  One compiled pass with no per-source
         temporaries: on the large Battleship Ξ chain the vectorized check held two int64 arrays
         per source slot (about 1.9 GB)."""
-        if self.target_ptr[0] != 1:
+        runs = self.runs
+        first_entry = runs.run_entry[0] if runs is not None else self.target_ptr[0]
+        if first_entry != 1:
             raise ChainError("target_ptr[0] must be 1 (entry 0 is the constant 1)")
-        reason, k = _first_invalid_step(self.target_ptr, self.source_ptr, self.source, self.kind)
+        if runs is not None:
+            ptr, run_kind, run_size, run_nsrc, run_entry, run_source = runs.kernel_arrays()
+            reason, k = _first_invalid_run_step(
+                ptr, run_kind, run_size, run_nsrc, run_entry, run_source, self.source
+            )
+        else:
+            reason, k = _first_invalid_step(self.target_ptr, self.source_ptr, self.source, self.kind)
         if reason:
             raise ChainError(
                 {
@@ -235,6 +486,7 @@ class Chain:
                     2: f"step {k} has an empty h",
                     3: "a singleton step must fill exactly one entry",
                     4: f"step {k} reads an entry that is not filled before it",
+                    5: f"the runs of steps do not follow one another at step {k}",
                 }[reason]
             )
         labels = self.entry_index if self.entry_index is not None else self.natural_entry
@@ -479,6 +731,32 @@ def _first_invalid_step(target_ptr, source_ptr, source, kind):
         for j in range(source_ptr[k], source_ptr[k + 1]):
             if source[j] >= target_ptr[k]:
                 return 4, k
+    return 0, -1
+
+
+@numba.njit(cache=True, nogil=True)
+def _first_invalid_run_step(ptr, run_kind, run_size, run_nsrc, run_entry, run_source, source):
+    """:func:`_first_invalid_step` for steps stored as runs (:class:`StepRuns`), with reason 5:
+    a run does not start where the previous one ends."""
+    for r in range(len(run_kind)):
+        count = ptr[r + 1] - ptr[r]
+        if count < 1 or run_entry[r + 1] != run_entry[r] + count * run_size[r]:
+            return 5, ptr[r]
+        if run_source[r + 1] != run_source[r] + count * run_nsrc[r]:
+            return 5, ptr[r]
+        if run_size[r] < 1:
+            return 1, ptr[r]
+        if run_nsrc[r] < 1:
+            return 2, ptr[r]
+        if run_kind[r] == SINGLETON and run_size[r] != 1:
+            return 3, ptr[r]
+        lo, s = run_entry[r], run_source[r]
+        for k in range(ptr[r], ptr[r + 1]):
+            for j in range(s, s + run_nsrc[r]):
+                if source[j] >= lo:
+                    return 4, k
+            lo += run_size[r]
+            s += run_nsrc[r]
     return 0, -1
 
 

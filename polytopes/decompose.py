@@ -35,6 +35,8 @@ which is the order the vectorized regret-minimizer passes consume.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numba
 import numpy as np
 
@@ -44,7 +46,7 @@ from efce.games.game import Game
 from efce.games.relevant import RelevantPairs, connected_infosets, relevant_pairs
 from efce.interrupts import check_stop
 
-from .chain import SIMPLEX, SINGLETON, Chain
+from .chain import SIMPLEX, SINGLETON, Chain, StepRuns
 
 _CALL, _STEP3 = 0, 1
 
@@ -124,11 +126,42 @@ def correlation_plan(game: Game, pairs: RelevantPairs | None = None) -> Chain:
     if pairs is None:
         check_correlation_plan_budget(game)
     pairs = relevant_pairs(game) if pairs is None else pairs
-    if len(pairs) >= 2**31:
-        raise GameError(f"{game.name} has {len(pairs):,} relevant pairs; DECOMPOSE indexes them with int32")
+    steps, entry_of_pair = correlation_plan_entries(game, pairs)
+    entry_index = np.empty_like(entry_of_pair)
+    entry_index[entry_of_pair] = np.arange(len(entry_of_pair), dtype=entry_of_pair.dtype)
+    return dataclasses.replace(steps, entry_index=entry_index, describe_entry=PairNames(game, pairs))
+
+
+def correlation_plan_entries(game: Game, pairs: RelevantPairs) -> tuple[Chain, np.ndarray]:
+    """Ξ's chain without labels and the chain entry of every relevant pair: what
+    :func:`correlation_plan` labels, built without a second copy of anything per pair.
+
+    The chain's steps are numbered by level (each level's in the recursion's order) and filled
+    in that order, kept as runs (:class:`~efce.polytopes.chain.StepRuns`) with the level bounds
+    ``level_ptr``.  DECOMPOSE runs twice, compiled: once to find each pair's level and each
+    level's size, once to write every step, entry and source where the level-sorted chain has
+    it.  Holds, besides the pairs, an int16 level and an int32 entry per pair and the chain's
+    sources: a third of sorting the steps after one pass, which held them twice.
+
+    Returns
+    -------
+    (Chain, ndarray)
+        The chain (``entry_index`` None) and ``entry_of_pair`` (int32 below 2³¹ pairs): the
+        entry of relevant pair ``q`` (its position in ``pairs``).
+
+    Raises
+    ------
+    GameError
+        The game is not decomposable, has 2³¹ pairs or more, or Proposition 2 fails.
+    Interrupted
+        A stop was requested before the compiled passes.
+    """
+    check_decomposable(game)
+    num_pairs = len(pairs)
+    if num_pairs >= 2**31:
+        raise GameError(f"{game.name} has {num_pairs:,} relevant pairs; DECOMPOSE indexes them with int32")
     tables = _Tables(game)
-    check_stop(f"decomposing {game.name}")  # one compiled call from here (2 s on 26M pairs)
-    out = _decompose_kernel(
+    structure = (
         tables.parent_seq,
         tables.first_seq,
         tables.num_actions,
@@ -153,9 +186,53 @@ def correlation_plan(game: Game, pairs: RelevantPairs | None = None) -> Chain:
         tables.multi_j,
         pairs.indptr,
         pairs.sigma2,
-        len(pairs),
+        num_pairs,
     )
-    status, bad1, bad2, kind, level, tptr, target, sptr, source, nsteps, nsrc = out
+    index = pairs.sigma2.dtype
+    entry_level = np.empty(num_pairs, np.int16)
+    tally = np.zeros((4, MAX_LEVELS + 2), np.int64)
+    none = np.zeros(0, index)
+    check_stop(f"decomposing {game.name}")  # two compiled calls from here (2 s each on 26M pairs)
+    status, bad1, bad2, depth = _decompose_kernel(
+        *structure, entry_level, tally, none, none, none, none, none, none
+    )
+    _check_status(game, status, bad1, bad2)
+    counts = tally[:, 1 : depth + 1].copy()
+    # Where each level starts: its steps, entries (entry 0 is the constant), slots and runs.
+    tally[:] = 0
+    np.cumsum(counts[:, :-1], axis=1, out=tally[:, 2 : depth + 1])
+    tally[_ENTRIES, 1 : depth + 1] += 1
+    totals = counts.sum(axis=1)
+    entry_of_pair = np.empty(num_pairs, index)
+    source = np.empty(totals[_SOURCES], index)
+    num_runs = int(totals[_RUNS])
+    run_kind = np.empty(num_runs, np.int8)
+    run_size, run_nsrc, run_count = (np.empty(num_runs, np.int64) for _ in range(3))
+    starts = tally[:, 1 : depth + 1].copy()
+    status, bad1, bad2, _ = _decompose_kernel(
+        *structure, entry_level, tally, entry_of_pair, source, run_kind, run_size, run_nsrc, run_count
+    )
+    _check_status(game, status, bad1, bad2)
+    del entry_level
+    if not np.array_equal(tally[:, 1 : depth + 1], starts + counts):
+        raise AssertionError(f"DECOMPOSE's two passes over {game.name} disagree")
+    level_ptr = np.zeros(depth + 1, dtype=np.int64)
+    np.cumsum(counts[_STEPS], out=level_ptr[1:])
+    chain = Chain(
+        steps=StepRuns.from_counts(run_count, run_kind, run_size, run_nsrc),
+        source=source,
+        entry_index=None,
+        name=f"Ξ of {game.name}",
+        level_sorted=True,
+        level_ptr=level_ptr,
+    )
+    return chain, entry_of_pair
+
+
+def _check_status(game: Game, status: int, bad1: int, bad2: int) -> None:
+    """Raise for a failed pass of :func:`_decompose_kernel`."""
+    if status == 4:
+        raise GameError(f"DECOMPOSE of {game.name} needs more than {MAX_LEVELS} levels")
     if status in (2, 3):
         raise AssertionError(f"DECOMPOSE internal error {status} at pair ({bad1}, {bad2}) of {game.name}")
     if status != 0:
@@ -165,101 +242,6 @@ def correlation_plan(game: Game, pairs: RelevantPairs | None = None) -> Chain:
             f"Proposition 2 rules out without chance and public chance rules out component by "
             f"component"
         )
-    if tptr[nsteps] != len(pairs):
-        raise AssertionError(f"DECOMPOSE filled {tptr[nsteps]} entries, expected {len(pairs)}")
-    del out
-    return _level_sorted_chain(
-        game,
-        pairs,
-        kind[:nsteps],
-        level[:nsteps],
-        tptr[: nsteps + 1],
-        target,
-        sptr[: nsteps + 1],
-        source[:nsrc],
-    )
-
-
-def _level_sorted_chain(game, pairs, kind, level, tptr, target, sptr, source) -> Chain:
-    """Renumber steps by level (stable) and entries in the new fill order."""
-    new_kind, new_level, new_tptr, entry_pair, new_sptr, new_source = _reorder_by_level(
-        kind, level, tptr, target, sptr, source
-    )
-    del kind, level, tptr, target, sptr, source
-    names = PairNames(game, pairs)
-    # Steps are sorted by level already: each level is a range of step numbers, kept as its
-    # bounds rather than an int32 per step.
-    depth = int(new_level[-1]) if len(new_level) else 0
-    level_ptr = np.searchsorted(new_level, np.arange(1, depth + 2)).astype(np.int64)
-    del new_level
-    return Chain(
-        kind=new_kind,
-        target_ptr=new_tptr,
-        source_ptr=new_sptr,
-        source=new_source,
-        entry_index=entry_pair,
-        describe_entry=names,
-        name=f"Ξ of {game.name}",
-        level_sorted=True,
-        level_ptr=level_ptr,
-    )
-
-
-@numba.njit(cache=True, nogil=True)
-def _reorder_by_level(kind, level, tptr, target, sptr, source):
-    """Counting sort of the steps by level (levels are small integers), moving their entries
-    and sources along; sources become entry numbers instead of pair positions."""
-    num_steps = len(kind)
-    num_entries = len(target)
-    max_level = 0
-    for k in range(num_steps):
-        if level[k] > max_level:
-            max_level = level[k]
-    step_cursor = np.zeros(max_level + 2, np.int64)
-    entry_cursor = np.zeros(max_level + 2, np.int64)
-    source_cursor = np.zeros(max_level + 2, np.int64)
-    for k in range(num_steps):
-        step_cursor[level[k] + 1] += 1
-        entry_cursor[level[k] + 1] += tptr[k + 1] - tptr[k]
-        source_cursor[level[k] + 1] += sptr[k + 1] - sptr[k]
-    entry_cursor[0] = 1  # entry 0 stays the constant
-    for lv in range(1, max_level + 2):
-        step_cursor[lv] += step_cursor[lv - 1]
-        entry_cursor[lv] += entry_cursor[lv - 1]
-        source_cursor[lv] += source_cursor[lv - 1]
-    new_kind = np.empty(num_steps, np.int8)
-    new_level = np.empty(num_steps, np.int32)
-    new_tptr = np.empty(num_steps + 1, tptr.dtype)
-    new_sptr = np.empty(num_steps + 1, sptr.dtype)
-    entry_pair = np.empty(num_entries, target.dtype)
-    entry_of_pair = np.empty(num_entries, target.dtype)
-    new_source = np.empty(len(source), source.dtype)
-    entry_pair[0] = target[0]
-    entry_of_pair[target[0]] = 0
-    for k in range(num_steps):
-        lv = level[k]
-        nk = step_cursor[lv]
-        step_cursor[lv] += 1
-        new_kind[nk] = kind[k]
-        new_level[nk] = lv
-        e = entry_cursor[lv]
-        new_tptr[nk] = e
-        for i in range(tptr[k], tptr[k + 1]):
-            entry_pair[e] = target[i]
-            entry_of_pair[target[i]] = e
-            e += 1
-        entry_cursor[lv] = e
-        q = source_cursor[lv]
-        new_sptr[nk] = q
-        for i in range(sptr[k], sptr[k + 1]):
-            new_source[q] = source[i]
-            q += 1
-        source_cursor[lv] = q
-    new_tptr[num_steps] = num_entries
-    new_sptr[num_steps] = len(source)
-    for i in range(len(new_source)):
-        new_source[i] = entry_of_pair[new_source[i]]
-    return new_kind, new_level, new_tptr, entry_pair, new_sptr, new_source
 
 
 class PairNames:
@@ -355,15 +337,6 @@ def _connected(conn_ptr, conn_pos, pre_pos_other_of_j, i):
 
 
 @numba.njit(cache=True, nogil=True)
-def _grow(arr, needed):
-    if needed <= len(arr):
-        return arr
-    new = np.empty(max(needed, len(arr) + len(arr) // 4), arr.dtype)
-    new[: len(arr)] = arr
-    return new
-
-
-@numba.njit(cache=True, nogil=True)
 def _grow_rows(arr, needed):
     if needed <= arr.shape[0]:
         return arr
@@ -387,6 +360,48 @@ def _offset(indptr, sigma2, row, col):
     their column pattern, so this offset is valid for all of them (-1 if not relevant)."""
     k = find_in_row(indptr, sigma2, row, col)
     return k - indptr[row] if k >= 0 else -1
+
+
+#: Levels a chain may have: a step's level is stored per relevant pair as an int16.
+MAX_LEVELS = 2**15 - 2
+
+#: Rows of the per-level tally of :func:`_decompose_kernel`: steps, entries, source slots, runs.
+_STEPS, _ENTRIES, _SOURCES, _RUNS = 0, 1, 2, 3
+
+
+@numba.njit(inline="always")
+def _new_step(lev, kind, size, nsrc, tally, open_key, open_run, runs, fill):
+    """Account a step of ``kind`` filling ``size`` entries from ``nsrc`` sources at level ``lev``:
+    it extends the level's open run if it has the same kind, size and sources, else opens one
+    (written to ``runs``, the run arrays, on the filling pass)."""
+    run_kind, run_size, run_nsrc, run_count = runs
+    if open_key[lev, 0] == kind and open_key[lev, 1] == size and open_key[lev, 2] == nsrc:
+        if fill:
+            run_count[open_run[lev]] += 1
+    else:
+        open_key[lev, 0], open_key[lev, 1], open_key[lev, 2] = kind, size, nsrc
+        if fill:
+            r = tally[_RUNS, lev]
+            run_kind[r], run_size[r], run_nsrc[r], run_count[r] = kind, size, nsrc, 1
+            open_run[lev] = r
+        tally[_RUNS, lev] += 1
+    tally[_STEPS, lev] += 1
+
+
+@numba.njit(inline="always")
+def _new_target(lev, t, tally, entry_of_pair, fill):
+    """Pair ``t`` is the next entry of level ``lev``."""
+    if fill:
+        entry_of_pair[t] = tally[_ENTRIES, lev]
+    tally[_ENTRIES, lev] += 1
+
+
+@numba.njit(inline="always")
+def _new_source(lev, u, tally, entry_of_pair, source, fill):
+    """Pair ``u`` (filled earlier) is the next source of level ``lev``."""
+    if fill:
+        source[tally[_SOURCES, lev]] = entry_of_pair[u]
+    tally[_SOURCES, lev] += 1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -416,11 +431,28 @@ def _decompose_kernel(
     indptr,
     sigma2,
     num_pairs,
+    entry_level,
+    tally,
+    entry_of_pair,
+    source,
+    run_kind,
+    run_size,
+    run_nsrc,
+    run_count,
 ):
-    """Run DECOMPOSE from (∅, ∅).  Returns (status, σ1, σ2, kind, level, target_ptr, target,
-    source_ptr, source, num_steps, num_sources); targets and sources are relevant-pair positions.
-    Status 1: a component of the critical graph at (σ1, σ2) has no critical player; 2/3: internal
-    inconsistency."""
+    """Run DECOMPOSE from (∅, ∅), its steps in the recursion's order, and lay them out by level.
+
+    Counting pass (``entry_of_pair`` empty): ``entry_level`` (int16, per pair) receives each
+    pair's level (a step's level is one more than its deepest source's) and ``tally[:, L]`` the
+    steps, entries, source slots and runs of level ``L``.  Filling pass: ``tally[:, L]`` holds
+    where level ``L``'s steps, entries, slots and runs start in the level-sorted chain (each
+    level's steps in the recursion's order: a stable sort by level), and the pass writes
+    ``entry_of_pair``, the sources as entries and the runs (kind, size, sources per step, steps)
+    there, advancing ``tally``.  Returns (status, σ1, σ2, levels): status 1, a component of the
+    critical graph at (σ1, σ2) has no critical player (module docstring); 2/3, internal
+    inconsistency; 4, more than :data:`MAX_LEVELS` levels."""
+    fill = len(entry_of_pair) > 0
+    runs = (run_kind, run_size, run_nsrc, run_count)
     pos0 = np.empty(len(pre_inf[0]), np.int64)
     pos1 = np.empty(len(pre_inf[1]), np.int64)
     for k in range(len(pre_inf[0])):
@@ -429,22 +461,14 @@ def _decompose_kernel(
         pos1[pre_inf[1][k]] = k
     pre_pos = (pos0, pos1)
 
-    # Positions and step numbers fit in the index type of the pairs' CSR (int32 below 2³¹ pairs);
-    # the step arrays are sized for the worst case, but untouched pages are never resident.
-    cap = num_pairs + 1
-    kind = np.empty(cap, np.int8)
-    level = np.empty(cap, np.int32)
-    tptr = np.empty(cap + 1, sigma2.dtype)
-    target = np.empty(num_pairs, sigma2.dtype)
-    sptr = np.empty(cap + 1, sigma2.dtype)
-    source = np.empty(cap, sigma2.dtype)
-    entry_level = np.zeros(num_pairs, np.int32)
-    target[0] = 0  # ξ[∅, ∅], the constant 1
-    tptr[0] = 1
-    sptr[0] = 0
-    nsteps = 0
+    # Per level: the key (kind, size, sources) of its open run, and the run's index.
+    open_key = np.full((tally.shape[1], 3), -1, np.int64)
+    open_run = np.zeros(tally.shape[1], np.int64)
+    entry_level[0] = 0  # ξ[∅, ∅], the constant 1, is entry 0
+    if fill:
+        entry_of_pair[0] = 0
     nt = 1
-    ns = 0
+    depth = 0
 
     # Stack rows: (task, σ1, σ2, critical player, critical infoset or -1, and for step 3 the
     # preorder range of the other player's infosets it fills).
@@ -453,8 +477,8 @@ def _decompose_kernel(
     top = 1
     # The infosets to split at a call: (player, infoset) per row.
     splits = np.empty((16, 2), np.int64)
-    # Components of the critical graph (multi-row pairs only): per infoset, the call that last
-    # named it and its local vertex.
+    # Components of the critical graph (pairs without a critical player only): per infoset, the
+    # call that last named it and its local vertex.
     seen = (np.full(len(num_actions[0]), -1, np.int64), np.full(len(num_actions[1]), -1, np.int64))
     vertex = (np.zeros(len(num_actions[0]), np.int64), np.zeros(len(num_actions[1]), np.int64))
     calls = 0
@@ -471,7 +495,12 @@ def _decompose_kernel(
             src = find_in_row(indptr, sigma2, s1, s2)
             nsplit = 0
             if n1 <= 1 or n2 <= 1:
-                c, star = (0, i1 if n1 == 1 else -1) if n1 <= 1 else (1, j2 if n2 == 1 else -1)
+                if n1 <= 1:
+                    c = 0
+                    star = i1 if n1 == 1 else -1
+                else:
+                    c = 1
+                    star = j2 if n2 == 1 else -1
                 o = 1 - c
                 sc = s1 if c == 0 else s2
                 so = s2 if c == 0 else s1
@@ -500,7 +529,7 @@ def _decompose_kernel(
                 # into components without a relevant pair in common, each with a critical player.
                 m = lower_bound(multi_rows, 0, len(multi_rows), k)
                 if m == len(multi_rows) or multi_rows[m] != k:
-                    return (3, s1, s2, kind, level, tptr, target, sptr, source, nsteps, ns)
+                    return 3, s1, s2, depth
                 e_lo, e_hi = multi_ptr[m], multi_ptr[m + 1]
                 n_v = 0
                 for e in range(e_lo, e_hi):
@@ -534,7 +563,7 @@ def _decompose_kernel(
                 # else its one of player 2; a component with neither has no critical player.
                 for v in range(n_v):
                     if _find(root, v) == v and count[v, 0] > 1 and count[v, 1] > 1:
-                        return (1, s1, s2, kind, level, tptr, target, sptr, source, nsteps, ns)
+                        return 1, s1, s2, depth
                 # Step 3 over each infoset of a component's other side, reading the center; the
                 # centers are split.  Outside the components, player 1's infosets are split and
                 # player 2's filled by step 3 of player 1 with no critical infoset (as when player
@@ -588,16 +617,16 @@ def _decompose_kernel(
                 nacts = num_actions[c][inf]
                 first = first_seq[c][inf]
                 if nt + nacts > num_pairs:
-                    return (2, s1, s2, kind, level, tptr, target, sptr, source, nsteps, ns)
+                    return 2, s1, s2, depth
                 off = _offset(indptr, sigma2, first, so) if c == 0 else _offset(indptr, sigma2, so, first)
                 if off < 0:
-                    return (3, s1, s2, kind, level, tptr, target, sptr, source, nsteps, ns)
+                    return 3, s1, s2, depth
                 lev = entry_level[src] + 1
-                kind[nsteps] = SIMPLEX
-                level[nsteps] = lev
-                source = _grow(source, ns + 1)
-                source[ns] = src
-                ns += 1
+                if lev > MAX_LEVELS:
+                    return 4, s1, s2, depth
+                depth = max(depth, lev)
+                _new_step(lev, SIMPLEX, nacts, 1, tally, open_key, open_run, runs, fill)
+                _new_source(lev, src, tally, entry_of_pair, source, fill)
                 stack = _grow_rows(stack, top + nacts)
                 for a in range(nacts):
                     if c == 0:
@@ -608,12 +637,9 @@ def _decompose_kernel(
                         stack[top, 1], stack[top, 2] = so, first + a
                     stack[top, 0] = _CALL
                     top += 1
-                    target[nt] = t
+                    _new_target(lev, t, tally, entry_of_pair, fill)
                     entry_level[t] = lev
                     nt += 1
-                nsteps += 1
-                tptr[nsteps] = nt
-                sptr[nsteps] = ns
         else:
             c = stack[top, 3]
             star = stack[top, 4]
@@ -633,11 +659,11 @@ def _decompose_kernel(
                 nb = num_actions[o][j]
                 fj = first_seq[o][j]
                 if nt + nb > num_pairs:
-                    return (2, s1, s2, kind, level, tptr, target, sptr, source, nsteps, ns)
+                    return 2, s1, s2, depth
                 # Targets (sc, (j, b))_b.
                 toff = _offset(indptr, sigma2, sc, fj) if c == 0 else _offset(indptr, sigma2, fj, sc)
                 if toff < 0:
-                    return (3, s1, s2, kind, level, tptr, target, sptr, source, nsteps, ns)
+                    return 3, s1, s2, depth
                 use_sum = star >= 0 and _connected(conn_ptr[c], conn_pos[c], pre_pos[o][j], star)
                 if use_sum:
                     # ξ[sc, (j, b)] = Σ_a ξ[(star, a), (j, b)]: one singleton step per b.
@@ -645,26 +671,35 @@ def _decompose_kernel(
                     na = num_actions[c][star]
                     soff = _offset(indptr, sigma2, fs, fj) if c == 0 else _offset(indptr, sigma2, fj, fs)
                     if soff < 0:
-                        return (3, s1, s2, kind, level, tptr, target, sptr, source, nsteps, ns)
-                    source = _grow(source, ns + nb * na)
+                        return 3, s1, s2, depth
                     for b in range(nb):
                         t = indptr[sc] + toff + b if c == 0 else indptr[fj + b] + toff
                         lev = 0
                         for a in range(na):
                             u = indptr[fs + a] + soff + b if c == 0 else indptr[fj + b] + soff + a
-                            source[ns] = u
-                            ns += 1
                             if entry_level[u] > lev:
                                 lev = entry_level[u]
                         lev += 1
-                        kind[nsteps] = SINGLETON
-                        level[nsteps] = lev
-                        target[nt] = t
+                        if lev > MAX_LEVELS:
+                            return 4, s1, s2, depth
+                        depth = max(depth, lev)
+                        _new_step(
+                            lev,
+                            SINGLETON,
+                            1,
+                            na,
+                            tally,
+                            open_key,
+                            open_run,
+                            runs,
+                            fill,
+                        )
+                        for a in range(na):
+                            u = indptr[fs + a] + soff + b if c == 0 else indptr[fj + b] + soff + a
+                            _new_source(lev, u, tally, entry_of_pair, source, fill)
+                        _new_target(lev, t, tally, entry_of_pair, fill)
                         entry_level[t] = lev
                         nt += 1
-                        nsteps += 1
-                        tptr[nsteps] = nt
-                        sptr[nsteps] = ns
                 else:
                     # Split ξ[sc, σ(j)] among (sc, (j, b))_b.
                     parent_o = parent_seq[o][j]
@@ -674,19 +709,18 @@ def _decompose_kernel(
                         else find_in_row(indptr, sigma2, parent_o, sc)
                     )
                     if src < 0:
-                        return (3, s1, s2, kind, level, tptr, target, sptr, source, nsteps, ns)
-                    source = _grow(source, ns + 1)
-                    source[ns] = src
-                    ns += 1
+                        return 3, s1, s2, depth
                     lev = entry_level[src] + 1
-                    kind[nsteps] = SIMPLEX
-                    level[nsteps] = lev
+                    if lev > MAX_LEVELS:
+                        return 4, s1, s2, depth
+                    depth = max(depth, lev)
+                    _new_step(lev, SIMPLEX, nb, 1, tally, open_key, open_run, runs, fill)
+                    _new_source(lev, src, tally, entry_of_pair, source, fill)
                     for b in range(nb):
                         t = indptr[sc] + toff + b if c == 0 else indptr[fj + b] + toff
-                        target[nt] = t
+                        _new_target(lev, t, tally, entry_of_pair, fill)
                         entry_level[t] = lev
                         nt += 1
-                    nsteps += 1
-                    tptr[nsteps] = nt
-                    sptr[nsteps] = ns
-    return (0, -1, -1, kind, level, tptr, target, sptr, source, nsteps, ns)
+    if nt != num_pairs:
+        return 2, -1, -1, depth
+    return 0, -1, -1, depth

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 
@@ -45,7 +44,7 @@ from .chain import SIMPLEX, Chain, index_dtype, level_order
 
 @dataclass(frozen=True, eq=False)
 class TriggerSpace:
-    """``chain`` plus what each entry means.
+    """``Y``: what each entry means, and :attr:`chain`, made on first use.
 
     ``trigger_player[k]``, ``trigger_sequence[k]`` (the recommendation sequence ``r`` of the
     module docstring) and ``trigger_infoset[k]`` (the root of its deviation tree, -1 for an
@@ -55,9 +54,12 @@ class TriggerSpace:
     preorder, i.e. ``preorder_sequences[player][block_preorder_start[k] + j]`` for the ``j``-th
     entry of the block.  ``entry_trigger[e]`` and ``entry_sequence[e]`` spell this out per
     entry; they are computed on demand because on the large instances they would be the largest
-    arrays here."""
+    arrays here.  So is the chain: its steps are the players' infosets, block by block
+    (:func:`trigger_deviations`), which a solver's fused deviator reads from its sequence trees
+    without it (:mod:`efce.solvers.backends.cpu.deviator`; ~4.7 bytes per relevant pair on
+    the large Battleship instance)."""
 
-    chain: Chain
+    spaces: tuple  # the players' SequenceSpace objects
     trigger_player: np.ndarray  # int8[K]
     trigger_sequence: np.ndarray  # int32[K]
     block_start: np.ndarray  # int64[K + 1]
@@ -66,10 +68,24 @@ class TriggerSpace:
     has_welfare: bool
     concept: str = DEFAULT_CONCEPT
     trigger_infoset: np.ndarray | None = None  # int32[K]; None: EFCE's, the infoset of each σ̂
+    name: str = "trigger deviations"
 
     @property
     def num_triggers(self) -> int:
         return len(self.trigger_player)
+
+    @property
+    def num_entries(self) -> int:
+        """Entries of ``Y``: the constant, the weights λ and every block."""
+        return int(self.block_start[-1])
+
+    @cached_property
+    def chain(self) -> Chain:
+        """``Y`` as a chain: step 0 splits 1 into the weights λ; then per trigger, per infoset of
+        its deviation tree in preorder, one simplex step splitting its parent sequence's entry,
+        or λ at a tree's root; the steps are read in level order (each step's depth below its
+        tree's root, plus 2), kept with the level bounds."""
+        return _trigger_chain(self)
 
     @cached_property
     def entry_trigger(self) -> np.ndarray:
@@ -174,7 +190,8 @@ def triggers_above(space: SequenceSpace) -> np.ndarray:
 
 def trigger_deviations(game: Game, *, welfare: bool = False, concept: str = DEFAULT_CONCEPT) -> TriggerSpace:
     """Build ``Y`` of ``concept`` for a two-player game (module docstring; EFCE: every nonempty
-    sequence of both players triggers).
+    sequence of both players triggers): its triggers and blocks; its chain is made on first use
+    (:attr:`TriggerSpace.chain`).
 
     Raises
     ------
@@ -183,55 +200,80 @@ def trigger_deviations(game: Game, *, welfare: bool = False, concept: str = DEFA
     ValueError
         ``concept`` is not one of :data:`efce.concepts.CONCEPTS`.
     """
-    blocks: list[dict[str, Any]] = []  # per player: arrays describing its triggers' blocks
+    spaces = (game.sequences(0), game.sequences(1))
     trig_player, trig_seq, trig_inf = [], [], []
+    block_starts, preorder_starts, preseqs = [], [], []
+    mines = []
     for i in (0, 1):
         check_stop(f"building the trigger deviations of {game.name}")
-        space = game.sequences(i)
-        tree = space.tree
-        pre = tree.preorder
-        k = space.infoset_num_actions.astype(np.int64)
-        # Sequences laid out in preorder of their infosets.
-        pre_k = k[pre]
-        cum = np.zeros(len(pre) + 1, dtype=np.int64)
-        np.cumsum(pre_k, out=cum[1:])
-        preseq = concat_ranges(space.infoset_first_seq.astype(np.int64)[pre], pre_k)
-        where_in_preseq = np.empty(space.num_sequences, dtype=np.int64)
-        where_in_preseq[preseq] = np.arange(len(preseq))
-        mine = player_triggers(space, concept)
+        mine = player_triggers(spaces[i], concept)
+        mines.append(mine)
         trig_player.append(np.full(len(mine.sequence), i))
         trig_seq.append(mine.sequence)
         trig_inf.append(mine.root_infoset)
-        blocks.append(dict(space=space, pre=pre, cum=cum, preseq=preseq, where=where_in_preseq, mine=mine))
-    trigger_player = np.concatenate(trig_player + ([np.array([-1])] if welfare else []))
-    trigger_sequence = np.concatenate(trig_seq + ([np.array([-1])] if welfare else []))
-    trigger_infoset = np.concatenate(trig_inf + ([np.array([-1])] if welfare else []))
-    num_triggers = len(trigger_player)
+    num_triggers = sum(len(m.sequence) for m in mines) + int(welfare)
+    next_entry = 1 + num_triggers
+    for space, mine in zip(spaces, mines, strict=True):
+        cum, preseq = _preorder_slots(space)
+        first_slot = cum[mine.start]
+        block_len = cum[mine.end] - first_slot
+        block_starts.append(next_entry + np.cumsum(block_len) - block_len)
+        next_entry += int(block_len.sum())
+        preorder_starts.append(first_slot)
+        preseqs.append(preseq)
+    # The welfare weight (if any) has an empty block; the last start closes the final block.
+    starts = np.concatenate(block_starts + [np.array([next_entry])] * (1 + welfare))
+    preorder_start = np.concatenate(preorder_starts + ([np.array([0])] if welfare else []))
+    return TriggerSpace(
+        spaces,
+        np.concatenate(trig_player + ([np.array([-1])] if welfare else [])).astype(np.int8),
+        np.concatenate(trig_seq + ([np.array([-1])] if welfare else [])).astype(np.int32),
+        starts.astype(np.int64),
+        preorder_start.astype(np.int64),
+        tuple(p.astype(np.int32) for p in preseqs),
+        welfare,
+        concept,
+        np.concatenate(trig_inf + ([np.array([-1])] if welfare else [])).astype(np.int32),
+        f"trigger deviations of {game.name}" + ("" if concept == "efce" else f" ({concept.upper()})"),
+    )
 
-    # Steps: step 0 splits 1 into λ; then per trigger, per infoset of its deviation tree (preorder).
+
+def _preorder_slots(space: SequenceSpace) -> tuple[np.ndarray, np.ndarray]:
+    """``(cum, preseq)``: the sequences of the infoset at preorder position ``q`` are the
+    preorder slots ``cum[q] .. cum[q+1]-1``, and slot ``j`` holds sequence ``preseq[j]``."""
+    pre = space.tree.preorder
+    pre_k = space.infoset_num_actions.astype(np.int64)[pre]
+    cum = np.zeros(len(pre) + 1, dtype=np.int64)
+    np.cumsum(pre_k, out=cum[1:])
+    preseq = concat_ranges(space.infoset_first_seq.astype(np.int64)[pre], pre_k)
+    return cum, preseq
+
+
+def _trigger_chain(y: TriggerSpace) -> Chain:
+    """The chain of :attr:`TriggerSpace.chain`."""
+    num_triggers = y.num_triggers
     step_sizes = [np.array([num_triggers])]
     step_levels = [np.array([1], dtype=np.int32)]
     step_sources = [np.array([0])]
-    block_starts, preorder_starts = [], []
-    next_entry = 1 + num_triggers
     trigger_base = 0
-    for b in blocks:
-        space, mine, cum = b["space"], b["mine"], b["cum"]
+    for space in y.spaces:
+        mine = player_triggers(space, y.concept)
+        cum, preseq = _preorder_slots(space)
+        where_in_preseq = np.empty(space.num_sequences, dtype=np.int64)
+        where_in_preseq[preseq] = np.arange(len(preseq))
+        pre = space.tree.preorder
         n_trig = len(mine.start)
         n_inf = mine.end - mine.start
         first_slot = cum[mine.start]
-        block_len = cum[mine.end] - first_slot
-        block_start = next_entry + np.cumsum(block_len) - block_len
-        next_entry += int(block_len.sum())
+        block_start = y.block_start[trigger_base : trigger_base + n_trig]
         # Every (trigger, infoset of its deviation tree): one simplex step.
         trig_of_step = np.repeat(np.arange(n_trig), n_inf)
-        infoset_pos = concat_ranges(mine.start, n_inf)
-        infoset = b["pre"][infoset_pos]
+        infoset = pre[concat_ranges(mine.start, n_inf)]
         sizes = space.infoset_num_actions.astype(np.int64)[infoset]
         parent = space.infoset_parent_seq.astype(np.int64)[infoset]
         # A step whose parent sequence lies outside its block (before it in preorder, or ∅)
         # starts the deviation tree: it splits λ; any other splits its parent sequence's entry.
-        parent_slot = b["where"][parent] - first_slot[trig_of_step]
+        parent_slot = where_in_preseq[parent] - first_slot[trig_of_step]
         is_root = (parent == 0) | (parent_slot < 0)
         parent_entry = block_start[trig_of_step] + parent_slot
         lam_entry = 1 + trigger_base + trig_of_step
@@ -240,13 +282,11 @@ def trigger_deviations(game: Game, *, welfare: bool = False, concept: str = DEFA
         # A step reads its parent sequence's entry (or λ at a tree root): its level is its depth
         # below the tree's root, plus 2 (λ is filled at level 1).
         depth = space.infoset_depth
-        root_depth = depth[b["pre"][mine.start]] if n_trig else np.zeros(0, np.int32)
+        root_depth = depth[pre[mine.start]] if n_trig else np.zeros(0, np.int32)
         step_levels.append((2 + depth[infoset] - root_depth[trig_of_step]).astype(np.int32))
-        block_starts.append(block_start)
-        preorder_starts.append(first_slot)
         trigger_base += n_trig
     sizes = np.concatenate(step_sizes)
-    index = index_dtype(next_entry + 1)
+    index = index_dtype(y.num_entries + 1)
     target_ptr = np.empty(len(sizes) + 1, dtype=index)
     target_ptr[0] = 1
     np.cumsum(sizes, out=target_ptr[1:])
@@ -254,28 +294,14 @@ def trigger_deviations(game: Game, *, welfare: bool = False, concept: str = DEFA
     # The passes need the steps in level order; kept with the level bounds, it makes a level per
     # step (one int32 each) unnecessary.
     order, level_ptr = level_order(np.concatenate(step_levels))
-    chain = Chain(
+    return Chain(
         kind=np.full(len(sizes), SIMPLEX, dtype=np.int8),
         target_ptr=target_ptr,
         source_ptr=np.arange(len(sizes) + 1, dtype=index_dtype(len(sizes) + 1)),
         source=np.concatenate(step_sources).astype(index),
         entry_index=None,  # entries are their own indices: no arange kept
         describe_entry=str,
-        name=f"trigger deviations of {game.name}" + ("" if concept == "efce" else f" ({concept.upper()})"),
+        name=y.name,
         level_ptr=level_ptr,
         level_order=order,
-    )
-    # The welfare weight (if any) has an empty block; the last start closes the final block.
-    starts = np.concatenate(block_starts + [np.array([next_entry])] * (1 + welfare))
-    preorder_start = np.concatenate(preorder_starts + ([np.array([0])] if welfare else []))
-    return TriggerSpace(
-        chain,
-        trigger_player.astype(np.int8),
-        trigger_sequence.astype(np.int32),
-        starts.astype(np.int64),
-        preorder_start.astype(np.int64),
-        tuple(b["preseq"].astype(np.int32) for b in blocks),
-        welfare,
-        concept,
-        trigger_infoset.astype(np.int32),
     )

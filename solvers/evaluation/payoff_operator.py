@@ -453,7 +453,7 @@ class PayoffOperator:
         self.triggers = triggers
         #: The welfare scalar ``τ`` (None without a welfare threshold), moved by a welfare bisection.
         self.tau = None if welfare_threshold is None else float(welfare_threshold)
-        self.shape = (num_rows, triggers.chain.num_entries)
+        self.shape = (num_rows, triggers.num_entries)
         self.max_depth = max_depth
         #: The triggers before each player's: player ``i``'s trigger ``t`` has the weight
         #: ``λ`` at Y entry ``1 + trigger_base[i] + t``.

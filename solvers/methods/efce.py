@@ -43,7 +43,7 @@ from efce.games.game import Game
 from efce.games.relevant import RelevantPairs, count_relevant_pairs, relevant_pairs
 from efce.games.resources.memory import ParkedArrays, check_budget, release_free_memory
 from efce.polytopes.chain import Chain, index_dtype
-from efce.polytopes.decompose import PairNames, check_decomposable, correlation_plan
+from efce.polytopes.decompose import PairNames, check_decomposable, correlation_plan_entries
 from efce.polytopes.feasibility import FeasibilityCheck
 from efce.polytopes.triggers import TriggerSpace, trigger_deviations
 from efce.polytopes.triggers import triggers_above as count_triggers_above
@@ -52,7 +52,7 @@ from efce.solvers.backends.protocol import PRM_PLUS, OperatorProducts
 from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.gaps import EFCEGapEvaluator, GapReport
 from efce.solvers.evaluation.payoff_operator import PayoffOperator, TriggerTables, build_payoff_operator
-from efce.solvers.methods.selfplay import SelfPlay
+from efce.solvers.methods.selfplay import DeviatorPlay, SelfPlay
 from efce.solvers.options import (
     CONCEPT,
     EQUILIBRIUM_REPORT,
@@ -66,8 +66,8 @@ from efce.solvers.options import (
     Option,
     defaults,
 )
-from efce.solvers.regret.engine import ChainEngine, chain_minimum, minimizer_factory
-from efce.solvers.regret.local import LocalRule
+from efce.solvers.regret.engine import ChainEngine, RuleMinimizers, chain_minimum, minimizer_factory
+from efce.solvers.regret.local import LocalRule, Segments
 from efce.solvers.regret.protocol import MinimizerFactory
 from efce.solvers.regret.registry import as_rule, make_rule
 from efce.solvers.result import SolveResult, TraceRow
@@ -245,26 +245,25 @@ def pair_arrays_parked(model: EFCEModel) -> Iterator[ParkedPairs]:
 
 #: Bytes a saddle-point run holds per unit of each size (benchmarks/bench_memory.py breaks a run
 #: down by component; docs/results/memory.md has the measurements this is fitted to):
-#: per relevant pair — Ξ's chain arrays (~8-9: no per-step level, order or size array), the Ξ
-#: engine's float32 regrets and bfloat16 predictions (~5), the float64 iterate and the float32
-#: running sum (12), plus the checkpoints' transient and heap slack (the pair columns and the
-#: pair → entry map are parked during the iterations, and the end of a run holds less than the
-#: iterations);
-#: per entry of the trigger chain Y — float32 regrets and bfloat16 predictions, float64 iterate
-#: (14) plus its chain arrays;
+#: per relevant pair — Ξ's chain (~5: steps as runs, its sources), the Ξ engine's float32 regrets
+#: and bfloat16 predictions (~5), the float64 iterate and the float32 running sum (12), plus the
+#: checkpoints' transient and heap slack (the pair columns and the pair → entry map are parked
+#: during the iterations, and the end of a run holds less than the iterations);
+#: per entry of Y — the fused deviator's float32 regrets and bfloat16 predictions (6; Y's point,
+#: loss and chain are not held, :mod:`efce.solvers.backends.cpu.deviator`);
 #: per nonzero of A's deviation part — one int32 row; per (trigger infoset, terminal) — one
 #: int32; per game node — the game's own arrays (int32 node positions, labels, caches) and the
 #: per-terminal tables; plus the interpreter, numpy and numba (~100 MiB) and the compiled
-#: kernels (~75 MiB).
+#: kernels and the pages they touch while compiling (~130 MiB).
 #: Measured whole-process peaks of ``efce solve … --method rm --iterations 3`` (default PRM+):
-#: 358.5 MiB (small), 1,448.6 MiB (medium), 6,240.7 MiB (large); these constants give
-#: 382 / 1,503 / 6,324 MiB (7 / 4 / 1% above).
-BYTES_PER_RELEVANT_PAIR = 29
-BYTES_PER_TRIGGER_ENTRY = 23
+#: 384.0 MiB (small), 1,244.8 MiB (medium); these constants give 389 / 1,261 MiB (1.3 % above
+#: each) and 4,620 MiB for large (not measured with this code: efed752 peaked at 6,124 MiB).
+BYTES_PER_RELEVANT_PAIR = 24
+BYTES_PER_TRIGGER_ENTRY = 7
 BYTES_PER_NONZERO = 4
 BYTES_PER_TRIGGER_TERMINAL = 8
 BYTES_PER_GAME_NODE = 80
-FIXED_BYTES = 185 * 2**20
+FIXED_BYTES = 230 * 2**20
 
 
 def saddle_point_sizes(game: Game, concept: str = DEFAULT_CONCEPT) -> dict:
@@ -379,14 +378,17 @@ def build_efce_model(
     check_efce_model(game, memory_budget, concept=concept)
     release_free_memory()  # what building the game left behind
     pairs = relevant_pairs(game) if pairs is None else pairs
-    xi_chain = correlation_plan(game, pairs) if xi_chain is None else xi_chain
+    if xi_chain is None:
+        # the chain without labels and the pair → entry map, with no entry → pair map made
+        xi_steps, entry_of_pair = correlation_plan_entries(game, pairs)
+    else:
+        index = index_dtype(len(pairs))
+        entry_of_pair = np.empty(len(pairs), dtype=index)
+        entry_of_pair[xi_chain.natural_index] = np.arange(len(pairs), dtype=index)
+        xi_steps = xi_chain.unlabelled()  # the pair → entry map is kept once, as entry_of_pair
+    del xi_chain
     release_free_memory()
     triggers = trigger_deviations(game, welfare=welfare_threshold is not None, concept=concept)
-    index = index_dtype(len(pairs))
-    entry_of_pair = np.empty(len(pairs), dtype=index)
-    entry_of_pair[xi_chain.entry_index] = np.arange(len(pairs), dtype=index)
-    xi_steps = xi_chain.unlabelled()  # the pair → entry map is kept once, as entry_of_pair
-    del xi_chain
     operator = build_payoff_operator(game, pairs, triggers, entry_of_pair, welfare_threshold)
     release_free_memory()
     return EFCEModel(game, pairs, xi_steps, triggers, operator, entry_of_pair, welfare_threshold)
@@ -677,16 +679,34 @@ def saddle_point_play(
     power: float = 1.0,
     average_deviator: bool = False,
     products: OperatorProducts | None = None,
-) -> SelfPlay:
-    """The correlator (an engine on Ξ's chain, observing ``A·y``) against the deviator (an
-    engine on Y's chain, observing ``−Aᵀ·x``), each built by ``make_minimizer`` from its chain,
-    with the correlator's running average (and the deviator's with ``average_deviator``) under
-    weights ``t^power``: the loop of :func:`solve_efce`.  ``products`` are ``A``'s products on
-    the loop's backend (:meth:`~.PayoffOperator.products`; default: on the CPU, every thread
-    numba may use)."""
+) -> SelfPlay | DeviatorPlay:
+    """The correlator (an engine on Ξ's chain, observing ``A·y``) against the deviator (on Y,
+    observing ``−Aᵀ·x``), each built by ``make_minimizer`` from its chain, with the correlator's
+    running average (and the deviator's with ``average_deviator``) under weights ``t^power``:
+    the loop of :func:`solve_efce`.  ``products`` are ``A``'s products on the loop's backend
+    (:meth:`~.PayoffOperator.products`; default: on the CPU, every thread numba may use).
+
+    When ``make_minimizer`` runs a local rule's kernel on a compute backend
+    (:class:`~efce.solvers.regret.engine.RuleMinimizers`), the deviator is that backend's fused
+    deviator (:meth:`~efce.solvers.backends.cpu.backend.CPUBackend.fused_deviator`: Y's passes
+    with ``A``'s products inside, no point, loss or chain of Y held) in a
+    :class:`~efce.solvers.methods.selfplay.DeviatorPlay`, whose iterates are those of the
+    :class:`~efce.solvers.methods.selfplay.SelfPlay` of two engines it replaces, bit for bit;
+    any other factory gets that :class:`~efce.solvers.methods.selfplay.SelfPlay`, on Y's chain."""
     products = model.operator.products() if products is None else products
-    matvec, rmatvec = products.matvec, products.rmatvec
     xi_engine = ChainEngine(model.xi_steps, minimizer=make_minimizer(model.xi_steps))
+    deviator = _fused_deviator(model, make_minimizer, products)
+    if deviator is not None:
+        return DeviatorPlay(
+            xi_engine,
+            deviator,
+            alternating=bool(alternating),
+            average_deviator=average_deviator,
+            power=power,
+            narrow=True,
+            deviator_entries=model.triggers.num_entries,
+        )
+    matvec, rmatvec = products.matvec, products.rmatvec
     y_engine = ChainEngine(model.triggers.chain, minimizer=make_minimizer(model.triggers.chain))
     return SelfPlay(
         (xi_engine, y_engine),
@@ -696,6 +716,23 @@ def saddle_point_play(
         power=power,
         narrow=True,
     )
+
+
+def _fused_deviator(model: EFCEModel, make_minimizer: MinimizerFactory, products: OperatorProducts):
+    """The fused deviator of ``make_minimizer``'s rule on its compute backend, or None (a
+    factory of other minimizers, a rule without a kernel, or a backend without one)."""
+    if not isinstance(make_minimizer, RuleMinimizers):
+        return None
+    backend = make_minimizer.compiled_backend()
+    kernel = make_minimizer.rule.kernel()
+    if backend is None or kernel is None or not hasattr(backend, "fused_deviator"):
+        return None
+    entries = model.triggers.num_entries - 1  # every entry of Y but the constant is a simplex's
+    state = {
+        key: backend.to_device(v)
+        for key, v in make_minimizer.rule.init(Segments.from_sizes([entries])).items()
+    }
+    return backend.fused_deviator(products, kernel, state)
 
 
 def saddle_point_gap(
@@ -822,7 +859,7 @@ class HostSaddlePoint:
     ):
         self.model, self.backend, self.evaluator = model, backend, evaluator
         self.products = model.operator.products(backend)
-        self.play: SelfPlay = saddle_point_play(
+        self.play: SelfPlay | DeviatorPlay = saddle_point_play(
             model,
             make_minimizer,
             alternating=alternating,
@@ -831,10 +868,13 @@ class HostSaddlePoint:
             products=self.products,
         )
         # The checkpoints read the gap from the saddle point (saddle_point_gap: about half the
-        # evaluator's cost) into a buffer the loop leaves idle between steps; the final report
-        # still comes from the evaluator.
+        # evaluator's cost; a fused deviator's best response holds no array of Y) into a buffer
+        # the loop leaves idle between steps; the final report still comes from the evaluator.
+        fused = isinstance(self.play, DeviatorPlay)
         self._work = (
-            self.play.idle_buffer(model.triggers.chain.num_entries) if model.operator.tau is None else None
+            self.play.idle_buffer(model.triggers.num_entries)
+            if model.operator.tau is None and not fused
+            else None
         )
 
     @property
@@ -860,7 +900,12 @@ class HostSaddlePoint:
         assert sum_x is not None  # Ξ's player is always averaged
         # before work overwrites x
         violations = self.model.xi_steps.violations((x, sum_x), (1.0, scale), backend=self.backend)
-        if self._work is None:
+        play = self.play
+        if isinstance(play, DeviatorPlay) and self.model.operator.tau is None:
+            # saddle_point_gap's number, Y's blocks one by one
+            gap = max(0.0, -scale * play.deviator.best_response(sum_x))
+            welfare = self.evaluator.welfare(sum_x, scale)
+        elif self._work is None:
             report = self.evaluator.evaluate(sum_x, scale)
             gap, welfare = report.gap, report.welfare
         else:
@@ -870,6 +915,8 @@ class HostSaddlePoint:
 
     def deviation_bound(self) -> float:
         backend, model = self.backend, self.model
+        if isinstance(self.play, DeviatorPlay):
+            self.play.flush()  # the last point into the running sum
         sum_y = self.play.sums[1]
         assert sum_y is not None, "the deviator is averaged only with average_deviator"
         y_bar = average_point(model.triggers.chain, sum_y, self.play.weight, backend=backend)

@@ -19,6 +19,7 @@ which the engine adds into the player's running sum as it writes it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 
@@ -143,3 +144,109 @@ class SelfPlay:
         if total is None:
             raise ValueError(f"player {player}'s average is not kept (averaged=False)")
         return total / self.weight
+
+
+class Deviator(Protocol):
+    """A player whose loss is computed inside its own passes (a compute backend's fused
+    deviator, :meth:`~efce.solvers.backends.cpu.backend.CPUBackend.fused_deviator`): it writes
+    the opponent's loss ``A y`` for its current point and observes its own loss from the
+    opponent's point, never holding its point or loss in full."""
+
+    #: dtype of the running sum of its points a loop may keep (float32 on big ``Y``).
+    sum_dtype: type
+
+    def scatter(
+        self,
+        out: np.ndarray,
+        total: np.ndarray | None = None,
+        w: float = 0.0,
+        point: np.ndarray | None = None,
+    ) -> None:
+        """The opponent's loss for the current point into ``out`` (``total += w · y`` too)."""
+
+    def observe(self, opponent_point: np.ndarray) -> None:
+        """Observe the loss the opponent's point induces."""
+
+    def best_response(self, values: np.ndarray) -> float:
+        """``min_y ⟨loss of values, y⟩`` over the player's polytope."""
+
+
+class DeviatorPlay:
+    """:class:`SelfPlay` of a :class:`~efce.solvers.regret.engine.ChainEngine` (player 0, losses
+    ``loss(y, out)`` written by player 1) against a :class:`Deviator` (player 1), the same updates
+    and averages with the same numbers: the EFCE saddle point's loop with the deviator fused
+    with the payoff operator.
+
+    Player 1's point ``y_t`` exists only inside its passes, so its running sum (``averaged[1]``)
+    takes ``w_t · y_t`` when ``y_t`` is next computed — at the next step's first pass, or at
+    :meth:`flush` — in the same order as :class:`SelfPlay` adds it.
+
+    Attributes are :class:`SelfPlay`'s: ``points`` (player 0's only: ``[x]``), ``sums``
+    (``[Σ w x, Σ w y or None]``), ``weight``.
+    """
+
+    def __init__(
+        self,
+        engine: ChainEngine,
+        deviator: Deviator,
+        *,
+        alternating: bool = True,
+        average_deviator: bool = False,
+        power: float = 1.0,
+        narrow: bool = False,
+        deviator_entries: int = 0,
+    ):
+        self.engine, self.deviator = engine, deviator
+        self.alternating = alternating
+        self.power = float(power)
+        n = engine.chain.num_entries
+        backend = engine.backend
+        self.points = [backend.empty(n)]
+        sum_dtypes = (engine.sum_dtype, deviator.sum_dtype) if narrow else (np.float64, np.float64)
+        self.sums = [
+            backend.zeros(n, sum_dtypes[0]),
+            backend.zeros(deviator_entries, sum_dtypes[1]) if average_deviator else None,
+        ]
+        # Simultaneous updates: player 0's loss goes here while the deviator reads its point.
+        self._scratch = None if alternating else backend.empty(n)
+        self._pending: float | None = None  # the weight of a point not added into sums[1] yet
+        self.weight = 0.0
+        engine.recommend(out=self.points[0])
+
+    def step(self, t: int) -> None:
+        """Iteration ``t`` (1-based), as :meth:`SelfPlay.step`."""
+        engine, deviator, x = self.engine, self.deviator, self.points[0]
+        w = float(t) ** self.power
+        total, pending = self._take_pending()
+        if self.alternating:
+            deviator.scatter(x, total, pending)
+            engine.observe(x, overwrite=True)
+            engine.recommend(out=x, accumulate=(self.sums[0], w))
+            deviator.observe(x)
+        else:
+            assert self._scratch is not None  # allocated for simultaneous updates
+            deviator.scatter(self._scratch, total, pending)
+            deviator.observe(x)  # the previous point, before it changes
+            engine.observe(self._scratch, overwrite=True)
+            engine.recommend(out=x, accumulate=(self.sums[0], w))
+        self.weight += w
+        self._pending = w if self.sums[1] is not None else None
+
+    def _take_pending(self) -> tuple[np.ndarray | None, float]:
+        pending, self._pending = self._pending, None
+        return (None, 0.0) if pending is None else (self.sums[1], pending)
+
+    def flush(self) -> None:
+        """Add the current point into player 1's running sum now (before it is read)."""
+        total, pending = self._take_pending()
+        if total is not None:
+            self.deviator.scatter(_NOTHING, total, pending)
+
+    def idle_buffer(self, size: int) -> np.ndarray | None:
+        """As :meth:`SelfPlay.idle_buffer`: player 0's point (alternating; the next step writes
+        the loss there first) or the loss scratch (simultaneous), if ``size`` fits."""
+        buffer = self._scratch if self._scratch is not None else self.points[0]
+        return buffer[:size] if buffer.size >= size else None
+
+
+_NOTHING = np.zeros(0)

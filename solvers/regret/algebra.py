@@ -452,6 +452,10 @@ class ChainMinimizer:
         Battleship chains the offsets are ~0.25 GB that :meth:`init` needs once."""
         if self.backend is None:
             return self._kept_segments
+        runs = self.chain.runs
+        if runs is not None:  # from the runs: no array per step made and kept
+            simplex = runs.run_kind == SIMPLEX
+            return Segments.from_sizes(np.repeat(runs.run_size[simplex], runs.counts[simplex]))
         # np.diff, not the chain's cached step_size: an int per step the loop never reads
         return Segments.from_sizes(np.diff(self.chain.target_ptr)[self._simplex_steps()])
 

@@ -207,8 +207,27 @@ def minimizer_factory(
             )
         return minimizer
     local = as_rule(default_rule if rule is None else rule)
-    where = "auto" if backend is None or local.kernel() is None else backend
-    return lambda chain: chain_minimizer(chain, local, backend=where)
+    return RuleMinimizers(local, "auto" if backend is None or local.kernel() is None else backend)
+
+
+class RuleMinimizers:
+    """The :data:`~.protocol.MinimizerFactory` of a local rule: ``factory(chain)`` is
+    :func:`efce.solvers.regret.algebra.chain_minimizer` ``(chain, rule, backend=backend)``.  A
+    solver may read the rule and the backend from it to run a fused form of a chain minimizer
+    (the EFCE saddle point's deviator, :func:`efce.solvers.methods.efce.saddle_point_play`)."""
+
+    def __init__(self, rule: LocalRule, backend: ComputeBackend | str):
+        self.rule, self.backend = rule, backend
+
+    def __call__(self, chain: Chain) -> ChainMinimizer:
+        return chain_minimizer(chain, self.rule, backend=self.backend)
+
+    def compiled_backend(self) -> ComputeBackend | None:
+        """The compute backend the rule's kernel runs on, or None (a rule without a kernel runs
+        the numpy passes)."""
+        if self.rule.kernel() is None or self.backend == "numpy":
+            return None
+        return get_backend(None if self.backend in ("auto", "compiled") else self.backend)
 
 
 def chain_minimum(

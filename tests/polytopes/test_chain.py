@@ -10,7 +10,7 @@ from efce import games
 from efce.errors import ChainError, EFCEError
 from efce.games.relevant import relevant_pairs
 from efce.polytopes import correlation_plan
-from efce.polytopes.chain import SIMPLEX, SINGLETON, Chain
+from efce.polytopes.chain import SIMPLEX, SINGLETON, Chain, StepArrays
 from efce.polytopes.feasibility import FeasibilityCheck
 from efce.solvers.backends import available_threads
 from efce.solvers.backends.cpu import CPUBackend
@@ -178,3 +178,81 @@ def test_rescaled_point_of_a_float32_plan_satisfies_definition_3(make):
     assert definition3(chain.to_natural(fixed, len(pairs))) <= 1e-15
     assert np.allclose(fixed, x, rtol=1e-6, atol=1e-12)
     assert chain.violations((rounded,), (1e-4,))[0] > 1e-9  # float32 points are read as such
+
+
+# ---------------------------------------------------------------------- steps stored as runs
+def _unpacked(chain):
+    """The same chain with its steps one per step (three arrays)."""
+    return dataclasses.replace(
+        chain, steps=StepArrays(chain.kind.copy(), chain.target_ptr.copy(), chain.source_ptr.copy())
+    )
+
+
+@pytest.mark.parametrize(
+    "make",
+    [games.farina_fig2, lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2)],
+)
+def test_decompose_stores_its_steps_as_runs_that_give_them_back(make):
+    chain = correlation_plan(make())
+    runs = chain.runs
+    assert runs is not None and runs.num_runs < chain.num_steps
+    flat = _unpacked(chain)
+    assert flat.runs is None and flat.packed().runs is not None
+    again = flat.packed()
+    for name in ("kind", "target_ptr", "source_ptr"):
+        assert np.array_equal(getattr(again, name), getattr(flat, name))
+    assert again.runs.num_runs <= runs.num_runs  # DECOMPOSE's runs end at each level's end
+    # Each step of a run: its kind, its consecutive entries and source slots.
+    for k in range(chain.num_steps):
+        r = int(np.searchsorted(runs.ptr, k, side="right")) - 1
+        i = k - runs.ptr[r]
+        assert chain.kind[k] == runs.run_kind[r]
+        assert chain.target_ptr[k] == runs.run_entry[r] + i * runs.run_size[r]
+        assert chain.source_ptr[k] == runs.run_source[r] + i * runs.run_nsrc[r]
+    assert chain.num_simplex_steps == flat.num_simplex_steps
+    assert chain.simplex_entries == int(flat.step_size[flat.kind == SIMPLEX].sum())
+    assert chain.widest_step == int(flat.step_size.max())
+    flat.validate()
+    chain.validate()
+
+
+def test_malformed_runs_are_refused():
+    runs = _chain().packed().runs
+    # step 1 (run 0's second step) fills entries 3 and 4 and reads entry 3
+    bad_source = _chain(source=np.array([0, 3, 2])).packed()
+    with pytest.raises(ChainError, match="step 1 reads an entry that is not filled before it"):
+        bad_source.validate()
+    gap = dataclasses.replace(runs, run_entry=runs.run_entry + np.array([0, 1, 1]))
+    with pytest.raises(ChainError, match="do not follow one another"):
+        dataclasses.replace(_chain(), steps=gap).validate()
+    with pytest.raises(ChainError, match="only a chain whose steps fill consecutive entries"):
+        _chain(target_ptr=np.array([1, 5, 3, 6])).packed()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [games.farina_fig2, lambda: games.battleship(rows=2, cols=2, ship_sizes=[1], shots=2)],
+)
+def test_a_packed_chain_computes_what_its_arrays_compute(make):
+    """The run kernels (violations, rescaled point, minimum and vertex) give the per-step
+    kernels' numbers bit for bit, on every thread count."""
+    chain = correlation_plan(make())
+    flat = _unpacked(chain)
+    rng = np.random.default_rng(11)
+    x = chain.random_point(rng)
+    bad = x.copy()
+    bad[rng.integers(1, chain.num_entries, size=3)] += [0.01, -0.02, 0.03]
+    running = (5.0 * bad).astype(np.float32)
+    for threads in range(1, available_threads() + 1):
+        cpu = CPUBackend(threads=threads)
+        arrays, scales = (x, bad, running), (1.0, 1.0, 0.2)
+        assert chain.violations(arrays, scales, backend=cpu) == flat.violations(arrays, scales, backend=cpu)
+    assert np.array_equal(chain.rescaled_point(running), flat.rescaled_point(running))
+    loss = rng.normal(size=chain.num_entries)
+    cpu = CPUBackend(threads=1)
+    assert cpu.chain_minimum(chain, loss.copy()) == cpu.chain_minimum(flat, loss.copy())
+    value, vertex = cpu.chain_vertex(chain, loss.copy())
+    assert (value, vertex.tolist()) == tuple(
+        (v, p.tolist()) for v, p in [cpu.chain_vertex(flat, loss.copy())]
+    )[0]
+    assert value == pytest.approx(float(loss @ vertex), abs=1e-12)

@@ -24,7 +24,7 @@ from efce.polytopes.chain import Chain
 from efce.solvers.backends.sizing import variant_size
 from efce.solvers.regret import local
 
-from . import chain_passes, device, feasibility, gaps, operator, rules, trigger
+from . import chain_passes, chain_runs, deviator, device, feasibility, gaps, operator, rules, trigger
 from .jit import available_threads, default_threads, run_on_threads, thread_rows
 
 if TYPE_CHECKING:  # annotations only
@@ -58,6 +58,7 @@ CHUNK_WORK = 4096
 SUM_DTYPES = (np.float64, np.float32)
 
 _NO_CHOICE = np.zeros(0, dtype=np.int64)
+_NO_VALUES = np.zeros(0)
 _IDENTITY_ORDER = np.zeros(0, dtype=np.int32)
 
 
@@ -69,12 +70,6 @@ def kernel_order(chain: Chain) -> np.ndarray:
     if chain.level_sorted:
         return _IDENTITY_ORDER
     return chain.step_order
-
-
-def widest_step(chain: Chain) -> int:
-    """The most entries a step of ``chain`` fills (at least 1), without caching the chain's
-    ``step_size`` (an int per step that the passes never read)."""
-    return int(np.diff(chain.target_ptr).max(initial=1))
 
 
 def level_bounds(chain: Chain) -> np.ndarray:
@@ -118,7 +113,7 @@ class SerialChainPasses:
             kernel.alpha,
             kernel.beta,
             kernel.eta,
-            np.empty(widest_step(chain)),  # one step's strategy, allocated once
+            np.empty(chain.widest_step),  # one step's strategy, allocated once
         )
 
 
@@ -135,26 +130,52 @@ class ParallelChainPasses:
     sum_dtypes = SUM_DTYPES
 
     def __init__(self, chain: Chain, kernel, threads: int):
-        kind, tptr, sptr, source, order = _step_arrays(chain)
         level_ptr = level_bounds(chain)
-        chunk_ptr, chunk_state, level_chunk = chain_passes.chain_chunks(
-            kind, tptr, sptr, order, level_ptr, CHUNK_WORK
-        )
-        histograms = chain_passes.level_source_histograms(sptr, source, order, level_ptr, SCATTER_BUCKETS)
-        static = (kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk)
+        runs = chain.runs
+        if runs is not None:
+            # Steps stored as runs (Ξ's): the run kernels (.chain_runs), no array per step.
+            run_arrays = runs.kernel_arrays()
+            ptr, run_kind, run_size, run_nsrc, _, run_source = run_arrays
+            chunk_ptr, chunk_run, chunk_state, level_chunk = chain_runs.run_chunks(
+                ptr, run_kind, run_size, run_nsrc, level_ptr, CHUNK_WORK
+            )
+            histograms = chain_runs.run_source_histograms(
+                ptr, run_nsrc, run_source, chain.source, level_ptr, SCATTER_BUCKETS
+            )
+            static = (*run_arrays, chain.source, chunk_ptr, chunk_run, chunk_state, level_chunk)
+            source_ranges = chain_runs.run_chunk_source_ranges(
+                ptr, run_nsrc, run_source, chain.source, chunk_ptr, chunk_run
+            )
+            self._recommend_kernel = chain_runs.run_recommend_parallel
+            self._observe_kernel = chain_runs.run_observe_parallel
+        else:
+            kind, tptr, sptr, source, order = _step_arrays(chain)
+            chunk_ptr, chunk_state, level_chunk = chain_passes.chain_chunks(
+                kind, tptr, sptr, order, level_ptr, CHUNK_WORK
+            )
+            histograms = chain_passes.level_source_histograms(sptr, source, order, level_ptr, SCATTER_BUCKETS)
+            static = (kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk)
+            source_ranges = chain_passes.chunk_source_ranges(sptr, source, order, chunk_ptr)
+            self._recommend_kernel = chain_passes.chain_recommend_parallel
+            self._observe_kernel = chain_passes.chain_observe_parallel
         self.threads = threads
+        #: Level ``L``'s chunks are ``level_chunk[L] : level_chunk[L+1]`` (fixed at build time).
+        self.level_chunk = level_chunk
+        #: Whether a level's chunks are dealt to the threads in turn (a chain read through its
+        #: level order) rather than cut into contiguous shares (``chain_passes._chunks_of_part``).
+        self.dealt = runs is None and len(static[4]) > 0
         self._recommend = (*static, kernel.family, kernel.eta)
         self._observe = (
             *static,
             chain_passes.scatter_bounds(*histograms, threads),
-            *chain_passes.chunk_source_ranges(sptr, source, order, chunk_ptr),
+            *source_ranges,
             kernel.family,
             kernel.plus,
             kernel.alpha,
             kernel.beta,
             kernel.eta,
         )
-        self._scratch = thread_rows(widest_step(chain))
+        self._scratch = thread_rows(chain.widest_step)
         big = variant_size(chain.num_entries) >= local.FLOAT32_STATE_MIN_ENTRIES
         #: float32 on chains of 2²⁰ entries or more (:func:`~efce.solvers.regret.local.state_dtype`'s
         #: threshold): the pass adds ``w · x`` computed in float64 and rounds the sum.
@@ -164,7 +185,7 @@ class ParallelChainPasses:
         """RECOMMEND on ``threads`` threads (:func:`~.chain_passes.chain_recommend_parallel`)."""
         run_on_threads(
             self.threads,
-            chain_passes.chain_recommend_parallel,
+            self._recommend_kernel,
             *self._recommend,
             a,
             b,
@@ -178,7 +199,7 @@ class ParallelChainPasses:
         """OBSERVELOSS on ``threads`` threads (:func:`~.chain_passes.chain_observe_parallel`)."""
         run_on_threads(
             self.threads,
-            chain_passes.chain_observe_parallel,
+            self._observe_kernel,
             *self._observe,
             a,
             b,
@@ -252,17 +273,40 @@ class PayoffProducts:
         else:
             self._stack = np.empty(op.max_depth + 2, dtype=np.int64)
 
+    def _tau(self) -> tuple[float, int]:
+        tau = self.operator.tau
+        return (0.0 if tau is None else tau), self.operator.lambda_tau
+
     def matvec(self, y: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out = A y`` (``out`` has one slot per Ξ entry)."""
-        tau = self.operator.tau
-        tau = 0.0 if tau is None else tau
-        lam_tau = self.operator.lambda_tau
+        tau, lam_tau = self._tau()
         if self.parts > 1:
             return run_on_threads(self.parts, self._matvec_parallel, y, out, tau, lam_tau)
-        out[:] = 0.0
-        operator.following_matvec(*self._following, self._lam_base1, lam_tau, tau, y, self._stack, out)
+        self.following_matvec(y, out)
         for args in self._deviation:
             operator.deviation_matvec(*args, y, out)
+        return out
+
+    def following_matvec(self, y: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``out =`` the following part of ``A y`` (and the welfare column's): every other entry
+        0.  Reads ``y`` at the weights ``λ`` only (entries ``0 .. K``), so ``y`` may hold just
+        those (:class:`FusedDeviator`)."""
+        tau, lam_tau = self._tau()
+        if self.parts > 1:
+            return run_on_threads(
+                self.parts,
+                operator.following_matvec_parallel,
+                *self._following,
+                self._lam_base1,
+                lam_tau,
+                tau,
+                y,
+                self._stacks,
+                out,
+                self.parts,
+            )
+        out[:] = 0.0
+        operator.following_matvec(*self._following, self._lam_base1, lam_tau, tau, y, self._stack, out)
         return out
 
     def _matvec_parallel(self, y, out, tau, lam_tau):
@@ -281,9 +325,7 @@ class PayoffProducts:
 
     def rmatvec(self, x: np.ndarray, out: np.ndarray, sign: float = 1.0) -> np.ndarray:
         """``out = sign · Aᵀ x`` (``out`` has one slot per Y entry)."""
-        tau = self.operator.tau
-        tau = 0.0 if tau is None else tau
-        lam_tau = self.operator.lambda_tau
+        tau, lam_tau = self._tau()
         following = self._following_columns
         if self.parts > 1:
             return run_on_threads(
@@ -294,11 +336,197 @@ class PayoffProducts:
         operator.following_rmatvec(*following, lam_tau, tau, x, sign, out)
         return out
 
+    def following_rmatvec(self, x: np.ndarray, out: np.ndarray, sign: float = 1.0) -> np.ndarray:
+        """The entries ``0 .. K`` of ``sign · Aᵀ x`` (the constant's 0, the weights ``λ``'s following
+        values, ``λ_τ``'s); writes nothing else, so ``out`` may hold just those."""
+        tau, lam_tau = self._tau()
+        following = (*self._following_columns, lam_tau, tau)
+        if self.parts > 1:
+            return run_on_threads(self.parts, operator.following_rmatvec_parallel, *following, x, sign, out)
+        operator.following_rmatvec(*following, x, sign, out)
+        return out
+
     def _rmatvec_parallel(self, x, out, sign, following):
         for args in self._deviation_parallel:
             operator.deviation_rmatvec_parallel(*args, x, sign, out, self.parts)
         operator.following_rmatvec_parallel(*following, x, sign, out)
         return out
+
+
+class FusedDeviator:
+    """The deviator's regret minimizer over ``Y`` with a rule's kernel, fused with the payoff
+    operator's products (:mod:`.deviator`): its state (one value per Y entry but the constant,
+    indexed by entry), the weights' point and loss (``K + 1`` values each), and per thread one
+    block of scratch — no array of Y's entries besides the state, nor Y's chain.
+
+    :meth:`scatter` writes ``A y`` of the current point into Ξ's loss buffer, :meth:`observe`
+    takes the loss ``−Aᵀ x`` of a Ξ point, :meth:`best_response` gives ``min_{y ∈ Y} ⟨−Aᵀ ξ, y⟩``
+    (a checkpoint's gap), :meth:`point` the current point in full; the numbers are those of the
+    chain passes over ``Y`` and the operator's products (:mod:`.deviator`), bit for bit.
+
+    Parameters
+    ----------
+    products : PayoffProducts
+        The operator's products on this backend (their following parts are used).
+    kernel : Kernel
+        The rule's compiled form; ``state`` its state over Y's entries but the constant
+        (:meth:`efce.solvers.regret.local.LocalRule.init` over one segment of that many).
+    """
+
+    def __init__(self, products: PayoffProducts, kernel: Kernel, state: dict[str, np.ndarray]):
+        op = products.operator
+        tables = op.tables
+        self.products = products
+        self.kernel = kernel
+        self.state = state
+        self.parts = products.parts
+        self.num_entries = op.shape[1]
+        num_lambda = op.triggers.num_triggers
+        #: The constant and the weights' values of the current point (``K + 1``).
+        self.y_lam = np.empty(num_lambda + 1)
+        self._loss_lam = np.empty(num_lambda + 1)
+        self._players = []
+        widest_block = widest_step = 1
+        for i, t in enumerate(tables.players):
+            slot_inf, cum_work, block = deviator.slot_work(
+                t.trig_count, t.trig_slot, t.pos, t.end, t.cum, t.line_start
+            )
+            widest_block = max(widest_block, int(block))
+            widest_step = max(widest_step, int(t.num_actions.max(initial=1)))
+            self._players.append(
+                (
+                    slot_inf,
+                    cum_work,
+                    t.trig_slot,
+                    op.slot_base[i],
+                    t.slot_trigger,
+                    t.pos,
+                    t.end,
+                    t.cum,
+                    t.pre,
+                    t.num_actions,
+                    _parent_slots(t),
+                    t.term_ptr,
+                    t.term_weight,
+                    t.line_start,
+                    t.line_term,
+                    t.row_start,
+                    t.rows,
+                )
+            )
+        self._lam_base = (1, 1 + op.trigger_base[1])
+        concept = tables.concept
+        # A coarse concept's slots share rows of A: its scatter keeps the serial order.  An NFCCE
+        # trigger's slots add into one weight: its up pass keeps the chain's order.
+        self._serial_scatter = concept != "efce"
+        self._serial_observe = concept == "nfcce"
+        self._block_rows = thread_rows(widest_block)
+        self._step_rows = thread_rows(widest_step)
+        big = variant_size(self.num_entries) >= local.FLOAT32_STATE_MIN_ENTRIES
+        #: dtype of the running sum of the points a loop may keep: float32 where Y's chain passes
+        #: would keep it so (:attr:`ParallelChainPasses.sum_dtype`), float64 below.
+        self.sum_dtype = (
+            np.float32 if big and variant_size(self.num_entries) >= PARALLEL_MIN_ENTRIES else np.float64
+        )
+
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.kernel.arrays(self.state)
+
+    def scatter(
+        self,
+        out: np.ndarray,
+        total: np.ndarray | None = None,
+        w: float = 0.0,
+        point: np.ndarray | None = None,
+    ) -> None:
+        """``out = A y`` for the current point ``y`` (Ξ entry order; none with an empty ``out``);
+        with ``total`` also ``total += w · y``, with ``point`` ``point = y`` (Y entry order)."""
+        k = self.kernel
+        a, b, _ = self._arrays()
+        total = _NO_VALUES if total is None else total
+        point = _NO_VALUES if point is None else point
+        deviator.lambda_recommend(k.family, k.eta, a, b, self.y_lam, total, w, point)
+        if len(out):
+            self.products.following_matvec(self.y_lam, out)
+        for lam_base, static in zip(self._lam_base, self._players, strict=True):
+            run_on_threads(
+                self.parts,
+                deviator.deviator_recommend,
+                *static,
+                lam_base,
+                self.y_lam,
+                k.family,
+                k.eta,
+                a,
+                b,
+                out,
+                total,
+                w,
+                point,
+                self._block_rows,
+                self._serial_scatter,
+                1 if self._serial_scatter else self.parts,
+            )
+
+    def observe(self, x: np.ndarray) -> None:
+        """Observe the loss ``−Aᵀ x`` of the Ξ point ``x`` (float64, entry order): the state is
+        updated in place."""
+        k = self.kernel
+        a, b, t = self._arrays()
+        t[0] += 1.0
+        pos, neg = rules.discounts(k.alpha, k.beta, t[0])
+        self._blocks(x, False, pos, neg, a, b)
+        # the weights' simplex last, with the weights' point buffer as its strategy scratch
+        deviator.lambda_observe(k.family, k.plus, pos, neg, k.eta, a, b, self._loss_lam, self.y_lam)
+
+    def best_response(self, values: np.ndarray) -> float:
+        """``min_{y ∈ Y} ⟨−Aᵀ ξ, y⟩`` for ``ξ = values`` (float32 or float64, Ξ entry order), as
+        :func:`~.chain_passes.chain_best_vertex` over Y's chain gives it; the state is untouched."""
+        a, b, _ = self._arrays()
+        self._blocks(values, True, 1.0, 1.0, a, b)
+        return float(deviator.lambda_minimum(self._loss_lam))
+
+    def _blocks(self, x, best, pos, neg, a, b) -> None:
+        k = self.kernel
+        self.products.following_rmatvec(x, self._loss_lam, -1.0)
+        serial = self._serial_observe
+        for lam_base, static in zip(self._lam_base, self._players, strict=True):
+            run_on_threads(
+                self.parts,
+                deviator.deviator_observe,
+                *static,
+                x,
+                lam_base,
+                self._loss_lam,
+                k.family,
+                k.plus,
+                pos,
+                neg,
+                k.eta,
+                a,
+                b,
+                self._block_rows,
+                self._step_rows,
+                best,
+                serial,
+                1 if serial else self.parts,
+            )
+
+    def point(self) -> np.ndarray:
+        """The current point, a new float64 array (Y entry order)."""
+        y = np.empty(self.num_entries)
+        self.scatter(_NO_VALUES, point=y)
+        return y
+
+
+def _parent_slots(t: PlayerTriggerTable) -> np.ndarray:
+    """The preorder slot of each preorder infoset's parent sequence (-1: the empty sequence)."""
+    n_inf = len(t.first)
+    inf_of_seq = np.repeat(np.arange(n_inf, dtype=np.int64), t.num_actions)  # sequences 1, 2, ...
+    slot_of_seq = np.zeros(t.num_sequences, dtype=np.int64)
+    slot_of_seq[1:] = t.cum[t.pos[inf_of_seq]] + (np.arange(1, t.num_sequences) - t.first[inf_of_seq])
+    parent = t.infoset_parent[t.pre]
+    return np.where(parent > 0, slot_of_seq[parent], -1)
 
 
 def cumulative_work(t: PlayerTriggerTable) -> np.ndarray:
@@ -496,25 +724,36 @@ class CPUBackend:
 
     def chain_minimum(self, chain: Chain, loss: np.ndarray) -> float:
         """``min_{x ∈ chain} ⟨loss, x⟩``; ``loss`` (float64, contiguous) is overwritten."""
-        return float(
-            chain_passes.chain_best_vertex(
-                chain.target_ptr, chain.source_ptr, chain.source, kernel_order(chain), loss, _NO_CHOICE
-            )
-        )
+        return self._best_vertex(chain, loss, _NO_CHOICE)
 
     def chain_vertex(self, chain: Chain, loss: np.ndarray) -> tuple[float, np.ndarray]:
         """``min_{x ∈ chain} ⟨loss, x⟩`` and a vertex attaining it (the first smallest entry of
         every step); ``loss`` (float64, contiguous) is overwritten."""
-        order = kernel_order(chain)
         choice = np.empty(chain.num_steps, dtype=np.int64)
-        value = float(
+        value = self._best_vertex(chain, loss, choice)
+        point = np.empty(chain.num_entries)
+        runs = chain.runs
+        if runs is not None:
+            ptr, _, size, nsrc, entry, source = runs.kernel_arrays()
+            chain_runs.run_vertex(ptr, size, nsrc, entry, source, chain.source, choice, point)
+        else:
+            order = kernel_order(chain)
+            chain_passes.chain_vertex(chain.target_ptr, chain.source_ptr, chain.source, order, choice, point)
+        return value, point
+
+    @staticmethod
+    def _best_vertex(chain: Chain, loss: np.ndarray, choice: np.ndarray) -> float:
+        runs = chain.runs
+        if runs is not None:
+            ptr, _, size, nsrc, entry, source = runs.kernel_arrays()
+            return float(
+                chain_runs.run_best_vertex(ptr, size, nsrc, entry, source, chain.source, loss, choice)
+            )
+        return float(
             chain_passes.chain_best_vertex(
-                chain.target_ptr, chain.source_ptr, chain.source, order, loss, choice
+                chain.target_ptr, chain.source_ptr, chain.source, kernel_order(chain), loss, choice
             )
         )
-        point = np.empty(chain.num_entries)
-        chain_passes.chain_vertex(chain.target_ptr, chain.source_ptr, chain.source, order, choice, point)
-        return value, point
 
     def chain_violations(
         self, chain: Chain, arrays: Sequence[np.ndarray], scales: Sequence[float] | np.ndarray
@@ -528,13 +767,18 @@ class CPUBackend:
             dtype: tuple(np.ascontiguousarray(arrays[r], dtype=dtype) for r in mine) or (np.empty(0, dtype),)
             for dtype, mine in ((np.float64, wide), (np.float32, narrow))
         }
+        runs = chain.runs
+        steps: tuple[np.ndarray, ...]
+        if runs is not None:
+            ptr, _, size, nsrc, entry, source = runs.kernel_arrays()
+            sweep, steps = feasibility.run_chain_violations, (ptr, size, nsrc, entry, source, chain.source)
+        else:
+            sweep, steps = feasibility.chain_violations, (chain.target_ptr, chain.source_ptr, chain.source)
         worst = np.zeros(len(arrays))
         worst[wide + narrow] = run_on_threads(
             self.threads,
-            feasibility.chain_violations,
-            chain.target_ptr,
-            chain.source_ptr,
-            chain.source,
+            sweep,
+            *steps,
             group[np.float64],
             len(wide),
             group[np.float32],
@@ -548,7 +792,13 @@ class CPUBackend:
         """The float64 chain point rescaled from ``values`` (float32 or float64), a new array."""
         x = np.empty(chain.num_entries)
         values = np.ascontiguousarray(values)
-        feasibility.rescaled_point(chain.target_ptr, chain.source_ptr, chain.source, chain.kind, values, x)
+        runs = chain.runs
+        if runs is not None:
+            feasibility.run_rescaled_point(*runs.kernel_arrays(), chain.source, values, x)
+        else:
+            feasibility.rescaled_point(
+                chain.target_ptr, chain.source_ptr, chain.source, chain.kind, values, x
+            )
         return x
 
     def definition3_violations(
@@ -576,6 +826,14 @@ class CPUBackend:
     def payoff_products(self, op: PayoffOperator) -> PayoffProducts:
         """``op``'s products on this backend's threads (parallel from :data:`PARALLEL_MIN_ROWS` rows)."""
         return PayoffProducts(op, self.threads, self._smallest_parallel(PARALLEL_MIN_ROWS))
+
+    def fused_deviator(
+        self, products: PayoffProducts, kernel: Kernel, state: dict[str, np.ndarray]
+    ) -> FusedDeviator:
+        """The deviator of the saddle point of ``products``' operator with the rule ``kernel``,
+        fused with those products (:meth:`payoff_products`), on their threads
+        (:class:`FusedDeviator`)."""
+        return FusedDeviator(products, kernel, state)
 
     def gap_sweeps(self, tables: TriggerTables) -> GapSweeps:
         """The gap evaluator's sweeps over ``tables`` on this backend's threads."""

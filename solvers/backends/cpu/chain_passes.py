@@ -41,6 +41,44 @@ def step_at(order: np.ndarray, idx: int) -> np.int64:
 
 # ---------------------------------------------------------------------- chain passes
 @numba.njit(inline="always")
+def recommend_block(
+    single: bool,
+    lo: int,
+    hi: int,
+    s_lo: int,
+    s_hi: int,
+    pos: int,
+    source: np.ndarray,
+    family: int,
+    eta: float,
+    a: np.ndarray,
+    b: np.ndarray,
+    x: np.ndarray,
+    total: np.ndarray,
+    w: float,
+    accumulate: bool,
+) -> int:
+    """One step of RECOMMEND, filling entries ``lo:hi`` from the source slots ``s_lo:s_hi``
+    (a singleton step if ``single``; else its local state at ``pos``): ``x[lo:hi] = h(x) · y``,
+    and ``total[lo:hi] += w · x[lo:hi]`` when ``accumulate``.  Returns the next state position.
+    The one step body of every RECOMMEND pass (steps given one by one or as runs)."""
+    h = 0.0
+    for j in range(s_lo, s_hi):
+        h += x[U(source[U(j)])]
+    if single:
+        x[U(lo)] = h
+    else:
+        local_strategy(family, eta, a, b, pos, hi - lo, x, lo)
+        pos += hi - lo
+        for e in range(lo, hi):
+            x[U(e)] = h * x[U(e)]
+    if accumulate:
+        for e in range(lo, hi):
+            total[U(e)] += w * x[U(e)]
+    return pos
+
+
+@numba.njit(inline="always")
 def recommend_step(
     k: np.int64,
     pos: int,
@@ -57,24 +95,25 @@ def recommend_step(
     w: float,
     accumulate: bool,
 ) -> int:
-    """Step ``k`` of RECOMMEND (its local state at ``pos``): ``x[targets_k] = h_k(x) · y_k``, and
-    ``total[targets_k] += w · x[targets_k]`` when ``accumulate``.  Returns the next state
-    position.  The one step body of the serial and the parallel pass."""
-    h = 0.0
-    for j in range(sptr[U(k)], sptr[U(k + 1)]):
-        h += x[U(source[U(j)])]
-    lo, hi = tptr[U(k)], tptr[U(k + 1)]
-    if kind[U(k)] == SINGLETON:
-        x[U(lo)] = h
-    else:
-        local_strategy(family, eta, a, b, pos, hi - lo, x, lo)
-        pos += hi - lo
-        for e in range(lo, hi):
-            x[U(e)] = h * x[U(e)]
-    if accumulate:
-        for e in range(lo, hi):
-            total[U(e)] += w * x[U(e)]
-    return pos
+    """Step ``k`` of RECOMMEND (its local state at ``pos``): :func:`recommend_block` of the
+    step's entries and sources."""
+    return recommend_block(
+        kind[U(k)] == SINGLETON,
+        tptr[U(k)],
+        tptr[U(k + 1)],
+        sptr[U(k)],
+        sptr[U(k + 1)],
+        pos,
+        source,
+        family,
+        eta,
+        a,
+        b,
+        x,
+        total,
+        w,
+        accumulate,
+    )
 
 
 @kernel()

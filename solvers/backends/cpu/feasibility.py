@@ -42,19 +42,28 @@ def _first_step_of_work(target_ptr, source_ptr, work):
 
 
 @numba.njit(inline="always")
-def _step_violation(values, k, target_ptr, source_ptr, source):
-    """``max(|Σ_{T_k} x − Σ_{S_k} x|, −min_{T_k} x)`` for step ``k`` of the point ``values``."""
+def _block_violation(values, lo, hi, s_lo, s_hi, source):
+    """``max(|Σ_{T} x − Σ_{S} x|, −min_{T} x)`` for the step filling entries ``lo:hi`` from the
+    source slots ``s_lo:s_hi`` of the point ``values``."""
     filled = 0.0
     lowest = 0.0
-    for e in range(target_ptr[k], target_ptr[k + 1]):
+    for e in range(lo, hi):
         v = values[U(e)]
         filled += v
         if v < lowest:
             lowest = v
     h = 0.0
-    for j in range(source_ptr[k], source_ptr[k + 1]):
+    for j in range(s_lo, s_hi):
         h += values[U(source[U(j)])]
     return max(abs(filled - h), -lowest)
+
+
+@numba.njit(inline="always")
+def _step_violation(values, k, target_ptr, source_ptr, source):
+    """:func:`_block_violation` of step ``k``."""
+    return _block_violation(
+        values, target_ptr[k], target_ptr[k + 1], source_ptr[k], source_ptr[k + 1], source
+    )
 
 
 @kernel(parallel=True)
@@ -96,14 +105,144 @@ def chain_violations(
                 d = _step_violation(narrow[r], k, target_ptr, source_ptr, source) * scales[n_wide + r]
                 if d > local[n_wide + r]:
                     local[n_wide + r] = d
+    return _combined_worst(part_worst, wide, n_wide, narrow, scales)
+
+
+@numba.njit(inline="always")
+def _combined_worst(part_worst, wide, n_wide, narrow, scales):
+    """The parts' worst violations combined, with the root entry's ``|x[0] − 1|``."""
+    n = part_worst.shape[1]
     worst = np.zeros(n)
     for r in range(n):
         first = wide[r][0] if r < n_wide else np.float64(narrow[r - n_wide][0])
         worst[r] = abs(scales[r] * first - 1.0)
-        for part in range(parts):
+        for part in range(part_worst.shape[0]):
             if part_worst[part, r] > worst[r]:
                 worst[r] = part_worst[part, r]
     return worst
+
+
+@numba.njit(inline="always")
+def _first_run_step_of_work(ptr, run_size, run_nsrc, run_entry, run_source, work):
+    """:func:`_first_step_of_work` for steps stored as runs: the first step ``k`` whose entries
+    plus source slots before it reach ``work`` (bisection over the runs, then within one)."""
+    lo, hi = 0, len(ptr) - 1  # the first run boundary at or past the work
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if run_entry[mid] + run_source[mid] < work:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo == 0 or run_entry[lo] + run_source[lo] == work:
+        return ptr[lo]
+    r = lo - 1  # the step lies inside run r
+    per_step = run_size[r] + run_nsrc[r]
+    before = run_entry[r] + run_source[r]
+    return ptr[r] + (work - before + per_step - 1) // per_step
+
+
+@kernel(parallel=True)
+def run_chain_violations(
+    ptr: np.ndarray,
+    run_size: np.ndarray,
+    run_nsrc: np.ndarray,
+    run_entry: np.ndarray,
+    run_source: np.ndarray,
+    source: np.ndarray,
+    wide: np.ndarray,
+    n_wide: int,
+    narrow: np.ndarray,
+    n_narrow: int,
+    scales: np.ndarray,
+    parts: int,
+) -> np.ndarray:
+    """:func:`chain_violations` for a chain whose steps are stored as runs
+    (:class:`efce.polytopes.chain.StepRuns`): the same ranges of equal work, found by bisection
+    over the runs."""
+    n = n_wide + n_narrow
+    num_steps = ptr[len(ptr) - 1]
+    last = len(ptr) - 1
+    total = run_entry[last] + run_source[last]
+    part_worst = np.zeros((parts, n))
+    for part in numba.prange(parts):
+        lo = (
+            0
+            if part == 0
+            else _first_run_step_of_work(
+                ptr, run_size, run_nsrc, run_entry, run_source, (total * part) // parts
+            )
+        )
+        hi = (
+            num_steps
+            if part == parts - 1
+            else _first_run_step_of_work(
+                ptr, run_size, run_nsrc, run_entry, run_source, (total * (part + 1)) // parts
+            )
+        )
+        local = part_worst[part]
+        if lo >= hi:
+            continue
+        r = 0
+        while ptr[r + 1] <= lo:
+            r += 1
+        t_lo = run_entry[r] + (lo - ptr[r]) * run_size[r]
+        s_lo = run_source[r] + (lo - ptr[r]) * run_nsrc[r]
+        for k in range(lo, hi):
+            if k >= ptr[r + 1]:
+                r += 1
+            t_hi, s_hi = t_lo + run_size[r], s_lo + run_nsrc[r]
+            for q in range(n_wide):
+                d = _block_violation(wide[q], t_lo, t_hi, s_lo, s_hi, source) * scales[q]
+                if d > local[q]:
+                    local[q] = d
+            for q in range(n_narrow):
+                d = _block_violation(narrow[q], t_lo, t_hi, s_lo, s_hi, source) * scales[n_wide + q]
+                if d > local[n_wide + q]:
+                    local[n_wide + q] = d
+            t_lo, s_lo = t_hi, s_hi
+    return _combined_worst(part_worst, wide, n_wide, narrow, scales)
+
+
+@numba.njit(inline="always")
+def _rescaled_block(single, lo, hi, s_lo, s_hi, source, values, x):
+    """One step of :func:`rescaled_point`: ``x[lo:hi] = h · v[lo:hi] / Σ v`` (positive parts;
+    uniform when the sum is not positive; ``x[lo] = h`` for a singleton step)."""
+    h = 0.0
+    for j in range(s_lo, s_hi):
+        h += x[U(source[U(j)])]
+    if single:
+        x[U(lo)] = h
+        return
+    total = 0.0
+    for e in range(lo, hi):
+        v = np.float64(values[U(e)])
+        total += v if v > 0.0 else 0.0
+    for e in range(lo, hi):
+        v = np.float64(values[U(e)])
+        x[U(e)] = h * (v if v > 0.0 else 0.0) / total if total > 0.0 else h / (hi - lo)
+
+
+@kernel()
+def run_rescaled_point(
+    ptr: np.ndarray,
+    run_kind: np.ndarray,
+    run_size: np.ndarray,
+    run_nsrc: np.ndarray,
+    run_entry: np.ndarray,
+    run_source: np.ndarray,
+    source: np.ndarray,
+    values: np.ndarray,
+    x: np.ndarray,
+) -> None:
+    """:func:`rescaled_point` for a chain whose steps are stored as runs."""
+    x[0] = 1.0
+    for r in range(len(ptr) - 1):
+        n, ns = run_size[r], run_nsrc[r]
+        lo, s = run_entry[r], run_source[r]
+        for _ in range(ptr[r], ptr[r + 1]):
+            _rescaled_block(run_kind[r] == SINGLETON, lo, lo + n, s, s + ns, source, values, x)
+            lo += n
+            s += ns
 
 
 @kernel()
@@ -119,20 +258,8 @@ def rescaled_point(
     every step's sources are filled by earlier steps)."""
     x[0] = 1.0
     for k in range(len(target_ptr) - 1):
-        h = 0.0
-        for j in range(source_ptr[k], source_ptr[k + 1]):
-            h += x[U(source[U(j)])]
         lo, hi = target_ptr[k], target_ptr[k + 1]
-        if kind[k] == SINGLETON:
-            x[U(lo)] = h
-            continue
-        total = 0.0
-        for e in range(lo, hi):
-            v = np.float64(values[U(e)])
-            total += v if v > 0.0 else 0.0
-        for e in range(lo, hi):
-            v = np.float64(values[U(e)])
-            x[U(e)] = h * (v if v > 0.0 else 0.0) / total if total > 0.0 else h / (hi - lo)
+        _rescaled_block(kind[k] == SINGLETON, lo, hi, source_ptr[k], source_ptr[k + 1], source, values, x)
 
 
 @numba.njit(inline="always")

@@ -19,7 +19,7 @@ BUILDERS = {
     "games/arrays.py": {"lower_bound", "find_in_row"},
     "games/infoset_tree.py": None,  # every function: the infoset tree's builders
     "games/relevant.py": None,
-    "polytopes/chain.py": {"_first_invalid_step"},
+    "polytopes/chain.py": {"_first_invalid_step", "_first_invalid_run_step"},
     "polytopes/decompose.py": None,
     "solvers/evaluation/payoff_operator.py": {"_rows", "_sort_lines", "_line_table"},
     "solvers/methods/trigger.py": {"_build_layout"},

@@ -80,9 +80,9 @@ def test_many_chunks_per_level_keep_the_iterates_bit_identical(spec, monkeypatch
     monkeypatch.setattr(cpu_backend, "CHUNK_WORK", 8)
     for chain, dealt in ((model.xi_chain, False), (model.triggers.chain, True)):
         passes = ChainEngine(chain, make_rule("prm+"), backend=parallel(TWO)).minimizer._passes
-        kind, tptr, sptr, source, order, chunk_ptr, chunk_state, level_chunk = passes._recommend[:8]
-        assert np.diff(level_chunk).max() >= 6
-        assert (len(order) > 0) == dealt  # the kernels deal a level's chunks iff the chain has an order
+        assert np.diff(passes.level_chunk).max() >= 6
+        assert passes.dealt == dealt  # the kernels deal a level's chunks iff the chain has an order
+        assert (chain.runs is not None) == (not dealt)  # Ξ's steps are runs, read by the run passes
     for threads in sorted({1, TWO}):
         x, y = _self_play(model, "prm+", parallel(threads), 15)
         assert np.array_equal(x, x0) and np.array_equal(y, y0), threads

@@ -1,0 +1,368 @@
+"""The passes of a chain whose steps are stored as runs (:class:`efce.polytopes.chain.StepRuns`:
+Ξ's chain from ``DECOMPOSE``), parallel, and its linear minimization oracle.
+
+The same arithmetic as :mod:`.chain_passes` — one step body each,
+:func:`~.chain_passes.recommend_block` and :func:`~.rules.observe_simplex` — over steps that
+are found from their run instead of from three arrays per step: run ``r`` holds the steps
+``ptr[r] : ptr[r+1]``, each filling ``run_size[r]`` entries from ``run_nsrc[r]`` source slots,
+and the steps' entries and slots follow one another.  A pass walks a chunk of consecutive steps
+with a running entry, slot and state position, moving to the next run when a step index reaches
+its end, so a step costs no memory read beyond its sources, its state and its entries.  The
+chunks of each level (:func:`run_chunks`), the destination bounds of the up pass's scatter and
+the chunks' source ranges play the part they play in
+:func:`~.chain_passes.chain_observe_parallel`, whose comment explains why the passes give the
+serial passes' iterates bit for bit on any thread count; the run passes give the same iterates
+as the per-step passes on the same chain.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from efce.games.arrays import U
+from efce.polytopes.chain import SINGLETON
+
+from .chain_passes import recommend_block
+from .jit import even_part, kernel
+from .rules import discounts, observe_simplex
+
+# The hot kernels index through games.arrays.U (unsigned); every index here is non-negative.
+
+
+@numba.njit(inline="always")
+def run_of_step(ptr: np.ndarray, idx: int) -> int:
+    """The run holding step ``idx`` (bisection over the runs' first steps)."""
+    lo, hi = 0, len(ptr) - 2
+    while lo < hi:
+        mid = (lo + hi + 1) >> 1
+        if ptr[mid] <= idx:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@numba.njit(inline="always")
+def step_start(ptr: np.ndarray, widths: np.ndarray, starts: np.ndarray, r: int, idx: int) -> int:
+    """The first entry (``widths = run_size``, ``starts = run_entry``) or source slot
+    (``run_nsrc``, ``run_source``) of step ``idx`` of run ``r``."""
+    return starts[r] + (idx - ptr[r]) * widths[r]
+
+
+# ---------------------------------------------------------------------- layout of the passes
+@kernel()
+def run_chunks(
+    ptr: np.ndarray,
+    run_kind: np.ndarray,
+    run_size: np.ndarray,
+    run_nsrc: np.ndarray,
+    level_ptr: np.ndarray,
+    target_work: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`~.chain_passes.chain_chunks` for runs: chunks of consecutive steps of one level
+    holding about ``target_work`` entries plus sources.  Returns ``(chunk_ptr, chunk_run,
+    chunk_state, level_chunk)``: chunk ``c`` is the steps ``chunk_ptr[c] : chunk_ptr[c+1]``, its
+    first step lies in run ``chunk_run[c]`` and its first simplex step's state starts at
+    ``chunk_state[c]``; level ``L``'s chunks are ``level_chunk[L] : level_chunk[L+1]``."""
+    n_levels = len(level_ptr) - 1
+    num_steps = ptr[len(ptr) - 1]
+    cap = num_steps + n_levels + 1
+    chunk_ptr = np.empty(cap, np.int64)
+    chunk_run = np.empty(cap, np.int64)
+    chunk_state = np.empty(cap, np.int64)
+    level_chunk = np.empty(n_levels + 1, np.int64)
+    c = 0
+    state = 0
+    r = 0
+    for L in range(n_levels):
+        level_chunk[L] = c
+        work = target_work  # forces a new chunk at the level's first step
+        for idx in range(level_ptr[L], level_ptr[L + 1]):
+            while idx >= ptr[r + 1]:
+                r += 1
+            if work >= target_work:
+                chunk_ptr[c] = idx
+                chunk_run[c] = r
+                chunk_state[c] = state
+                c += 1
+                work = 0
+            work += run_size[r] + run_nsrc[r]
+            if run_kind[r] != SINGLETON:
+                state += run_size[r]
+    level_chunk[n_levels] = c
+    chunk_ptr[c] = num_steps
+    return chunk_ptr[: c + 1].copy(), chunk_run[:c].copy(), chunk_state[:c].copy(), level_chunk
+
+
+@kernel()
+def run_source_histograms(
+    ptr: np.ndarray,
+    run_nsrc: np.ndarray,
+    run_source: np.ndarray,
+    source: np.ndarray,
+    level_ptr: np.ndarray,
+    buckets: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`~.chain_passes.level_source_histograms` for runs: a level's sources are the
+    consecutive source slots of its steps."""
+    n_levels = len(level_ptr) - 1
+    lo = np.zeros(n_levels, np.int64)
+    hi = np.zeros(n_levels, np.int64)
+    cum = np.zeros((n_levels, buckets + 1), np.int64)
+    num_steps = ptr[len(ptr) - 1]
+    for L in range(n_levels):
+        first, last = level_ptr[L], level_ptr[L + 1]
+        if first >= last:
+            continue
+        s_lo = step_start(ptr, run_nsrc, run_source, run_of_step(ptr, first), first)
+        s_hi = (
+            run_source[len(run_source) - 1]
+            if last >= num_steps
+            else step_start(ptr, run_nsrc, run_source, run_of_step(ptr, last), last)
+        )
+        a, b = np.int64(1) << 62, np.int64(0)
+        for j in range(s_lo, s_hi):
+            e = np.int64(source[j])
+            a = min(a, e)
+            b = max(b, e + 1)
+        if b == 0:
+            continue
+        lo[L], hi[L] = a, b
+        width = b - a
+        for j in range(s_lo, s_hi):
+            cum[L, 1 + ((np.int64(source[j]) - a) * buckets) // width] += 1
+        for q in range(buckets):
+            cum[L, q + 1] += cum[L, q]
+    return lo, hi, cum
+
+
+@kernel()
+def run_chunk_source_ranges(
+    ptr: np.ndarray,
+    run_nsrc: np.ndarray,
+    run_source: np.ndarray,
+    source: np.ndarray,
+    chunk_ptr: np.ndarray,
+    chunk_run: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~.chain_passes.chunk_source_ranges` for runs: per chunk, its smallest source
+    entry and one past its largest (a chunk's sources are consecutive slots)."""
+    n = len(chunk_ptr) - 1
+    num_steps = ptr[len(ptr) - 1]
+    lo = np.zeros(n, np.int64)
+    hi = np.zeros(n, np.int64)
+    for c in range(n):
+        s_lo = step_start(ptr, run_nsrc, run_source, chunk_run[c], chunk_ptr[c])
+        end = chunk_ptr[c + 1]
+        s_hi = (
+            run_source[len(run_source) - 1]
+            if end >= num_steps
+            else step_start(ptr, run_nsrc, run_source, run_of_step(ptr, end), end)
+        )
+        a, b = np.int64(1) << 62, np.int64(0)
+        for j in range(s_lo, s_hi):
+            e = np.int64(source[j])
+            a = min(a, e)
+            b = max(b, e + 1)
+        lo[c], hi[c] = (a, b) if b > 0 else (0, 0)
+    return lo, hi
+
+
+# ---------------------------------------------------------------------- the passes
+@kernel(parallel=True)
+def run_recommend_parallel(
+    ptr: np.ndarray,
+    run_kind: np.ndarray,
+    run_size: np.ndarray,
+    run_nsrc: np.ndarray,
+    run_entry: np.ndarray,
+    run_source: np.ndarray,
+    source: np.ndarray,
+    chunk_ptr: np.ndarray,
+    chunk_run: np.ndarray,
+    chunk_state: np.ndarray,
+    level_chunk: np.ndarray,
+    family: int,
+    eta: float,
+    a: np.ndarray,
+    b: np.ndarray,
+    x: np.ndarray,
+    total: np.ndarray,
+    w: float,
+    parts: int,
+) -> None:
+    """RECOMMEND over the chunks of each level in parallel, each part a contiguous share of the
+    level's chunks (the steps are numbered in level order, so a part's reads and writes stay in
+    one stretch of memory); with a non-empty ``total`` also ``total += w · x``."""
+    x[0] = 1.0
+    accumulate = len(total) > 0
+    if accumulate:
+        total[0] += w * x[0]
+    for L in range(len(level_chunk) - 1):
+        for p in numba.prange(parts):
+            c_lo, c_hi = even_part(level_chunk[L], level_chunk[L + 1], p, parts)
+            for c in range(c_lo, c_hi):
+                pos = chunk_state[c]
+                r = chunk_run[c]
+                lo = step_start(ptr, run_size, run_entry, r, chunk_ptr[c])
+                s = step_start(ptr, run_nsrc, run_source, r, chunk_ptr[c])
+                for idx in range(chunk_ptr[c], chunk_ptr[c + 1]):
+                    if idx >= ptr[U(r + 1)]:
+                        r += 1
+                    n, ns = run_size[U(r)], run_nsrc[U(r)]
+                    pos = recommend_block(
+                        run_kind[U(r)] == SINGLETON,
+                        lo,
+                        lo + n,
+                        s,
+                        s + ns,
+                        pos,
+                        source,
+                        family,
+                        eta,
+                        a,
+                        b,
+                        x,
+                        total,
+                        w,
+                        accumulate,
+                    )
+                    lo += n
+                    s += ns
+
+
+@kernel(parallel=True)
+def run_observe_parallel(
+    ptr: np.ndarray,
+    run_kind: np.ndarray,
+    run_size: np.ndarray,
+    run_nsrc: np.ndarray,
+    run_entry: np.ndarray,
+    run_source: np.ndarray,
+    source: np.ndarray,
+    chunk_ptr: np.ndarray,
+    chunk_run: np.ndarray,
+    chunk_state: np.ndarray,
+    level_chunk: np.ndarray,
+    bounds: np.ndarray,
+    chunk_src_lo: np.ndarray,
+    chunk_src_hi: np.ndarray,
+    family: int,
+    plus: bool,
+    alpha: float,
+    beta: float,
+    eta: float,
+    a: np.ndarray,
+    b: np.ndarray,
+    t: np.ndarray,
+    loss: np.ndarray,
+    scratch: np.ndarray,
+    parts: int,
+) -> None:
+    """OBSERVELOSS level by level in ``parts`` parts: (1) every simplex step updates its local
+    state and leaves ``v_k`` in its first entry; (2) each part adds the values of the level's
+    steps, in the serial pass's order (steps backwards), into the source entries of its range
+    ``bounds[L, p] : bounds[L, p+1]``, skipping the chunks whose sources all lie outside it
+    (:func:`~.chain_passes.chain_observe_parallel`'s scheme)."""
+    t[0] += 1.0
+    pos, neg = discounts(alpha, beta, t[0])
+    for L in range(len(level_chunk) - 2, -1, -1):
+        for p in numba.prange(parts):
+            y = scratch[p]
+            c_lo, c_hi = even_part(level_chunk[L], level_chunk[L + 1], p, parts)
+            for c in range(c_lo, c_hi):
+                state = chunk_state[c]
+                r = chunk_run[c]
+                lo = step_start(ptr, run_size, run_entry, r, chunk_ptr[c])
+                for idx in range(chunk_ptr[c], chunk_ptr[c + 1]):
+                    if idx >= ptr[U(r + 1)]:
+                        r += 1
+                    n = run_size[U(r)]
+                    if run_kind[U(r)] != SINGLETON:  # a singleton's v is ℓ̃[lo] already
+                        loss[U(lo)] = observe_simplex(
+                            family, plus, pos, neg, eta, a, b, state, n, loss, lo, y
+                        )
+                        state += n
+                    lo += n
+        for p in numba.prange(parts):
+            d_lo, d_hi = bounds[L, p], bounds[L, p + 1]
+            for c in range(level_chunk[L + 1] - 1, level_chunk[L] - 1, -1):
+                if chunk_src_hi[c] <= d_lo or chunk_src_lo[c] >= d_hi:
+                    continue
+                first, last = chunk_ptr[c], chunk_ptr[c + 1] - 1
+                r = chunk_run[c]
+                while last >= ptr[U(r + 1)]:
+                    r += 1
+                lo = step_start(ptr, run_size, run_entry, r, last)
+                s = step_start(ptr, run_nsrc, run_source, r, last)
+                for idx in range(last, first - 1, -1):
+                    v = loss[U(lo)]
+                    for j in range(s, s + run_nsrc[U(r)]):
+                        e = np.int64(source[U(j)])
+                        if e >= d_lo and e < d_hi:
+                            loss[U(e)] += v
+                    if idx > first:
+                        if idx - 1 < ptr[U(r)]:
+                            r -= 1
+                        lo -= run_size[U(r)]
+                        s -= run_nsrc[U(r)]
+
+
+# ---------------------------------------------------------------------- linear minimization
+@kernel()
+def run_best_vertex(
+    ptr: np.ndarray,
+    run_size: np.ndarray,
+    run_nsrc: np.ndarray,
+    run_entry: np.ndarray,
+    run_source: np.ndarray,
+    source: np.ndarray,
+    loss: np.ndarray,
+    choice: np.ndarray,
+) -> float:
+    """:func:`~.chain_passes.chain_best_vertex` for runs: bottom-up, a step adds its smallest
+    accumulated loss to its sources (recording that entry in ``choice[k]`` unless ``choice`` is
+    empty); ``loss`` is overwritten; returns the minimum."""
+    for r in range(len(ptr) - 2, -1, -1):
+        n, ns = run_size[r], run_nsrc[r]
+        for k in range(ptr[r + 1] - 1, ptr[r] - 1, -1):
+            lo = step_start(ptr, run_size, run_entry, r, k)
+            s = step_start(ptr, run_nsrc, run_source, r, k)
+            best = lo
+            for e in range(lo + 1, lo + n):
+                if loss[e] < loss[best]:
+                    best = e
+            if len(choice) > 0:
+                choice[k] = best
+            v = loss[best]
+            for j in range(s, s + ns):
+                loss[source[j]] += v
+    return loss[0]
+
+
+@kernel()
+def run_vertex(
+    ptr: np.ndarray,
+    run_size: np.ndarray,
+    run_nsrc: np.ndarray,
+    run_entry: np.ndarray,
+    run_source: np.ndarray,
+    source: np.ndarray,
+    choice: np.ndarray,
+    x: np.ndarray,
+) -> None:
+    """:func:`~.chain_passes.chain_vertex` for runs: the vertex with entry ``choice[k]`` picked at
+    every simplex step (top-down)."""
+    x[0] = 1.0
+    for r in range(len(ptr) - 1):
+        n, ns = run_size[r], run_nsrc[r]
+        lo, s = run_entry[r], run_source[r]
+        for k in range(ptr[r], ptr[r + 1]):
+            h = 0.0
+            for j in range(s, s + ns):
+                h += x[source[j]]
+            for e in range(lo, lo + n):
+                x[e] = h if e == choice[k] else 0.0
+            lo += n
+            s += ns
