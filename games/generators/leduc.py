@@ -362,8 +362,15 @@ def leduc(
 
 
 # ------------------------------------------------------------------------------ size estimate
-#: Memoized betting states counted before Leduc's estimate falls back to a lower bound.
-_LEDUC_STATE_LIMIT = 200_000
+#: Memoized betting states counted before Leduc's estimate falls back to a lower bound: at most
+#: about 0.3 s of counting (every estimate answers within a second; 200,000 took 6-10 s for
+#: ``players=64``).  Every game found past it on a grid of 2-5 players, raise caps up to 16 and
+#: 3 or 6 ranks is over 13 GiB by the exact count (``tests/games/test_spec_and_estimate.py``).
+_LEDUC_STATE_LIMIT = 20_000
+
+#: Above this many players (with raises) Leduc's estimate is the lower bound ``2^(n-1)`` at once:
+#: 2^50 nodes is 400 PB, and counting the betting of 64 players to its state limit took 0.3 s.
+_COUNTED_PLAYERS = 50
 
 
 def leduc_size(
@@ -377,8 +384,10 @@ def leduc_size(
     """Node and terminal counts of :func:`leduc` from its parameters, by a memoized count of the
     betting rounds times the deals: exact when the deals are few enough to enumerate
     (``ranks ** players <= 20,000``), an upper bound otherwise, and a lower bound when the betting
-    has too many states to count quickly (over ``_LEDUC_STATE_LIMIT``: eight or more players;
-    :func:`games.resources.estimate.check_estimate` refuses a game known only by a lower bound).
+    has too many states to count quickly (over ``_LEDUC_STATE_LIMIT``: six or more players, all
+    of them terabytes; over ``_COUNTED_PLAYERS`` players it is not counted at all), so that it
+    answers within a second for any parameters; :func:`games.resources.estimate.check_estimate`
+    refuses a game known only by a lower bound.
 
     The count mirrors the betting rules of :func:`leduc`: a betting state is (player to
     act, folded players, players who matched the stake, raises in the round, raises per
@@ -440,7 +449,7 @@ def leduc_size(
         return nodes, terminals, to_board
 
     zeros = (0,) * n
-    if n > 64 and min(total_cap, player_cap) > 0:  # too many players to count the betting
+    if n > _COUNTED_PLAYERS and min(total_cap, player_cap) > 0:  # too many to count the betting
         # Each player's first turn offers check/bet or fold/call: 2^(n-1) nodes at least, far
         # over any budget.  (Without raises the betting is a chain of calls, counted below.)
         first_pass = 2 ** (n - 1)
