@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-import numba
 import numpy as np
 
 from efce.errors import ChainError
 from efce.games.arrays import concat_ranges
+from efce.games.resources.compiled import compiled
 
 if TYPE_CHECKING:  # annotations only: the backend layer lives above this one
     from efce.solvers.backends.protocol import ComputeBackend
@@ -463,7 +463,7 @@ def level_order(level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, level_ptr
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _first_invalid_step(target_ptr, source_ptr, source, kind):
     """``(reason, k)`` for the first step ``k`` breaking a rule of :meth:`Chain.validate`
     (1: fills no entry, 2: no source, 3: a singleton filling more than one entry, 4: reads an

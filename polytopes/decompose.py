@@ -21,13 +21,13 @@ which is the order the vectorized regret-minimizer passes consume.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from efce.errors import GameError
 from efce.games.arrays import find_in_row, lower_bound
 from efce.games.game import Game
 from efce.games.relevant import RelevantPairs, connected_infosets, relevant_pairs
+from efce.games.resources.compiled import compiled
 from efce.interrupts import check_stop
 
 from .chain import SIMPLEX, SINGLETON, Chain
@@ -163,7 +163,7 @@ def _level_sorted_chain(game, pairs, kind, level, tptr, target, sptr, source) ->
     )
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _reorder_by_level(kind, level, tptr, target, sptr, source):
     """Counting sort of the steps by level (levels are small integers), moving their entries
     and sources along; sources become entry numbers instead of pair positions."""
@@ -288,14 +288,14 @@ class _Tables:
         np.cumsum(np.bincount(s1, minlength=spaces[0].num_sequences), out=self.crit_ptr[1:])
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _connected(conn_ptr, conn_pos, pre_pos_other_of_j, i):
     lo, hi = conn_ptr[i], conn_ptr[i + 1]
     k = lower_bound(conn_pos, lo, hi, pre_pos_other_of_j)
     return k < hi and conn_pos[k] == pre_pos_other_of_j
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _grow(arr, needed):
     if needed <= len(arr):
         return arr
@@ -304,7 +304,7 @@ def _grow(arr, needed):
     return new
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _grow_rows(arr, needed):
     if needed <= arr.shape[0]:
         return arr
@@ -313,7 +313,7 @@ def _grow_rows(arr, needed):
     return new
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _offset(indptr, sigma2, row, col):
     """Offset of column ``col`` inside row ``row``; rows of the sequences of one infoset share
     their column pattern, so this offset is valid for all of them (-1 if not relevant)."""
@@ -321,7 +321,7 @@ def _offset(indptr, sigma2, row, col):
     return k - indptr[row] if k >= 0 else -1
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _decompose_kernel(
     parent_seq,
     first_seq,

@@ -32,13 +32,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numba
 import numpy as np
 
 from efce.games.arrays import find_in_row
 from efce.games.game import Game
 from efce.games.payoffs import terminal_map
 from efce.games.relevant import RelevantPairs, pair_positions
+from efce.games.resources.compiled import compiled
 from efce.interrupts import check_stop
 from efce.polytopes.chain import index_dtype
 from efce.polytopes.triggers import TriggerSpace
@@ -231,7 +231,7 @@ def _player_table(game, pairs, i, seqs, w, entry_of_pair):
     return table, consistent
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _rows(player, first, num_actions, line_start, line, row_start, indptr, entry_of_pair, rows):
     mapped = len(entry_of_pair) > 0
     for inf in range(len(first)):
@@ -245,7 +245,7 @@ def _rows(player, first, num_actions, line_start, line, row_start, indptr, entry
     return rows
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _sort_lines(
     player, first, num_actions, pos, end, cum, term_ptr, line_start, line, line_term, indptr, entry_of_pair
 ):
@@ -279,7 +279,7 @@ def _sort_lines(
     return consistent
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _line_table(player, first, z_lo, z_hi, line_start, other, indptr, sigma2):
     line = np.empty(line_start[-1], np.int32)
     for inf in range(len(first)):

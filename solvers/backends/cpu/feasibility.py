@@ -21,12 +21,13 @@ import numba
 import numpy as np
 
 from efce.games.arrays import U, lower_bound
+from efce.games.resources.compiled import compiled
 from efce.polytopes.chain import SINGLETON
 
 from .jit import balanced_part, kernel
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _first_step_of_work(target_ptr, source_ptr, work):
     """The first step ``k`` with ``target_ptr[k] + source_ptr[k] ≥ work`` (the number of steps
     if none): the work (targets plus sources) before step ``k`` is monotone in ``k``, so the
@@ -41,7 +42,7 @@ def _first_step_of_work(target_ptr, source_ptr, work):
     return lo
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _step_violation(values, k, target_ptr, source_ptr, source):
     """``max(|Σ_{T_k} x − Σ_{S_k} x|, −min_{T_k} x)`` for step ``k`` of the point ``values``."""
     filled = 0.0
@@ -135,12 +136,12 @@ def rescaled_point(
             x[U(e)] = h * (v if v > 0.0 else 0.0) / total if total > 0.0 else h / (hi - lo)
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _position(index_map, q):
     return q if len(index_map) == 0 else index_map[q]
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _read_rows(arrays, scales, index_map, lo, hi, out):
     """``out[r, q - lo] = ξ_r[q]`` for the pairs ``q`` of one row, every array at once."""
     for q in range(lo, hi):
@@ -149,7 +150,7 @@ def _read_rows(arrays, scales, index_map, lo, hi, out):
             out[r, q - lo] = scales[r] * arrays[r][e]
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _row_violations(sigma2, lo, hi, row_vals, seq_infoset2, nact2, parent2, worst):
     """Player 2's constraints inside one row, ``Σ_b ξ[σ1, (J, b)] = ξ[σ1, σ(J)]``, for every
     plan (``worst[r]`` raised); False if a parent is missing."""
@@ -176,7 +177,7 @@ def _row_violations(sigma2, lo, hi, row_vals, seq_infoset2, nact2, parent2, wors
     return True
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _infoset_violations(
     inf,
     indptr,
