@@ -256,7 +256,9 @@ def solve(
     SolveResult
         The final point, status, trace and method-specific facts (``info``);
         ``compile_seconds``: the method's warm-up (:func:`warm_up`, and the LP front ends' own
-        first-call costs) before the clock of ``seconds`` and the trace started.
+        first-call costs) before the clock of ``seconds`` and the trace started;
+        ``info["kernels"]``: whether the kernels ran compiled or, on a small game and without a
+        time limit, as Python (:func:`efce.solvers.warm_up.tiered_run`).
 
     Raises
     ------
@@ -296,15 +298,10 @@ def solve(
     unreachable = welfare_out_of_reach(game, method, values.get("welfare_threshold"))
     if unreachable is not None:
         return unreachable
-    compile_seconds = warm_up(METHODS[method], game, values, device=device)
-    if device:
-        result = METHODS[method].run(game, progress=progress, device=True, **values)
-    else:
-        result = METHODS[method].run(game, progress=progress, **values)
-    if compile_seconds is not None:
-        result = dataclasses.replace(
-            result, compile_seconds=(result.compile_seconds or 0.0) + compile_seconds
-        )
+    from efce.solvers.warm_up import tiered_run
+
+    # First as Python where that is faster end to end, else compiled after the warm-up.
+    result = tiered_run(METHODS[method], game, values, device=device, progress=progress, warm_up=warm_up)
     return finite_or_error(result)
 
 
