@@ -23,10 +23,13 @@ Every exception class of the toolkit is defined here.  The hierarchy::
     Interrupted                not an error: a stop request (Ctrl-C, SIGTERM) ended a build or
                                a solver call early (control flow between the code that honours
                                the request and the command that reports it)
+    InterpretationEnded        not an error: a run attempted as Python outgrew it (control flow
+                               between a kernel call and ``efce.solve``, which compiles instead)
 
 Every class except the root, :class:`CommandError`, :class:`ResultWithError`,
-:class:`Interrupted` and :class:`CountLimitReached` is also a :class:`ValueError`, as it always
-was, so ``except ValueError`` written against earlier versions still catches them.
+:class:`Interrupted`, :class:`InterpretationEnded` and :class:`CountLimitReached` is also a
+:class:`ValueError`, as it always was, so ``except ValueError`` written against earlier versions
+still catches them.
 :class:`ModelTooLarge` is also exported by :mod:`efce.baselines`, its documented home before
 this module held every class.
 
@@ -56,6 +59,7 @@ __all__ = [
     "ResultWithError",
     "Interrupted",
     "CountLimitReached",
+    "InterpretationEnded",
 ]
 
 
@@ -147,3 +151,12 @@ class CountLimitReached(EFCEError):
     """An exact count of a game's size visited more states than its limit (the estimators of
     :mod:`efce.games.generators`): raised and caught inside the estimate, which then falls back
     to a bound.  It never reaches a caller."""
+
+
+class InterpretationEnded(BaseException):
+    """A run that :func:`efce.solve` attempted with its kernels run as Python
+    (:func:`efce.games.resources.compiled.interpreted_attempt`) outgrew that: a kernel was called
+    on more elements than are run as Python, or the attempt's seconds were spent.  Raised by the
+    kernel call and caught by :func:`efce.solvers.warm_up.tiered_run`, which compiles and runs
+    again.  A ``BaseException``, like ``KeyboardInterrupt``, so that no ``except Exception`` in
+    between takes it for the run's own failure."""

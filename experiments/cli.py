@@ -129,9 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     # First: a closed stdout or stderr (``>&-``) must neither fail the first print nor lend its
     # descriptor to a file the command writes, and an ASCII locale must not fail on a symbol.
     ensure_standard_streams()
-    _import_commands()
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    _import_commands(argv[0] if argv else None)
+    parser = build_parser()
     want_json = "--json" in argv
     if want_json:
         # argparse exits with its own text on bad usage; in JSON mode report it as JSON instead.
@@ -323,18 +323,24 @@ class _AbortWriter:
                 data = data[os.write(fd, data) :]
 
 
-def _import_commands() -> None:
-    """Subcommands defined in other modules register themselves on import."""
+#: The module of each subcommand, in ``efce --help``'s order.
+COMMAND_MODULES = {
+    "info": "efce.experiments.cmd_info",
+    "decompose": "efce.experiments.cmd_decompose",
+    "solve": "efce.experiments.cmd_solve",
+    "compare": "efce.experiments.cmd_compare",
+    "gap": "efce.experiments.cmd_gap",
+    "sweep": "efce.experiments.cmd_sweep",
+}
+
+
+def _import_commands(name: str | None = None) -> None:
+    """Subcommands defined in other modules register themselves on import: the one ``name``d
+    (a command reads only its own module: ``efce info`` of an oversized game answers in well
+    under a second, without the solvers' and the plots' imports), else all of them."""
     import importlib
 
-    for module in (
-        "efce.experiments.cmd_info",
-        "efce.experiments.cmd_decompose",
-        "efce.experiments.cmd_solve",
-        "efce.experiments.cmd_compare",
-        "efce.experiments.cmd_gap",
-        "efce.experiments.cmd_sweep",
-    ):
+    for module in [COMMAND_MODULES[name]] if name in COMMAND_MODULES else COMMAND_MODULES.values():
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:

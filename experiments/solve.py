@@ -268,7 +268,9 @@ def solve(
     SolveResult
         The final point, status, trace and method-specific facts (``info``);
         ``compile_seconds``: the method's warm-up (:func:`warm_up`, and the LP front ends' own
-        first-call costs) before the clock of ``seconds`` and the trace started.  Every number
+        first-call costs) before the clock of ``seconds`` and the trace started;
+        ``info["kernels"]``: whether the kernels ran compiled or, on a small game and without a
+        time limit, as Python (:func:`efce.solvers.warm_up.tiered_run`).  Every number
         in payoff units (gaps, welfare, utilities, thresholds) is in the game's own units,
         whatever their magnitude (a game with payoffs far from one runs on scaled payoffs:
         :mod:`efce.solvers.scaling`).  A run that diverged (numbers that became NaN or
@@ -314,11 +316,12 @@ def solve(
     unreachable = welfare_out_of_reach(game, method, values.get("welfare_threshold"))
     if unreachable is not None:
         return unreachable
+    from efce.solvers.warm_up import tiered_run
+
     # Payoffs far from magnitude one run scaled by a power of two, every payoff-valued number
     # scaled back (efce.solvers.scaling): the methods' absolute tolerances keep their meaning.
     scale = payoff_scale(game)
     run_game, run_values = scaled_game(game, scale), scaled_options(spec, values, scale, options)
-    compile_seconds = warm_up(spec, run_game, run_values, device=device)
     reported: set[int] = set()  # the rows the method passed to progress itself
     shown = reporting(progress, 1.0 / scale, spec.payoff_info)
 
@@ -327,9 +330,16 @@ def solve(
         if shown is not None:
             shown(row)
 
-    extra = {"device": True} if device else {}
     with solving_scaled(scale):
-        ran = spec.run(run_game, progress=report if progress is not None else None, **run_values, **extra)
+        # First as Python where that is faster end to end, else compiled after the warm-up.
+        ran = tiered_run(
+            spec,
+            run_game,
+            run_values,
+            device=device,
+            progress=report if progress is not None else None,
+            warm_up=warm_up,
+        )
     result = scaled_result(ran, spec, scale, options)
     if progress is not None:
         # Every trace row reaches progress: a method that records its rows only at the end (an
@@ -337,10 +347,6 @@ def solve(
         for method_row, row in zip(ran.trace, result.trace, strict=True):
             if id(method_row) not in reported:
                 progress(row)
-    if compile_seconds is not None:
-        result = dataclasses.replace(
-            result, compile_seconds=(result.compile_seconds or 0.0) + compile_seconds
-        )
     return finite_or_error(result)
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numpy.typing import ArrayLike
+
+from efce.games.resources.compiled import compiled
 
 #: Index compiled hot loops through ``U(i)`` where ``i`` is known to be non-negative: numba wraps
 #: a negative signed index around, and the test this costs at every access (and the vectorization
@@ -23,7 +24,7 @@ def concat_ranges(starts: ArrayLike, lengths: ArrayLike) -> np.ndarray:
     return np.repeat(np.asarray(starts, dtype=np.int64) - offsets, lengths) + np.arange(total, dtype=np.int64)
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def lower_bound(arr: np.ndarray, lo: int, hi: int, value: int) -> int:
     """First ``k`` in ``[lo, hi)`` with ``arr[k] >= value`` (``hi`` if none): binary search in
     the sorted slice ``arr[lo:hi]``, for compiled kernels."""
@@ -36,7 +37,7 @@ def lower_bound(arr: np.ndarray, lo: int, hi: int, value: int) -> int:
     return lo
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def find_in_row(indptr: np.ndarray, indices: np.ndarray, row: int, value: int) -> int:
     """Position of ``value`` among the sorted column indices of CSR row ``row``, or -1."""
     hi = indptr[row + 1]

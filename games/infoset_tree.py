@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
+
+from efce.games.resources.compiled import compiled
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,7 +62,7 @@ def infoset_tree(
     return InfosetTree(child_ptr, child_infosets, position, preorder, lo, hi)
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _preorder(child_ptr, child_inf, first_seq, num_actions, num_sequences):
     """Iterative depth-first walk (explicit stack: trees deeper than Python's recursion limit)."""
     n_inf = len(first_seq)

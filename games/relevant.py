@@ -18,11 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-import numba
 import numpy as np
 import numpy.typing as npt
 
 from efce.errors import GameError
+from efce.games.resources.compiled import compiled
 from efce.interrupts import check_stop
 
 from .arrays import find_in_row
@@ -44,7 +44,7 @@ def _nodes_by_infoset(game: Game, player: int) -> tuple[np.ndarray, np.ndarray]:
     return _counting_sort(game.player, game.infoset, player, game.sequences(player).num_infosets)
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _counting_sort(player, infoset, p, num_infosets):
     indptr = np.zeros(num_infosets + 1, np.int64)
     for v in range(len(player)):
@@ -61,7 +61,7 @@ def _counting_sort(player, infoset, p, num_infosets):
     return indptr, nodes
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _walk_above(lo, max_steps, indptr, nodes, node_seq, seq_infoset, parent_seq, walked, out, fill):
     """For the actor infosets ``I = lo, lo+1, ...``: every infoset ``J`` of the other player on the
     path to some node of ``I`` (the infosets on the chains of the nodes' sequences ``σ(v)``),
@@ -93,7 +93,7 @@ def _walk_above(lo, max_steps, indptr, nodes, node_seq, seq_infoset, parent_seq,
     return i
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _union_below_and_above(
     lo,
     max_steps,
@@ -223,7 +223,7 @@ def find_connected_infosets(game: Game) -> tuple[np.ndarray, np.ndarray]:
     return conn1, conn2
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _chain_weights(parent_seq, first_seq, num_actions, num_sequences):
     """``W[σ]``: the actions of the infosets on the chain of ``σ`` (its own included), summed:
     the sequences of the other player a pair with ``σ``'s infosets can take."""
@@ -235,7 +235,7 @@ def _chain_weights(parent_seq, first_seq, num_actions, num_sequences):
     return W
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _bound_terms(indptr, nodes, node_seq, num_actions, W, seen):
     """Over the infosets ``I`` of one player: ``Σ_I |A_I| Σ_σ W[σ]`` and ``Σ_I |A_I| max_σ W[σ]``,
     ``σ`` over the distinct other player's sequences of ``I``'s nodes (``seen`` marks them)."""
@@ -345,7 +345,7 @@ def pair_positions(pairs: RelevantPairs, sigma1: npt.ArrayLike, sigma2: npt.Arra
     return np.atleast_1d(pairs.index(sigma1, sigma2))
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _positions(indptr, sigma2, s1, s2):
     out = np.empty(len(s1), np.int64)
     for k in range(len(s1)):
@@ -400,7 +400,7 @@ def relevant_pairs(game: Game, memory_budget: int | None = None) -> RelevantPair
     return RelevantPairs(indptr, sigma2, (s1.num_sequences, s2.num_sequences))
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _fill_rows(indptr, seq_infoset1, conn1, conn2, first2, num_actions2, num_infosets1, num_sequences2):
     """Row ∅ holds every σ2; row (I1, a) holds ∅ then the sequences of each I2 connected to I1
     (``conn1`` sorted, so rows come out sorted)."""

@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-import numba
 import numpy as np
 
 from efce.errors import ChainError
 from efce.games.arrays import concat_ranges
+from efce.games.resources.compiled import compiled
 
 if TYPE_CHECKING:  # annotations only: the backend layer lives above this one
     from efce.solvers.backends.protocol import ComputeBackend
@@ -715,7 +715,7 @@ def level_order(level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, level_ptr
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _first_invalid_step(target_ptr, source_ptr, source, kind):
     """``(reason, k)`` for the first step ``k`` breaking a rule of :meth:`Chain.validate`
     (1: fills no entry, 2: no source, 3: a singleton filling more than one entry, 4: reads an
@@ -734,7 +734,7 @@ def _first_invalid_step(target_ptr, source_ptr, source, kind):
     return 0, -1
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _first_invalid_run_step(ptr, run_kind, run_size, run_nsrc, run_entry, run_source, source):
     """:func:`_first_invalid_step` for steps stored as runs (:class:`StepRuns`), with reason 5:
     a run does not start where the previous one ends."""

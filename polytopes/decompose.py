@@ -37,13 +37,13 @@ from __future__ import annotations
 
 import dataclasses
 
-import numba
 import numpy as np
 
 from efce.errors import GameError
 from efce.games.arrays import find_in_row, lower_bound
 from efce.games.game import Game
 from efce.games.relevant import RelevantPairs, connected_infosets, relevant_pairs
+from efce.games.resources.compiled import compiled
 from efce.interrupts import check_stop
 
 from .chain import SIMPLEX, SINGLETON, Chain, StepRuns
@@ -329,14 +329,14 @@ class _Tables:
             self.multi_i = self.multi_j = np.zeros(0, dtype=np.int64)
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _connected(conn_ptr, conn_pos, pre_pos_other_of_j, i):
     lo, hi = conn_ptr[i], conn_ptr[i + 1]
     k = lower_bound(conn_pos, lo, hi, pre_pos_other_of_j)
     return k < hi and conn_pos[k] == pre_pos_other_of_j
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _grow_rows(arr, needed):
     if needed <= arr.shape[0]:
         return arr
@@ -345,7 +345,7 @@ def _grow_rows(arr, needed):
     return new
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _find(root, v):
     """Union-find root of ``v`` (with path halving)."""
     while root[v] != v:
@@ -354,7 +354,7 @@ def _find(root, v):
     return v
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _offset(indptr, sigma2, row, col):
     """Offset of column ``col`` inside row ``row``; rows of the sequences of one infoset share
     their column pattern, so this offset is valid for all of them (-1 if not relevant)."""
@@ -369,7 +369,7 @@ MAX_LEVELS = 2**15 - 2
 _STEPS, _ENTRIES, _SOURCES, _RUNS = 0, 1, 2, 3
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _new_step(lev, kind, size, nsrc, tally, open_key, open_run, runs, fill):
     """Account a step of ``kind`` filling ``size`` entries from ``nsrc`` sources at level ``lev``:
     it extends the level's open run if it has the same kind, size and sources, else opens one
@@ -388,7 +388,7 @@ def _new_step(lev, kind, size, nsrc, tally, open_key, open_run, runs, fill):
     tally[_STEPS, lev] += 1
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _new_target(lev, t, tally, entry_of_pair, fill):
     """Pair ``t`` is the next entry of level ``lev``."""
     if fill:
@@ -396,7 +396,7 @@ def _new_target(lev, t, tally, entry_of_pair, fill):
     tally[_ENTRIES, lev] += 1
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _new_source(lev, u, tally, entry_of_pair, source, fill):
     """Pair ``u`` (filled earlier) is the next source of level ``lev``."""
     if fill:
@@ -404,7 +404,7 @@ def _new_source(lev, u, tally, entry_of_pair, source, fill):
     tally[_SOURCES, lev] += 1
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _decompose_kernel(
     parent_seq,
     first_seq,

@@ -18,22 +18,49 @@ the method's code.  The tiny run also loads the builders' kernels the run's setu
 
 A process warms each method configuration and size class once (``_WARMED``); after that a
 warm-up costs nothing.
+
+**A run that need not compile.**  Compiling rm's kernels takes some 40 s on an empty cache; a
+game of a few dozen nodes is solved by the same kernels run as Python
+(:mod:`efce.games.resources.compiled`) in milliseconds.  :func:`tiered_run` therefore first
+attempts a run without a time limit with every kernel run as Python (warm-up included, which
+then only warms what is not numba: an LP solver's first call), and keeps it if it ends within
+:data:`INTERPRETED_ATTEMPT_SECONDS` of CPU time without calling a kernel on more than
+:data:`~efce.games.resources.compiled.INTERPRET_MAX_ELEMENTS` elements.  Otherwise the attempt is
+dropped, unseen (its trace rows were held back), and the run is made again compiled, its warm-up
+first, exactly as without the attempt: the attempt costs at most those seconds, the compiled run
+gives the same iterates, and its clock only ever sees compiled code.  A run with a time limit
+(what it reaches in that time is the result: ``efce compare``'s runs) and a run under
+``EFCE_KERNELS=compiled`` compile from the start.  The result says which in
+``info["kernels"]``: ``"interpreted"`` when some kernel ran as Python, ``"compiled"`` when none
+did (a kept attempt whose kernels this process had compiled before ran compiled code), and
+``compile_seconds`` includes a dropped attempt.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from efce.errors import InterpretationEnded
+from efce.games.resources.compiled import (
+    compiled_only,
+    current_mode,
+    interpreted_attempt,
+    kernel_mode,
+    twin_calls,
+)
 from efce.interrupts import check_stop
 from efce.solvers.backends import get_backend
 from efce.solvers.backends.sizing import sized_as
 
 if TYPE_CHECKING:
     from efce.games.game import Game
-    from efce.solvers.result import SolveResult
+    from efce.solvers.options import Method
+    from efce.solvers.result import SolveResult, TraceRow
 
 #: Iterations of a warm-up run: the first iteration is a checkpoint and the last ends the run,
 #: so the loop's passes, its checkpoint sweeps and the final report all run.
@@ -47,7 +74,7 @@ WARM_UP_BUDGET = {"iterations": WARM_UP_ITERATIONS, "time_limit": None, "target_
 _BUDGET_OPTIONS = frozenset(WARM_UP_BUDGET) | {"seed"}
 
 #: What this process has warmed up: (runner, options but the budget, players, chance moves,
-#: device, stand-in size).
+#: device, kernel mode, stand-in size).
 _WARMED: set[tuple] = set()
 
 
@@ -129,7 +156,7 @@ def warm_up_run(
     twin = twin_game(game.num_players, kind)
     extra = {"device": True} if device else {}
     for size in stand_ins or [None]:
-        key = (run, configuration, game.num_players, kind, device, size)
+        key = (run, configuration, game.num_players, kind, device, current_mode(), size)
         if key in _WARMED:
             continue
         check_stop("warming up")
@@ -209,13 +236,107 @@ def segments_warm_up(
     return warm_up
 
 
+#: CPU seconds :func:`tiered_run` lets a run attempted with its kernels as Python go on before
+#: it compiles instead (a tenth or less of what compiling a method's kernels takes on an empty
+#: cache; the table command of issue 40 that runs longest as Python, trigger's 200 iterations on
+#: three-player Kuhn, takes 3 s).
+INTERPRETED_ATTEMPT_SECONDS = 5.0
+
+
+def attempts_interpreted(options: Mapping[str, Any]) -> bool:
+    """Whether :func:`tiered_run` first attempts a run of ``options`` with its kernels run as
+    Python: not under ``EFCE_KERNELS=compiled``, without a time limit, on the CPU."""
+    return (
+        not compiled_only()
+        and options.get("time_limit") is None
+        and options.get("backend", "cpu") in (None, "cpu")
+    )
+
+
+def tiered_run(
+    spec: Method,
+    game: Game,
+    options: dict[str, Any],
+    *,
+    device: bool,
+    progress: Callable[[TraceRow], None] | None,
+    warm_up: Callable[..., float | None],
+) -> SolveResult:
+    """``spec``'s run of ``game`` with ``options`` after ``warm_up(spec, game, options,
+    device=device)``: first attempted with its kernels run as Python where
+    :func:`attempts_interpreted`, else (or when the attempt outgrows
+    :data:`INTERPRETED_ATTEMPT_SECONDS` or a kernel's input outgrows what runs as Python)
+    compiled, warm-up first (see the module docstring).
+
+    Returns
+    -------
+    SolveResult
+        The run's result; ``info["kernels"]`` is ``"interpreted"`` or ``"compiled"``,
+        ``compile_seconds`` the warm-up's seconds plus those of a dropped attempt (None when the
+        method has no warm-up and nothing was dropped).
+
+    Raises
+    ------
+    Whatever the run raises; a stop request during the attempt ends it as it ends any run
+    (the rows it recorded are passed on first).
+    """
+    started = time.perf_counter()
+    dropped = 0.0  # the seconds of an attempt that outgrew running as Python
+    if attempts_interpreted(options):
+        rows: list[TraceRow] = []
+        ended = False
+        calls = twin_calls()
+        try:
+            with interpreted_attempt(INTERPRETED_ATTEMPT_SECONDS):
+                result = _warmed_run(spec, game, options, device, rows.append, warm_up, "interpreted")
+            if twin_calls() == calls:  # every kernel it called was compiled in this process already
+                result = dataclasses.replace(result, info={**result.info, "kernels": "compiled"})
+            return result
+        except InterpretationEnded:
+            ended = True
+            dropped = time.perf_counter() - started
+        finally:
+            if not ended and progress is not None:
+                for row in rows:  # the attempt's rows, now that it is kept
+                    progress(row)
+    with kernel_mode("compiled"):
+        result = _warmed_run(spec, game, options, device, progress, warm_up, "compiled")
+    if dropped > 0.0 and result.compile_seconds is not None:
+        result = dataclasses.replace(result, compile_seconds=result.compile_seconds + dropped)
+    elif dropped > 0.0:
+        result = dataclasses.replace(result, compile_seconds=dropped)
+    return result
+
+
+def _warmed_run(
+    spec: Method,
+    game: Game,
+    options: dict[str, Any],
+    device: bool,
+    progress: Callable[[TraceRow], None] | None,
+    warm_up: Callable[..., float | None],
+    kernels: str,
+) -> SolveResult:
+    compile_seconds = warm_up(spec, game, options, device=device)
+    extra = {"device": True} if device else {}
+    result = spec.run(game, progress=progress, **options, **extra)
+    if compile_seconds is not None:
+        result = dataclasses.replace(
+            result, compile_seconds=(result.compile_seconds or 0.0) + compile_seconds
+        )
+    return dataclasses.replace(result, info={**result.info, "kernels": kernels})
+
+
 __all__ = [
+    "INTERPRETED_ATTEMPT_SECONDS",
     "WARM_UP_BUDGET",
     "WARM_UP_ITERATIONS",
     "compile_notice",
     "compiling_time",
     "segment_size_bound",
     "segments_warm_up",
+    "tiered_run",
+    "attempts_interpreted",
     "twin_game",
     "warm_up_run",
 ]

@@ -356,9 +356,11 @@ def _placements(rows: int, cols: int, length: int) -> int:
 
 
 #: (mask, ship) states the exact count of Battleship fleets may visit before it falls back to
-#: the product bound.  Past it there are over 10^5 partial fleets per player, so over 10^10 tree
-#: nodes: the game is refused whichever count is used.
-_FLEET_STATE_LIMIT = 200_000
+#: the product bound: about 0.15 s of counting (every estimate answers within a second).  Past
+#: it there are over 10^4 partial fleets per player, so over 10^8 tree nodes (40 GB at
+#: :data:`~efce.games.resources.estimate.BYTES_PER_NODE`): refused by any budget below that
+#: whichever count is used, and by the product bound above it.
+_FLEET_STATE_LIMIT = 20_000
 
 
 def _placement_masks(rows: int, cols: int, length: int) -> list[int]:

@@ -362,8 +362,18 @@ def leduc(
 
 
 # ------------------------------------------------------------------------------ size estimate
-#: Memoized betting states counted before Leduc's estimate falls back to a lower bound.
-_LEDUC_STATE_LIMIT = 200_000
+#: Memoized betting states counted before Leduc's estimate falls back to a lower bound, times
+#: the players up to 12 (a state's work grows with the players: its tuples and its map of leaves
+#: to the board): 40,000 states at six players, which six-player Leduc needs to be counted
+#: exactly rather than guessed under the budget (it visits 25,000-30,000), 20,000 from twelve on
+#: (every estimate answers within a second; 200,000 states took 6-10 s for ``players=64``).
+#: Every game found past it on a grid of 2-5 players, raise caps up to 16 and 3 or 6 ranks is
+#: over 13 GiB by the exact count (``tests/games/test_spec_and_estimate.py``).
+_LEDUC_STATE_WORK = 240_000
+
+#: Above this many players (with raises) Leduc's estimate is the lower bound ``2^(n-1)`` at once:
+#: 2^50 nodes is 400 PB, and counting the betting of 64 players to its state limit took 0.3 s.
+_COUNTED_PLAYERS = 50
 
 
 def leduc_size(
@@ -377,8 +387,11 @@ def leduc_size(
     """Node and terminal counts of :func:`leduc` from its parameters, by a memoized count of the
     betting rounds times the deals: exact when the deals are few enough to enumerate
     (``ranks ** players <= 20,000``), an upper bound otherwise, and a lower bound when the betting
-    has too many states to count quickly (over ``_LEDUC_STATE_LIMIT``: eight or more players;
-    :func:`games.resources.estimate.check_estimate` refuses a game known only by a lower bound).
+    has too many states to count quickly (over ``_LEDUC_STATE_WORK`` divided by the players, at
+    most 12: seven or more players, all of them terabytes; over ``_COUNTED_PLAYERS`` players it is not
+    counted at all), so that it
+    answers within a second for any parameters; :func:`games.resources.estimate.check_estimate`
+    refuses a game known only by a lower bound.
 
     The count mirrors the betting rules of :func:`leduc`: a betting state is (player to
     act, folded players, players who matched the stake, raises in the round, raises per
@@ -389,6 +402,7 @@ def leduc_size(
     player_cap = math.inf if raises_per_player is None else raises_per_player
     everyone = (1 << n) - 1
     visited = 0
+    state_limit = _LEDUC_STATE_WORK // min(n, 12)
 
     def next_in(actor: int, folded: int) -> int:
         for k in range(1, n + 1):
@@ -404,7 +418,7 @@ def leduc_size(
         """(nodes, terminals of this round's tree, {folded mask: leaves going to the board})."""
         nonlocal visited
         visited += 1
-        if visited > _LEDUC_STATE_LIMIT:
+        if visited > state_limit:
             raise CountLimitReached
         nodes, terminals = 1, 0
         to_board: dict[int, int] = {}
@@ -440,7 +454,7 @@ def leduc_size(
         return nodes, terminals, to_board
 
     zeros = (0,) * n
-    if n > 64 and min(total_cap, player_cap) > 0:  # too many players to count the betting
+    if n > _COUNTED_PLAYERS and min(total_cap, player_cap) > 0:  # too many to count the betting
         # Each player's first turn offers check/bet or fold/call: 2^(n-1) nodes at least, far
         # over any budget.  (Without raises the betting is a chain of calls, counted below.)
         first_pass = 2 ** (n - 1)
@@ -466,7 +480,7 @@ def leduc_size(
         return SizeEstimate(total, terminals, n, exact=r**n <= 20_000)
     except (CountLimitReached, RecursionError):
         # At least one node per distinct betting state visited, for every deal.
-        lower = deals * _LEDUC_STATE_LIMIT
+        lower = deals * state_limit
         return SizeEstimate(lower, lower, n, exact=False, lower_bound=True)
 
 

@@ -40,7 +40,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numba
 import numpy as np
 
 from efce.concepts import DEFAULT_CONCEPT, check_concept
@@ -48,6 +47,7 @@ from efce.games.arrays import find_in_row
 from efce.games.game import Game, SequenceSpace
 from efce.games.payoffs import terminal_map
 from efce.games.relevant import RelevantPairs, pair_positions
+from efce.games.resources.compiled import compiled
 from efce.interrupts import check_stop
 from efce.polytopes.chain import index_dtype
 from efce.polytopes.triggers import TriggerSpace
@@ -330,7 +330,7 @@ def _player_table(game, pairs, i, seqs, w, entry_of_pair, concept):
     return table, consistent
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _rows(player, first, trig_count, line_start, line, row_start, indptr, entry_of_pair, rows, coarse):
     mapped = len(entry_of_pair) > 0
     for inf in range(len(first)):
@@ -344,7 +344,7 @@ def _rows(player, first, trig_count, line_start, line, row_start, indptr, entry_
     return rows
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _sort_lines(
     player,
     first,
@@ -393,7 +393,7 @@ def _sort_lines(
     return consistent
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _line_table(player, recommended, z_lo, z_hi, line_start, other, indptr, sigma2, coarse):
     """Per trigger infoset and terminal below it: where the pair ``(r, σ_{-i}(z))`` is read.
     EFCE (``recommended`` = each infoset's first sequence): for player 1 its offset in the row

@@ -51,12 +51,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numba
 import numpy as np
 
 from efce.errors import GameError
 from efce.games.game import Game, SequenceSpace
 from efce.games.payoffs import terminal_map
+from efce.games.resources.compiled import compiled
 from efce.solvers.backends import get_backend
 from efce.solvers.driver import IterationDriver, ProgressCallback
 from efce.solvers.evaluation.device import (
@@ -162,7 +162,7 @@ def trigger_layout(space: SequenceSpace, coarse: bool) -> TriggerLayout:
     return TriggerLayout(roots, Segments(seg_ptr), seg_inf, seg_trig, seg_par, e_seq, e_trig, root_seg, e_hi)
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _build_layout(roots, preorder, position, end, num_actions, first_seq, parent_seq, seq_infoset):
     n_seg = 0
     n_ent = 0

@@ -23,6 +23,7 @@ import numba
 import numpy as np
 
 from efce.games.arrays import U
+from efce.games.resources.compiled import compiled
 from efce.polytopes.chain import SINGLETON
 
 from .jit import even_part, kernel
@@ -31,7 +32,7 @@ from .rules import discounts, local_strategy, observe_simplex
 # The hot kernels index through games.arrays.U (unsigned); every index here is non-negative.
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def step_at(order: np.ndarray, idx: int) -> np.int64:
     """Step number ``idx`` of the passes' level order: ``order[idx]``, or ``idx`` itself when
     ``order`` is empty (a chain numbered in level order already, e.g. DECOMPOSE's: no int per
@@ -40,7 +41,7 @@ def step_at(order: np.ndarray, idx: int) -> np.int64:
 
 
 # ---------------------------------------------------------------------- chain passes
-@numba.njit(inline="always")
+@compiled(inline="always")
 def recommend_block(
     single: bool,
     lo: int,
@@ -78,7 +79,7 @@ def recommend_block(
     return pos
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def recommend_step(
     k: np.int64,
     pos: int,
@@ -361,7 +362,7 @@ def chunk_source_ranges(
     return lo, hi
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _chunks_of_part(lo, hi, p, parts, dealt):
     """``(start, stop, step)`` of part ``p``'s chunks among a level's chunks ``lo .. hi-1``.
 

@@ -21,6 +21,7 @@ import numba
 import numpy as np
 
 from efce.games.arrays import U
+from efce.games.resources.compiled import compiled
 from efce.polytopes.chain import SINGLETON
 
 from .chain_passes import recommend_block
@@ -30,7 +31,7 @@ from .rules import discounts, observe_simplex
 # The hot kernels index through games.arrays.U (unsigned); every index here is non-negative.
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def run_of_step(ptr: np.ndarray, idx: int) -> int:
     """The run holding step ``idx`` (bisection over the runs' first steps)."""
     lo, hi = 0, len(ptr) - 2
@@ -43,7 +44,7 @@ def run_of_step(ptr: np.ndarray, idx: int) -> int:
     return lo
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def step_start(ptr: np.ndarray, widths: np.ndarray, starts: np.ndarray, r: int, idx: int) -> int:
     """The first entry (``widths = run_size``, ``starts = run_entry``) or source slot
     (``run_nsrc``, ``run_source``) of step ``idx`` of run ``r``."""

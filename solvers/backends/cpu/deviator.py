@@ -40,6 +40,7 @@ import numba
 import numpy as np
 
 from efce.games.arrays import U
+from efce.games.resources.compiled import compiled
 
 from .jit import kernel
 from .operator import BLOCKS_PER_THREAD, deviation_column_sums, deviation_row_adds, trigger_lines, work_part
@@ -73,7 +74,7 @@ def slot_work(
     return slot_inf, np.cumsum(work), widest
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _slot_range(cum_work: np.ndarray, part: int, parts: int, serial: bool) -> tuple[int, int, int, int]:
     """``(first, stop, step, blocks)``: part ``part``'s blocks of slots (``work_part`` positions,
     slot + 1): every block in turn on one part when ``serial``, else blocks ``part, part +
@@ -83,7 +84,7 @@ def _slot_range(cum_work: np.ndarray, part: int, parts: int, serial: bool) -> tu
     return part, parts * BLOCKS_PER_THREAD, parts, parts * BLOCKS_PER_THREAD
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _observe_slot(
     s: int,
     slot_inf: np.ndarray,

@@ -21,12 +21,13 @@ import numba
 import numpy as np
 
 from efce.games.arrays import U, lower_bound
+from efce.games.resources.compiled import compiled
 from efce.polytopes.chain import SINGLETON
 
 from .jit import balanced_part, kernel
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _first_step_of_work(target_ptr, source_ptr, work):
     """The first step ``k`` with ``target_ptr[k] + source_ptr[k] ≥ work`` (the number of steps
     if none): the work (targets plus sources) before step ``k`` is monotone in ``k``, so the
@@ -41,7 +42,7 @@ def _first_step_of_work(target_ptr, source_ptr, work):
     return lo
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _block_violation(values, lo, hi, s_lo, s_hi, source):
     """``max(|Σ_{T} x − Σ_{S} x|, −min_{T} x)`` for the step filling entries ``lo:hi`` from the
     source slots ``s_lo:s_hi`` of the point ``values``."""
@@ -58,7 +59,7 @@ def _block_violation(values, lo, hi, s_lo, s_hi, source):
     return max(abs(filled - h), -lowest)
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _step_violation(values, k, target_ptr, source_ptr, source):
     """:func:`_block_violation` of step ``k``."""
     return _block_violation(
@@ -108,7 +109,7 @@ def chain_violations(
     return _combined_worst(part_worst, wide, n_wide, narrow, scales)
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _combined_worst(part_worst, wide, n_wide, narrow, scales):
     """The parts' worst violations combined, with the root entry's ``|x[0] − 1|``."""
     n = part_worst.shape[1]
@@ -122,7 +123,7 @@ def _combined_worst(part_worst, wide, n_wide, narrow, scales):
     return worst
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _first_run_step_of_work(ptr, run_size, run_nsrc, run_entry, run_source, work):
     """:func:`_first_step_of_work` for steps stored as runs: the first step ``k`` whose entries
     plus source slots before it reach ``work`` (bisection over the runs, then within one)."""
@@ -203,7 +204,7 @@ def run_chain_violations(
     return _combined_worst(part_worst, wide, n_wide, narrow, scales)
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _rescaled_block(single, lo, hi, s_lo, s_hi, source, values, x):
     """One step of :func:`rescaled_point`: ``x[lo:hi] = h · v[lo:hi] / Σ v`` (positive parts;
     uniform when the sum is not positive; ``x[lo] = h`` for a singleton step)."""
@@ -262,12 +263,12 @@ def rescaled_point(
         _rescaled_block(kind[k] == SINGLETON, lo, hi, source_ptr[k], source_ptr[k + 1], source, values, x)
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _position(index_map, q):
     return q if len(index_map) == 0 else index_map[q]
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _read_rows(arrays, scales, index_map, lo, hi, out):
     """``out[r, q - lo] = ξ_r[q]`` for the pairs ``q`` of one row, every array at once."""
     for q in range(lo, hi):
@@ -276,7 +277,7 @@ def _read_rows(arrays, scales, index_map, lo, hi, out):
             out[r, q - lo] = scales[r] * arrays[r][e]
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _row_violations(sigma2, lo, hi, row_vals, seq_infoset2, nact2, parent2, worst):
     """Player 2's constraints inside one row, ``Σ_b ξ[σ1, (J, b)] = ξ[σ1, σ(J)]``, for every
     plan (``worst[r]`` raised); False if a parent is missing."""
@@ -303,7 +304,7 @@ def _row_violations(sigma2, lo, hi, row_vals, seq_infoset2, nact2, parent2, wors
     return True
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _infoset_violations(
     inf,
     indptr,

@@ -17,6 +17,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from efce.games.resources.compiled import compiled
+
 from .jit import balanced_part, kernel
 from .operator import trigger_lines
 
@@ -155,7 +157,7 @@ def trigger_gains(
     return gains
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def gains_of_infosets(
     i_lo: int,
     i_hi: int,

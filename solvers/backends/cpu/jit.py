@@ -8,12 +8,16 @@ editing the callee's file while the kernel's file stays the same leaves the kern
 callee: a cached ``f`` in ``a.py`` calling ``g`` of ``b.py`` kept returning ``g``'s old value
 after ``b.py`` changed, inlined or not, until ``a.py`` itself changed.  Splitting the kernels into
 modules by job therefore needs more than numba's stamp.  :func:`kernel` compiles with
-``cache=True`` and adds to every cache entry's key the hash of **every module of this folder**
+``cache=True`` (through :class:`~efce.games.resources.numba_cache.CheckedCache`, which also
+recovers from damaged entries and lets processes share the folder) and adds to every cache
+entry's key the hash of **every module of this folder**
 (but the Python-only :data:`PYTHON_ONLY`) **and of** :mod:`efce.games.arrays` (the compiled
 helpers the kernels share with the builders), plus the values of the constants the kernels read
 from other modules (step kinds, rule families): a change to any code a kernel can inline or call
 recompiles it.  (The package's builders — DECOMPOSE, the relevant pairs, the trigger tables — keep
-``numba.njit(cache=True)`` in their own modules.)
+``compiled(cache=True)`` in their own modules, stamped by numba alone.)  Like every numba function
+of the package, a kernel called on a small input outside a timed run may run as its Python twin
+instead of compiling (:mod:`efce.games.resources.compiled`).
 
 **Shared bodies.**  A serial kernel and its parallel form share their step bodies
 (``inline="always"``); the serial kernels that inline one compile through
@@ -45,12 +49,13 @@ import numba  # noqa: E402
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
 from numba.core import ir_utils  # noqa: E402
-from numba.core.caching import FunctionCache  # noqa: E402
 from numba.core.compiler import CompilerBase, DefaultPassBuilder  # noqa: E402
 from numba.core.compiler_machinery import FunctionPass, PassManager, register_pass  # noqa: E402
 from numba.core.typed_passes import NopythonRewrites  # noqa: E402
 
 from efce.games import arrays  # noqa: E402
+from efce.games.resources.compiled import compiled  # noqa: E402
+from efce.games.resources.numba_cache import CheckedCache  # noqa: E402
 from efce.polytopes.chain import SIMPLEX, SINGLETON  # noqa: E402
 from efce.solvers.backends.protocol import HEDGE, PRM_PLUS, RM  # noqa: E402
 
@@ -81,15 +86,6 @@ def kernel_sources() -> list[Path]:
     here = Path(__file__).resolve().parent
     modules = sorted(p for p in here.glob("*.py") if p.name not in PYTHON_ONLY)
     return [*modules, Path(arrays.__file__).resolve()]
-
-
-class StampedCache(FunctionCache):
-    """numba's per-function cache whose entries are also keyed on a stamp of other files."""
-
-    stamp = ""
-
-    def _index_key(self, sig, codegen):
-        return (*super()._index_key(sig, codegen), self.stamp)
 
 
 @register_pass(mutates_CFG=True, analysis_only=False)
@@ -134,27 +130,19 @@ SHARED_BODIES = {"pipeline_class": SharedBodiesCompiler}
 
 class StampedKernels:
     """A decorator factory: ``@kernels(**options)`` compiles like
-    ``numba.njit(cache=True, nogil=True, **options)`` with a cache keyed also on
+    ``compiled(cache=True, nogil=True, **options)`` (:func:`efce.games.resources.compiled.compiled`:
+    numba's ``njit`` whose calls on small inputs may run as Python) with a cache keyed also on
     :func:`source_stamp` of ``sources`` (and ``constants``); ``shares_bodies=True`` adds
     :data:`SHARED_BODIES`.  ``nogil``: a kernel touches no Python object, and a signal's
     watchdog must run while it does (:mod:`efce.interrupts`)."""
 
-    def __init__(self, sources, constants=()):
-        self.cache_class = type("StampedCache", (StampedCache,), {"stamp": source_stamp(sources, constants)})
+    def __init__(self, sources: Iterable[str | os.PathLike[str]], constants: Iterable[object] = ()):
+        self.cache_class = type("StampedCache", (CheckedCache,), {"stamp": source_stamp(sources, constants)})
 
-    def __call__(self, shares_bodies: bool = False, **options):
+    def __call__(self, shares_bodies: bool = False, **options: Any) -> Callable[[Callable[..., Any]], Any]:
         if shares_bodies:
             options = {**SHARED_BODIES, **options}
-
-        def compile_later(function):
-            dispatcher = numba.njit(cache=True, nogil=True, **options)(function)
-            # FunctionCache: caching is on (efce.games.resources.numba_cache may have turned it
-            # off when no cache folder is writable; then the kernels compile in memory).
-            if isinstance(dispatcher._cache, FunctionCache):
-                dispatcher._cache = self.cache_class(function)
-            return dispatcher
-
-        return compile_later
+        return compiled(cache=True, nogil=True, cache_class=self.cache_class, **options)
 
 
 #: The decorator of every cached CPU kernel (see the module docstring).
@@ -209,7 +197,7 @@ def thread_rows(width: int, dtype: npt.DTypeLike = np.float64) -> np.ndarray:
     return np.empty((available_threads(), stride), dtype=dtype)
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def balanced_part(cum_work: np.ndarray, part: int, parts: int) -> tuple[int, int]:
     """Items ``[lo, hi)`` of part ``part`` of ``parts`` with about equal work, where
     ``cum_work[i]`` is the work of items ``0 .. i-1`` (``len(cum_work)`` = items + 1): the
@@ -223,7 +211,7 @@ def balanced_part(cum_work: np.ndarray, part: int, parts: int) -> tuple[int, int
     return lo, hi
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def even_part(lo: int, hi: int, p: int, parts: int) -> tuple[int, int]:
     """Bounds of part ``p`` of ``parts`` equal parts of ``range(lo, hi)``."""
     n = hi - lo

@@ -36,6 +36,7 @@ import numba
 import numpy as np
 
 from efce.games.arrays import U
+from efce.games.resources.compiled import compiled
 
 from .jit import kernel
 
@@ -50,7 +51,7 @@ BLOCKS_PER_THREAD = 32
 
 
 # ---------------------------------------------------------------------- one unit of work
-@numba.njit(inline="always")
+@compiled(inline="always")
 def trigger_lines(
     inf: int, pos: np.ndarray, end: np.ndarray, cum: np.ndarray, term_ptr: np.ndarray, line_start: np.ndarray
 ) -> tuple[int, int, int, int]:
@@ -63,7 +64,7 @@ def trigger_lines(
     return p_lo, p_hi, shift, width
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def deviation_row_adds(
     inf: int,
     a: int,
@@ -93,7 +94,7 @@ def deviation_row_adds(
             out[U(rows[U(rshift + k)])] += term_w[U(line_term[U(k)])] * v
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def deviation_column_sums(
     inf: int,
     a: int,
@@ -122,7 +123,7 @@ def deviation_column_sums(
         out[U(eb + p)] = sign * acc
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def following_row(
     z: int,
     seq_parent0: np.ndarray,
@@ -172,7 +173,7 @@ def following_row(
     return acc
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def following_column_adds(
     z: int,
     v: float,
@@ -193,7 +194,7 @@ def following_column_adds(
         s = seq_parent[U(s)]
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def following_columns_start(
     num_lambda: int, lam_tau: int, tau: float, x: np.ndarray, out: np.ndarray
 ) -> None:
@@ -205,7 +206,7 @@ def following_columns_start(
         out[lam_tau] = tau * x[0]
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def following_columns_scaled(num_lambda: int, sign: float, out: np.ndarray) -> None:
     """``sign`` times the λ entries (the deviation kernels scale as they write)."""
     for e in range(1, num_lambda + 1):
@@ -388,7 +389,7 @@ def trigger_work(
     return slot_inf, np.cumsum(work)
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def work_part(cum_work: np.ndarray, p: int, parts: int) -> tuple[int, int]:
     """Positions ``[lo, hi)`` (slot + 1) of part ``p`` of ``parts``: equal shares of the total work."""
     total = cum_work[-1]

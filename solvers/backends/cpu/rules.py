@@ -18,13 +18,13 @@ float64 and rounds only what it stores.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic, overload
 
 from efce.games.arrays import U
+from efce.games.resources.compiled import compiled
 from efce.solvers.backends.protocol import HEDGE, PRM_PLUS
 
 from .jit import kernel
@@ -65,7 +65,7 @@ def _bits_float32(typingctx, bits):
     return types.float32(bits), codegen
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def bfloat16_bits(value: float) -> np.uint16:
     """``value`` rounded to bfloat16 (8 significant bits, float32's range), to nearest with
     ties to even, as the uint16 of its bits."""
@@ -75,7 +75,7 @@ def bfloat16_bits(value: float) -> np.uint16:
     return np.uint16(bits >> np.uint32(16))
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def bfloat16_value(bits: int | np.uint16) -> float:
     """The float64 value of the bfloat16 with uint16 ``bits``."""
     # An intrinsic: numba passes its typing context when it compiles the call.
@@ -83,13 +83,23 @@ def bfloat16_value(bits: int | np.uint16) -> float:
 
 
 def widened(value: float | np.uint16) -> float:
-    """A stored state value as float64: float32/float64 as it is, uint16 as bfloat16 bits."""
-    raise NotImplementedError("compiled code only (numba's overload below)")
+    """A stored state value as float64: float32/float64 as it is, uint16 as bfloat16 bits.
+    (This body is the Python twin's, :mod:`efce.games.resources.compiled`; compiled code runs
+    the overload below.)"""
+    if isinstance(value, np.uint16):
+        return float(np.array(np.uint32(value) << np.uint32(16), dtype=np.uint32).view(np.float32)[()])
+    return np.float64(value)
 
 
 def narrowed(value: float, like: float | np.uint16) -> float | np.uint16:
-    """``value`` rounded to the type of the stored value ``like`` (uint16: bfloat16 bits)."""
-    raise NotImplementedError("compiled code only (numba's overload below)")
+    """``value`` rounded to the type of the stored value ``like`` (uint16: bfloat16 bits, rounded
+    as :func:`bfloat16_bits`).  (This body is the Python twin's; compiled code runs the overload
+    below.)"""
+    if isinstance(like, np.uint16):
+        bits = int(np.array(value, dtype=np.float32).view(np.uint32)[()])
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFFFFFF
+        return np.uint16(bits >> 16)
+    return value
 
 
 # Both dispatch at compile time on the stored scalar's type, so a kernel compiled for float
@@ -119,7 +129,7 @@ def discounts(alpha: float, beta: float, t: float) -> tuple[float, float]:
     return pos, neg
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def local_strategy(
     family: int, eta: float, a: np.ndarray, b: np.ndarray, lo: int, n: int, out: np.ndarray, out_lo: int
 ) -> None:
@@ -155,7 +165,7 @@ def local_strategy(
             out[U(out_lo + i)] = 1.0 / n
 
 
-@numba.njit(nogil=True)
+@compiled(nogil=True)
 def rm_regret(r: float, instantaneous: float, plus: bool, pos: float, neg: float) -> float:
     """RM / RM+ / DCFR (Hart & Mas-Colell 2000; Tammelin et al. 2015; Brown & Sandholm 2019):
     ``R ← (R + r)·(pos if > 0 else neg)``, clipped at 0 for RM+."""
@@ -164,14 +174,14 @@ def rm_regret(r: float, instantaneous: float, plus: bool, pos: float, neg: float
     return 0.0 if plus and r < 0.0 else r
 
 
-@numba.njit(nogil=True)
+@compiled(nogil=True)
 def prm_plus_regret(r: float, instantaneous: float) -> float:
     """PRM+ (Farina, Kroer, Sandholm 2021): ``R ← [R + r]^+`` (the prediction becomes ``r``)."""
     r = r + instantaneous
     return r if r > 0.0 else 0.0
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def dot(loss: np.ndarray, loss_lo: int, y: np.ndarray, n: int) -> float:
     """``⟨loss[loss_lo:loss_lo+n], y[:n]⟩``, summed in index order."""
     v = 0.0
@@ -180,7 +190,7 @@ def dot(loss: np.ndarray, loss_lo: int, y: np.ndarray, n: int) -> float:
     return v
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def observe_simplex(
     family: int,
     plus: bool,

@@ -30,6 +30,7 @@ import numba
 import numpy as np
 
 from efce.games.game import Game
+from efce.games.resources.compiled import compiled
 from efce.polytopes.chain import SINGLETON, Chain, index_dtype
 from efce.solvers.evaluation.payoff_operator import PayoffOperator, PlayerTriggerTable
 
@@ -248,12 +249,12 @@ def _level_ptr(chain: Chain) -> np.ndarray:
     return level_ptr
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _step(order, idx):
     return np.int64(idx) if len(order) == 0 else np.int64(order[idx])
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _step_class(tptr, sptr, k, threshold, split):
     """0: a thread's step, 1: a block's (wide), 2: split into pieces."""
     size = tptr[k + 1] - tptr[k]
@@ -262,7 +263,7 @@ def _step_class(tptr, sptr, k, threshold, split):
     return 1 if size + (sptr[k + 1] - sptr[k]) > threshold else 0
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _wide_steps(tptr, sptr, order, level_ptr, threshold, split):
     """``(wide_steps, wide_ptr, split_steps, split_ptr)`` of :class:`ChainLayout`."""
     n_levels = len(level_ptr) - 1
@@ -286,7 +287,7 @@ def _wide_steps(tptr, sptr, order, level_ptr, threshold, split):
     return wide, ptr[1].copy(), split_steps, ptr[2].copy()
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _pieces(tptr, order, split_steps, piece_size):
     """``(piece_ptr, piece_step)`` of :class:`ChainLayout`."""
     piece_ptr = np.zeros(len(split_steps) + 1, np.int64)
@@ -299,7 +300,7 @@ def _pieces(tptr, order, split_steps, piece_size):
     return piece_ptr, piece_step
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _transposed_scatter(tptr, sptr, source, order, level_ptr, start):
     """``(dest, ptr, value, level_ptr)`` of :class:`ChainLayout`'s gather, by two counting sorts
     (no comparison sort): the additions grouped by destination in the serial pass's order, then
@@ -598,7 +599,7 @@ def _csr(ptr, col, val, shape, short_threshold, long_threshold, tau_position) ->
     return CSR(ptr, col, val, shape, short_threshold, long_threshold, medium, long, tau_position)
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _depth(s, parent):
     n = 0
     while s != 0:
@@ -607,7 +608,7 @@ def _depth(s, parent):
     return n
 
 
-@numba.njit(inline="always")
+@compiled(inline="always")
 def _following_count(z, own0, own1, parent0, parent1, weighted, welfare_weight, lam_tau):
     """Nonzeros of terminal ``z``'s following row: its own sequences of each player whose
     payoff is not 0, and ``λ_τ``."""
@@ -621,7 +622,7 @@ def _following_count(z, own0, own1, parent0, parent1, weighted, welfare_weight, 
     return n
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _count_following_rows(
     own0, own1, parent0, parent1, weighted, welfare_weight, terminal_row, lam_tau, counts
 ):
@@ -631,7 +632,7 @@ def _count_following_rows(
         )
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _count_deviation_rows(
     first, num_actions, pos, end, cum, term_ptr, term_w, line_start, line_term, row_start, rows, counts
 ):
@@ -644,7 +645,7 @@ def _count_deviation_rows(
                     counts[rows[rshift + k] + 1] += 1
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
+@compiled(parallel=True, cache=True, nogil=True)
 def _fill_following_rows(
     own0, own1, parent0, parent1, weighted, welfare_weight, terminal_row, trig_base1, lam_tau, ptr, col, val
 ):
@@ -673,7 +674,7 @@ def _fill_following_rows(
         ptr[r] = c
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
+@compiled(parallel=True, cache=True, nogil=True)
 def _fill_deviation_rows(
     first,
     num_actions,
@@ -711,7 +712,7 @@ def _fill_deviation_rows(
                         ptr[r] = c + 1
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _count_following_columns(
     own0, own1, parent0, parent1, weighted, welfare_weight, trig_base1, lam_tau, ptr
 ):
@@ -730,7 +731,7 @@ def _count_following_columns(
             ptr[lam_tau + 1] += 1
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _count_deviation_columns(
     first,
     num_actions,
@@ -760,7 +761,7 @@ def _count_deviation_columns(
                 ptr[eb + p + 1] = n
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
+@compiled(parallel=True, cache=True, nogil=True)
 def _fill_following_columns(
     own0,
     own1,
@@ -805,7 +806,7 @@ def _fill_following_columns(
                     ptr[lam_tau] = c + 1
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
+@compiled(parallel=True, cache=True, nogil=True)
 def _fill_deviation_columns(
     first,
     num_actions,
@@ -843,7 +844,7 @@ def _fill_deviation_columns(
                 ptr[eb + p] = c
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(cache=True, nogil=True)
 def _row_classes(ptr, short_threshold, long_threshold):
     """``(medium, long)``: the rows with more than ``short_threshold`` nonzeros, at most
     ``long_threshold``, and those with more."""

@@ -117,7 +117,7 @@ def test_a_lower_bound_under_the_budget_is_refused(monkeypatch):
     from efce.games.generators import leduc as leduc_module
     from efce.games.resources.memory import MemoryBudgetExceeded
 
-    monkeypatch.setattr(leduc_module, "_LEDUC_STATE_LIMIT", 50)
+    monkeypatch.setattr(leduc_module, "_LEDUC_STATE_WORK", 150)  # 50 states of 3 players
     estimate = estimate_spec("leduc:players=3")
     assert estimate.lower_bound and estimate.bytes < 2**30
     with pytest.raises(MemoryBudgetExceeded, match="too large to size from its parameters quickly"):

@@ -9,8 +9,9 @@ import subprocess
 import sys
 import textwrap
 
+from efce.games.resources.numba_cache import CheckedCache
 from efce.solvers.backends.cpu import chain_passes, operator, rules
-from efce.solvers.backends.cpu.jit import StampedCache, kernel, kernel_sources, source_stamp
+from efce.solvers.backends.cpu.jit import kernel, kernel_sources, source_stamp
 
 CALLER = """
 import sys
@@ -65,7 +66,7 @@ def test_a_kernel_recompiles_when_a_module_it_inlines_changes(tmp_path):
 
 def test_every_kernel_is_keyed_on_every_module_of_the_backend():
     for dispatcher in (rules.observe_segments, chain_passes.chain_observe, operator.following_matvec):
-        assert isinstance(dispatcher._cache, StampedCache)
+        assert isinstance(dispatcher._cache, CheckedCache)
         assert dispatcher._cache.stamp == kernel.cache_class.stamp
     names = {path.name for path in kernel_sources()}
     assert {"rules.py", "chain_passes.py", "operator.py", "gaps.py", "feasibility.py", "jit.py"} <= names
