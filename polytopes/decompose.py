@@ -190,7 +190,9 @@ def correlation_plan_entries(game: Game, pairs: RelevantPairs) -> tuple[Chain, n
     )
     index = pairs.sigma2.dtype
     entry_level = np.empty(num_pairs, np.int16)
-    tally = np.zeros((4, MAX_LEVELS + 2), np.int64)
+    # Every level holds at least one pair, so a game of few pairs needs a tally of few levels (a
+    # small table also lets a tiny game's DECOMPOSE run as Python instead of compiling).
+    tally = np.zeros((4, min(MAX_LEVELS, num_pairs) + 2), np.int64)
     none = np.zeros(0, index)
     check_stop(f"decomposing {game.name}")  # two compiled calls from here (2 s each on 26M pairs)
     status, bad1, bad2, depth = _decompose_kernel(
