@@ -380,8 +380,8 @@ class Incentives:
         for r in reach:
             both *= r
         utilities = both @ td.weights  # [C, n]
-        blocks = [sp.csr_matrix(np.ones((1, C)))]
-        incentive, deviation = [], []
+        dense = np.zeros((C, self.num_rows))
+        dense[:, 0] = 1.0
         for i, pl in enumerate(self.players):
             others = np.ones((C, td.num_terminals))
             for j in range(n):
@@ -389,9 +389,10 @@ class Incentives:
                     others *= reach[j]
             g = np.asarray((others * td.weights[:, i]) @ self._at_sequence[i])  # [C, S_i]
             follow = (np.asarray(plans[i], dtype=np.float64) * g) @ self._following[i]  # [C, K_i]
-            incentive.append(sp.csr_matrix(np.asarray(follow).T))
-            fires = np.asarray(plans[i][:, pl.trigger_fire[pl.row_trigger]], dtype=np.float64)
-            deviation.append(sp.csr_matrix((-(fires * g[:, pl.row_sequence])).T))
-        matrix = sp.vstack(blocks + incentive + deviation, format="csc")
-        matrix.eliminate_zeros()
+            start = self.incentive_row(i, 0)
+            dense[:, start : start + pl.num_triggers] = follow
+            fires = plans[i][:, pl.trigger_fire[pl.row_trigger]]
+            start = self.deviation_row(i, 0)
+            dense[:, start : start + pl.num_rows] = np.where(fires, -g[:, pl.row_sequence], 0.0)
+        matrix = sp.csc_matrix(dense.T)
         return utilities, matrix

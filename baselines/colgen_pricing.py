@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -94,13 +95,18 @@ class PricingPolynomial:
         for j, x in enumerate(plans):
             if j != player:
                 others &= x[:, self.keys[:, j]]
-        at = sp.csr_matrix(
-            (self.coef, (np.arange(self.num_monomials), self.keys[:, player])),
-            shape=(self.num_monomials, self.num_sequences[player]),
-        )
-        out = np.asarray(others @ at) if self.num_monomials else np.zeros((len(others), at.shape[1]))
+        out = np.ascontiguousarray((self._sequence_maps[player] @ others.T.astype(np.float64)).T)
         out[:, 0] += self.constant
         return out
+
+    @cached_property
+    def _sequence_maps(self) -> list[sp.csr_matrix]:
+        """Per player ``[S_j, M]``: each monomial's coefficient at its sequence of the player."""
+        columns = np.arange(self.num_monomials)
+        return [
+            sp.csr_matrix((self.coef, (self.keys[:, j], columns)), shape=(size, self.num_monomials))
+            for j, size in enumerate(self.num_sequences)
+        ]
 
 
 def merge_monomials(
@@ -213,16 +219,19 @@ class PolynomialBuilder:
 @dataclass(frozen=True)
 class _Level:
     """The infosets of one depth of a treeplex, for vectorized backward induction: their first
-    sequences and action counts, their parent sequences, their sequences concatenated and
-    where each infoset's start in that list (for ``reduceat``), and the sparse map adding each
-    infoset's value into its parent sequence."""
+    sequences and action counts, their parent sequences, their sequences concatenated with
+    where each infoset starts in that list (for ``reduceat``), and the infosets ordered by
+    parent (``by_parent``) with the distinct parents and where each one's run starts (their
+    values are summed into the parent sequence)."""
 
     first: np.ndarray
     actions: np.ndarray
     parent: np.ndarray
     sequences: np.ndarray
     offsets: np.ndarray
-    lift: sp.csr_matrix
+    by_parent: np.ndarray
+    parents: np.ndarray
+    runs: np.ndarray
 
 
 class Treeplex:
@@ -238,12 +247,12 @@ class Treeplex:
         self.levels: list[_Level] = []
         for d in range(int(depth.max()) + 1 if space.num_infosets else 0):
             J = np.flatnonzero(depth == d)
-            lift = sp.csr_matrix(
-                (np.ones(len(J)), (np.arange(len(J)), parent[J])), shape=(len(J), self.num_sequences)
-            )
             offsets = np.cumsum(k[J]) - k[J]
+            by_parent = np.argsort(parent[J], kind="stable")
+            parents, runs = np.unique(parent[J][by_parent], return_index=True)
+            sequences = concat_ranges(first[J], k[J])
             self.levels.append(
-                _Level(first[J], k[J], parent[J], concat_ranges(first[J], k[J]), offsets, lift)
+                _Level(first[J], k[J], parent[J], sequences, offsets, by_parent, parents, runs)
             )
 
     def best_responses(self, values: np.ndarray) -> np.ndarray:
@@ -258,7 +267,7 @@ class Treeplex:
             ties = v >= np.repeat(best, level.actions, axis=1)
             index = np.where(ties, np.arange(len(level.sequences))[None, :], len(level.sequences))
             choices.append(np.minimum.reduceat(index, level.offsets, axis=1) - level.offsets[None, :])
-            acc += np.asarray(best @ level.lift)
+            acc[:, level.parents] += np.add.reduceat(best[:, level.by_parent], level.runs, axis=1)
         plans = np.zeros((B, self.num_sequences), dtype=bool)
         plans[:, 0] = True
         rows = np.arange(B)[:, None]

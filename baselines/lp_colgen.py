@@ -492,17 +492,19 @@ def solve_lp_colgen(
             try:
                 run.price(remaining(), budget)
             except MemoryBudgetExceeded as exc:
-                message, driver.status = str(exc), "out_of_memory"
-        if run.master.bytes() * (1 + MILP_COPIES) > budget:
-            message, driver.status = (
+                message = str(exc)
+        if message is None and run.master.bytes() * (1 + MILP_COPIES) > budget:
+            message = (
                 f"the master LP outgrew the memory budget ({len(run.pool):,} columns, "
-                f"{run.master.nonzeros:,} nonzeros)",
-                "out_of_memory",
+                f"{run.master.nonzeros:,} nonzeros)"
             )
-        driver.checkpoint_due()
-        ending = outcome != "optimal" or driver.status == "out_of_memory" or run.stalled
+        driver.checkpoint_due()  # a stop request or the clock: the driver's status says which
+        if outcome != "optimal":  # HiGHS stopped on the clock or on a stop request
+            driver.status = "interrupted" if outcome == "interrupted" else "time_limit"
         stop = driver.record(run.trace_row(round_, driver.elapsed()), converged=run.converged)
-        if stop or ending:  # the status says why: converged, a limit, a stop request, memory
+        if message is not None and not run.converged:
+            driver.status = "out_of_memory"
+        if stop or outcome != "optimal" or message is not None or run.stalled:
             break
     status = driver.status
     if run.stalled and status not in ("converged", "out_of_memory"):
