@@ -1,5 +1,5 @@
 """``efce compare [GAME] [--methods ...] [--time-limit S] [--memory-limit GiB] [--out DIR]
-[--preset default|paper] [--linear-time] [--replot]``."""
+[--preset default|paper|dynamics] [--linear-time] [--replot]``."""
 
 from __future__ import annotations
 
@@ -37,6 +37,8 @@ PRESETS = {
         "battleship:rows=3,cols=2,ship_sizes=[1],shots=4",
         "battleship:rows=3,cols=2,ship_sizes=[2],shots=4",
     ],
+    # The ICFR seeds' three-player games that column generation certifies (docs/results/colgen.md).
+    "dynamics": ["kuhn:players=3,ranks=4", "goofspiel:players=3,ranks=3"],
 }
 
 #: Figure 3 of Farina, Ling, Fang, Sandholm 2019: today's default, the paper's own configuration
@@ -53,6 +55,13 @@ PAPER_METHODS = (
 )
 
 
+#: The price of dynamics: the optimal EFCE for player 1, certified by column generation, beside
+#: the EFCE each dynamic converges to (the table gives player 1's utility at each).
+DYNAMICS_METHODS = ("lp-colgen[objective=player1]", "trigger", "icfr")
+#: Each preset's methods and time limit, where they are not the defaults.
+PRESET_RUNS = {"paper": (PAPER_METHODS, 600.0), "dynamics": (DYNAMICS_METHODS, 600.0)}
+
+
 def _configure(p):
     p.add_argument("game", nargs="?", default=None, help="a .efg path or spec (default: the preset's games)")
     p.add_argument(
@@ -60,13 +69,14 @@ def _configure(p):
         default=None,
         help=f"comma-separated, from: {', '.join(METHODS)}; a configuration of one as "
         f"METHOD[option=value,...], e.g. rm[local=rm+,averaging=linear] (default: "
-        f"{','.join(DEFAULT_METHODS)}; with --preset paper also the paper's rm)",
+        f"{','.join(DEFAULT_METHODS)}; with --preset paper also the paper's rm; with --preset "
+        f"dynamics {','.join(DYNAMICS_METHODS)})",
     )
     p.add_argument(
         "--time-limit",
         type=float,
         default=None,
-        help="seconds per method (default 30; 600 with --preset paper)",
+        help="seconds per method (default 30; 600 with --preset paper or dynamics)",
     )
     p.add_argument("--memory-limit", type=float, default=None, help="GiB per method (default: none)")
     p.add_argument("--out", default="results", help="output folder")
@@ -109,13 +119,10 @@ def run_compare(args: argparse.Namespace) -> tuple[dict, str]:
     preset = args.preset or "default"
     if args.replot:
         return _replot(args, preset)
-    methods = (
-        split_method_list(args.methods)
-        if args.methods is not None
-        else list(PAPER_METHODS if preset == "paper" else DEFAULT_METHODS)
-    )
+    preset_methods, preset_limit = PRESET_RUNS.get(preset, (DEFAULT_METHODS, 30.0))
+    methods = split_method_list(args.methods) if args.methods is not None else list(preset_methods)
     games = [args.game] if args.game is not None else PRESETS[preset]
-    time_limit = args.time_limit if args.time_limit is not None else (600.0 if preset == "paper" else 30.0)
+    time_limit = args.time_limit if args.time_limit is not None else preset_limit
     subgradient = {"step_size": args.step_size, "start": args.start}
     options = {"subgradient": subgradient} if "subgradient" in methods else {}
     if "subgradient" not in methods and any(v is not None for v in subgradient.values()):
