@@ -95,6 +95,11 @@ class PricingPolynomial:
         for j, x in enumerate(plans):
             if j != player:
                 others &= x[:, self.keys[:, j]]
+        return self.linear_from(player, others)
+
+    def linear_from(self, player: int, others: np.ndarray) -> np.ndarray:
+        """:meth:`linear_in` from the products of the other players' factors of every monomial
+        (bool ``[C, M]``)."""
         out = np.ascontiguousarray((self._sequence_maps[player] @ others.T.astype(np.float64)).T)
         out[:, 0] += self.constant
         return out
@@ -281,26 +286,49 @@ def improve_by_best_responses(
     poly: PricingPolynomial, treeplexes: list[Treeplex], plans: list[np.ndarray], max_sweeps: int = 25
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """From the joint plans ``plans`` (per player bool ``[B, S_j]``), let each player in turn
-    best-respond to the others in ``poly`` until no sweep improves any of them by more than
+    best-respond to the others in ``poly`` until a sweep improves none of them by more than
     1e-12 (or ``max_sweeps``): each step is exact for its player, so the value never falls.
+
+    Equal starts are run once; each sweep runs only the starts the last one improved; each
+    player's factors ``x_j[k_{m,j}]`` of every monomial are kept (``[B, M]``) and refreshed when
+    the player moves, so a sweep gathers each player's plan once.
 
     Returns
     -------
     plans : list of ndarray
-        The joint plans reached.
+        The joint plans reached (one per distinct start).
     values : ndarray
         ``poly`` at them.
     """
-    plans = [np.array(x, dtype=bool, copy=True) for x in plans]
-    value = poly(plans)
+    joined = np.concatenate([np.asarray(x, dtype=bool) for x in plans], axis=1)
+    distinct = np.sort(np.unique(joined, axis=0, return_index=True)[1])
+    plans = [np.array(np.asarray(x, dtype=bool)[distinct], copy=True) for x in plans]
+    keys = poly.keys
+    factors = [x[:, keys[:, j]] for j, x in enumerate(plans)]
+
+    def evaluate(rows: np.ndarray) -> np.ndarray:
+        together = factors[0][rows].copy()
+        for f in factors[1:]:
+            together &= f[rows]
+        return together @ poly.coef + poly.constant
+
+    value = evaluate(np.arange(len(distinct)))
+    active = np.arange(len(distinct))
     for _ in range(max_sweeps):
-        before = value
         for i, tp in enumerate(treeplexes):
-            if tp.num_sequences == 1:
+            if tp.num_sequences == 1 or not len(active):
                 continue
-            plans[i] = tp.best_responses(poly.linear_in(i, plans))
-        value = poly(plans)
-        if not np.any(value > before + 1e-12):
+            others = np.ones((len(active), poly.num_monomials), dtype=bool)
+            for j, f in enumerate(factors):
+                if j != i:
+                    others &= f[active]
+            plans[i][active] = tp.best_responses(poly.linear_from(i, others))
+            factors[i][active] = plans[i][active][:, keys[:, i]]
+        after = evaluate(active)
+        improved = after > value[active] + 1e-12
+        value[active] = after
+        active = active[improved]
+        if not len(active):
             break
     return plans, value
 

@@ -13,10 +13,10 @@ import pytest
 
 import efce
 from efce import games
+from efce.baselines import lp_colgen
 from efce.baselines.colgen_incentives import Incentives
 from efce.baselines.colgen_master import Master
 from efce.baselines.colgen_pricing import PolynomialBuilder, reduced_plans
-from efce.baselines import lp_colgen
 from efce.baselines.lp_colgen import estimate_colgen_bytes, solve_lp_colgen
 from efce.errors import GameError, MemoryBudgetExceeded, OptionError
 from efce.experiments.cli import main
