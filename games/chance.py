@@ -25,7 +25,7 @@ import numpy as np
 
 from .game import CHANCE, Game
 
-#: The kinds of :attr:`ChanceVisibility.kind`.
+#: The kinds of ``ChanceVisibility.kind``.
 NO_CHANCE, PUBLIC_CHANCE, PRIVATE_CHANCE = "none", "public", "private"
 
 

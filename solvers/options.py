@@ -187,7 +187,7 @@ class Method:
     def handles(self, players: int, chance: str) -> bool:
         """Whether the method solves games with ``players`` players whose chance moves are of
         kind ``chance`` (``"none"``, ``"public"`` or ``"private"``:
-        :attr:`efce.games.chance.ChanceVisibility.kind`)."""
+        ``ChanceVisibility.kind``)."""
         allowed = {"any": True, "public": chance != "private", "none": chance == "none"}[self.chance]
         return (self.players is None or players == self.players) and allowed
 
