@@ -320,7 +320,7 @@ class Incentives:
         return 1 + self.num_triggers + self.row_offset[player] + row
 
     def fixed_columns(self) -> sp.csc_matrix:
-        """The master's value variables (in :attr:`value_offset` order) and, last, the slack
+        """The master's value variables (in ``value_offset`` order) and, last, the slack
         ``s`` of phase 1 (``+1`` in every incentive row: ``F_t − D_t + s ≥ 0``), as one CSC
         matrix of ``num_rows × (num_values + 1)``.
 

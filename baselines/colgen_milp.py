@@ -27,9 +27,9 @@ Definition 3), so that the LP relaxation is tight where the sequences are:
   the root infoset's nodes ``v`` they start from a reach key (``τ_t(v)`` is ``τ(v)`` for EFCCE,
   ``τ`` of ``v``'s child by ``â`` for EFCE's ``(Î, â)``, the constant for NFCCE).
 
-Only the triggers whose deviation rows carry nonzero duals (:attr:`PricingPolynomial.triggers`)
+Only the triggers whose deviation rows carry nonzero duals (``PricingPolynomial.triggers``)
 add their subtrees, and identical rows are written once.  The largest model (every trigger
-active) is counted from the tree before anything is built (:func:`milp_bound`).
+active) is counted from the tree before anything is built (:func:`milp_size_bounds`).
 """
 
 from __future__ import annotations
@@ -251,10 +251,10 @@ class PricingMILP:
         row += len(code)
         # y[k] ≤ x_p[k_p] for every nonempty factor
         yk = keys[is_y]
-        m, p = np.nonzero(yk > 0)
+        m, factor = np.nonzero(yk > 0)
         rr = row + np.arange(len(m))
         rows_r += [rr, rr]
-        rows_c += [num_x + m, self.x_offset[p] + yk[m, p] - 1]
+        rows_c += [num_x + m, self.x_offset[factor] + yk[m, factor] - 1]
         rows_v += [np.ones(len(m)), -np.ones(len(m))]
         lower.append(np.full(len(m), -np.inf))
         upper.append(np.zeros(len(m)))
@@ -372,10 +372,10 @@ class PricingMILP:
             found.append(np.asarray(sol.col_value)[:num_x])
         plans = [np.zeros((len(found), space.num_sequences), dtype=bool) for space in self.spaces]
         if found:
-            x = np.array(found) > 0.5
+            chosen = np.array(found) > 0.5
             for p, plan in enumerate(plans):
                 plan[:, 0] = True
-                plan[:, 1:] = x[:, self.x_offset[p] : self.x_offset[p + 1]]
+                plan[:, 1:] = chosen[:, self.x_offset[p] : self.x_offset[p + 1]]
         values = poly(plans) if found else np.zeros(0)
         return PricingResult(
             plans,

@@ -12,17 +12,15 @@ where ``o`` weighs the players' utilities in the objective (welfare: all ones; p
 triggers whose following value counts the terminals at ``σ``.  It is a *multilinear polynomial*
 in the players' binary sequence-form vectors: a sum of monomials
 ``c_m Π_j x_j[k_{m,j}]``, at most one sequence per player (``k = 0``, the empty sequence, is the
-constant 1) — :class:`PricingPolynomial`, built from the duals by :func:`pricing_polynomial`
+constant 1) — :class:`PricingPolynomial`, built from the duals by :class:`PolynomialBuilder`
 (rows with a zero dual add nothing, so it is small when the duals are sparse).
 
 Three ways to maximize it over joint reduced plans:
 
-* :func:`price_by_milp` (the default of ``lp-colgen``): a MILP on HiGHS with binary sequence-form
-  vectors (``Σ_a x[(J, a)] = x[σ(J)]``) and one continuous ``y_m ∈ [0, 1]`` per monomial of two
-  or more players, linearized on the side its sign needs: ``y_m ≤ x_j[k_{m,j}]`` for every factor
-  when ``c_m > 0``, ``y_m ≥ Σ_j x_j[k_{m,j}] − (deg_m − 1)`` when ``c_m < 0`` (at binary ``x``
-  the optimum sets ``y_m`` to the product).  Its dual bound is an upper bound on the largest
-  reduced cost even when it stops before optimality (time limit, gap);
+* :class:`baselines.colgen_milp.PricingMILP` (the default of ``lp-colgen``): a MILP on HiGHS
+  with binary sequence-form vectors (``Σ_a x[(J, a)] = x[σ(J)]``) and continuous products whose
+  rows follow the game tree (that module's docstring).  Its dual bound is an upper bound on the
+  largest reduced cost even when it stops before optimality (time limit, gap);
 * :func:`price_by_enumeration`: every joint reduced plan of a tiny game (:func:`reduced_plans`),
   exact, and the MILP's test oracle;
 * :func:`improve_by_best_responses`: a heuristic — from given joint plans, each player in turn

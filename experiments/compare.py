@@ -464,14 +464,15 @@ def compare(
             )
             runs.append(run)
             all_rows += rows
+    by_method = {r.method: asdict(r) for r in runs}
     summary = {
         "game": game_spec,
         "time_limit": time_limit,
         "memory_limit_gib": memory_limit_gib,
         "interrupted": stop_requested(),
-        "methods": {r.method: asdict(r) for r in runs},
+        "methods": by_method,
     }
-    optimum = objective_comparison(summary["methods"])
+    optimum = objective_comparison(by_method)
     if optimum is not None:
         summary["optimum"] = optimum
 
