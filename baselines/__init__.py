@@ -12,16 +12,22 @@ Algorithm for Extensive-Form Correlated Equilibrium", NeurIPS).
 * :func:`solve_lp_pdlp` — the same model solved by OR-Tools PDLP (first-order primal-dual hybrid
   gradient; no factorization), in stages of tightening tolerance for an anytime trace.
 * :func:`solve_lp_cvxpy` — the same matrices as a cvxpy problem (HIGHS, CLARABEL, ...).
+* :func:`solve_lp_colgen` — the optimal EFCE, EFCCE or NFCCE of any game (n players, chance) by
+  column generation: a master LP over joint reduced plans, pricing by best responses and a MILP,
+  a certified interval around the optimum (not a baseline of the paper: the exact side where the
+  LPs above do not apply).
 * :func:`solve_subgradient` — the subgradient method of Farina et al. (2019c) with the
   incremental constraint projection of Wang and Bertsekas (2013); infeasible iterates, step size
   to tune (1e-3 small, 1e-6 medium Battleship in the paper).
 
-All return :class:`solvers.result.SolveResult` with ``point`` = ξ in relevant-pair order.
+All return :class:`solvers.result.SolveResult`, with ``point`` = ξ in relevant-pair order (the
+column generation: the distribution as a device).
 """
 
 from efce.errors import ModelTooLarge  # documented here before efce.errors held every class
 
 from .efce_lp import EFCELP, ModelSize, build_efce_lp, estimate_efce_lp
+from .lp_colgen import solve_lp_colgen
 from .lp_cvxpy import solve_lp_cvxpy
 from .lp_highs import solve_lp_highs
 from .lp_pdlp import estimate_pdlp_bytes, solve_lp_pdlp
@@ -34,6 +40,7 @@ __all__ = [
     "build_efce_lp",
     "estimate_efce_lp",
     "estimate_pdlp_bytes",
+    "solve_lp_colgen",
     "solve_lp_cvxpy",
     "solve_lp_highs",
     "solve_lp_pdlp",

@@ -258,3 +258,93 @@ def call_solver(fn: Callable[..., Any], *args: Any, isolate: bool, what: str) ->
         with IsolatedWorker() as worker:
             return worker.call(fn, *args)
     return fn(*args)
+
+
+def run_highs_stoppably(highs: Any) -> bool:
+    """Run a prepared ``highspy.Highs`` to its end in a thread of this process while this thread
+    keeps watching the stop request (:func:`efce.interrupts.stop_requested`): the signal
+    handlers run meanwhile, and a stop request makes HiGHS return at its next interrupt check
+    (simplex, interior-point and MIP callbacks, through highspy's ``cancelSolve``).  For a
+    solver that is called many times from one loop (column generation), where a worker process
+    per call would cost more than the calls.
+
+    Returns
+    -------
+    bool
+        Whether a stop request ended the run (its state is HiGHS's at that moment; the caller
+        decides what to keep and acknowledges the request).
+    """
+    from efce.interrupts import stop_requested
+
+    highs.HandleUserInterrupt = True
+    highs.startSolve()
+    cancelled = False
+    try:
+        while not highs.wait(0.05)[0]:
+            if not cancelled and stop_requested():
+                highs.cancelSolve()
+                cancelled = True
+    except BaseException:  # an abort (a second signal): HiGHS must not go on computing
+        highs.cancelSolve()
+        raise
+    return cancelled
+
+
+def highs_model(
+    matrix: Any,
+    cost: Any,
+    col_lower: Any,
+    col_upper: Any,
+    row_lower: Any,
+    row_upper: Any,
+    *,
+    maximize: bool = True,
+    offset: float = 0.0,
+    integer: int = 0,
+) -> Any:
+    """A ``highspy.HighsLp``: optimize ``cost · x + offset`` subject to ``row_lower ≤ matrix x ≤
+    row_upper`` and ``col_lower ≤ x ≤ col_upper``, handed to HiGHS column-wise in one piece (no
+    per-row Python calls); infinite bounds become HiGHS's infinity.
+
+    Parameters
+    ----------
+    matrix : scipy.sparse matrix
+        Converted to CSC.
+    cost, col_lower, col_upper, row_lower, row_upper : array_like
+    maximize : bool
+    offset : float
+        The objective's constant.
+    integer : int
+        The first ``integer`` columns are integer (a MIP), the others continuous.
+
+    Returns
+    -------
+    highspy.HighsLp
+    """
+    import highspy
+    import numpy as np
+    import scipy.sparse as sp
+
+    A = sp.csc_matrix(matrix)
+    inf = highspy.kHighsInf
+
+    def bound(values: Any) -> Any:
+        values = np.asarray(values, dtype=np.float64)
+        return np.where(np.isposinf(values), inf, np.where(np.isneginf(values), -inf, values))
+
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
+    lp.col_cost_ = np.asarray(cost, dtype=np.float64)
+    lp.col_lower_, lp.col_upper_ = bound(col_lower), bound(col_upper)
+    lp.row_lower_, lp.row_upper_ = bound(row_lower), bound(row_upper)
+    lp.offset_ = float(offset)
+    lp.sense_ = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = A.shape[1], A.shape[0]
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(np.float64)
+    if integer:
+        kinds = highspy.HighsVarType
+        lp.integrality_ = [kinds.kInteger] * integer + [kinds.kContinuous] * (A.shape[1] - integer)
+    return lp

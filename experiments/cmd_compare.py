@@ -1,5 +1,5 @@
 """``efce compare [GAME] [--methods ...] [--concept C] [--time-limit S] [--memory-limit GiB]
-[--out DIR] [--preset default|paper|concepts] [--linear-time] [--replot]``."""
+[--out DIR] [--preset default|paper|concepts|dynamics] [--linear-time] [--replot]``."""
 
 from __future__ import annotations
 
@@ -46,6 +46,8 @@ PRESETS = {
         "sheriff:max_bribe=3,max_items=3,rounds=4",  # 375,165 relevant pairs
         "goofspiel:players=2,ranks=4,prizes=random",  # 265,393 relevant pairs
     ],
+    # The ICFR seeds' three-player games that column generation certifies (docs/results/colgen.md).
+    "dynamics": ["kuhn:players=3,ranks=4", "goofspiel:players=3,ranks=3"],
 }
 
 #: Figure 3 of Farina, Ling, Fang, Sandholm 2019: today's default, the paper's own configuration
@@ -62,6 +64,17 @@ PAPER_METHODS = (
 )
 
 
+#: The price of dynamics: the optimal EFCE for player 1, certified by column generation, beside
+#: the EFCE each dynamic converges to (the table gives player 1's utility at each).
+DYNAMICS_METHODS = ("lp-colgen[objective=player1]", "trigger", "icfr")
+#: Each preset's methods and time limit, where they are not the defaults.
+PRESET_RUNS = {
+    "paper": (PAPER_METHODS, 600.0),
+    "concepts": (CONCEPT_METHODS, 600.0),
+    "dynamics": (DYNAMICS_METHODS, 600.0),
+}
+
+
 def _configure(p):
     p.add_argument("game", nargs="?", default=None, help="a .efg path or spec (default: the preset's games)")
     p.add_argument(
@@ -69,13 +82,14 @@ def _configure(p):
         default=None,
         help=f"comma-separated, from: {', '.join(METHODS)}; a configuration of one as "
         f"METHOD[option=value,...], e.g. rm[local=rm+,averaging=linear] (default: "
-        f"{','.join(DEFAULT_METHODS)}; with --preset paper also the paper's rm)",
+        f"{','.join(DEFAULT_METHODS)}; with --preset paper also the paper's rm; with --preset "
+        f"concepts {','.join(CONCEPT_METHODS)}; with --preset dynamics {','.join(DYNAMICS_METHODS)})",
     )
     p.add_argument(
         "--time-limit",
         type=float,
         default=None,
-        help="seconds per method (default 30; 600 with --preset paper)",
+        help="seconds per method (default 30; 600 with --preset paper or dynamics)",
     )
     p.add_argument(
         "--concept",
@@ -127,13 +141,12 @@ def run_compare(args: argparse.Namespace) -> tuple[dict, str]:
         return _replot(args, preset)
     if preset == "concepts" and args.concept is not None:
         raise CommandError("--preset concepts runs every concept itself; drop --concept")
-    defaults = {"paper": PAPER_METHODS, "concepts": CONCEPT_METHODS}.get(preset, DEFAULT_METHODS)
-    methods = split_method_list(args.methods) if args.methods is not None else list(defaults)
+    preset_methods, preset_limit = PRESET_RUNS.get(preset, (DEFAULT_METHODS, 30.0))
+    methods = split_method_list(args.methods) if args.methods is not None else list(preset_methods)
     if args.methods is None and args.concept not in (None, "efce"):
         methods = [m for m in methods if takes_concept(m)]  # the defaults that compute it
     games = [args.game] if args.game is not None else PRESETS[preset]
-    long_preset = preset in ("paper", "concepts")
-    time_limit = args.time_limit if args.time_limit is not None else (600.0 if long_preset else 30.0)
+    time_limit = args.time_limit if args.time_limit is not None else preset_limit
     subgradient = {"step_size": args.step_size, "start": args.start}
     options = {"subgradient": subgradient} if "subgradient" in methods else {}
     if "subgradient" not in methods and any(v is not None for v in subgradient.values()):

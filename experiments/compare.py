@@ -548,14 +548,18 @@ def compare(
             )
             runs.append(run)
             all_rows += rows
+    by_method = {r.method: asdict(r) for r in runs}
     summary: dict[str, Any] = {
         "game": game_spec,
         "concept": concept,
         "time_limit": time_limit,
         "memory_limit_gib": memory_limit_gib,
         "interrupted": stop_requested(),
-        "methods": {r.method: asdict(r) for r in runs},
+        "methods": by_method,
     }
+    optimum = objective_comparison(by_method)
+    if optimum is not None:
+        summary["optimum"] = optimum
 
     def write_traces(fh):
         writer = csv.DictWriter(fh, fieldnames=["method", "iteration", "seconds", "gap", "infeasibility"])
@@ -698,6 +702,14 @@ def run_outcome(run: dict, time_limit: float | None = None) -> tuple[str, str]:
         )
     iterations = result.get("iterations")
     counted = f" after {iterations:,} iterations" if isinstance(iterations, int) and not lp else ""
+    interval = result.get("objective_interval")
+    if interval is not None:  # column generation: a certified interval around the optimum
+        lower, upper = interval
+        if status == "converged" and lower is not None and upper is not None:
+            return "optimal", f"certified optimal: {result['objective']} in [{lower:.6g}, {upper:.6g}]"
+        if status in ("time_limit", "iteration_limit", "interrupted", "out_of_memory") and lower is not None:
+            bound = "?" if upper is None else f"{upper:.6g}"
+            return status, f"{status.replace('_', ' ')}: {result['objective']} in [{lower:.6g}, {bound}]"
     if status == "converged":
         if not lp:
             return "converged", f"converged: reached its target gap{counted}"
@@ -738,6 +750,67 @@ def run_outcome(run: dict, time_limit: float | None = None) -> tuple[str, str]:
     return "error", _short(error) if error else status.replace("_", " ")
 
 
+def objective_comparison(runs: dict) -> dict | None:
+    """The certified optimum of a comparison and the value each run's equilibrium reaches of its
+    objective — the *price of dynamics*: the first run whose result holds an
+    ``objective_interval`` (``lp-colgen``) gives the objective (``welfare`` or ``playerK``) and
+    the interval around its optimum; every run that reports ``utilities`` gets that objective's
+    value at its own equilibrium (its welfare, or player K's utility).
+
+    Parameters
+    ----------
+    runs : dict
+        A :func:`compare` summary's ``methods``.
+
+    Returns
+    -------
+    dict or None
+        ``objective``, ``run`` (the certifying run), ``interval`` ``[lower, upper]`` and
+        ``values`` (run → value); None when no run has an interval with a lower end.
+    """
+    certified = [
+        (name, run["result"])
+        for name, run in runs.items()
+        if (run.get("result") or {}).get("objective_interval", [None])[0] is not None
+    ]
+    if not certified:
+        return None
+    name, result = certified[0]
+    objective = str(result["objective"])
+    values = {}
+    for label, run in runs.items():
+        utilities = (run.get("result") or {}).get("utilities")
+        if not utilities:
+            continue
+        values[label] = (
+            float(sum(utilities))
+            if objective == "welfare"
+            else float(utilities[int(objective[len("player") :]) - 1])
+        )
+    return {
+        "objective": objective,
+        "run": name,
+        "interval": list(result["objective_interval"]),
+        "values": values,
+    }
+
+
+def price_of_dynamics_note(runs: dict) -> str | None:
+    """One line for a figure: the certified optimum and each other run's value of its objective
+    (:func:`objective_comparison`), or None."""
+    optimum = objective_comparison(runs)
+    if optimum is None:
+        return None
+    lower = optimum["interval"][0]
+    others = [
+        f"{label} {value:.4g} (price {lower - value:.3g})"
+        for label, value in optimum["values"].items()
+        if label != optimum["run"]
+    ]
+    head = f"{optimum['objective']}: certified optimum {lower:.4g} ({optimum['run']})"
+    return head + ("; " + ", ".join(others) if others else "")
+
+
 def _decade(value: float) -> str:
     """``0.001`` → ``"1e-3"``."""
     return f"1e{round(math.log10(value))}"
@@ -754,6 +827,9 @@ def summary_table(summary: dict) -> str:
         + "".join(f"{f't({_decade(t)})':>10}" for t in THRESHOLDS)
         + f"{'final gap':>12}{'peak MiB':>10}  outcome"
     )
+    optimum = objective_comparison(runs)
+    if optimum is not None:  # the price of dynamics: the optimum minus each run's value
+        head = head.replace("  outcome", f"{optimum['objective'][:10]:>11}{'price':>10}  outcome")
     lines = [f"game: {summary['game']}", head, "-" * len(head)]
     for method, run in runs.items():
         compile_seconds = run.get("compile_seconds")
@@ -765,10 +841,20 @@ def summary_table(summary: dict) -> str:
         cells += f"{gap:>12.3e}" if gap is not None else f"{'—':>12}"
         peak = run["peak_memory_mib"]
         cells += f"{peak:>10.0f}" if peak is not None else f"{'—':>10}"
+        if optimum is not None:
+            value = optimum["values"].get(method)
+            price = None if value is None else optimum["interval"][0] - value
+            cells += f"{value:>11.4g}" if value is not None else f"{'—':>11}"
+            cells += f"{price:>10.3g}" if price is not None else f"{'—':>10}"
         detail = run.get("outcome_detail") or run_outcome(run, summary.get("time_limit"))[1]
         lines.append(f"{method:<{width}}{cells}  {detail}")
     lines.append(
         "t(gap): seconds from the first iteration until the gap is reached (compiling and model "
         "setup come before; compile s —: not measured apart)"
     )
+    if optimum is not None:
+        lines.append(
+            f"{optimum['objective']}: the value of the run's equilibrium; price: the certified optimum "
+            f"({optimum['run']}'s lower bound) minus it"
+        )
     return "\n".join(lines)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from efce.games.resources.atomic import atomic_savefig
 
-from .compare import load_comparison, run_outcome
+from .compare import load_comparison, price_of_dynamics_note, run_outcome
 from .styles import style_of
 
 if TYPE_CHECKING:  # annotations only: matplotlib is imported when a figure is drawn
@@ -196,6 +196,9 @@ def draw_gap_panel(
                 label=f"_{label} on the floor",
             )
             panel.floored.append(FloorPoint(label, xs[i], points[i]["gap"], _floor_word(runs.get(label))))
+    price = price_of_dynamics_note(runs)
+    if price is not None:
+        panel.notes.append(price)
     if panel.floored:
         ax.axhline(floor, color="0.55", linewidth=0.8, linestyle=(0, (2, 2)), zorder=1, label="_floor")
         panel.notes.append(

@@ -43,6 +43,7 @@ METHOD_MODULES = (
     "efce.baselines.lp_pdlp",
     "efce.baselines.lp_cvxpy",
     "efce.baselines.subgradient",
+    "efce.baselines.lp_colgen",
 )
 
 
@@ -83,7 +84,9 @@ def _merge_options(methods: dict[str, Method]) -> dict[str, Option]:
         kinds = {option.kind for option in declared}
         if len(kinds) != 1:  # one flag parses one type
             raise RuntimeError(f"the methods declare option '{name}' with different types")
-        choices = [c for option in declared for c in option.choices or ()]
+        # A method that takes any value (its own check decides) leaves the flag unrestricted.
+        open_ended = any(option.choices is None for option in declared)
+        choices = [] if open_ended else [c for option in declared for c in option.choices or ()]
         helps: dict[str, list[str]] = {}
         for option, by_default in declared.items():
             helps.setdefault(option.help, []).extend(

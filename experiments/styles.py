@@ -76,6 +76,7 @@ METHOD_STYLES: dict[str, Style] = {
     "icfr": Style("#bcbd22", ">"),
     "cfr-s": Style("#17becf", "h"),
     "coarse-trigger": Style("#000000", "*"),
+    "lp-colgen": Style("#393b79", "d"),
 }
 
 #: Lightness changes of a configuration's colour against its method's (negative: darker).

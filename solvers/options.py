@@ -204,7 +204,7 @@ class Method:
     def handles(self, players: int, chance: str) -> bool:
         """Whether the method solves games with ``players`` players whose chance moves are of
         kind ``chance`` (``"none"``, ``"public"`` or ``"private"``:
-        ``efce.games.chance.ChanceVisibility.kind``)."""
+        ``ChanceVisibility.kind``)."""
         allowed = {"any": True, "public": chance != "private", "none": chance == "none"}[self.chance]
         fits = players == self.players if self.players is not None else players >= self.min_players
         return fits and allowed

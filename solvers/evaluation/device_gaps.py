@@ -243,7 +243,8 @@ def _induction(t: _PlayerTables, L: np.ndarray, F: np.ndarray):
         Js = np.arange(space.num_infosets)
         efcce = V[Js, space.infoset_depth + 1, t.A] - follow_cc
         del seqs
-    nf = childsum[0, 0, 0] - F[0]
+    # The terminals where player i never moves (τ = ∅) count on both sides: deviating leaves them.
+    nf = childsum[0, 0, 0] + L[0, 0, 0] - F[0]
     return efce, efcce, nf
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import efce
-from efce.baselines import lp_cvxpy, lp_highs, lp_pdlp, subgradient
+from efce.baselines import lp_colgen, lp_cvxpy, lp_highs, lp_pdlp, subgradient
 from efce.experiments.solve import METHODS
 from efce.solvers.methods import cfr, icfr, trigger, welfare
 from efce.solvers.methods import efce as efce_method
@@ -119,6 +119,17 @@ LIBRARY = {
             "verbose": ("verbose", _same),
         },
     ),
+    "lp-colgen": (
+        lp_colgen.solve_lp_colgen,
+        {
+            "concept": ("concept", _same),
+            "objective": ("objective", _same),
+            "tolerance": ("tolerance", _same),
+            "time_limit": ("time_limit", _same),
+            "iterations": ("iterations", _same),
+            "pricing": ("pricing", _same),
+        },
+    ),
     "subgradient": (
         subgradient.solve_subgradient,
         {
@@ -191,6 +202,7 @@ CALLS = {
     "lp-highs": lp_highs.solve_lp_highs,
     "lp-pdlp": lp_pdlp.solve_lp_pdlp,
     "lp-cvxpy": lp_cvxpy.solve_lp_cvxpy,
+    "lp-colgen": lp_colgen.solve_lp_colgen,
     "subgradient": subgradient.solve_subgradient,
 }
 

@@ -96,11 +96,11 @@ def test_unwritable_trace_is_refused_before_solving(capsys, tmp_path):
 @pytest.mark.parametrize(
     "method, game, able",
     [
-        ("rm", "kuhn:players=3", "icfr, cfr-s, trigger, coarse-trigger"),
-        ("cfr+", "kuhn:players=3", "icfr, cfr-s, trigger, coarse-trigger"),
-        ("lp-highs", "kuhn", "cfr, cfr+, icfr, cfr-s, trigger, coarse-trigger"),
-        ("subgradient", "kuhn", "cfr, cfr+, icfr, cfr-s, trigger, coarse-trigger"),
-        ("rm", "kuhn", "cfr, cfr+, icfr, cfr-s, trigger, coarse-trigger"),
+        ("rm", "kuhn:players=3", "icfr, cfr-s, trigger, coarse-trigger, lp-colgen"),
+        ("cfr+", "kuhn:players=3", "icfr, cfr-s, trigger, coarse-trigger, lp-colgen"),
+        ("lp-highs", "kuhn", "cfr, cfr+, icfr, cfr-s, trigger, coarse-trigger, lp-colgen"),
+        ("subgradient", "kuhn", "cfr, cfr+, icfr, cfr-s, trigger, coarse-trigger, lp-colgen"),
+        ("rm", "kuhn", "cfr, cfr+, icfr, cfr-s, trigger, coarse-trigger, lp-colgen"),
     ],
 )
 def test_a_game_outside_the_declared_capability_is_refused_before_any_model(method, game, able, monkeypatch):
@@ -131,4 +131,5 @@ def test_every_method_declares_what_it_solves():
         "lp-pdlp": (2, "none"),
         "lp-cvxpy": (2, "none"),
         "subgradient": (2, "none"),
+        "lp-colgen": (None, "any"),
     }

@@ -254,3 +254,34 @@ def test_json_roundtrip_and_errors(tmp_path):
     )
     with pytest.raises(GameError, match="cannot read device file"):
         device_from_json(game, str(tmp_path / "missing.json"))
+
+
+@pytest.mark.parametrize("kind", ["none", "public", "private"])
+def test_gaps_match_the_oracle_where_a_player_may_not_move(kind):
+    """Random games that may end before a player moves (chance or another player's move ends
+    them): the terminals where the deviator never moves count on both sides of the NFCCE gain
+    (the independent oracle of tests/brute_force_equilibria.py, on random distributions)."""
+    from tests.brute_force_equilibria import BruteForce
+    from tests.random_games import random_game
+
+    rng = np.random.default_rng(7)
+    checked = 0
+    for seed in range(6):
+        game = random_game(seed, players=2 + seed % 2, chance=kind)
+        bf = BruteForce(game)
+        off = infoset_offsets(game)
+        for _ in range(2):
+            mu = rng.random(len(bf.joint)) * (rng.random(len(bf.joint)) < 0.3)
+            if not mu.any():
+                continue
+            mu /= mu.sum()
+            plans = np.full((len(bf.joint), int(off[-1])), -1, dtype=np.int64)
+            for k, joint in enumerate(bf.joint):
+                for p, index in enumerate(joint):
+                    for infoset, action in bf.plans[p][index].items():
+                        plans[k, off[p] + infoset] = action
+            gaps = device_gaps(game, Device(plans, mu).merged())
+            for concept in ("efce", "efcce", "nfcce"):
+                assert getattr(gaps, concept) == pytest.approx(bf.gains(concept, mu), abs=1e-9), concept
+            checked += 1
+    assert checked >= 10
