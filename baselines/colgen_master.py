@@ -51,6 +51,7 @@ class Master:
         import highspy
 
         from .backends import highs_model
+        from .lp_highs import new_highs
 
         self.incentives = incentives
         self.weights = np.asarray(weights, dtype=np.float64)
@@ -64,7 +65,7 @@ class Master:
         col_lower[self.slack] = 0.0
         row_lower, row_upper = np.zeros(rows), np.full(rows, np.inf)
         row_lower[0] = row_upper[0] = 1.0
-        h = highspy.Highs()
+        h = new_highs()  # HiGHS's banner never reaches stdout (lp_highs.new_highs)
         h.setOptionValue("output_flag", False)
         h.setOptionValue("solver", "simplex")
         h.setOptionValue("presolve", "off")  # a basis to start the next solve from

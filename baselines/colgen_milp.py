@@ -321,6 +321,7 @@ class PricingMILP:
         import highspy
 
         from .backends import run_highs_stoppably
+        from .lp_highs import new_highs
 
         started = time.perf_counter()
         lp, num_x, y_keys = self.build(poly)
@@ -334,7 +335,7 @@ class PricingMILP:
                 f"the pricing MILP of {self.game.name} needs about {gib(need)}, over the memory "
                 f"budget of {gib(memory_budget)}"
             )
-        h = highspy.Highs()
+        h = new_highs()  # HiGHS's banner never reaches stdout (lp_highs.new_highs)
         h.setOptionValue("output_flag", False)
         if time_limit is not None:
             h.setOptionValue("time_limit", max(float(time_limit), 1e-3))
