@@ -612,8 +612,9 @@ SOLVE_METHODS = (
         chance="any",
         writes_device=True,
         warm_up=_warm_up,
-        # The certified interval, its bounds in the trace and the tolerance are payoffs too.
+        # The certified interval and its bounds in the trace are payoffs too (a tolerance left at its
+        # default is relative, reported as is; a given one is reported as given).
         payoff_info=EQUILIBRIUM_REPORT
-        | {"objective_value", "objective_interval", "tolerance", "phase_one_gap", "lower", "upper"},
+        | {"objective_value", "objective_interval", "phase_one_gap", "lower", "upper"},
     ),
 )

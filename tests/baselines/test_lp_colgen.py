@@ -215,7 +215,7 @@ def _no_decisions() -> Game:
 @pytest.mark.parametrize(
     "game, options, error, message",
     [
-        (_one_player, {}, GameError, "two or more players; one-player has one player"),
+        (_one_player, {}, GameError, "games of two or more players.*; one-player has 1 player"),
         (_no_decisions, {}, GameError, "at least one decision"),
         (
             lambda: games.kuhn(3, 3),

@@ -104,7 +104,7 @@ def test_the_warm_up_loads_the_big_variants_only_for_big_structures():
     assert not any("_parallel" in name for name in small["warm_up"])
     parallel = {name.split("(")[0] for name in big["warm_up"] if "_parallel" in name}
     assert {
-        "efce.solvers.backends.cpu.chain_passes.chain_recommend_parallel",
-        "efce.solvers.backends.cpu.chain_passes.chain_observe_parallel",
+        "efce.solvers.backends.cpu.chain_runs.run_recommend_parallel",
+        "efce.solvers.backends.cpu.chain_runs.run_observe_parallel",
         "efce.solvers.backends.cpu.operator.following_matvec_parallel",
     } <= parallel

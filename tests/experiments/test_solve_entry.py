@@ -120,16 +120,16 @@ def test_a_game_outside_the_declared_capability_is_refused_before_any_model(meth
 def test_every_method_declares_what_it_solves():
     capabilities = {name: (m.players, m.chance) for name, m in METHODS.items()}
     assert capabilities == {
-        "rm": (2, "none"),
+        "rm": (2, "public"),
         "cfr": (2, "any"),
         "cfr+": (2, "any"),
         "icfr": (None, "any"),
         "cfr-s": (None, "any"),
         "trigger": (None, "any"),
         "coarse-trigger": (None, "any"),
-        "lp-highs": (2, "none"),
-        "lp-pdlp": (2, "none"),
-        "lp-cvxpy": (2, "none"),
+        "lp-highs": (2, "public"),
+        "lp-pdlp": (2, "public"),
+        "lp-cvxpy": (2, "public"),
         "subgradient": (2, "none"),
         "lp-colgen": (None, "any"),
     }
