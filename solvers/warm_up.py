@@ -85,7 +85,7 @@ def twin_game(players: int, chance: str) -> Game:
     Goofspiel with two ranks and random prizes with public ones (every player sees the prize
     drawn: what the two-player LPs and ``rm`` accept), Kuhn poker with private ones; more
     players — Goofspiel with two ranks, prizes revealed in order (no chance moves) or drawn by
-    chance.  ``chance`` is :attr:`efce.games.chance.ChanceVisibility.kind` (``"none"``,
+    chance.  ``chance`` is the ``kind`` of :class:`efce.games.chance.ChanceVisibility` (``"none"``,
     ``"public"``, ``"private"``).  Built once per process.
 
     The two-player game without chance moves has more relevant pairs than trigger entries (63
