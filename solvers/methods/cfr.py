@@ -13,6 +13,7 @@ strategies, with exact best responses by backward induction.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -51,10 +52,14 @@ def exploitability(
     backend: ComputeBackend | None = None,
 ) -> tuple[float, np.ndarray]:
     """NashConv of sequence-form ``strategies = (x1, x2)`` and the players' utilities (best
-    responses on the CPU ``backend``, default a new one)."""
+    responses on the CPU ``backend``, default a new one).
+
+    The utilities ``u_i = x1ᵀ A_i x2`` are exactly rounded sums (:func:`math.fsum`), not BLAS dot
+    products: a BLAS picks its kernel by CPU, so ``x1 @ v`` may differ in its last bits from one
+    machine to another, and the reported gap with it."""
     a1, a2 = sequence_form_payoffs(game) if payoffs is None else payoffs
     x1, x2 = strategies
-    u = np.array([x1 @ (a1 @ x2), x1 @ (a2 @ x2)])
+    u = np.array([math.fsum(x1 * (a1 @ x2)), math.fsum(x1 * (a2 @ x2))])
     br1, _ = best_response(game.sequences(0), a1 @ x2, backend)
     br2, _ = best_response(game.sequences(1), a2.T @ x1, backend)
     return float(br1 - u[0] + br2 - u[1]), u

@@ -20,6 +20,13 @@ subtree sum of the package (every sequence into its parent, the trigger dynamics
 add each infoset's actions first), so a report read from the evaluator — the final ``efce_gap``,
 and the checkpoints of a run with a welfare threshold — may differ in its last bits: those gaps
 are compared to 1e-12 relative, and that case's checkpoints are not fingerprinted.
+
+A second: CFR's checkpoints (the ``cfr``/``cfr+`` cases' second value) were recorded again on the
+commit that made :func:`~efce.solvers.methods.cfr.exploitability` sum the utilities ``x1ᵀ A_i x2``
+exactly (:func:`math.fsum`) in place of a BLAS dot product, whose last bits depend on the kernel
+OpenBLAS picks for the CPU: 2d62a93's values were not reproducible from one machine to the next
+(``OPENBLAS_CORETYPE=Sandybridge`` and ``Haswell`` gave different gaps).  The new values are the
+same under every ``OPENBLAS_CORETYPE``; the iterates are still 2d62a93's.
 """
 
 from __future__ import annotations
@@ -45,8 +52,8 @@ TWO = min(2, available_threads())
 
 #: case → (iterates, checkpoints or None, final EFCE gap or None), recorded on 2d62a93.
 BASE = {
-    "cfr leduc": ("a36af3485ed448b3", "d9f17dad6a73efec", None),
-    "cfr+ leduc": ("708844b6062036e5", "4e72579dc88c7766", None),
+    "cfr leduc": ("a36af3485ed448b3", "a4b9886d815ee8bc", None),
+    "cfr+ leduc": ("708844b6062036e5", "6d73fce921a3814a", None),
     "coarse-trigger kuhn3": ("9b0dd5b1e4fdb46a", "f4cade8ce9c091ea", 0.005984071775097929),
     "icfr kuhn3": ("3282921fbc419b8d", "60cc043b6519ca70", 0.027083333333333383),
     "rm dcfr sheriff parallel=False": ("0bb8157132a07bf0", "b74d2fad2094ea43", 0.06038945105266896),
