@@ -1134,9 +1134,13 @@ def _warm_up(game: Game, o: dict, device: bool = False) -> None:
     # a game the run refuses is refused before the warm-up
     check_efce_model(game, sizes=sizes, concept=o["concept"])
     if o["backend"] != "cpu":
-        # A device loop compiles its own kernels for the run's arrays before its clock starts
-        # (SaddlePointRun.warm_up, in the run's compile_seconds); the CPU's size classes do not
-        # apply to it.
+        # A device run builds its model with the CPU's kernels (DECOMPOSE, the operator's
+        # tables, the device layouts) and reports with them; its loop compiles its device
+        # kernels (SaddlePointRun.warm_up).  The twin run on the same backend calls them all
+        # with the run's argument types, before the clock: left to the run, DECOMPOSE's
+        # compilation (30 s on an empty cache) fell in its setup, where no stop is honoured.
+        # The CPU's size classes do not apply to a device loop.
+        warm_up_run(_run, game, o)
         return
     welfare = o["welfare_threshold"] is not None or o["objective"] == "welfare"
     entries = saddle_point_entries(game, welfare=welfare, sizes=sizes, concept=o["concept"])

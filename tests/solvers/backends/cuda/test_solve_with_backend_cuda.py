@@ -1,9 +1,9 @@
 """``rm`` with ``backend="cuda"`` through the public entries (``efce.solve`` and ``efce solve
 --backend cuda --json``) under numba-cuda's simulator: the CPU's contract — options, trace rows,
-JSON keys, statuses, Ctrl-C with the trace kept, the welfare objective — with the reported plan
-in Ξ and its gap the CPU evaluator's; and the refusal that needs numba-cuda to be importable (a
-model over the GPU's free memory).  The refusals of a machine without numba-cuda
-or without a GPU are in :mod:`.test_backend_cuda_refusals`."""
+JSON keys, statuses, Ctrl-C with the trace kept, the welfare objective, no compilation after the
+warm-up — with the reported plan in Ξ and its gap the CPU evaluator's; and the refusal that
+needs numba-cuda to be importable (a model over the GPU's free memory).  The refusals of a
+machine without numba-cuda or without a GPU are in :mod:`.test_backend_cuda_refusals`."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from efce.games.relevant import relevant_pairs
 from efce.polytopes.feasibility import FeasibilityCheck
 from efce.solvers.evaluation.gaps import EFCEGapEvaluator
 from efce.solvers.methods.welfare import solve_optimal_welfare
-from tests.experiments.signals import handles_sigterm, signal_and_wait, wait_until
+from tests.experiments.signals import marker_environment, reached, signal_and_wait, wait_until
 from tests.paths import GAME_DATA, ROOT
 
 from .simulator import requires_simulator
@@ -121,7 +121,7 @@ def test_cli_json_has_the_cpus_keys_plus_the_device_and_says_the_simulator_on_st
 
 
 def test_ctrl_c_stops_the_gpu_loop_with_status_interrupted_and_the_trace_kept(tmp_path):
-    trace = tmp_path / "trace.csv"
+    trace, marker_file = tmp_path / "trace.csv", tmp_path / "markers"
     game = str(GAME_DATA / "three_doors.efg")
     proc = subprocess.Popen(
         [*EFCE, "solve", game, "--method", "rm", "--backend", "cuda", "--target-gap", "0"]
@@ -129,11 +129,13 @@ def test_ctrl_c_stops_the_gpu_loop_with_status_interrupted_and_the_trace_kept(tm
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=SIMULATED,
+        env={**marker_environment(marker_file), "NUMBA_ENABLE_CUDASIM": "1"},
     )
     try:
-        assert wait_until(lambda: handles_sigterm(proc.pid))
-        time.sleep(8.0)  # past the kernels' compilation (~3 s), into the iterations
+        # Into the timed loop, past the warm-up (on an empty numba cache it compiles for a
+        # minute, and no stop is honoured inside a compilation), then a few simulated steps.
+        assert wait_until(lambda: reached(marker_file, "honouring", pid=proc.pid), proc=proc)
+        time.sleep(2.0)
         assert proc.poll() is None, proc.communicate()
         out, err, took = signal_and_wait(proc, signal.SIGINT)
     finally:
@@ -147,3 +149,24 @@ def test_ctrl_c_stops_the_gpu_loop_with_status_interrupted_and_the_trace_kept(tm
     rows = trace.read_text().splitlines()
     assert len(rows) >= 2  # the checkpoints before the signal are kept
     assert result["plan_violation"] <= 1e-9
+
+
+def test_after_the_warm_up_a_gpu_run_compiles_and_loads_no_kernel_in_its_setup_loop_or_report():
+    # A device run builds its model with the CPU's kernels (DECOMPOSE, the operator's tables, the
+    # device layouts) and reports with them: its warm-up must load them, or their compilation
+    # (half a minute on an empty cache, where no stop is honoured) falls inside the run.
+    options = {"backend": "cuda", "iterations": 3, "target_gap": 0.0}
+    case = {"method": "rm", "game": str(GAME_DATA / "three_doors.efg"), "options": options}
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.experiments.kernel_loads", json.dumps(case)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=SIMULATED,
+    )
+    assert child.returncode == 0, child.stderr[-2000:]
+    loads = json.loads(child.stdout.splitlines()[-1])
+    assert loads["status"] == "iteration_limit"
+    assert any("polytopes.decompose" in name for name in loads["warm_up"]), loads["warm_up"]
+    assert loads["run"] == [], "compiled or loaded after the warm-up"
