@@ -54,7 +54,7 @@ def exploitability(
     """NashConv of sequence-form ``strategies = (x1, x2)`` and the players' utilities (best
     responses on the CPU ``backend``, default a new one).
 
-    The utilities ``u_i = x1ᵀ A_i x2`` are exactly rounded sums (:func:`math.fsum`), not BLAS dot
+    The utilities ``u_i = x1ᵀ A_i x2`` are exactly rounded sums (``math.fsum``), not BLAS dot
     products: a BLAS picks its kernel by CPU, so ``x1 @ v`` may differ in its last bits from one
     machine to another, and the reported gap with it."""
     a1, a2 = sequence_form_payoffs(game) if payoffs is None else payoffs
