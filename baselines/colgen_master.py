@@ -131,7 +131,7 @@ class Master:
         Parameters
         ----------
         time_limit : float, optional
-            Seconds for HiGHS.
+            Seconds for this solve (HiGHS's own limit counts every solve of the object).
 
         Returns
         -------
@@ -155,7 +155,11 @@ class Master:
         from .backends import run_highs_stoppably
 
         h = self.highs
-        h.setOptionValue("time_limit", float(time_limit) if time_limit is not None else np.inf)
+        # HiGHS compares its time limit with the run time it has accumulated over every solve of
+        # this object, not with this solve's: the limit is that total plus the seconds given.
+        # (Given alone, the master of a long run stopped with most of the run's time unspent.)
+        limit = h.getRunTime() + float(time_limit) if time_limit is not None else np.inf
+        h.setOptionValue("time_limit", limit)
         interrupted = run_highs_stoppably(h)
         status = h.getModelStatus()
         if interrupted:
