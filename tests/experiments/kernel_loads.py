@@ -86,5 +86,24 @@ def main(case: dict) -> dict:
     return {**loaded, "status": result.status, "compile_seconds": result.compile_seconds}
 
 
+def in_a_fresh_process(case: dict, env: dict | None = None, timeout: float = 600) -> dict:
+    """:func:`main` of ``case`` in a new Python process (environment ``env``, default this
+    process's), run from the repository root within ``timeout`` seconds."""
+    import subprocess
+
+    from tests.paths import ROOT
+
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.experiments.kernel_loads", json.dumps(case)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+    assert child.returncode == 0, child.stderr[-2000:]
+    return json.loads(child.stdout.splitlines()[-1])
+
+
 if __name__ == "__main__":
     print(json.dumps(main(json.loads(sys.argv[1]))))

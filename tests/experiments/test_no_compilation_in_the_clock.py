@@ -15,13 +15,9 @@ stays serial.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 
-from tests.paths import ROOT
+from tests.experiments.kernel_loads import in_a_fresh_process
 
 SMALL_SHERIFF = "sheriff:max_bribe=2,max_items=2,rounds=2"  # Ξ 1,045 entries, Y 814
 GOOFSPIEL = "goofspiel:players=2,ranks=3,prizes=sorted"  # Y (585) larger than Ξ (552)
@@ -72,16 +68,7 @@ CASES = [
 
 def kernel_loads(method: str, game: str, options: dict, **extra) -> dict:
     """:func:`tests.experiments.kernel_loads.main` of the case, in a fresh process."""
-    case = {"method": method, "game": game, "options": options, **extra}
-    child = subprocess.run(
-        [sys.executable, "-m", "tests.experiments.kernel_loads", json.dumps(case)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert child.returncode == 0, child.stderr[-2000:]
-    return json.loads(child.stdout.splitlines()[-1])
+    return in_a_fresh_process({"method": method, "game": game, "options": options, **extra})
 
 
 @pytest.mark.parametrize(

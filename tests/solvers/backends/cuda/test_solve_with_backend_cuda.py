@@ -23,6 +23,7 @@ from efce.games.relevant import relevant_pairs
 from efce.polytopes.feasibility import FeasibilityCheck
 from efce.solvers.evaluation.gaps import EFCEGapEvaluator
 from efce.solvers.methods.welfare import solve_optimal_welfare
+from tests.experiments.kernel_loads import in_a_fresh_process
 from tests.experiments.signals import marker_environment, reached, signal_and_wait, wait_until
 from tests.paths import GAME_DATA, ROOT
 
@@ -157,16 +158,7 @@ def test_after_the_warm_up_a_gpu_run_compiles_and_loads_no_kernel_in_its_setup_l
     # (half a minute on an empty cache, where no stop is honoured) falls inside the run.
     options = {"backend": "cuda", "iterations": 3, "target_gap": 0.0}
     case = {"method": "rm", "game": str(GAME_DATA / "three_doors.efg"), "options": options}
-    child = subprocess.run(
-        [sys.executable, "-m", "tests.experiments.kernel_loads", json.dumps(case)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=SIMULATED,
-    )
-    assert child.returncode == 0, child.stderr[-2000:]
-    loads = json.loads(child.stdout.splitlines()[-1])
+    loads = in_a_fresh_process(case, env=SIMULATED, timeout=900)
     assert loads["status"] == "iteration_limit"
     assert any("polytopes.decompose" in name for name in loads["warm_up"]), loads["warm_up"]
     assert loads["run"] == [], "compiled or loaded after the warm-up"
