@@ -60,7 +60,8 @@ def exploitability(
     a1, a2 = sequence_form_payoffs(game) if payoffs is None else payoffs
     x1, x2 = strategies
     a1x2 = a1 @ x2
-    u = np.array([math.fsum(x1 * a1x2), math.fsum(x1 * (a2 @ x2))])
+    # (fsum of a list: the same exact sum, without a NumPy scalar made per element)
+    u = np.array([math.fsum((x1 * a1x2).tolist()), math.fsum((x1 * (a2 @ x2)).tolist())])
     br1, _ = best_response(game.sequences(0), a1x2, backend)
     br2, _ = best_response(game.sequences(1), a2.T @ x1, backend)
     return float(br1 - u[0] + br2 - u[1]), u
