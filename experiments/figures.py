@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from efce.games.resources.atomic import atomic_savefig
 
@@ -252,17 +252,22 @@ def _draw_infeasibility_panel(ax, rows: list[dict], runs: dict, *, linear_time: 
     ax.grid(True, which="major", alpha=0.25)
 
 
-def _new_figure(columns: int):
+def _canvas_figure(width: float, height: float, layout: Literal["constrained"] | None) -> Figure:
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
     # Figure, not pyplot: nothing global to close, and a figure per call (sweeps draw many).
-    fig = Figure(figsize=(PANEL_WIDTH * columns, PANEL_HEIGHT + 1.3), dpi=DPI, layout="constrained")
+    fig = Figure(figsize=(width, height), dpi=DPI, layout=layout)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig)
+    return fig
+
+
+def _new_figure(columns: int):
+    fig = _canvas_figure(PANEL_WIDTH * columns, PANEL_HEIGHT + 1.3, "constrained")
     axes = fig.subplots(1, columns, squeeze=False)[0]
     return fig, list(axes)
 
@@ -390,6 +395,8 @@ def _place_floor_labels(fig, panels: list[GapPanel]) -> bool:
     """Label each point drawn on a floor where the label touches no text, line or marker and
     stays inside its axes; a label that fits nowhere goes to the panel's notes.  Returns True
     when a label moved to the notes (the layout must then be redone)."""
+    if not any(panel.floored for panel in panels):
+        return False  # nothing to place: no draw to measure with (most of a figure's second)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     taken = _text_boxes(fig, renderer)
@@ -473,13 +480,45 @@ def convergence_figure(rows: list[dict], summary: dict, *, linear_time: bool = F
     -------
     matplotlib.figure.Figure
     """
-    fig, (ax_gap, ax_inf) = _new_figure(2)
     runs = summary.get("methods", {})
+    if not rows:
+        return _no_trace_figure(summary.get("game", ""), runs)
+    fig, (ax_gap, ax_inf) = _new_figure(2)
     panel = draw_gap_panel(
         ax_gap, rows, runs, title=summary.get("game", ""), linear_time=linear_time, panel_width=PANEL_WIDTH
     )
     _draw_infeasibility_panel(ax_inf, rows, runs, linear_time=linear_time)
     _finish(fig, [panel], [ax_gap, ax_inf], PANEL_WIDTH)
+    return fig
+
+
+def _no_trace_figure(title: str, runs: dict) -> Figure:
+    """The figure of a comparison no run of which reported a gap (each stopped, failed or was
+    refused before its first checkpoint): its title and why each run drew nothing, in words.
+    Two empty log-log panels said less and took most of a second to lay out, inside the 2 s a
+    stopped ``compare`` has to end in."""
+    width = 2 * PANEL_WIDTH
+    lines = [f"{label}: {_missing_text(run)}" for label, run in runs.items()] or ["no method was run"]
+    text = "\n".join(wrap_items(line, _chars(width - 0.6, NOTE_SIZE + 1), separator=" ") for line in lines)
+    title = wrap_items(title, _chars(width - 0.6, TITLE_SIZE))
+    # Heights in inches, from the top: the title, the heading, then the notes' lines.
+    line = 1.5 / 72  # a line of text, in inches per point of font size
+    title_height = (title.count("\n") + 1) * TITLE_SIZE * line
+    heading_at = 0.25 + title_height + 0.15
+    notes_at = heading_at + TITLE_SIZE * line + 0.08
+    height = notes_at + (text.count("\n") + 1) * (NOTE_SIZE + 1) * line + 0.25
+    fig = _canvas_figure(width, height, None)
+    at = fig.dpi_scale_trans
+    fig.text(width / 2, height - 0.25, title, fontsize=TITLE_SIZE, ha="center", va="top", transform=at)
+    fig.text(
+        0.3,
+        height - heading_at,
+        "No run reported a max deviation:",
+        fontsize=TITLE_SIZE,
+        va="top",
+        transform=at,
+    )
+    fig.text(0.3, height - notes_at, text, fontsize=NOTE_SIZE + 1, va="top", transform=at)
     return fig
 
 

@@ -246,3 +246,20 @@ def test_styles_are_the_same_in_another_process():
     from efce.experiments.styles import style_of
 
     assert json.loads(seen[0]) == [style_of(r).__dict__ for r in runs]
+
+
+def test_a_comparison_without_a_trace_says_why_each_run_drew_nothing_not_empty_panels(monkeypatch, tmp_path):
+    from efce.experiments.figures import plot_convergence
+
+    runs = {
+        "cfr": {"method": "cfr", "status": "interrupted"},
+        "lp-highs": {"method": "lp-highs", "status": "error", "error": "lp-highs solves two-player games"},
+    }
+    saved = SavedFigures(monkeypatch)
+    plot_convergence([], {"game": "kuhn:players=3", "methods": runs}, str(tmp_path / "convergence.png"))
+    (fig,) = saved.all()
+    assert fig.axes == []
+    texts = [t.get_text() for t in fig.texts]
+    assert "kuhn:players=3" in texts and "No run reported a max deviation:" in texts
+    assert texts[-1] == "cfr: interrupted by a stop request\nlp-highs: lp-highs solves two-player games"
+    assert text_problems(fig) == []
