@@ -249,17 +249,20 @@ def pair_arrays_parked(model: EFCEModel) -> Iterator[ParkedPairs]:
 #: and bfloat16 predictions (~5), the float64 iterate and the float32 running sum (12), plus the
 #: checkpoints' transient and heap slack (the pair columns and the pair → entry map are parked
 #: during the iterations, and the end of a run holds less than the iterations);
-#: per entry of Y — the fused deviator's float32 regrets and bfloat16 predictions (6; Y's point,
-#: loss and chain are not held, :mod:`efce.solvers.backends.cpu.deviator`);
+#: per entry of Y — the fused deviator's float32 regrets and bfloat16 predictions (6) and its
+#: weights, tables and scratch (8.8 in all, measured on medium and large; Y's point, loss and
+#: chain are not held, :mod:`efce.solvers.backends.cpu.deviator`), and Y's triggers (~1);
 #: per nonzero of A's deviation part — one int32 row; per (trigger infoset, terminal) — one
 #: int32; per game node — the game's own arrays (int32 node positions, labels, caches) and the
 #: per-terminal tables; plus the interpreter, numpy and numba (~100 MiB) and the compiled
 #: kernels and the pages they touch while compiling (~130 MiB).
 #: Measured whole-process peaks of ``efce solve … --method rm --iterations 3`` (default PRM+):
-#: 384.0 MiB (small), 1,244.8 MiB (medium); these constants give 389 / 1,261 MiB (1.3 % above
-#: each) and 4,620 MiB for large (not measured with this code: efed752 peaked at 6,124 MiB).
+#: 384.0 MiB (small), 1,244.8 MiB (medium), 4,870.1 MiB (large); these constants give 394 /
+#: 1,301 / 4,925 MiB (2.6 %, 4.5 % and 1.1 % above).  Fitted to small and medium alone (7 bytes
+#: per Y entry), they gave 4,620 MiB for large, 5 % below: large has 0.72 Y entries per relevant
+#: pair against medium's 0.40.
 BYTES_PER_RELEVANT_PAIR = 24
-BYTES_PER_TRIGGER_ENTRY = 7
+BYTES_PER_TRIGGER_ENTRY = 11
 BYTES_PER_NONZERO = 4
 BYTES_PER_TRIGGER_TERMINAL = 8
 BYTES_PER_GAME_NODE = 80
@@ -267,8 +270,8 @@ BYTES_PER_GAME_NODE = 80
 #: constants above are fitted to (its chance probabilities, the chance-visibility tables, the
 #: merged terminal pairs): fitted, not yet broken down by component, to the measured peak of
 #: ``goofspiel:players=2,ranks=5,prizes=random`` (8.53M nodes, 36.1M pairs, rm to max deviation
-#: 1e-3: 2,952.3 MiB; the constants above alone gave 2,176 MiB, these 3,111 MiB, 5.4 % above).
-BYTES_PER_CHANCE_GAME_NODE = 115
+#: 1e-3: 2,952.3 MiB; the constants above alone give 2,256 MiB, these 3,110 MiB, 5.3 % above).
+BYTES_PER_CHANCE_GAME_NODE = 105
 FIXED_BYTES = 230 * 2**20
 
 
