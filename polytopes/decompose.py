@@ -193,10 +193,12 @@ def correlation_plan_entries(game: Game, pairs: RelevantPairs) -> tuple[Chain, n
     # Every level holds at least one pair, so a game of few pairs needs a tally of few levels (a
     # small table also lets a tiny game's DECOMPOSE run as Python instead of compiling).
     tally = np.zeros((4, min(MAX_LEVELS, num_pairs) + 2), np.int64)
-    none = np.zeros(0, index)
+    # The counting pass gets empty arrays of the filling pass's types: one compiled variant
+    # serves both passes (a second one cost a first run 10 s more of compiling).
+    no_index, no_count = np.zeros(0, index), np.zeros(0, np.int64)
     check_stop(f"decomposing {game.name}")  # two compiled calls from here (2 s each on 26M pairs)
     status, bad1, bad2, depth = _decompose_kernel(
-        *structure, entry_level, tally, none, none, none, none, none, none
+        *structure, entry_level, tally, no_index, no_index, np.zeros(0, np.int8), no_count, no_count, no_count
     )
     _check_status(game, status, bad1, bad2)
     counts = tally[:, 1 : depth + 1].copy()

@@ -275,3 +275,22 @@ def test_cli_decompose_json(capsys):
     }
     assert main(["decompose", "kuhn", "--json"]) == 2
     assert "chance" in json.loads(capsys.readouterr().out)["error"]
+
+
+def test_counting_and_filling_passes_call_one_compiled_variant(monkeypatch):
+    """DECOMPOSE's two passes (count, then fill) pass arguments of the same types, so numba
+    compiles one variant of the kernel for both: a second cost a first run 10 s more compiling."""
+    import numba
+
+    from efce.polytopes import decompose as module
+
+    kernel, seen = module._decompose_kernel, []
+
+    def recording(*args):
+        seen.append(tuple(numba.typeof(a) for a in args))
+        return kernel(*args)
+
+    monkeypatch.setattr(module, "_decompose_kernel", recording)
+    correlation_plan(games.sheriff(max_bribe=1, max_items=1, rounds=1))
+    assert len(seen) == 2
+    assert seen[0] == seen[1]
