@@ -193,13 +193,17 @@ def correlation_plan_entries(game: Game, pairs: RelevantPairs) -> tuple[Chain, n
     # Every level holds at least one pair, so a game of few pairs needs a tally of few levels (a
     # small table also lets a tiny game's DECOMPOSE run as Python instead of compiling).
     tally = np.zeros((4, min(MAX_LEVELS, num_pairs) + 2), np.int64)
-    # The counting pass gets empty arrays of the filling pass's types: one compiled variant
-    # serves both passes (a second one cost a first run 10 s more of compiling).
-    no_index, no_count = np.zeros(0, index), np.zeros(0, np.int64)
+
+    def outputs(pairs: int, sources: int, runs: int) -> tuple[np.ndarray, ...]:
+        """The filling pass's outputs: entry_of_pair, source, run kind, size, sources and count.
+        The counting pass gets them empty, of the same types, so that one compiled variant
+        serves both passes (a second one cost a first run 10 s more of compiling)."""
+        return (np.empty(pairs, index), np.empty(sources, index), np.empty(runs, np.int8)) + tuple(
+            np.empty(runs, np.int64) for _ in range(3)
+        )
+
     check_stop(f"decomposing {game.name}")  # two compiled calls from here (2 s each on 26M pairs)
-    status, bad1, bad2, depth = _decompose_kernel(
-        *structure, entry_level, tally, no_index, no_index, np.zeros(0, np.int8), no_count, no_count, no_count
-    )
+    status, bad1, bad2, depth = _decompose_kernel(*structure, entry_level, tally, *outputs(0, 0, 0))
     _check_status(game, status, bad1, bad2)
     counts = tally[:, 1 : depth + 1].copy()
     # Where each level starts: its steps, entries (entry 0 is the constant), slots and runs.
@@ -207,15 +211,10 @@ def correlation_plan_entries(game: Game, pairs: RelevantPairs) -> tuple[Chain, n
     np.cumsum(counts[:, :-1], axis=1, out=tally[:, 2 : depth + 1])
     tally[_ENTRIES, 1 : depth + 1] += 1
     totals = counts.sum(axis=1)
-    entry_of_pair = np.empty(num_pairs, index)
-    source = np.empty(totals[_SOURCES], index)
-    num_runs = int(totals[_RUNS])
-    run_kind = np.empty(num_runs, np.int8)
-    run_size, run_nsrc, run_count = (np.empty(num_runs, np.int64) for _ in range(3))
+    filled = outputs(num_pairs, int(totals[_SOURCES]), int(totals[_RUNS]))
+    entry_of_pair, source, run_kind, run_size, run_nsrc, run_count = filled
     starts = tally[:, 1 : depth + 1].copy()
-    status, bad1, bad2, _ = _decompose_kernel(
-        *structure, entry_level, tally, entry_of_pair, source, run_kind, run_size, run_nsrc, run_count
-    )
+    status, bad1, bad2, _ = _decompose_kernel(*structure, entry_level, tally, *filled)
     _check_status(game, status, bad1, bad2)
     del entry_level
     if not np.array_equal(tally[:, 1 : depth + 1], starts + counts):
