@@ -344,7 +344,11 @@ def _grow_rows(arr, needed):
     if needed <= arr.shape[0]:
         return arr
     new = np.empty((max(needed, 2 * arr.shape[0]), arr.shape[1]), arr.dtype)
-    new[: arr.shape[0]] = arr
+    # An element loop, not ``new[: len(arr)] = arr``: numba compiles a slice assignment with the
+    # formatting of its shape-mismatch error, some 2 s of a first run's compiling.
+    for i in range(arr.shape[0]):
+        for j in range(arr.shape[1]):
+            new[i, j] = arr[i, j]
     return new
 
 
