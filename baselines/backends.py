@@ -209,15 +209,39 @@ class IsolatedWorker:
         self._close_pipes()
 
     def close(self) -> None:
-        """End the worker once it has finished its call: its input is closed, so it exits; then
-        its pipes are closed (an unclosed one is a ``ResourceWarning``, an error under
-        ``PYTHONWARNINGS=error``)."""
+        """End the worker once it has finished its call: it reports its peak memory
+        (:func:`games.resources.memory.note_worker_peak`, so that the run's ``peak_memory_mib``
+        counts the solver's copies), its input is closed, so it exits; then its pipes are closed
+        (an unclosed one is a ``ResourceWarning``, an error under ``PYTHONWARNINGS=error``)."""
         if self.proc.poll() is None:
+            self._report_peak()
             with contextlib.suppress(BrokenPipeError):
                 if self.proc.stdin is not None:
                     self.proc.stdin.close()
             self.proc.wait()
         self._close_pipes()
+
+    def _report_peak(self, seconds: float = 1.0) -> None:
+        """Ask the idle worker for its peak resident set size and note it; nothing when it does
+        not answer within ``seconds``.  Not through :meth:`call`, which would take a stop request
+        arriving meanwhile as its own and acknowledge it."""
+        import pickle
+        import select
+
+        from efce.games.resources.memory import note_worker_peak, own_peak_rss_bytes
+
+        stdin, stdout = self.proc.stdin, self.proc.stdout
+        if stdin is None or stdout is None:
+            return
+        try:
+            pickle.dump((own_peak_rss_bytes, ()), stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            stdin.flush()
+            if select.select([stdout], [], [], seconds)[0]:
+                ok, value = pickle.load(stdout)
+                if ok:
+                    note_worker_peak(value)
+        except (OSError, EOFError, pickle.PickleError):  # a worker that has gone
+            pass
 
     def _close_pipes(self) -> None:
         for pipe in (self.proc.stdin, self.proc.stdout):

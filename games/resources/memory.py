@@ -33,8 +33,20 @@ def available_memory_bytes() -> int:
     return int(psutil.virtual_memory().available)
 
 
-def peak_rss_bytes() -> int:
-    """Peak resident set size of this process so far.
+#: The largest peak resident set size of the worker processes this process has ended
+#: (:class:`baselines.backends.IsolatedWorker`: an LP solver run where a stop request can end
+#: it), reported by each before it exits (:func:`note_worker_peak`).
+_worker_peak_bytes = 0
+
+
+def note_worker_peak(nbytes: int) -> None:
+    """Record the peak resident set size a worker process reported before it exited."""
+    global _worker_peak_bytes
+    _worker_peak_bytes = max(_worker_peak_bytes, int(nbytes))
+
+
+def own_peak_rss_bytes() -> int:
+    """Peak resident set size of this process so far, its workers not counted.
 
     Returns
     -------
@@ -52,6 +64,20 @@ def peak_rss_bytes() -> int:
         return int(info.rss)
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(maxrss if sys.platform == "darwin" else maxrss * 1024)
+
+
+def peak_rss_bytes() -> int:
+    """Peak memory of this process's work so far: its own peak resident set size plus the largest
+    of its ended workers' (:func:`note_worker_peak`).  An LP solver in a worker holds its copies
+    of the model there while this process holds the model itself, so the run's peak is their
+    sum at most; this process's high-water mark alone left the solver's memory out.
+
+    Returns
+    -------
+    int
+        Bytes (:func:`own_peak_rss_bytes` plus the largest worker peak, 0 without workers).
+    """
+    return own_peak_rss_bytes() + _worker_peak_bytes
 
 
 def peak_memory_mib() -> float:
