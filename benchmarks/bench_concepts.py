@@ -2,7 +2,8 @@
 Each case runs ``efce solve`` as a user would, in a fresh process, and reports its JSON (times,
 welfare, gaps, peak memory).  Targets on a 2-core machine:
 
-* full Sheriff (375,165 pairs): ``lp-pdlp`` optimum of EFCCE and NFCCE, each ≤ 150 s; ``rm
+* full Sheriff (375,165 pairs): ``lp-pdlp`` optimum of EFCCE and NFCCE, each ≤ 150 s (and of
+  EFCE, the README's job's LP, for reference); ``rm
   --objective welfare`` intervals at most 1e-2 wide, each ≤ 120 s;
 * ``goofspiel:players=2,ranks=4,prizes=random`` (public chance, 265,393 pairs): ``rm`` to max
   deviation 1e-3 for EFCE ≤ 60 s; ``lp-pdlp`` to its optimum ≤ 300 s;
@@ -127,6 +128,7 @@ def _case_rm_to_gap(spec: str, target: float, time_limit: int):
 
 
 CASES = {
+    "sheriff-lp-efce": _case_lp(SHERIFF, "efce"),
     "sheriff-lp-efcce": _case_lp(SHERIFF, "efcce"),
     "sheriff-lp-nfcce": _case_lp(SHERIFF, "nfcce"),
     "sheriff-rm-welfare-efcce": _case_rm_welfare(SHERIFF, "efcce"),

@@ -83,6 +83,37 @@ def test_pdlp_stages_give_an_anytime_trace():
     assert abs(r.trace[-1].extra["welfare"] - _reference("sheriff222")) <= 1e-6
 
 
+@pytest.mark.parametrize("largest", [None, 0])
+def test_pdlp_presolves_the_cold_stage_and_warm_starts_the_others(monkeypatch, largest):
+    """Glop's presolve makes PDLP ignore a warm start: only the first stage (no start) may use
+    it, every later stage starts from the last primal-dual pair without it; an LP over
+    ``PRESOLVE_MAX_NONZEROS`` (here 0) starts without it, and its estimate has no room for it."""
+    from ortools.pdlp import solvers_pb2
+
+    from efce.baselines import lp_pdlp
+
+    game = _game("sheriff222")
+    with_presolve = estimate_pdlp_bytes(game)
+    if largest is not None:
+        monkeypatch.setattr(lp_pdlp, "PRESOLVE_MAX_NONZEROS", largest)
+        nonzeros = build_efce_lp(game).nonzeros
+        assert estimate_pdlp_bytes(game) < with_presolve - 200 * nonzeros
+    calls = []
+    run = lp_pdlp._Backend.run
+
+    def recording(self, params_bytes, primal, dual):
+        params = solvers_pb2.PrimalDualHybridGradientParams()
+        params.ParseFromString(params_bytes)
+        calls.append((params.presolve_options.use_glop, primal is None))
+        return run(self, params_bytes, primal, dual)
+
+    monkeypatch.setattr(lp_pdlp._Backend, "run", recording)
+    r = solve_lp_pdlp(game, tolerance=1e-7, first_stage_tolerance=1e-2)
+    assert r.status == "converged" and len(calls) >= 3
+    assert calls[0] == (largest is None, True)
+    assert all(call == (False, False) for call in calls[1:])
+
+
 def test_pdlp_threshold_above_optimum_and_memory_refusal():
     game = _game("sheriff222")
     # Above every terminal's welfare: refused as infeasible without calling the backend.
