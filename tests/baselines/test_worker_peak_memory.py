@@ -39,4 +39,5 @@ def test_lp_pdlp_in_a_worker_reports_the_workers_memory_too(monkeypatch):
     assert result.status == "converged"
     worker = memory._worker_peak_bytes
     assert worker > 50 * MIB  # a Python process with numpy and OR-Tools loaded
-    assert result.info["peak_memory_bytes"] >= own_peak_rss_bytes() + worker
+    # This process's own peak may have grown by a few pages since the result was made.
+    assert result.info["peak_memory_bytes"] - own_peak_rss_bytes() >= worker - 4 * MIB
