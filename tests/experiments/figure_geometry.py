@@ -29,19 +29,25 @@ def drawn(fig: Figure):
     return fig.canvas.get_renderer()
 
 
-def _in_view(value: float, interval) -> bool:
-    low, high = sorted(interval)
+def _in_view(axis, value: float) -> bool:
+    """Whether ``value`` lies inside ``axis``'s view limits, compared on the axis's own scale: a
+    tolerance in data units would let a log axis keep the ticks of every decade below its lower
+    limit (with matplotlib 3.10, a ``10^-12`` label computed two decades under a panel, never drawn,
+    "overlapped" the legend below it)."""
+    scale = axis.get_transform()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        low, high = sorted(scale.transform(np.asarray(axis.get_view_interval(), dtype=float)))
+        (at,) = scale.transform(np.asarray([value], dtype=float))
     span = high - low
-    return low - 1e-9 * span <= value <= high + 1e-9 * span
+    return bool(low - 1e-9 * span <= at <= high + 1e-9 * span)
 
 
 def tick_labels(ax) -> list[Text]:
     """The tick labels ``ax`` shows: visible, not empty, at a tick inside the view limits."""
     labels = []
     for axis in (ax.xaxis, ax.yaxis):
-        interval = axis.get_view_interval()
         for tick in axis.get_major_ticks() + axis.get_minor_ticks():
-            if not _in_view(tick.get_loc(), interval):
+            if not _in_view(axis, tick.get_loc()):
                 continue
             for label in (tick.label1, tick.label2):
                 if label.get_visible() and label.get_text().strip():
