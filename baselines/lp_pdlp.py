@@ -100,13 +100,18 @@ def estimate_pdlp_bytes(
 ) -> int:
     """Estimated peak memory (bytes) of :func:`solve_lp_pdlp` on ``game``, from the exact model
     counts of :func:`baselines.efce_lp.estimate_efce_lp` (nothing large is allocated)."""
-    size = estimate_efce_lp(game, extra_rows=int(welfare_threshold is not None), concept=concept)
+    size = _model_size(game, welfare_threshold, concept)
     per_nonzero = PDLP_BYTES_PER_NONZERO + (PRESOLVE_BYTES_PER_NONZERO if presolves(size.nonzeros) else 0)
     return (
         PDLP_FIXED_BYTES
         + size.nonzeros * per_nonzero
         + (size.variables + size.rows) * PDLP_BYTES_PER_ROW_OR_COLUMN
     )
+
+
+def _model_size(game: Game, welfare_threshold: float | None, concept: str):
+    """The exact counts of the LP :func:`solve_lp_pdlp` builds (one more row for a threshold)."""
+    return estimate_efce_lp(game, extra_rows=int(welfare_threshold is not None), concept=concept)
 
 
 # --------------------------------------------------------------------------- the backend session
@@ -395,9 +400,7 @@ def solve_lp_pdlp(
     from ortools.pdlp import solve_log_pb2  # protobuf only: no HiGHS library involved
 
     # Decided on the count the memory estimate uses, so that the estimate covers the presolve.
-    presolve = presolves(
-        estimate_efce_lp(game, extra_rows=int(model.welfare_threshold is not None), concept=concept).nonzeros
-    )
+    presolve = presolves(_model_size(game, model.welfare_threshold, concept).nonzeros)
     trace: list[TraceRow] = []
     primal = dual = None
     primal_weight = None
