@@ -202,8 +202,16 @@ class IsolatedWorker:
         return value
 
     def kill(self) -> None:
-        """End the worker now (SIGKILL), whatever it is computing; its pipes are closed."""
+        """End the worker now (SIGKILL), whatever it is computing; its pipes are closed.  Its peak
+        memory so far is noted first (:func:`games.resources.memory.process_peak_rss_bytes`,
+        read from the operating system: a killed worker cannot report it), so that an
+        interrupted run's ``peak_memory_mib`` still counts its solver's copies."""
+        from efce.games.resources.memory import note_worker_peak, process_peak_rss_bytes
+
         if self.proc.poll() is None:
+            peak = process_peak_rss_bytes(self.proc.pid)
+            if peak is not None:
+                note_worker_peak(peak)
             self.proc.kill()
         self.proc.wait()
         self._close_pipes()

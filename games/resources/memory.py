@@ -66,6 +66,28 @@ def own_peak_rss_bytes() -> int:
     return int(maxrss if sys.platform == "darwin" else maxrss * 1024)
 
 
+def process_peak_rss_bytes(pid: int) -> int | None:
+    """Peak resident set size of another live process, read from the operating system (Linux's
+    ``VmHWM``, Windows' ``peak_wset``): what a worker about to be killed can no longer report.
+
+    Returns
+    -------
+    int or None
+        Bytes, or None where the system does not tell (macOS, a process that has gone).
+    """
+    try:
+        if sys.platform.startswith("linux"):
+            with open(f"/proc/{pid}/status", encoding="ascii") as status:
+                for line in status:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) * 1024  # "VmHWM:  123456 kB"
+            return None
+        peak = getattr(psutil.Process(pid).memory_info(), "peak_wset", None)
+    except (OSError, ValueError, psutil.Error):
+        return None
+    return int(peak) if peak else None
+
+
 def peak_rss_bytes() -> int:
     """Peak memory of this process's work so far: its own peak resident set size plus the largest
     of its ended workers' (:func:`note_worker_peak`).  An LP solver in a worker holds its copies

@@ -3,13 +3,18 @@
 :class:`~efce.baselines.backends.IsolatedWorker`, whose memory this process's own high-water mark
 does not see."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
+import pytest
 
 from efce import games
 from efce.baselines import solve_lp_pdlp
 from efce.baselines.backends import IsolatedWorker
 from efce.games.resources import memory
-from efce.games.resources.memory import own_peak_rss_bytes, peak_rss_bytes
+from efce.games.resources.memory import own_peak_rss_bytes, peak_rss_bytes, process_peak_rss_bytes
 
 MIB = 2**20
 
@@ -23,13 +28,35 @@ def test_a_worker_reports_its_peak_before_it_exits(monkeypatch):
     assert peak_rss_bytes() >= own_peak_rss_bytes() + 100 * MIB
 
 
-def test_a_killed_worker_reports_nothing_and_breaks_nothing(monkeypatch):
+@pytest.mark.skipif(sys.platform == "darwin", reason="macOS does not tell another process's peak")
+def test_a_killed_worker_still_counts_its_peak(monkeypatch):
+    """A stop request kills the worker mid-call (:meth:`IsolatedWorker.call`), when it can no
+    longer report its peak: the kill reads it from the operating system first."""
+    monkeypatch.setattr(memory, "_worker_peak_bytes", 0)
+    data = np.ones(100 * MIB // 8)
+    worker = IsolatedWorker()
+    worker.call(np.linalg.norm, data)  # 100 MiB resident in the worker, then idle
+    worker.kill()
+    worker.close()
+    assert memory._worker_peak_bytes >= 100 * MIB
+    assert peak_rss_bytes() >= own_peak_rss_bytes() + 100 * MIB
+
+
+def test_killing_a_worker_twice_and_closing_it_breaks_nothing(monkeypatch):
     monkeypatch.setattr(memory, "_worker_peak_bytes", 0)
     worker = IsolatedWorker()
     worker.kill()
+    worker.kill()
     worker.close()
-    assert memory._worker_peak_bytes == 0
-    assert peak_rss_bytes() == own_peak_rss_bytes()
+    assert peak_rss_bytes() == own_peak_rss_bytes() + memory._worker_peak_bytes
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="macOS does not tell another process's peak")
+def test_the_peak_of_a_process_read_from_the_system_is_its_own_high_water_mark():
+    assert process_peak_rss_bytes(os.getpid()) == pytest.approx(own_peak_rss_bytes(), rel=0.05)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    assert process_peak_rss_bytes(gone.pid) is None
 
 
 def test_lp_pdlp_in_a_worker_reports_the_workers_memory_too(monkeypatch):
