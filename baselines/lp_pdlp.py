@@ -39,6 +39,7 @@ from .efce_lp import (
     EFCELP,
     LP_OPTIONS,
     LP_REPORT,
+    ModelSize,
     build_efce_lp,
     estimate_efce_lp,
     evaluate_plan,
@@ -100,18 +101,18 @@ def estimate_pdlp_bytes(
 ) -> int:
     """Estimated peak memory (bytes) of :func:`solve_lp_pdlp` on ``game``, from the exact model
     counts of :func:`baselines.efce_lp.estimate_efce_lp` (nothing large is allocated)."""
-    size = _model_size(game, welfare_threshold, concept)
+    return _pdlp_bytes(estimate_efce_lp(game, extra_rows=int(welfare_threshold is not None), concept=concept))
+
+
+def _pdlp_bytes(size: ModelSize) -> int:
+    """:func:`estimate_pdlp_bytes` of a model of ``size`` (a built model's ``size`` holds the
+    counts the estimate reads, so a run computes them once)."""
     per_nonzero = PDLP_BYTES_PER_NONZERO + (PRESOLVE_BYTES_PER_NONZERO if presolves(size.nonzeros) else 0)
     return (
         PDLP_FIXED_BYTES
         + size.nonzeros * per_nonzero
         + (size.variables + size.rows) * PDLP_BYTES_PER_ROW_OR_COLUMN
     )
-
-
-def _model_size(game: Game, welfare_threshold: float | None, concept: str):
-    """The exact counts of the LP :func:`solve_lp_pdlp` builds (one more row for a threshold)."""
-    return estimate_efce_lp(game, extra_rows=int(welfare_threshold is not None), concept=concept)
 
 
 # --------------------------------------------------------------------------- the backend session
@@ -363,8 +364,8 @@ def solve_lp_pdlp(
             },
         )
     if model is None:
-        need = estimate_pdlp_bytes(game, welfare_threshold=welfare_threshold, concept=concept)
-        check_budget(need, f"the {concept.upper()} LP of {game.name} for PDLP", memory_budget)
+        size = estimate_efce_lp(game, extra_rows=int(welfare_threshold is not None), concept=concept)
+        check_budget(_pdlp_bytes(size), f"the {concept.upper()} LP of {game.name} for PDLP", memory_budget)
         # The PDLP estimate above replaces the generic (factorizing-solver) one of the builder.
         model = build_efce_lp(
             game,
@@ -400,7 +401,7 @@ def solve_lp_pdlp(
     from ortools.pdlp import solve_log_pb2  # protobuf only: no HiGHS library involved
 
     # Decided on the count the memory estimate uses, so that the estimate covers the presolve.
-    presolve = presolves(_model_size(game, model.welfare_threshold, concept).nonzeros)
+    presolve = presolves(model.size.nonzeros)
     trace: list[TraceRow] = []
     primal = dual = None
     primal_weight = None
@@ -489,7 +490,7 @@ def solve_lp_pdlp(
         threads=threads,
         tolerance=tolerance,
         isolated=backend.isolate,
-        estimated_bytes=estimate_pdlp_bytes(game, welfare_threshold=model.welfare_threshold, concept=concept),
+        estimated_bytes=_pdlp_bytes(model.size),
     )
     if xi is not None:
         assert report is not None  # evaluated with every iterate
