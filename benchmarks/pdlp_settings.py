@@ -9,6 +9,18 @@ process, no stages and no project checks, so the settings compare alone:
 * ``polish``: feasibility polishing (``use_feasibility_polishing``; it cannot be combined with
   Glop's presolve).
 
+Two more knobs, for experiments the settings above do not cover:
+
+* ``--follow-values local`` solves an equivalent LP in which each trigger's following value is
+  not one row over its whole subtree but a chain of local rows: one free variable ``f[σ]`` per
+  sequence of the player, ``f[σ] ≤ Σ_{z: σ_i(z) = σ} p_c(z) u_i(z) ξ[σ(z)] + Σ_{σ' child of σ}
+  f[σ']``, and each following row reads the ``f`` of the trigger's sequences (its own for EFCE,
+  its infoset's for EFCCE, the root infosets' for NFCCE).  Relaxing the definition to ``≤`` keeps
+  the projection on ``(ξ, v)`` the same, since ``f`` only appears on the larger side of the
+  following rows.  ``dense`` is the toolkit's model;
+* ``--pdlp-param FIELD:VALUE`` (repeatable) sets further fields of PDLP's parameters in protobuf
+  text, e.g. ``--pdlp-param "scheduler_type: SCHEDULER_TYPE_EIGEN_THREADPOOL"``.
+
 Prints one JSON line: termination, iterations, seconds, welfare and Definition-3 violation of the
 returned ξ, and the process's peak resident memory.
 
@@ -18,11 +30,51 @@ returned ξ, and the process's peak resident memory.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import resource
 import time
 
 import numpy as np
+
+
+def local_follow_block(base):
+    """``base`` (:func:`efce.baselines.efce_lp.incentive_block`) with its following rows made
+    local through one free variable per sequence (the module docstring's ``--follow-values local``)."""
+
+    def block(game, pairs, i, tm_seq, weight, concept="efce"):
+        blk = base(game, pairs, i, tm_seq, weight, concept)
+        space = game.sequences(i)
+        n_dev, n_rows, n_val = blk.num_dev_rows, blk.num_rows, blk.num_values
+        seqs = np.arange(1, space.num_sequences, dtype=np.int64)
+        f_col, def_row = n_val + seqs - 1, n_rows + seqs - 1  # f[σ] and the row defining it
+        parent = space.seq_parent[seqs].astype(np.int64)
+        has_parent = parent > 0
+        infoset = space.seq_infoset[seqs].astype(np.int64)
+        if concept == "efce":  # the trigger σ̂ reads f[σ̂]
+            follow_row, reads = n_dev + seqs - 1, np.ones(len(seqs), bool)
+        elif concept == "efcce":  # the trigger Î reads f[(Î, a)] for every a
+            follow_row, reads = n_dev + infoset, np.ones(len(seqs), bool)
+        else:  # the player's one trigger reads the root infosets' sequences
+            follow_row, reads = np.full(len(seqs), n_dev), space.infoset_parent_seq[infoset] == 0
+        own = tm_seq[:, i].astype(np.int64)
+        zs = np.flatnonzero(own > 0)
+        dev = blk.rows < n_dev  # the deviation rows' ξ terms stay; the following rows' go
+        return dataclasses.replace(
+            blk,
+            rows=np.concatenate([blk.rows[dev], n_rows + own[zs] - 1]),
+            cols_xi=np.concatenate([blk.cols_xi[dev], pairs.index(tm_seq[zs, 0], tm_seq[zs, 1])]),
+            vals_xi=np.concatenate([blk.vals_xi[dev], weight[zs]]),
+            rows_v=np.concatenate([blk.rows_v, def_row, n_rows + parent[has_parent] - 1, follow_row[reads]]),
+            cols_v=np.concatenate([blk.cols_v, f_col, f_col[has_parent], f_col[reads]]),
+            vals_v=np.concatenate(
+                [blk.vals_v, -np.ones(len(seqs)), np.ones(int(has_parent.sum())), np.ones(int(reads.sum()))]
+            ),
+            num_rows=n_rows + len(seqs),
+            num_values=n_val + len(seqs),
+        )
+
+    return block
 
 
 def main() -> None:
@@ -31,15 +83,22 @@ def main() -> None:
     parser.add_argument("--concept", default="efce", choices=("efce", "efcce", "nfcce"))
     parser.add_argument("--setting", default="default", choices=("default", "glop", "polish"))
     parser.add_argument("--time-limit", type=float, default=150.0)
+    parser.add_argument("--follow-values", default="dense", choices=("dense", "local"))
+    parser.add_argument("--pdlp-param", action="append", default=[], help="FIELD:VALUE, protobuf text")
     parser.add_argument("--verbose", action="store_true", help="PDLP's own log on stdout")
     args = parser.parse_args()
 
+    from google.protobuf import text_format
     from ortools.pdlp import solve_log_pb2, solvers_pb2
     from ortools.pdlp.python import pdlp
 
     from efce.baselines import build_efce_lp
     from efce.games.spec import make_game
 
+    if args.follow_values == "local":
+        from efce.baselines import efce_lp
+
+        efce_lp.incentive_block = local_follow_block(efce_lp.incentive_block)
     model = build_efce_lp(make_game(args.game), objective="welfare", concept=args.concept)
     qp = pdlp.QuadraticProgram()
     qp.objective_vector = -np.asarray(model.c, dtype=np.float64)
@@ -61,6 +120,8 @@ def main() -> None:
         params.use_feasibility_polishing = True
         # PDLP refuses polishing otherwise.
         params.handle_some_primal_gradients_on_finite_bounds_as_residuals = False
+    for param in args.pdlp_param:
+        text_format.Merge(param, params)
     started = time.perf_counter()
     result = pdlp.primal_dual_hybrid_gradient(qp, params)
     seconds = time.perf_counter() - started
@@ -73,6 +134,8 @@ def main() -> None:
                 "game": args.game,
                 "concept": args.concept,
                 "setting": args.setting,
+                "follow_values": args.follow_values,
+                "pdlp_params": args.pdlp_param,
                 "time_limit": args.time_limit,
                 "termination": solve_log_pb2.TerminationReason.Name(log.termination_reason),
                 "iterations": int(log.iteration_count),

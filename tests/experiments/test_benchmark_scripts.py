@@ -154,3 +154,48 @@ def test_phases_script_times_every_pass_of_an_rm_iteration_on_each_thread_count(
             "welfare",
             "violations",
         }
+
+
+def _optimum(model) -> float:
+    """The LP's optimal objective by HiGHS through scipy (maximize ``c x`` over the model's rows
+    ``row_lower ≤ A x ≤ row_upper`` and its column bounds)."""
+    import numpy as np
+    from scipy.optimize import linprog
+
+    eq = model.row_lower == model.row_upper
+    ge = ~eq & np.isfinite(model.row_lower)
+    bounds = [
+        (lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
+        for lo, hi in zip(model.col_lower, model.col_upper, strict=True)
+    ]
+    result = linprog(
+        -model.c,
+        A_ub=-model.A[np.flatnonzero(ge)],
+        b_ub=-model.row_lower[ge],
+        A_eq=model.A[np.flatnonzero(eq)],
+        b_eq=model.row_lower[eq],
+        bounds=bounds,
+        method="highs",
+    )
+    assert result.status == 0, result.message
+    return -result.fun
+
+
+@pytest.mark.parametrize("concept", ["efce", "efcce", "nfcce"])
+@pytest.mark.parametrize("objective", ["welfare", "player2"])
+def test_the_pdlp_benchmarks_local_following_rows_keep_the_lps_optimum(monkeypatch, concept, objective):
+    """``pdlp_settings.py --follow-values local`` claims an equivalent LP: the same optimum as the
+    toolkit's model, by an exact solver, for every concept and two objectives."""
+    from efce import games
+    from efce.baselines import build_efce_lp, efce_lp
+
+    game = games.sheriff(max_bribe=1, max_items=1, rounds=2)
+    dense = build_efce_lp(game, objective=objective, concept=concept)
+    monkeypatch.setattr(
+        efce_lp,
+        "incentive_block",
+        benchmark_script("pdlp_settings").local_follow_block(efce_lp.incentive_block),
+    )
+    local = build_efce_lp(game, objective=objective, concept=concept)
+    assert local.num_variables > dense.num_variables  # the follow-value variables are there
+    assert _optimum(local) == pytest.approx(_optimum(dense), abs=1e-7)
