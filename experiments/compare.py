@@ -37,7 +37,7 @@ from efce.solvers.options import describe_value, is_real
 from efce.solvers.result import TRACE_COLUMNS
 
 from .harness import MAX_MEMORY_LIMIT_GIB, ChildResult, run_solve
-from .paths import check_outputs
+from .paths import check_outputs, make_output_folder
 from .solve import (
     OPTIONS,
     WARM_UP_LINE,
@@ -523,7 +523,7 @@ def compare(
     methods, out_dir = list(methods), os.fspath(out_dir)
     time_limit = float(time_limit)
     memory_limit_gib = None if memory_limit_gib is None else float(memory_limit_gib)
-    os.makedirs(out_dir, exist_ok=True)
+    make_output_folder(out_dir)
     # The figure is drawn after the runs, also after a stop request; matplotlib's import is most
     # of its second, so it is loaded meanwhile (the runs are child processes) and a stopped
     # compare ends within the 2 s of the signal contract.

@@ -175,3 +175,19 @@ def _check_folder(path: str, what: str) -> None:
         raise refuse(f"'{parent}' is not a folder")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise refuse(f"cannot create it: '{parent}' is not writable")
+
+
+def make_output_folder(path: str, what: str = "output folder") -> None:
+    """Create the output folder ``path`` (and its parents) if it is missing, after
+    :func:`check_outputs` passed it: what only creating it tells (root under ``/proc``, where
+    ``access`` says yes and ``mkdir`` no; a read-only mount) is one line too.
+
+    Raises
+    ------
+    OptionError
+        ``cannot create the <what> '<path>': <reason>``.
+    """
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise OptionError(f"cannot create the {what} '{path}': {exc.strerror or exc}") from None

@@ -17,7 +17,7 @@ from efce.interrupts import acknowledge_stop, graceful, stop_requested
 from efce.solvers.options import describe_value, is_integer
 
 from ..compare import SUCCESS_STATUSES
-from ..paths import check_outputs
+from ..paths import check_outputs, make_output_folder
 from ..solve import check_folder_argument
 from .aggregation import SweepTable, aggregate, write_table
 from .grid import START_TOPIC, Run, load_sweep
@@ -227,7 +227,7 @@ def sweep(
         if todo:
             local_workers = None if scheduler else min(int(workers or default_workers()), len(todo))
             client = stack.enter_context(dask_client(scheduler, local_workers))
-        os.makedirs(runs_folder(out_dir), exist_ok=True)
+        make_output_folder(runs_folder(out_dir), "runs folder")
         with atomic_open(os.path.join(out_dir, "sweep.json"), "w") as fh:
             json.dump(
                 {"name": spec.name, "source": spec.source, "runs": [r.params() for r in spec.runs]},

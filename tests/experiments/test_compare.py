@@ -134,6 +134,27 @@ def test_unwritable_output_folder_is_refused_before_anything_runs(capsys, tmp_pa
     assert code != 0 and "cannot write to the output folder" in json.loads(capsys.readouterr().out)["error"]
 
 
+def test_an_output_folder_the_system_will_not_create_is_one_line_before_anything_runs(
+    capsys, tmp_path, monkeypatch
+):
+    """Where only creating it tells (root under ``/proc``: ``access`` says yes, ``mkdir`` no)."""
+    import errno
+    import os
+
+    out = tmp_path / "out"
+    makedirs = os.makedirs
+
+    def refuse(path, *args, **kwargs):
+        if os.fspath(path) != str(out):
+            return makedirs(path, *args, **kwargs)
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+
+    monkeypatch.setattr(os, "makedirs", refuse)
+    code = main(["compare", GAME, "--out", str(out), "--json"])
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert code == 2 and error == f"cannot create the output folder '{out}': No such file or directory"
+
+
 def test_configurations_of_one_method_are_separate_runs(tmp_path, capsys):
     # The paper's configuration of rm beside today's default: two curves, two different runs.
     paper = "rm[local=rm+,averaging=linear,updates=alternating]"

@@ -162,3 +162,25 @@ def test_one_validator_serves_every_output(tmp_path, fifo):
         sweep({"games": ["kuhn"], "methods": ["cfr"]}, str(tmp_path / "pipe" / "x"))
     check_outputs(files={"trace file": str(tmp_path / "new.csv")}, folders={"out": str(tmp_path / "a" / "b")})
     assert sorted(os.listdir(tmp_path)) == ["pipe"]  # checking created nothing
+
+
+def test_a_folder_only_creating_can_refuse_is_one_line_naming_it(tmp_path, monkeypatch):
+    """``make_output_folder`` (compare's ``--out``, a sweep's run records folder) turns what only
+    ``mkdir`` tells, after the looking-only check passed, into one line naming the folder."""
+    import errno
+
+    from efce.errors import OptionError
+    from efce.experiments.paths import make_output_folder
+
+    target = tmp_path / "made" / "inside"
+    make_output_folder(str(target))
+    assert target.is_dir()
+    make_output_folder(str(target))  # an existing folder is fine
+
+    def refuse(path, *args, **kwargs):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+
+    monkeypatch.setattr(os, "makedirs", refuse)
+    with pytest.raises(OptionError) as refused:
+        make_output_folder(str(tmp_path / "runs"), "runs folder")
+    assert str(refused.value) == f"cannot create the runs folder '{tmp_path / 'runs'}': Permission denied"
