@@ -156,29 +156,13 @@ def test_phases_script_times_every_pass_of_an_rm_iteration_on_each_thread_count(
         }
 
 
-def _optimum(model) -> float:
-    """The LP's optimal objective by HiGHS through scipy (maximize ``c x`` over the model's rows
-    ``row_lower ≤ A x ≤ row_upper`` and its column bounds)."""
-    import numpy as np
-    from scipy.optimize import linprog
+def _optimum(game, model) -> float:
+    """The LP's optimal objective by ``lp-highs`` on the prebuilt ``model``."""
+    from efce.baselines import solve_lp_highs
 
-    eq = model.row_lower == model.row_upper
-    ge = ~eq & np.isfinite(model.row_lower)
-    bounds = [
-        (lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
-        for lo, hi in zip(model.col_lower, model.col_upper, strict=True)
-    ]
-    result = linprog(
-        -model.c,
-        A_ub=-model.A[np.flatnonzero(ge)],
-        b_ub=-model.row_lower[ge],
-        A_eq=model.A[np.flatnonzero(eq)],
-        b_eq=model.row_lower[eq],
-        bounds=bounds,
-        method="highs",
-    )
-    assert result.status == 0, result.message
-    return -result.fun
+    result = solve_lp_highs(game, model=model)
+    assert result.status == "converged", result.info
+    return result.info["objective_value"]
 
 
 @pytest.mark.parametrize("concept", ["efce", "efcce", "nfcce"])
@@ -198,4 +182,4 @@ def test_the_pdlp_benchmarks_local_following_rows_keep_the_lps_optimum(monkeypat
     )
     local = build_efce_lp(game, objective=objective, concept=concept)
     assert local.num_variables > dense.num_variables  # the follow-value variables are there
-    assert _optimum(local) == pytest.approx(_optimum(dense), abs=1e-7)
+    assert _optimum(game, local) == pytest.approx(_optimum(game, dense), abs=1e-7)
