@@ -106,7 +106,7 @@ def estimate_pdlp_bytes(
 
 def _pdlp_bytes(size: ModelSize) -> int:
     """:func:`estimate_pdlp_bytes` of a model of ``size`` (a built model's ``size`` holds the
-    counts the estimate reads, so a run computes them once)."""
+    counts the estimate reads: after the build, a run reads them there)."""
     per_nonzero = PDLP_BYTES_PER_NONZERO + (PRESOLVE_BYTES_PER_NONZERO if presolves(size.nonzeros) else 0)
     return (
         PDLP_FIXED_BYTES
@@ -364,8 +364,8 @@ def solve_lp_pdlp(
             },
         )
     if model is None:
-        size = estimate_efce_lp(game, extra_rows=int(welfare_threshold is not None), concept=concept)
-        check_budget(_pdlp_bytes(size), f"the {concept.upper()} LP of {game.name} for PDLP", memory_budget)
+        need = estimate_pdlp_bytes(game, welfare_threshold=welfare_threshold, concept=concept)
+        check_budget(need, f"the {concept.upper()} LP of {game.name} for PDLP", memory_budget)
         # The PDLP estimate above replaces the generic (factorizing-solver) one of the builder.
         model = build_efce_lp(
             game,
