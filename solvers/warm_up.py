@@ -56,6 +56,7 @@ from efce.games.resources.compiled import (
 from efce.interrupts import check_stop
 from efce.solvers.backends import get_backend
 from efce.solvers.backends.sizing import sized_as
+from efce.solvers.parallel_compile import compile_together
 
 if TYPE_CHECKING:
     from efce.games.game import Game
@@ -155,10 +156,27 @@ def warm_up_run(
     kind = chance_visibility(game).kind
     twin = twin_game(game.num_players, kind)
     extra = {"device": True} if device else {}
-    for size in stand_ins or [None]:
-        key = (run, configuration, game.num_players, kind, device, current_mode(), size)
-        if key in _WARMED:
-            continue
+    mode = current_mode()
+    todo = [
+        size
+        for size in stand_ins or [None]
+        if (run, configuration, game.num_players, kind, device, mode, size) not in _WARMED
+    ]
+    on_cpu = backend.name == "cpu" and options.get("backend", "cpu") in (None, "cpu")
+    # On an empty cache helper processes compile their share of the variants on the other cores,
+    # and the loop below loads them; a warm cache starts none and needs no loop.
+    if (
+        todo
+        and mode == "compiled"
+        and on_cpu
+        and compile_together(
+            run, game.num_players, kind, {**settings, **extra}, todo, threads=options.get("threads")
+        )
+    ):
+        _WARMED.update((run, configuration, game.num_players, kind, device, mode, s) for s in todo)
+        todo = []
+    for size in todo:
+        key = (run, configuration, game.num_players, kind, device, mode, size)
         check_stop("warming up")
         if size is None:
             run(twin, progress=None, **settings, **extra)

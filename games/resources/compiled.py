@@ -27,6 +27,9 @@ only when the call's variant is not compiled in this process yet — a variant a
   :data:`INTERPRET_MAX_ELEMENTS` elements, or one made after the attempt's CPU seconds are spent,
   raises :class:`~efce.errors.InterpretationEnded` instead: :func:`efce.solve` then compiles
   and runs again (:func:`efce.solvers.warm_up.tiered_run`).
+* ``"claimed"`` (:func:`claimed_compiles`, never a default): a call compiles its variant if
+  this process is the first of those compiling a run together to claim it, else runs the twin
+  (:mod:`efce.solvers.parallel_compile`).
 
 The environment variable ``EFCE_KERNELS`` (``compiled``, ``auto`` or ``interpreted``) sets the
 default mode, and ``compiled`` also turns :func:`efce.solve`'s interpreted attempt off (the
@@ -41,6 +44,7 @@ entries), so there the twin gives the compiled code's numbers.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 import types
@@ -56,7 +60,7 @@ from numba.core.caching import FunctionCache
 from numba.core.dispatcher import Dispatcher
 from numba.core.registry import CPUDispatcher
 
-from efce.errors import InterpretationEnded
+from efce.errors import InterpretationEnded, OptionError
 
 from .numba_cache import CheckedCache
 
@@ -83,15 +87,28 @@ class _Tier:
     mode: str
     deadline: float | None = None
     strict: bool = False
+    claims: str | None = None  # the folder of claimed variants, in "claimed" mode only
 
 
 _TIER: ContextVar[_Tier | None] = ContextVar("efce_kernel_tier", default=None)
 
 
 def default_mode() -> str:
-    """The mode of a context that chose none: ``EFCE_KERNELS`` if set to a mode, else ``auto``."""
-    mode = os.environ.get(MODE_VARIABLE, "auto").strip().lower()
-    return mode if mode in KERNEL_MODES else "auto"
+    """The mode of a context that chose none: ``EFCE_KERNELS`` if set, else ``auto``.
+
+    Raises
+    ------
+    OptionError
+        ``EFCE_KERNELS`` is set to something other than a mode (a typo ran every kernel in
+        ``auto`` mode unsaid before).
+    """
+    value = os.environ.get(MODE_VARIABLE, "")
+    mode = value.strip().lower()
+    if not mode:
+        return "auto"
+    if mode not in KERNEL_MODES:
+        raise OptionError(f"{MODE_VARIABLE} must be one of {', '.join(KERNEL_MODES)}, got {value!r}")
+    return mode
 
 
 def current_mode() -> str:
@@ -136,6 +153,36 @@ def interpreted_attempt(seconds: float) -> Iterator[None]:
         yield
     finally:
         _TIER.reset(token)
+
+
+@contextmanager
+def claimed_compiles(claims: str) -> Iterator[None]:
+    """Inside the block (the *claimed* mode), a call whose variant this process has not compiled
+    claims it in the folder ``claims``, which processes compiling the same run at once share:
+    the first process to claim a variant compiles it (or loads it from the cache), and every
+    other runs the call as the function's Python twin.  Each variant is so compiled by one
+    process, which writes it to the on-disk cache for the others to load
+    (:mod:`efce.solvers.parallel_compile`)."""
+    token = _TIER.set(_Tier("claimed", claims=claims))
+    try:
+        yield
+    finally:
+        _TIER.reset(token)
+
+
+def _claim(dispatcher: Dispatcher, args: tuple, claims: str) -> bool:
+    """Whether this process wins the claim on the variant of ``dispatcher`` that ``args`` call: an
+    empty file named after the function and the argument types, created if absent (atomically:
+    one process of several creates it)."""
+    kinds = ",".join(str(dispatcher.typeof_pyval(a)) for a in args)
+    function = dispatcher.py_func
+    key = f"{function.__module__}.{function.__qualname__}({kinds})"
+    name = hashlib.sha256(key.encode()).hexdigest()[:32]
+    try:
+        os.close(os.open(os.path.join(claims, name), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
 
 
 # ---------------------------------------------------------------------- the Python twins
@@ -227,6 +274,11 @@ class TieredDispatcher(CPUDispatcher):
     def _compile_for_args(self, *args: Any, **kws: Any) -> Any:
         tier = _TIER.get()
         mode = default_mode() if tier is None else tier.mode
+        if mode == "claimed":
+            assert tier is not None and tier.claims is not None  # set by claimed_compiles only
+            if not kws and not _claim(self, args, tier.claims):
+                return self._call_twin
+            return super()._compile_for_args(*args, **kws)  # type: ignore[misc]  # numba, untyped
         if mode == "interpreted":
             if tier is not None and tier.strict:
                 _check_attempt(self, tier, args)
@@ -302,6 +354,7 @@ __all__ = [
     "KERNEL_MODES",
     "MODE_VARIABLE",
     "TieredDispatcher",
+    "claimed_compiles",
     "compiled",
     "compiled_only",
     "current_mode",

@@ -13,6 +13,7 @@ strategies, with exact best responses by backward induction.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Sequence
@@ -169,22 +170,25 @@ def solve_cfr(
 
 
 # ----------------------------------------------------------------------------- declaration
+def _run(variant: str, game: Game, *, progress: ProgressCallback | None, **o) -> SolveResult:
+    from efce.solvers.regret.registry import make_rule
+
+    return solve_cfr(
+        game,
+        iterations=o["iterations"],
+        variant=variant,
+        rule=make_rule(o["local"]) if o["local"] else None,
+        time_limit=o["time_limit"],
+        target_gap=o["target_gap"],
+        progress=progress,
+        threads=o["threads"],
+    )
+
+
 def _runner(variant: str):
-    def run(game: Game, *, progress: ProgressCallback | None, **o) -> SolveResult:
-        from efce.solvers.regret.registry import make_rule
-
-        return solve_cfr(
-            game,
-            iterations=o["iterations"],
-            variant=variant,
-            rule=make_rule(o["local"]) if o["local"] else None,
-            time_limit=o["time_limit"],
-            target_gap=o["target_gap"],
-            progress=progress,
-            threads=o["threads"],
-        )
-
-    return run
+    # A partial of a module-level function, not a closure: a warm-up's helper processes
+    # receive the runner pickled (efce.solvers.parallel_compile).
+    return functools.partial(_run, variant)
 
 
 def _warm_up_of(run):

@@ -25,6 +25,7 @@ reduced plans are bit-packed and deduplicated, joint plans are tuples of ids.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -407,20 +408,25 @@ def _check_before_warm_up(game: Game, o: Mapping[str, Any], device: bool) -> Non
         )
 
 
-def _runner(variant: str):
-    def run(game: Game, *, progress: ProgressCallback | None, device: bool = False, **o) -> SolveResult:
-        _check_before_warm_up(game, o, device)
-        return solve_icfr(
-            game,
-            o["iterations"],
-            seed=o["seed"],
-            method=variant,
-            time_limit=o["time_limit"],
-            target_gap=o["target_gap"],
-            progress=progress,
-        )
+def _run(
+    variant: str, game: Game, *, progress: ProgressCallback | None, device: bool = False, **o
+) -> SolveResult:
+    _check_before_warm_up(game, o, device)
+    return solve_icfr(
+        game,
+        o["iterations"],
+        seed=o["seed"],
+        method=variant,
+        time_limit=o["time_limit"],
+        target_gap=o["target_gap"],
+        progress=progress,
+    )
 
-    return run
+
+def _runner(variant: str):
+    # A partial of a module-level function, not a closure: a warm-up's helper processes
+    # receive the runner pickled (efce.solvers.parallel_compile).
+    return functools.partial(_run, variant)
 
 
 def _method(variant: str, description: str) -> Method:

@@ -46,6 +46,7 @@ CPU backend (:mod:`efce.solvers.backends.cpu.trigger`); the local rules run on i
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -770,20 +771,25 @@ def solve_trigger(
 
 
 # ----------------------------------------------------------------------------- declaration
-def _runner(coarse: bool):
-    def run(game: Game, *, progress: ProgressCallback | None, device: bool = False, **o) -> SolveResult:
-        return solve_trigger(
-            game,
-            o["iterations"],
-            coarse=coarse,
-            rule=o["local"],
-            time_limit=o["time_limit"],
-            target_gap=o["target_gap"],
-            progress=progress,
-            device=device,
-        )
+def _run(
+    coarse: bool, game: Game, *, progress: ProgressCallback | None, device: bool = False, **o
+) -> SolveResult:
+    return solve_trigger(
+        game,
+        o["iterations"],
+        coarse=coarse,
+        rule=o["local"],
+        time_limit=o["time_limit"],
+        target_gap=o["target_gap"],
+        progress=progress,
+        device=device,
+    )
 
-    return run
+
+def _runner(coarse: bool):
+    # A partial of a module-level function, not a closure: a warm-up's helper processes
+    # receive the runner pickled (efce.solvers.parallel_compile).
+    return functools.partial(_run, coarse)
 
 
 def _check_before_warm_up(game: Game, o: Mapping[str, Any], device: bool) -> None:

@@ -14,11 +14,12 @@ import pytest
 from numba.core import event
 from numba.core.dispatcher import Dispatcher
 
-from efce.errors import InterpretationEnded
+from efce.errors import InterpretationEnded, OptionError
 from efce.games.resources import compiled as tiers
 from efce.games.resources.compiled import (
     INTERPRET_MAX_ELEMENTS,
     TieredDispatcher,
+    claimed_compiles,
     compiled,
     interpreted_attempt,
     kernel_mode,
@@ -85,6 +86,29 @@ def test_compiled_calls_compile_and_then_run_compiled_in_every_mode():
     assert len(kernel.overloads) == 1
 
 
+def test_a_claimed_call_compiles_the_variant_it_claims_first(tmp_path):
+    kernel = _fresh_kernel()
+    with claimed_compiles(str(tmp_path)):
+        assert _call(kernel, 50)[1] > 0
+    assert len(kernel.overloads) == 1
+    assert len(list(tmp_path.iterdir())) == 1  # the claim, left for the other processes
+
+
+def test_a_variant_another_process_claimed_runs_as_python_here(tmp_path):
+    kernel = _fresh_kernel()
+    x = np.arange(50, dtype=np.float64)
+    assert tiers._claim(kernel, (x, np.empty(50)), str(tmp_path))  # as another process does
+    calls = tiers.twin_calls()
+    with claimed_compiles(str(tmp_path)):
+        total, compiles = _call(kernel, 50)
+    assert compiles == 0 and not kernel.overloads and tiers.twin_calls() == calls + 1
+    assert type(total) is float
+    with claimed_compiles(str(tmp_path)):  # another variant (float32 arrays) is unclaimed
+        out = np.empty(50, np.float32)
+        kernel(x.astype(np.float32), out)
+    assert len(kernel.overloads) == 1
+
+
 def test_auto_mode_interprets_small_calls_and_compiles_large_ones():
     kernel = _fresh_kernel()
     with kernel_mode("auto"):
@@ -104,10 +128,14 @@ def test_auto_mode_compiles_a_function_once_its_twin_has_run_long_enough(monkeyp
 
 
 def test_the_default_mode_is_read_from_the_environment(monkeypatch):
-    cases = (("compiled", "compiled"), ("interpreted", "interpreted"), ("", "auto"), ("x", "auto"))
+    cases = (("compiled", "compiled"), (" Interpreted", "interpreted"), ("", "auto"))
     for value, mode in cases:
         monkeypatch.setenv("EFCE_KERNELS", value)
         assert tiers.current_mode() == mode
+    monkeypatch.setenv("EFCE_KERNELS", "compield")
+    with pytest.raises(OptionError, match="must be one of compiled, auto, interpreted, got 'compield'"):
+        tiers.current_mode()
+    monkeypatch.setenv("EFCE_KERNELS", "compiled")
     with kernel_mode("compiled"):
         assert tiers.current_mode() == "compiled"
     with pytest.raises(ValueError, match="kernel mode"):
