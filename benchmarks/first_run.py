@@ -8,7 +8,9 @@ Each case runs ``efce ...`` (of the venv this script runs in) in a new process t
 ``NUMBA_CACHE_DIR`` set to a new empty folder (a fresh clone, a new Dask worker), then again with
 that folder filled (warm).  ``--profile`` runs the command inside this script's ``--child`` mode,
 which records numba's ``numba:compile`` events and prints, per kernel and variant, the seconds
-spent compiling it (its own, the kernels it compiled inside excluded) on stderr.  One JSON line
+spent compiling it (its own, the kernels it compiled inside excluded) on stderr; it compiles
+every variant in that process (``EFCE_COMPILE_WORKERS=0`` unless set: a warm-up's helper processes
+would compile some of them unseen), so its cold wall clock is that of one core.  One JSON line
 per case on stdout: ``cold_s``, ``warm_s``, ``compile_s`` (the events' outermost total) and the
 command.
 """
@@ -83,8 +85,10 @@ def efce_command(args: str, profile: bool) -> list[str]:
     return [os.path.join(os.path.dirname(sys.executable), "efce"), *shlex.split(args)]
 
 
-def timed(command: list[str], cache: str) -> tuple[float, subprocess.CompletedProcess]:
+def timed(command: list[str], cache: str, profile: bool = False) -> tuple[float, subprocess.CompletedProcess]:
     env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+    if profile:  # every variant compiled in the profiled process, none by a warm-up's helpers
+        env.setdefault("EFCE_COMPILE_WORKERS", "0")
     started = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     return time.perf_counter() - started, done
@@ -120,7 +124,7 @@ def main() -> None:
                 line = line.format(device=device_file(work))
             for _ in range(args.repeats):
                 cache = tempfile.mkdtemp(prefix="first-run-cache-")
-                cold, done = timed(efce_command(line, args.profile), cache)
+                cold, done = timed(efce_command(line, args.profile), cache, args.profile)
                 if args.profile:
                     print(f"== {name} (cold)\n{done.stderr}", file=sys.stderr)
                 warm, again = timed(efce_command(line, False), cache)
