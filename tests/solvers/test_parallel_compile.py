@@ -115,3 +115,25 @@ def test_the_worker_count_defaults_to_the_other_cores(monkeypatch):
     assert compile_workers() == 0
     monkeypatch.setenv(WORKERS_VARIABLE, "3")
     assert compile_workers() == 3
+
+
+def test_a_warm_up_shares_its_compiling_only_when_compiled_on_the_cpu(monkeypatch):
+    from efce import games
+    from efce.games.resources.compiled import kernel_mode
+    from efce.solvers import warm_up
+
+    asked: list[int | None] = []
+
+    def together(*args, threads=None, **kwargs):
+        asked.append(threads)
+        return False  # the warm-up's own loop runs
+
+    monkeypatch.setattr(warm_up, "compile_together", together)
+    monkeypatch.setattr(warm_up, "_WARMED", set())
+    game = games.sheriff(max_bribe=1, max_items=1, rounds=1)
+    with kernel_mode("compiled"):
+        warm_up.warm_up_run(_records_its_runs, game, {"threads": 2})
+        warm_up.warm_up_run(_records_its_runs, game, {"threads": 2, "backend": "cuda"})  # a device's loop
+    with kernel_mode("auto"):  # a tiny run's calls run as Python: nothing to share
+        warm_up.warm_up_run(_records_its_runs, game, {"threads": 3})
+    assert asked == [2]
