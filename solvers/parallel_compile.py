@@ -14,8 +14,9 @@ helpers compiled: the kernels the timed run calls and its results are the same; 
 run's wait is shorter.
 
 A helper that fails, hangs or is killed costs time, nothing else: whatever it did not write to
-the cache, the warm-up proper compiles.  ``EFCE_COMPILE_WORKERS`` sets the number of helpers
-(``0``: none).
+the cache, the warm-up proper compiles.  A command stopped while it compiles removes the claims'
+folder, and its helpers then end after the variant each is compiling.  ``EFCE_COMPILE_WORKERS``
+sets the number of helpers (``0``: none).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any
 from efce.errors import OptionError
 from efce.games.resources import numba_cache
 from efce.games.resources.compiled import claimed_compiles
-from efce.interrupts import check_stop
+from efce.interrupts import check_stop, forget_on_abort, remove_on_abort
 
 #: The environment variable that sets the number of helper processes.
 WORKERS_VARIABLE = "EFCE_COMPILE_WORKERS"
@@ -146,6 +147,10 @@ def compile_together(
 
     helpers: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory(prefix="efce-claims-") as claims:
+        # A command aborted inside the compiler ends at once, without this block's cleanup: the
+        # folder is then removed by the abort, and the helpers, finding it gone, compile nothing
+        # more (efce.games.resources.compiled._claim) and end after their current variant.
+        remove_on_abort(claims)
         data = pickle.dumps({**message, "claims": claims})
 
         def start() -> None:
@@ -181,6 +186,7 @@ def compile_together(
                 if helper.poll() is None:
                     helper.kill()
                 helper.wait()
+            forget_on_abort(claims)
     return not helpers
 
 

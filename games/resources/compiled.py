@@ -173,7 +173,7 @@ def claimed_compiles(claims: str) -> Iterator[None]:
 def _claim(dispatcher: Dispatcher, args: tuple, claims: str) -> bool:
     """Whether this process wins the claim on the variant of ``dispatcher`` that ``args`` call: an
     empty file named after the function and the argument types, created if absent (atomically:
-    one process of several creates it)."""
+    one process of several creates it); False also when the folder no longer exists."""
     kinds = ",".join(str(dispatcher.typeof_pyval(a)) for a in args)
     function = dispatcher.py_func
     key = f"{function.__module__}.{function.__qualname__}({kinds})"
@@ -181,6 +181,10 @@ def _claim(dispatcher: Dispatcher, args: tuple, claims: str) -> bool:
     try:
         os.close(os.open(os.path.join(claims, name), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:
+        return False
+    except FileNotFoundError:
+        # The folder is gone: the process that made it has ended (an aborted command removes
+        # it), so a helper compiles nothing more and its tiny runs end within milliseconds.
         return False
     return True
 

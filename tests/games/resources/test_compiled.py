@@ -109,6 +109,13 @@ def test_a_variant_another_process_claimed_runs_as_python_here(tmp_path):
     assert len(kernel.overloads) == 1
 
 
+def test_once_the_claims_folder_is_gone_a_claimed_call_compiles_nothing(tmp_path):
+    kernel = _fresh_kernel()
+    with claimed_compiles(str(tmp_path / "removed by an aborted command")):
+        assert _call(kernel, 50)[1] == 0
+    assert not kernel.overloads
+
+
 def test_auto_mode_interprets_small_calls_and_compiles_large_ones():
     kernel = _fresh_kernel()
     with kernel_mode("auto"):
