@@ -153,16 +153,22 @@ def compile_together(
         remove_on_abort(claims)
         data = pickle.dumps({**message, "claims": claims})
 
+        tried: list[bool] = []
+
         def start() -> None:
-            if helpers:
+            if tried:
                 return
+            tried.append(True)
             for _ in range(workers):
-                helper = subprocess.Popen(
-                    [sys.executable, "-c", _HELPER],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
+                try:
+                    helper = subprocess.Popen(
+                        [sys.executable, "-c", _HELPER],
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                except (OSError, ValueError):  # no interpreter to start (embedded Python): alone
+                    break
                 assert helper.stdin is not None  # stdin=PIPE
                 try:
                     helper.stdin.write(data)

@@ -137,3 +137,26 @@ def test_a_warm_up_shares_its_compiling_only_when_compiled_on_the_cpu(monkeypatc
     with kernel_mode("auto"):  # a tiny run's calls run as Python: nothing to share
         warm_up.warm_up_run(_records_its_runs, game, {"threads": 3})
     assert asked == [2]
+
+
+def _compiles_a_new_kernel(game, progress=None, **settings):
+    from efce.games.resources.compiled import compiled
+
+    @compiled
+    def twice(x):
+        return 2 * x
+
+    _RUNS.append(twice(game.num_players))
+
+
+def test_a_helper_that_cannot_start_leaves_the_warm_up_to_this_process(monkeypatch):
+    monkeypatch.setenv(WORKERS_VARIABLE, "1")
+
+    def no_interpreter(*args, **kwargs):
+        raise OSError("no Python to start")
+
+    monkeypatch.setattr(parallel_compile.subprocess, "Popen", no_interpreter)
+    started: list[int] = []
+    _RUNS.clear()
+    whole = compile_together(_compiles_a_new_kernel, 2, "none", {}, [None], notice=started.append)
+    assert whole and started == [0] and _RUNS == [4]  # it compiled here, and the run went on
