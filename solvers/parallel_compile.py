@@ -28,12 +28,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import nullcontext
 from typing import Any
 
 from efce.errors import OptionError
 from efce.games.resources import numba_cache
 from efce.games.resources.compiled import claimed_compiles
+from efce.games.resources.memory import usable_cores
 from efce.interrupts import check_stop, forget_on_abort, remove_on_abort
 
 #: The environment variable that sets the number of helper processes.
@@ -66,21 +66,18 @@ def compile_workers() -> int:
         if workers < 0:
             raise OptionError(f"{WORKERS_VARIABLE} must be a whole number ≥ 0, got {value!r}")
         return workers
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(0, min(cores - 1, MAX_WORKERS))
+    return max(0, min(usable_cores() - 1, MAX_WORKERS))
 
 
 def _twin_runs(payload: Mapping[str, Any]) -> None:
     """The warm-up's tiny runs of ``payload``: ``run`` on :func:`~.warm_up.twin_game` once per
-    size class (:func:`~efce.solvers.backends.sizing.sized_as`)."""
-    from efce.solvers.backends.sizing import sized_as
-    from efce.solvers.warm_up import twin_game
+    size class (:func:`~.warm_up.tiny_run`)."""
+    from efce.solvers.warm_up import tiny_run, twin_game
 
     twin = twin_game(payload["players"], payload["chance"])
     for size in payload["sizes"]:
         check_stop("compiling")
-        with sized_as(*size) if size is not None else nullcontext():
-            payload["run"](twin, progress=None, **payload["settings"])
+        tiny_run(payload["run"], twin, payload["settings"], size)
 
 
 def compile_together(
@@ -132,15 +129,9 @@ def compile_together(
     sizes = list(sizes)
     if workers == 0 or numba_cache.mode == "disabled":
         return False
+    message = {"run": run, "players": players, "chance": chance, "settings": dict(settings), "sizes": sizes}
     try:
-        message = {
-            "run": run,
-            "players": players,
-            "chance": chance,
-            "settings": dict(settings),
-            "sizes": sizes,
-        }
-        pickle.dumps(message)
+        data = pickle.dumps(message)
     except Exception:  # an option another process cannot receive: compile here alone
         return False
     from efce.solvers.warm_up import compile_notice
@@ -151,7 +142,6 @@ def compile_together(
         # folder is then removed by the abort, and the helpers, finding it gone, compile nothing
         # more (efce.games.resources.compiled._claim) and end after their current variant.
         remove_on_abort(claims)
-        data = pickle.dumps({**message, "claims": claims})
 
         tried: list[bool] = []
 
@@ -162,7 +152,7 @@ def compile_together(
             for _ in range(workers):
                 try:
                     helper = subprocess.Popen(
-                        [sys.executable, "-c", _HELPER],
+                        [sys.executable, "-c", _HELPER, claims],
                         stdin=subprocess.PIPE,
                         stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL,
@@ -201,9 +191,10 @@ _HELPER = "import sys; from efce.solvers.parallel_compile import helper_main; sy
 
 
 def helper_main() -> int:
-    """A helper process: the tiny runs of the pickled message on its stdin, in claimed mode."""
+    """A helper process: the tiny runs of the pickled message on its stdin, in claimed mode in the
+    claims' folder its first argument names."""
     message = pickle.loads(sys.stdin.buffer.read())
-    with claimed_compiles(message["claims"]):
+    with claimed_compiles(sys.argv[1]):
         _twin_runs(message)
     return 0
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -157,11 +157,11 @@ def warm_up_run(
     twin = twin_game(game.num_players, kind)
     extra = {"device": True} if device else {}
     mode = current_mode()
-    todo = [
-        size
-        for size in stand_ins or [None]
-        if (run, configuration, game.num_players, kind, device, mode, size) not in _WARMED
-    ]
+
+    def key(size: tuple[int, int] | None) -> tuple:
+        return (run, configuration, game.num_players, kind, device, mode, size)
+
+    todo = [size for size in stand_ins or [None] if key(size) not in _WARMED]
     on_cpu = backend.name == "cpu" and options.get("backend", "cpu") in (None, "cpu")
     # On an empty cache helper processes compile their share of the variants on the other cores,
     # and the loop below loads them; a warm cache starts none and needs no loop.
@@ -173,18 +173,23 @@ def warm_up_run(
             run, game.num_players, kind, {**settings, **extra}, todo, threads=options.get("threads")
         )
     ):
-        _WARMED.update((run, configuration, game.num_players, kind, device, mode, s) for s in todo)
+        _WARMED.update(key(size) for size in todo)
         todo = []
     for size in todo:
-        key = (run, configuration, game.num_players, kind, device, mode, size)
         check_stop("warming up")
-        if size is None:
-            run(twin, progress=None, **settings, **extra)
-        else:
-            with sized_as(*size):
-                run(twin, progress=None, **settings, **extra)
-        _WARMED.add(key)
+        tiny_run(run, twin, {**settings, **extra}, size)
+        _WARMED.add(key(size))
     check_stop("warming up")  # a stop the tiny run honoured ends the real one before it starts
+
+
+def tiny_run(
+    run: Callable[..., SolveResult], twin: Game, settings: Mapping[str, Any], size: tuple[int, int] | None
+) -> None:
+    """One tiny run of a warm-up: ``run(twin, **settings)``, inside
+    :func:`~efce.solvers.backends.sizing.sized_as` of the stand-in size ``size`` (None: the tiny
+    run's own sizes)."""
+    with sized_as(*size) if size is not None else nullcontext():
+        run(twin, progress=None, **settings)
 
 
 @contextmanager
@@ -354,6 +359,7 @@ __all__ = [
     "segment_size_bound",
     "segments_warm_up",
     "tiered_run",
+    "tiny_run",
     "attempts_interpreted",
     "twin_game",
     "warm_up_run",

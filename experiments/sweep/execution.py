@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from efce.errors import OptionError, SweepError
 from efce.games.resources.atomic import atomic_open
+from efce.games.resources.memory import usable_cores
 from efce.interrupts import acknowledge_stop, graceful, stop_requested
 from efce.solvers.options import describe_value, is_integer
 
@@ -31,10 +32,7 @@ if TYPE_CHECKING:  # annotations only: distributed is imported when a sweep runs
 
 def default_workers() -> int:
     """One worker per core this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+    return usable_cores()
 
 
 @contextlib.contextmanager

@@ -1,6 +1,7 @@
 """The one resources module: how much memory the machine has, how much this process has used,
 and the budget every model that can outgrow the machine checks its estimate against up front, so
-that it is refused with a clear message instead of being killed by the system.
+that it is refused with a clear message instead of being killed by the system; and how many
+cores this process may run on.
 
 Measurements go through psutil (portable) and, for the peak resident set size, through the
 operating system's own high-water mark where it keeps one (``getrusage`` on POSIX, the peak
@@ -26,6 +27,15 @@ from efce.interrupts import forget_on_abort, remove_on_abort
 #: Fraction of the available RAM a single model may claim by default.
 DEFAULT_BUDGET_FRACTION = 0.6
 MIB = 2**20
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the system has one, else every
+    core."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity (macOS, Windows)
+        return os.cpu_count() or 1
 
 
 def available_memory_bytes() -> int:
