@@ -27,6 +27,7 @@ import numpy as np
 from efce.games.arrays import U
 from efce.games.resources.compiled import compiled
 from efce.polytopes.chain import SINGLETON
+from efce.solvers.backends.protocol import PRM_PLUS
 
 from .chain_passes import recommend_block
 from .jit import even_part, kernel
@@ -53,6 +54,105 @@ def step_start(ptr: np.ndarray, widths: np.ndarray, starts: np.ndarray, r: int, 
     """The first entry (``widths = run_size``, ``starts = run_entry``) or source slot
     (``run_nsrc``, ``run_source``) of step ``idx`` of run ``r``."""
     return starts[r] + (idx - ptr[r]) * widths[r]
+
+
+# Most steps of the chains DECOMPOSE builds are a simplex of two to four entries filled from one
+# source (Battleship 49–51 % of the steps, full Sheriff 55 %), in long runs (Battleship: 73–188
+# steps on average).  Under PRM+ (rm's default rule) :func:`recommend_run` and
+# :func:`observe_run` pass such a run through a copy of the step body compiled for its size and
+# rule, whose loops the compiler unrolls and whose rule dispatch it drops: the same arithmetic
+# in the same order, so the same iterates bit for bit, and on medium Battleship (two threads)
+# 28 % less time in Ξ's RECOMMEND and 16 % less in its OBSERVELOSS.  Other runs take the
+# general body.
+
+
+@compiled(inline="always")
+def _recommend_steps(steps, single, n, ns, lo, s, pos, source, family, eta, a, b, x, total, w, accumulate):
+    for _ in range(steps):
+        pos = recommend_block(
+            single, lo, lo + n, s, s + ns, pos, source, family, eta, a, b, x, total, w, accumulate
+        )
+        lo += n
+        s += ns
+    return lo, s, pos
+
+
+@compiled(inline="always")
+def recommend_run(
+    steps: int,
+    single: bool,
+    n: int,
+    ns: int,
+    lo: int,
+    s: int,
+    pos: int,
+    source: np.ndarray,
+    family: int,
+    eta: float,
+    a: np.ndarray,
+    b: np.ndarray,
+    x: np.ndarray,
+    total: np.ndarray,
+    w: float,
+    accumulate: bool,
+) -> tuple[int, int, int]:
+    """RECOMMEND over ``steps`` consecutive steps of one run (``n`` entries from ``ns`` source
+    slots each; singletons if ``single``) from entry ``lo``, source slot ``s`` and state position
+    ``pos``; returns the three after them."""
+    if family == PRM_PLUS and not single and ns == 1:
+        if n == 2:
+            return _recommend_steps(
+                steps, False, 2, 1, lo, s, pos, source, PRM_PLUS, eta, a, b, x, total, w, accumulate
+            )
+        if n == 3:
+            return _recommend_steps(
+                steps, False, 3, 1, lo, s, pos, source, PRM_PLUS, eta, a, b, x, total, w, accumulate
+            )
+        if n == 4:
+            return _recommend_steps(
+                steps, False, 4, 1, lo, s, pos, source, PRM_PLUS, eta, a, b, x, total, w, accumulate
+            )
+    return _recommend_steps(
+        steps, single, n, ns, lo, s, pos, source, family, eta, a, b, x, total, w, accumulate
+    )
+
+
+@compiled(inline="always")
+def _observe_steps(steps, n, state, lo, family, plus, pos, neg, eta, a, b, loss, y):
+    for _ in range(steps):
+        loss[U(lo)] = observe_simplex(family, plus, pos, neg, eta, a, b, state, n, loss, lo, y)
+        state += n
+        lo += n
+    return state, lo
+
+
+@compiled(inline="always")
+def observe_run(
+    steps: int,
+    n: int,
+    state: int,
+    lo: int,
+    family: int,
+    plus: bool,
+    pos: float,
+    neg: float,
+    eta: float,
+    a: np.ndarray,
+    b: np.ndarray,
+    loss: np.ndarray,
+    y: np.ndarray,
+) -> tuple[int, int]:
+    """OBSERVELOSS's local updates over ``steps`` consecutive simplex steps of ``n`` entries of
+    one run, from state position ``state`` and entry ``lo`` (each step's ``v_k`` into its first
+    entry); returns the two after them."""
+    if family == PRM_PLUS:
+        if n == 2:
+            return _observe_steps(steps, 2, state, lo, PRM_PLUS, plus, pos, neg, eta, a, b, loss, y)
+        if n == 3:
+            return _observe_steps(steps, 3, state, lo, PRM_PLUS, plus, pos, neg, eta, a, b, loss, y)
+        if n == 4:
+            return _observe_steps(steps, 4, state, lo, PRM_PLUS, plus, pos, neg, eta, a, b, loss, y)
+    return _observe_steps(steps, n, state, lo, family, plus, pos, neg, eta, a, b, loss, y)
 
 
 # ---------------------------------------------------------------------- layout of the passes
@@ -218,26 +318,24 @@ def run_recommend_parallel(
                     run_stop = min(stop, ptr[U(r + 1)])
                     n, ns = run_size[U(r)], run_nsrc[U(r)]
                     single = run_kind[U(r)] == SINGLETON
-                    for _ in range(idx, run_stop):
-                        pos = recommend_block(
-                            single,
-                            lo,
-                            lo + n,
-                            s,
-                            s + ns,
-                            pos,
-                            source,
-                            family,
-                            eta,
-                            a,
-                            b,
-                            x,
-                            total,
-                            w,
-                            accumulate,
-                        )
-                        lo += n
-                        s += ns
+                    lo, s, pos = recommend_run(
+                        run_stop - idx,
+                        single,
+                        n,
+                        ns,
+                        lo,
+                        s,
+                        pos,
+                        source,
+                        family,
+                        eta,
+                        a,
+                        b,
+                        x,
+                        total,
+                        w,
+                        accumulate,
+                    )
                     idx = run_stop
                     r += 1
 
@@ -291,12 +389,9 @@ def run_observe_parallel(
                     run_stop = min(stop, ptr[U(r + 1)])
                     n = run_size[U(r)]
                     if run_kind[U(r)] != SINGLETON:
-                        for _ in range(idx, run_stop):
-                            loss[U(lo)] = observe_simplex(
-                                family, plus, pos, neg, eta, a, b, state, n, loss, lo, y
-                            )
-                            state += n
-                            lo += n
+                        state, lo = observe_run(
+                            run_stop - idx, n, state, lo, family, plus, pos, neg, eta, a, b, loss, y
+                        )
                     else:
                         lo += n * (run_stop - idx)
                     idx = run_stop
