@@ -91,6 +91,28 @@ def _engine_state(engine) -> list:
     return [engine.state, engine._work, held]
 
 
+def _structure(game, model) -> dict:
+    """The sizes the loop's arrays scale with: Ξ's entries (those of simplex steps carry the
+    rule's state), steps and source slots (one int32 each in the chain), Y's entries (the
+    deviator's state), the nonzeros of A's deviation part (one int32 row each), the game's nodes
+    and terminals.  ``docs/results/memory.md`` derives from them the bytes per relevant pair
+    that the loop holds at the least."""
+    from efce.polytopes.chain import SIMPLEX
+
+    steps = model.xi_steps.steps
+    counts = steps.ptr[1:] - steps.ptr[:-1]
+    return {
+        "xi_entries": int(model.xi_steps.num_entries),
+        "xi_simplex_entries": int((counts * steps.run_size)[steps.run_kind == SIMPLEX].sum()),
+        "xi_steps": int(steps.ptr[-1]),
+        "xi_source_slots": int(len(model.xi_steps.source)),
+        "y_entries": int(model.triggers.num_entries),
+        "deviation_nonzeros": int(sum(len(t.rows) for t in model.tables.players)),
+        "game_nodes": int(game.num_nodes),
+        "game_terminals": int(game.num_terminals),
+    }
+
+
 def case(kwargs, iterations: int = 3):
     def run():
         from efce import games
@@ -120,6 +142,7 @@ def case(kwargs, iterations: int = 3):
         stage("game")
         model = build_efce_model(game)
         n = len(model.pairs)
+        structure = _structure(game, model)
         parked_bytes = model.pairs.sigma2.nbytes + model.entry_of_pair.nbytes
         stage("model (pairs, DECOMPOSE, trigger chain, payoff operator)")
         with pair_arrays_parked(model) as parked:
@@ -172,6 +195,7 @@ def case(kwargs, iterations: int = 3):
             s["peak_bytes_per_pair"] = round(s["peak_mib"] * 2**20 / n, 1)
         return {
             "relevant_pairs": n,
+            "structure": structure,
             "stages": stages,
             "components_bytes_per_pair": per_pair,
             "components_total_bytes_per_pair": round(total / n, 2),

@@ -56,13 +56,15 @@ def step_start(ptr: np.ndarray, widths: np.ndarray, starts: np.ndarray, r: int, 
     return starts[r] + (idx - ptr[r]) * widths[r]
 
 
-# Most steps of the chains DECOMPOSE builds are a simplex of two to four entries filled from one
-# source (Battleship 49–51 % of the steps, full Sheriff 55 %), in long runs (Battleship: 73–188
-# steps on average).  Under PRM+ (rm's default rule) :func:`recommend_run` and
-# :func:`observe_run` pass such a run through a copy of the step body compiled for its size and
-# rule, whose loops the compiler unrolls and whose rule dispatch it drops: the same arithmetic
-# in the same order, so the same iterates bit for bit, and on medium Battleship (two threads)
-# 28 % less time in Ξ's RECOMMEND and 16 % less in its OBSERVELOSS.  Other runs take the
+# Runs of the common shapes go through copies of the step bodies compiled for their shape.  Most
+# steps of the chains DECOMPOSE builds are either a simplex of two to four entries filled from
+# one source or a singleton filled from two to seven (Battleship: 51–55 % and 44–47 % of the
+# steps; full Sheriff 55 % and 45 %; Goofspiel 4 with random prizes 12 % and 33 %), in runs of
+# many steps (Battleship: 73–188 on average).  In a copy the compiler knows the number of
+# entries and sources, so it unrolls their loops, and (for a simplex under PRM+, rm's default
+# rule) the rule, so it drops the rule dispatch.  The arithmetic is the same and in the same
+# order, so the iterates are the same bit for bit.  On medium Battleship (two threads) Ξ's
+# RECOMMEND took 75 ms per iteration, now 45; its OBSERVELOSS 99, now 71.  Other runs take the
 # general body.
 
 
@@ -99,18 +101,45 @@ def recommend_run(
     """RECOMMEND over ``steps`` consecutive steps of one run (``n`` entries from ``ns`` source
     slots each; singletons if ``single``) from entry ``lo``, source slot ``s`` and state position
     ``pos``; returns the three after them."""
-    if family == PRM_PLUS and not single and ns == 1:
+    f = family
+    if single and n == 1:
+        if ns == 2:
+            return _recommend_steps(
+                steps, True, 1, 2, lo, s, pos, source, f, eta, a, b, x, total, w, accumulate
+            )
+        if ns == 3:
+            return _recommend_steps(
+                steps, True, 1, 3, lo, s, pos, source, f, eta, a, b, x, total, w, accumulate
+            )
+        if ns == 4:
+            return _recommend_steps(
+                steps, True, 1, 4, lo, s, pos, source, f, eta, a, b, x, total, w, accumulate
+            )
+        if ns == 5:
+            return _recommend_steps(
+                steps, True, 1, 5, lo, s, pos, source, f, eta, a, b, x, total, w, accumulate
+            )
+        if ns == 6:
+            return _recommend_steps(
+                steps, True, 1, 6, lo, s, pos, source, f, eta, a, b, x, total, w, accumulate
+            )
+        if ns == 7:
+            return _recommend_steps(
+                steps, True, 1, 7, lo, s, pos, source, f, eta, a, b, x, total, w, accumulate
+            )
+    if not single and ns == 1 and family == PRM_PLUS:
+        f = PRM_PLUS
         if n == 2:
             return _recommend_steps(
-                steps, False, 2, 1, lo, s, pos, source, PRM_PLUS, eta, a, b, x, total, w, accumulate
+                steps, False, 2, 1, lo, s, pos, source, f, eta, a, b, x, total, w, accumulate
             )
         if n == 3:
             return _recommend_steps(
-                steps, False, 3, 1, lo, s, pos, source, PRM_PLUS, eta, a, b, x, total, w, accumulate
+                steps, False, 3, 1, lo, s, pos, source, f, eta, a, b, x, total, w, accumulate
             )
         if n == 4:
             return _recommend_steps(
-                steps, False, 4, 1, lo, s, pos, source, PRM_PLUS, eta, a, b, x, total, w, accumulate
+                steps, False, 4, 1, lo, s, pos, source, f, eta, a, b, x, total, w, accumulate
             )
     return _recommend_steps(
         steps, single, n, ns, lo, s, pos, source, family, eta, a, b, x, total, w, accumulate
@@ -153,6 +182,43 @@ def observe_run(
         if n == 4:
             return _observe_steps(steps, 4, state, lo, PRM_PLUS, plus, pos, neg, eta, a, b, loss, y)
     return _observe_steps(steps, n, state, lo, family, plus, pos, neg, eta, a, b, loss, y)
+
+
+@compiled(inline="always")
+def _scatter_steps(steps, n, ns, lo, s, source, loss, d_lo, d_hi):
+    for _ in range(steps):
+        v = loss[U(lo)]
+        for j in range(s, s + ns):
+            e = np.int64(source[U(j)])
+            if e >= d_lo and e < d_hi:
+                loss[U(e)] += v
+        lo -= n
+        s -= ns
+
+
+@compiled(inline="always")
+def scatter_run(
+    steps: int, n: int, ns: int, lo: int, s: int, source: np.ndarray, loss: np.ndarray, d_lo: int, d_hi: int
+) -> None:
+    """OBSERVELOSS's scatter over ``steps`` steps of one run (``n`` entries from ``ns`` source
+    slots each), backwards from the step at entry ``lo`` and source slot ``s``: each step's
+    ``v_k`` (in its first entry) added into those of its sources that lie in ``d_lo : d_hi``."""
+    if ns == 1:
+        _scatter_steps(steps, n, 1, lo, s, source, loss, d_lo, d_hi)
+    elif n == 1 and ns == 2:
+        _scatter_steps(steps, 1, 2, lo, s, source, loss, d_lo, d_hi)
+    elif n == 1 and ns == 3:
+        _scatter_steps(steps, 1, 3, lo, s, source, loss, d_lo, d_hi)
+    elif n == 1 and ns == 4:
+        _scatter_steps(steps, 1, 4, lo, s, source, loss, d_lo, d_hi)
+    elif n == 1 and ns == 5:
+        _scatter_steps(steps, 1, 5, lo, s, source, loss, d_lo, d_hi)
+    elif n == 1 and ns == 6:
+        _scatter_steps(steps, 1, 6, lo, s, source, loss, d_lo, d_hi)
+    elif n == 1 and ns == 7:
+        _scatter_steps(steps, 1, 7, lo, s, source, loss, d_lo, d_hi)
+    else:
+        _scatter_steps(steps, n, ns, lo, s, source, loss, d_lo, d_hi)
 
 
 # ---------------------------------------------------------------------- layout of the passes
@@ -411,14 +477,7 @@ def run_observe_parallel(
                     n, n_src = run_size[U(r)], run_nsrc[U(r)]
                     lo = step_start(ptr, run_size, run_entry, r, idx)
                     s = step_start(ptr, run_nsrc, run_source, r, idx)
-                    for _ in range(idx, run_first - 1, -1):
-                        v = loss[U(lo)]
-                        for j in range(s, s + n_src):
-                            e = np.int64(source[U(j)])
-                            if e >= d_lo and e < d_hi:
-                                loss[U(e)] += v
-                        lo -= n
-                        s -= n_src
+                    scatter_run(idx - run_first + 1, n, n_src, lo, s, source, loss, d_lo, d_hi)
                     idx = run_first - 1
                     r -= 1
 
