@@ -63,20 +63,39 @@ def recommend_block(
     (a singleton step if ``single``; else its local state at ``pos``): ``x[lo:hi] = h(x) · y``,
     and ``total[lo:hi] += w · x[lo:hi]`` when ``accumulate``.  Returns the next state position.
     The one step body of every RECOMMEND pass (steps given one by one or as runs)."""
-    h = 0.0
-    for j in range(s_lo, s_hi):
-        h += x[U(source[U(j)])]
+    h = source_sum(source, x, s_lo, s_hi)
     if single:
         x[U(lo)] = h
     else:
         local_strategy(family, eta, a, b, pos, hi - lo, x, lo)
         pos += hi - lo
-        for e in range(lo, hi):
-            x[U(e)] = h * x[U(e)]
+        scale_entries(x, lo, hi, h)
     if accumulate:
-        for e in range(lo, hi):
-            total[U(e)] += w * x[U(e)]
+        add_weighted(total, x, lo, hi, w)
     return pos
+
+
+@compiled(inline="always")
+def source_sum(source: np.ndarray, x: np.ndarray, s_lo: int, s_hi: int) -> float:
+    """``h(x)``: the sum of ``x`` over the source slots ``s_lo:s_hi``, in slot order."""
+    h = 0.0
+    for j in range(s_lo, s_hi):
+        h += x[U(source[U(j)])]
+    return h
+
+
+@compiled(inline="always")
+def scale_entries(x: np.ndarray, lo: int, hi: int, h: float) -> None:
+    """``x[lo:hi] = h · x[lo:hi]`` (a simplex step's strategy scaled by its sources' sum)."""
+    for e in range(lo, hi):
+        x[U(e)] = h * x[U(e)]
+
+
+@compiled(inline="always")
+def add_weighted(total: np.ndarray, x: np.ndarray, lo: int, hi: int, w: float) -> None:
+    """``total[lo:hi] += w · x[lo:hi]`` (the running sum of the iterates)."""
+    for e in range(lo, hi):
+        total[U(e)] += w * x[U(e)]
 
 
 @compiled(inline="always")

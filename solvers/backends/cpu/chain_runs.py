@@ -29,9 +29,9 @@ from efce.games.resources.compiled import compiled
 from efce.polytopes.chain import SINGLETON
 from efce.solvers.backends.protocol import PRM_PLUS
 
-from .chain_passes import recommend_block
+from .chain_passes import add_weighted, recommend_block, scale_entries, source_sum
 from .jit import even_part, kernel
-from .rules import discounts, observe_simplex
+from .rules import discounts, observe_simplex, prm_plus_observe, regret_strategy
 
 # The hot kernels index through games.arrays.U (unsigned); every index here is non-negative.
 
@@ -62,10 +62,13 @@ def step_start(ptr: np.ndarray, widths: np.ndarray, starts: np.ndarray, r: int, 
 # steps; full Sheriff 55 % and 45 %; Goofspiel 4 with random prizes 12 % and 33 %), in runs of
 # many steps (Battleship: 73–188 on average).  In a copy the compiler knows the number of
 # entries and sources, so it unrolls their loops, and (for a simplex under PRM+, rm's default
-# rule) the rule, so it drops the rule dispatch.  The arithmetic is the same and in the same
-# order, so the iterates are the same bit for bit.  On medium Battleship (two threads) Ξ's
-# RECOMMEND took 75 ms per iteration, now 45; its OBSERVELOSS 99, now 71.  Other runs take the
-# general body.
+# rule) the rule, so it has no rule dispatch.  The arithmetic is the same and in the same order,
+# so the iterates are the same bit for bit.  On medium Battleship (two threads) Ξ's RECOMMEND
+# took 75 ms per iteration, now 47; its OBSERVELOSS 99, now 71.  Other runs take the general
+# body.  :func:`recommend_run` and :func:`observe_run` are functions of their own, called once
+# per run: inlined into the parallel passes, their copies made numba compile those passes for
+# 16 s each on an empty cache, against 4–6 s for the passes and the two functions apart; the
+# scatter's copies are small and stay inlined (called apart, the scatter took 79 ms, not 71).
 
 
 @compiled(inline="always")
@@ -80,6 +83,31 @@ def _recommend_steps(steps, single, n, ns, lo, s, pos, source, family, eta, a, b
 
 
 @compiled(inline="always")
+def _singleton_steps(steps, ns, lo, s, source, x, total, w, accumulate):
+    for _ in range(steps):
+        x[U(lo)] = source_sum(source, x, s, s + ns)
+        if accumulate:
+            add_weighted(total, x, lo, lo + 1, w)
+        lo += 1
+        s += ns
+    return lo, s
+
+
+@compiled(inline="always")
+def _prm_plus_steps(steps, n, lo, s, pos, source, a, b, x, total, w, accumulate):
+    for _ in range(steps):
+        h = source_sum(source, x, s, s + 1)
+        regret_strategy(True, a, b, pos, n, x, lo)
+        scale_entries(x, lo, lo + n, h)
+        if accumulate:
+            add_weighted(total, x, lo, lo + n, w)
+        pos += n
+        lo += n
+        s += 1
+    return lo, s, pos
+
+
+@compiled
 def recommend_run(
     steps: int,
     single: bool,
@@ -100,47 +128,28 @@ def recommend_run(
 ) -> tuple[int, int, int]:
     """RECOMMEND over ``steps`` consecutive steps of one run (``n`` entries from ``ns`` source
     slots each; singletons if ``single``) from entry ``lo``, source slot ``s`` and state position
-    ``pos``; returns the three after them."""
-    f = family
-    if single and n == 1:
+    ``pos``; returns the three after them: :func:`~.chain_passes.recommend_block` step by step,
+    or its arithmetic in a copy for the run's shape."""
+    if single and n == 1 and 2 <= ns <= 7:
         if ns == 2:
-            return _recommend_steps(
-                steps, True, 1, 2, lo, s, pos, source, f, eta, a, b, x, total, w, accumulate
-            )
-        if ns == 3:
-            return _recommend_steps(
-                steps, True, 1, 3, lo, s, pos, source, f, eta, a, b, x, total, w, accumulate
-            )
-        if ns == 4:
-            return _recommend_steps(
-                steps, True, 1, 4, lo, s, pos, source, f, eta, a, b, x, total, w, accumulate
-            )
-        if ns == 5:
-            return _recommend_steps(
-                steps, True, 1, 5, lo, s, pos, source, f, eta, a, b, x, total, w, accumulate
-            )
-        if ns == 6:
-            return _recommend_steps(
-                steps, True, 1, 6, lo, s, pos, source, f, eta, a, b, x, total, w, accumulate
-            )
-        if ns == 7:
-            return _recommend_steps(
-                steps, True, 1, 7, lo, s, pos, source, f, eta, a, b, x, total, w, accumulate
-            )
-    if not single and ns == 1 and family == PRM_PLUS:
-        f = PRM_PLUS
+            lo, s = _singleton_steps(steps, 2, lo, s, source, x, total, w, accumulate)
+        elif ns == 3:
+            lo, s = _singleton_steps(steps, 3, lo, s, source, x, total, w, accumulate)
+        elif ns == 4:
+            lo, s = _singleton_steps(steps, 4, lo, s, source, x, total, w, accumulate)
+        elif ns == 5:
+            lo, s = _singleton_steps(steps, 5, lo, s, source, x, total, w, accumulate)
+        elif ns == 6:
+            lo, s = _singleton_steps(steps, 6, lo, s, source, x, total, w, accumulate)
+        else:
+            lo, s = _singleton_steps(steps, 7, lo, s, source, x, total, w, accumulate)
+        return lo, s, pos
+    if not single and ns == 1 and 2 <= n <= 4 and family == PRM_PLUS:
         if n == 2:
-            return _recommend_steps(
-                steps, False, 2, 1, lo, s, pos, source, f, eta, a, b, x, total, w, accumulate
-            )
+            return _prm_plus_steps(steps, 2, lo, s, pos, source, a, b, x, total, w, accumulate)
         if n == 3:
-            return _recommend_steps(
-                steps, False, 3, 1, lo, s, pos, source, f, eta, a, b, x, total, w, accumulate
-            )
-        if n == 4:
-            return _recommend_steps(
-                steps, False, 4, 1, lo, s, pos, source, f, eta, a, b, x, total, w, accumulate
-            )
+            return _prm_plus_steps(steps, 3, lo, s, pos, source, a, b, x, total, w, accumulate)
+        return _prm_plus_steps(steps, 4, lo, s, pos, source, a, b, x, total, w, accumulate)
     return _recommend_steps(
         steps, single, n, ns, lo, s, pos, source, family, eta, a, b, x, total, w, accumulate
     )
@@ -156,6 +165,15 @@ def _observe_steps(steps, n, state, lo, family, plus, pos, neg, eta, a, b, loss,
 
 
 @compiled(inline="always")
+def _prm_plus_observe_steps(steps, n, state, lo, a, b, loss, y):
+    for _ in range(steps):
+        loss[U(lo)] = prm_plus_observe(a, b, state, n, loss, lo, y)
+        state += n
+        lo += n
+    return state, lo
+
+
+@compiled
 def observe_run(
     steps: int,
     n: int,
@@ -173,14 +191,14 @@ def observe_run(
 ) -> tuple[int, int]:
     """OBSERVELOSS's local updates over ``steps`` consecutive simplex steps of ``n`` entries of
     one run, from state position ``state`` and entry ``lo`` (each step's ``v_k`` into its first
-    entry); returns the two after them."""
-    if family == PRM_PLUS:
+    entry); returns the two after them: :func:`~.rules.observe_simplex` step by step, or its
+    arithmetic in a copy for the run's size under PRM+."""
+    if family == PRM_PLUS and 2 <= n <= 4:
         if n == 2:
-            return _observe_steps(steps, 2, state, lo, PRM_PLUS, plus, pos, neg, eta, a, b, loss, y)
+            return _prm_plus_observe_steps(steps, 2, state, lo, a, b, loss, y)
         if n == 3:
-            return _observe_steps(steps, 3, state, lo, PRM_PLUS, plus, pos, neg, eta, a, b, loss, y)
-        if n == 4:
-            return _observe_steps(steps, 4, state, lo, PRM_PLUS, plus, pos, neg, eta, a, b, loss, y)
+            return _prm_plus_observe_steps(steps, 3, state, lo, a, b, loss, y)
+        return _prm_plus_observe_steps(steps, 4, state, lo, a, b, loss, y)
     return _observe_steps(steps, n, state, lo, family, plus, pos, neg, eta, a, b, loss, y)
 
 

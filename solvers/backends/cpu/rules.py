@@ -138,10 +138,11 @@ def local_strategy(
     """The strategy of the segment ``a[lo:lo+n]`` (and ``b``) into ``out[out_lo:out_lo+n]``.
 
     RM / RM+ / DCFR: ``[R]^+`` normalized; PRM+: ``[R + m]^+`` normalized (``m = b``, the
-    prediction); both uniform when the positive part is 0.  Hedge: ``exp(-η L)`` normalized with
-    ``L = a`` the cumulative loss (shifted by its maximum for stability)."""
-    total = 0.0
+    prediction); both uniform when the positive part is 0 (:func:`regret_strategy`).  Hedge:
+    ``exp(-η L)`` normalized with ``L = a`` the cumulative loss (shifted by its maximum for
+    stability)."""
     if family == HEDGE:
+        total = 0.0
         m = -np.inf
         for e in range(lo, lo + n):
             z = -eta * a[U(e)]
@@ -154,13 +155,32 @@ def local_strategy(
             w = math.exp(-eta * a[U(e)] - m)
             out[U(out_lo + e - lo)] = w
             total += w
+        normalize(total, n, out, out_lo)
     else:
-        for e in range(lo, lo + n):
-            # float64 arithmetic whatever the state's dtype (float32 on big chains)
-            w = np.float64(a[U(e)]) + widened(b[U(e)]) if family == PRM_PLUS else np.float64(a[U(e)])
-            w = w if w > 0.0 else 0.0
-            out[U(out_lo + e - lo)] = w
-            total += w
+        regret_strategy(family == PRM_PLUS, a, b, lo, n, out, out_lo)
+
+
+@compiled(inline="always")
+def regret_strategy(
+    predictive: bool, a: np.ndarray, b: np.ndarray, lo: int, n: int, out: np.ndarray, out_lo: int
+) -> None:
+    """The RM family's strategy (:func:`local_strategy`): ``[R]^+``, or ``[R + m]^+`` if
+    ``predictive`` (PRM+), normalized; uniform when the positive part is 0.  The chain passes'
+    copies for PRM+ (:mod:`.chain_runs`) call it with ``predictive`` a constant."""
+    total = 0.0
+    for e in range(lo, lo + n):
+        # float64 arithmetic whatever the state's dtype (float32 on big chains)
+        w = np.float64(a[U(e)]) + widened(b[U(e)]) if predictive else np.float64(a[U(e)])
+        w = w if w > 0.0 else 0.0
+        out[U(out_lo + e - lo)] = w
+        total += w
+    normalize(total, n, out, out_lo)
+
+
+@compiled(inline="always")
+def normalize(total: float, n: int, out: np.ndarray, out_lo: int) -> None:
+    """``out[out_lo:out_lo+n] /= total`` (as a product with ``1/total``), or uniform if
+    ``total`` is 0."""
     if total > 0.0:
         scale = 1.0 / total
         for i in range(n):
@@ -221,14 +241,36 @@ def observe_simplex(
         for i in range(n):
             a[U(s + i)] += loss[U(lo + i)]
     elif family == PRM_PLUS:
-        for i in range(n):
-            inst = v - loss[U(lo + i)]
-            a[U(s + i)] = prm_plus_regret(a[U(s + i)], inst)
-            b[U(s + i)] = narrowed(inst, b[U(s + i)])
+        prm_plus_update(a, b, s, n, loss, lo, v)
     else:
         for i in range(n):
             a[U(s + i)] = rm_regret(a[U(s + i)], v - loss[U(lo + i)], plus, pos, neg)
     return v
+
+
+@compiled(inline="always")
+def prm_plus_observe(
+    a: np.ndarray, b: np.ndarray, s: int, n: int, loss: np.ndarray, lo: int, y: np.ndarray
+) -> float:
+    """:func:`observe_simplex` under PRM+: the strategy into ``y``, ``v = ⟨loss, y⟩``, then
+    :func:`prm_plus_regret` and ``m ← v − ℓ``.  The chain passes' copies for PRM+
+    (:mod:`.chain_runs`) call it directly."""
+    regret_strategy(True, a, b, s, n, y, 0)
+    v = dot(loss, lo, y, n)
+    prm_plus_update(a, b, s, n, loss, lo, v)
+    return v
+
+
+@compiled(inline="always")
+def prm_plus_update(
+    a: np.ndarray, b: np.ndarray, s: int, n: int, loss: np.ndarray, lo: int, v: float
+) -> None:
+    """PRM+'s update of one simplex that played value ``v``: :func:`prm_plus_regret` of each
+    entry's instantaneous regret ``v − ℓ``, which becomes its prediction."""
+    for i in range(n):
+        inst = v - loss[U(lo + i)]
+        a[U(s + i)] = prm_plus_regret(a[U(s + i)], inst)
+        b[U(s + i)] = narrowed(inst, b[U(s + i)])
 
 
 # ---------------------------------------------------------------------- one rule on segments
