@@ -170,8 +170,8 @@ def regret_strategy(
     total = 0.0
     for e in range(lo, lo + n):
         # float64 arithmetic whatever the state's dtype (float32 on big chains)
-        w = np.float64(a[U(e)]) + widened(b[U(e)]) if predictive else np.float64(a[U(e)])
-        w = w if w > 0.0 else 0.0
+        r = np.float64(a[U(e)]) + widened(b[U(e)]) if predictive else np.float64(a[U(e)])
+        w = r if r > 0.0 else 0.0
         out[U(out_lo + e - lo)] = w
         total += w
     normalize(total, n, out, out_lo)
