@@ -107,7 +107,7 @@ def _prm_plus_steps(steps, n, lo, s, pos, source, a, b, x, total, w, accumulate)
     return lo, s, pos
 
 
-@compiled
+@compiled(nogil=True)
 def recommend_run(
     steps: int,
     single: bool,
@@ -173,7 +173,7 @@ def _prm_plus_observe_steps(steps, n, state, lo, a, b, loss, y):
     return state, lo
 
 
-@compiled
+@compiled(nogil=True)
 def observe_run(
     steps: int,
     n: int,
