@@ -97,15 +97,12 @@ def _structure(game, model) -> dict:
     deviator's state), the nonzeros of A's deviation part (one int32 row each), the game's nodes
     and terminals.  ``docs/results/memory.md`` derives from them the bytes per relevant pair
     that the loop holds at the least."""
-    from efce.polytopes.chain import SIMPLEX
-
-    steps = model.xi_steps.steps
-    counts = steps.ptr[1:] - steps.ptr[:-1]
+    xi = model.xi_steps
     return {
-        "xi_entries": int(model.xi_steps.num_entries),
-        "xi_simplex_entries": int((counts * steps.run_size)[steps.run_kind == SIMPLEX].sum()),
-        "xi_steps": int(steps.ptr[-1]),
-        "xi_source_slots": int(len(model.xi_steps.source)),
+        "xi_entries": int(xi.num_entries),
+        "xi_simplex_entries": int(xi.simplex_entries),
+        "xi_steps": int(xi.num_steps),
+        "xi_source_slots": int(len(xi.source)),
         "y_entries": int(model.triggers.num_entries),
         "deviation_nonzeros": int(sum(len(t.rows) for t in model.tables.players)),
         "game_nodes": int(game.num_nodes),
