@@ -12,8 +12,9 @@ structured, and this module keeps only what cannot be recomputed:
   ``σ_i(z)`` in the trigger's block, the row is the pair ``(r, σ_{-i}(z))`` and the value
   ``p_c(z) u_i(z)``.  Values are per terminal, the ``Y`` entry follows from the block layout
   of :mod:`polytopes.triggers`, so one int32 per nonzero — the Ξ chain entry of the row — is all
-  that is stored (``rows``), plus one int32 per (trigger infoset, terminal) giving the terminal
-  (``line_term``).  Rows are located once, at build time, through the relevant-pair CSR: for
+  that is stored (``rows``), plus per (trigger infoset, terminal) the terminal's value
+  (``line_weight``, float32 where every value is a float32, as on Battleship and Sheriff).
+  Rows are located once, at build time, through the relevant-pair CSR: for
   player 1 the pair sits at ``indptr[σ̂] + off(Î, σ2(z))`` (all sequences of ``Î`` share one
   row pattern), for player 2 at ``pos(σ1(z), (Ĵ, 0)) + b̂`` (``Ĵ``'s sequences are adjacent);
 * following part (column ``λ_t``, rows ``σ(z)`` for the terminals ``z`` the trigger ``t`` fires
@@ -37,7 +38,7 @@ summed), so that every row ``σ(z)`` belongs to one terminal, as without chance.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -67,7 +68,8 @@ class PlayerTriggerTable:
     sequence is in slot ``p`` are ``term_ptr[p] .. term_ptr[p+1]-1`` (terminals with the empty
     own sequence are below no trigger and are left out).  The terminals below ``I`` own the
     line entries ``line_start[I] + (j - term_ptr[cum[pos[I]]])``, ``j`` over their slots; entry
-    ``k`` holds terminal slot ``line_term[k]``, and for the trigger ``(I, a)`` the position of
+    ``k`` holds its terminal's value ``p_c(z) u_i(z)`` (``line_weight[k]``), and for the
+    trigger ``(I, a)`` the position of
     ``ξ[σ̂, σ_{-i}(z)]`` it reads is ``rows[row_start[I] + a · width(I) + k - line_start[I]]``
     (a Ξ chain entry when the tables were built with the chain's entry map, else a relevant-pair
     position).  That is EFCE's layout, where infoset ``I`` hosts one trigger per action; in
@@ -96,9 +98,8 @@ class PlayerTriggerTable:
     child_ptr: np.ndarray  # int64[n_seq + 1]
     child_inf: np.ndarray  # int64[...]
     term_ptr: np.ndarray  # int64[n_seq]  (preorder slots, the empty sequence has none)
-    term_weight: np.ndarray  # float64[T_i]  p_c(z) u_i(z) in slot order
     line_start: np.ndarray  # int64[n_inf + 1]
-    line_term: np.ndarray  # int32[line_start[-1]]  terminal slot of each line entry
+    line_weight: np.ndarray  # float32 or float64[line_start[-1]]  p_c(z) u_i(z) of each line entry
     row_start: np.ndarray  # int64[n_inf + 1]
     rows: np.ndarray  # int32[row_start[-1]]  the Ξ position read, per (trigger, line entry)
     trig_count: np.ndarray  # int64[n_inf]  trigger slots at each infoset
@@ -187,9 +188,10 @@ def trigger_tables(
         check_stop(f"building the trigger tables of {game.name}")
         built.append(_player_table(game, pairs, i, seqs, weighted[:, i], eop, concept))
     consistent = entry_of_pair is not None and all(ok for _, ok in built)
+    players = _narrowest_weights(tuple(t for t, _ in built))
     terminal_row = terminal_pair if entry_of_pair is None else entry_of_pair[terminal_pair]
     return TriggerTables(
-        tuple(t for t, _ in built),
+        players,
         terminal_pair,
         terminal_row,
         seqs,
@@ -197,6 +199,19 @@ def trigger_tables(
         entry_of_pair is not None,
         consistent,
     )
+
+
+def _narrowest_weights(players: tuple) -> tuple:
+    """The tables with their line weights in float32 when every weight of both players is a
+    float32 (Battleship's and Sheriff's payoffs: small integers), else as built (float64).
+
+    Why: the deviation products read one weight per nonzero of ``A``, and a float32 weight read
+    and widened is the same float64, so the sums are unchanged bit for bit with half the bytes
+    read.  One dtype for both players, so that a game compiles one variant of each kernel."""
+    narrow = [t.line_weight.astype(np.float32) for t in players]
+    if not all(np.array_equal(n, t.line_weight) for n, t in zip(narrow, players, strict=True)):
+        return players
+    return tuple(replace(t, line_weight=n) for t, n in zip(players, narrow, strict=True))
 
 
 def _merged_terminals(seqs: np.ndarray, weighted: np.ndarray, n_seq2: int) -> tuple[np.ndarray, np.ndarray]:
@@ -316,9 +331,10 @@ def _player_table(game, pairs, i, seqs, w, entry_of_pair, concept):
         tree.child_ptr,
         tree.child_infosets,
         term_ptr,
-        np.ascontiguousarray(w[order]),
         line_start,
-        line_term,
+        # each line entry's own weight: the products read it in line order, where reading it
+        # through its terminal would cost a second, dependent load per nonzero
+        np.ascontiguousarray(w[order])[line_term],
         row_start,
         rows,
         trig_count,

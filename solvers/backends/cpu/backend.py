@@ -253,9 +253,8 @@ class PayoffProducts:
                 t.end,
                 t.cum,
                 t.term_ptr,
-                t.term_weight,
                 t.line_start,
-                t.line_term,
+                t.line_weight,
                 t.row_start,
                 t.rows,
             )
@@ -407,9 +406,8 @@ class FusedDeviator:
                     t.num_actions,
                     _parent_slots(t),
                     t.term_ptr,
-                    t.term_weight,
                     t.line_start,
-                    t.line_term,
+                    t.line_weight,
                     t.row_start,
                     t.rows,
                 )
@@ -561,9 +559,8 @@ class GapSweeps:
                 t.end,
                 t.cum,
                 t.term_ptr,
-                t.term_weight,
                 t.line_start,
-                t.line_term,
+                t.line_weight,
                 t.row_start,
                 t.rows,
             )

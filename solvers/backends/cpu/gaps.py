@@ -112,9 +112,8 @@ def trigger_gains(
     end: np.ndarray,
     cum: np.ndarray,
     term_ptr: np.ndarray,
-    term_w: np.ndarray,
     line_start: np.ndarray,
-    line_term: np.ndarray,
+    line_w: np.ndarray,
     row_start: np.ndarray,
     rows: np.ndarray,
     follow: np.ndarray,
@@ -144,9 +143,8 @@ def trigger_gains(
             end,
             cum,
             term_ptr,
-            term_w,
             line_start,
-            line_term,
+            line_w,
             row_start,
             rows,
             follow,
@@ -172,9 +170,8 @@ def gains_of_infosets(
     end: np.ndarray,
     cum: np.ndarray,
     term_ptr: np.ndarray,
-    term_w: np.ndarray,
     line_start: np.ndarray,
-    line_term: np.ndarray,
+    line_w: np.ndarray,
     row_start: np.ndarray,
     rows: np.ndarray,
     follow: np.ndarray,
@@ -197,7 +194,7 @@ def gains_of_infosets(
                     p = cum[q] + b
                     v = 0.0
                     for k in range(term_ptr[p] + shift, term_ptr[p + 1] + shift):
-                        v += term_w[line_term[k]] * values[rows[rshift + k]]
+                        v += np.float64(line_w[k]) * values[rows[rshift + k]]
                     for c in range(child_ptr[s], child_ptr[s + 1]):
                         v += value[child_inf[c]]
                     if v > best:

@@ -74,9 +74,8 @@ def deviation_row_adds(
     shift: int,
     width: int,
     term_ptr: np.ndarray,
-    term_w: np.ndarray,
     line_start: np.ndarray,
-    line_term: np.ndarray,
+    line_w: np.ndarray,
     row_start: np.ndarray,
     rows: np.ndarray,
     y: np.ndarray,
@@ -91,7 +90,7 @@ def deviation_row_adds(
         if v == 0.0:
             continue
         for k in range(term_ptr[U(p)] + shift, term_ptr[U(p + 1)] + shift):
-            out[U(rows[U(rshift + k)])] += term_w[U(line_term[U(k)])] * v
+            out[U(rows[U(rshift + k)])] += np.float64(line_w[U(k)]) * v
 
 
 @compiled(inline="always")
@@ -104,9 +103,8 @@ def deviation_column_sums(
     shift: int,
     width: int,
     term_ptr: np.ndarray,
-    term_w: np.ndarray,
     line_start: np.ndarray,
-    line_term: np.ndarray,
+    line_w: np.ndarray,
     row_start: np.ndarray,
     rows: np.ndarray,
     x: np.ndarray,
@@ -119,7 +117,7 @@ def deviation_column_sums(
     for p in range(p_lo, p_hi):
         acc = 0.0
         for k in range(term_ptr[U(p)] + shift, term_ptr[U(p + 1)] + shift):
-            acc += term_w[U(line_term[U(k)])] * x[U(rows[U(rshift + k)])]
+            acc += np.float64(line_w[U(k)]) * x[U(rows[U(rshift + k)])]
         out[U(eb + p)] = sign * acc
 
 
@@ -223,9 +221,8 @@ def deviation_matvec(
     end: np.ndarray,
     cum: np.ndarray,
     term_ptr: np.ndarray,
-    term_w: np.ndarray,
     line_start: np.ndarray,
-    line_term: np.ndarray,
+    line_w: np.ndarray,
     row_start: np.ndarray,
     rows: np.ndarray,
     y: np.ndarray,
@@ -244,9 +241,8 @@ def deviation_matvec(
                 shift,
                 width,
                 term_ptr,
-                term_w,
                 line_start,
-                line_term,
+                line_w,
                 row_start,
                 rows,
                 y,
@@ -263,9 +259,8 @@ def deviation_rmatvec(
     end: np.ndarray,
     cum: np.ndarray,
     term_ptr: np.ndarray,
-    term_w: np.ndarray,
     line_start: np.ndarray,
-    line_term: np.ndarray,
+    line_w: np.ndarray,
     row_start: np.ndarray,
     rows: np.ndarray,
     x: np.ndarray,
@@ -285,9 +280,8 @@ def deviation_rmatvec(
                 shift,
                 width,
                 term_ptr,
-                term_w,
                 line_start,
-                line_term,
+                line_w,
                 row_start,
                 rows,
                 x,
@@ -412,9 +406,8 @@ def deviation_matvec_parallel(
     end: np.ndarray,
     cum: np.ndarray,
     term_ptr: np.ndarray,
-    term_w: np.ndarray,
     line_start: np.ndarray,
-    line_term: np.ndarray,
+    line_w: np.ndarray,
     row_start: np.ndarray,
     rows: np.ndarray,
     y: np.ndarray,
@@ -440,9 +433,8 @@ def deviation_matvec_parallel(
                     shift,
                     width,
                     term_ptr,
-                    term_w,
                     line_start,
-                    line_term,
+                    line_w,
                     row_start,
                     rows,
                     y,
@@ -460,9 +452,8 @@ def deviation_rmatvec_parallel(
     end: np.ndarray,
     cum: np.ndarray,
     term_ptr: np.ndarray,
-    term_w: np.ndarray,
     line_start: np.ndarray,
-    line_term: np.ndarray,
+    line_w: np.ndarray,
     row_start: np.ndarray,
     rows: np.ndarray,
     x: np.ndarray,
@@ -488,9 +479,8 @@ def deviation_rmatvec_parallel(
                     shift,
                     width,
                     term_ptr,
-                    term_w,
                     line_start,
-                    line_term,
+                    line_w,
                     row_start,
                     rows,
                     x,

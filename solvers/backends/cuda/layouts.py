@@ -552,10 +552,9 @@ def payoff_layout(
     return PayoffLayout(a, at, terminal_row, welfare_weight, lam_tau)
 
 
-# The eleven arrays of a player's trigger table that the deviation loops take first (a fixed
+# The ten arrays of a player's trigger table that the deviation loops take first (a fixed
 # length, so that the loops' calls with them unpacked are checked).
 _DeviationArrays = tuple[
-    np.ndarray,
     np.ndarray,
     np.ndarray,
     np.ndarray,
@@ -579,9 +578,8 @@ def _deviation_args(t: PlayerTriggerTable) -> _DeviationArrays:
         t.end,
         t.cum,
         t.term_ptr,
-        t.term_weight,
         t.line_start,
-        t.line_term,
+        t.line_weight,
         t.row_start,
         t.rows,
     )
@@ -634,14 +632,14 @@ def _count_following_rows(
 
 @compiled(cache=True, nogil=True)
 def _count_deviation_rows(
-    first, num_actions, pos, end, cum, term_ptr, term_w, line_start, line_term, row_start, rows, counts
+    first, num_actions, pos, end, cum, term_ptr, line_start, line_w, row_start, rows, counts
 ):
     for inf in range(len(first)):
         width = line_start[inf + 1] - line_start[inf]
         for a in range(num_actions[inf]):
             rshift = row_start[inf] + a * width - line_start[inf]
             for k in range(line_start[inf], line_start[inf + 1]):
-                if term_w[line_term[k]] != 0.0:
+                if line_w[k] != 0.0:
                     counts[rows[rshift + k] + 1] += 1
 
 
@@ -682,9 +680,8 @@ def _fill_deviation_rows(
     end,
     cum,
     term_ptr,
-    term_w,
     line_start,
-    line_term,
+    line_w,
     row_start,
     rows,
     trig_base,
@@ -704,7 +701,7 @@ def _fill_deviation_rows(
             rshift = row_start[inf] + a * width - line_start[inf]
             for p in range(p_lo, p_hi):
                 for k in range(term_ptr[p] + shift, term_ptr[p + 1] + shift):
-                    w = term_w[line_term[k]]
+                    w = line_w[k]
                     if w != 0.0:
                         r = rows[rshift + k]
                         c = ptr[r]
@@ -739,9 +736,8 @@ def _count_deviation_columns(
     end,
     cum,
     term_ptr,
-    term_w,
     line_start,
-    line_term,
+    line_w,
     row_start,
     rows,
     trig_base,
@@ -756,7 +752,7 @@ def _count_deviation_columns(
             for p in range(p_lo, p_hi):
                 n = 0
                 for k in range(term_ptr[p] + shift, term_ptr[p + 1] + shift):
-                    if term_w[line_term[k]] != 0.0:
+                    if line_w[k] != 0.0:
                         n += 1
                 ptr[eb + p + 1] = n
 
@@ -814,9 +810,8 @@ def _fill_deviation_columns(
     end,
     cum,
     term_ptr,
-    term_w,
     line_start,
-    line_term,
+    line_w,
     row_start,
     rows,
     trig_base,
@@ -837,7 +832,7 @@ def _fill_deviation_columns(
             for p in range(p_lo, p_hi):
                 c = ptr[eb + p]
                 for k in range(term_ptr[p] + shift, term_ptr[p + 1] + shift):
-                    w = term_w[line_term[k]]
+                    w = line_w[k]
                     if w != 0.0:
                         col[c], val[c] = rows[rshift + k], w
                         c += 1

@@ -176,5 +176,5 @@ def test_memory_estimate_counts_what_the_model_builds(make):
     assert sizes["relevant_pairs"] == len(model.pairs)
     assert sizes["trigger_entries"] == triggers.chain.num_entries - 1 - triggers.num_triggers
     assert sizes["nonzeros"] == sum(len(t.rows) for t in model.tables.players)
-    assert sizes["trigger_terminals"] == sum(len(t.line_term) for t in model.tables.players)
+    assert sizes["trigger_terminals"] == sum(len(t.line_weight) for t in model.tables.players)
     assert sizes["nodes"] == game.num_nodes
