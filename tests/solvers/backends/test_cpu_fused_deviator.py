@@ -77,6 +77,17 @@ def test_split_among_threads_the_fused_loop_is_the_same(concept):
         assert np.array_equal(fused.points[0], serial.points[0])
 
 
+def test_the_prm_plus_copies_for_three_and_four_actions_are_the_general_step():
+    """PRM+ steps of 3 and 4 actions go through copies compiled for their size
+    (``deviator_observe``, ``deviator_recommend``): the same iterates as Y's chain engine, whose
+    passes run the general step body (this game has infosets of both sizes, and of others)."""
+    model = build_efce_model(make_game(BATTLESHIP))
+    sizes = {int(n) for t in model.tables.players for n in np.unique(t.num_actions)}
+    assert {3, 4} <= sizes
+    fused, plain = _plays(model, "prm+", CPUBackend(threads=1), steps=6)
+    _same(fused, plain, model)
+
+
 def test_a_factory_of_other_minimizers_keeps_the_engine_of_ys_chain():
     model = build_efce_model(make_game(SHERIFF))
     numpy_rule = minimizer_factory("prm+", None, make_rule("prm+"), "numpy")
