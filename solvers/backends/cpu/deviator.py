@@ -25,10 +25,10 @@ Algorithm 1 over that chain (Farina, Ling, Fang, Sandholm 2019, section 3.2), an
 
 Under PRM+ (rm's default rule) a step of 3 or 4 actions — most of Battleship's and Sheriff's
 deviator steps — runs a copy of the rule's arithmetic compiled for its size
-(:func:`~.rules.prm_plus_observe`, :func:`~.rules.regret_strategy`), whose loops the compiler
-unrolls: medium Battleship's two deviator passes 158 → 141–144 ms per iteration on 2 threads.  The
-copies cost compiling (about 5 s on one core for the two kernels); sizes met less often take
-the general body.
+(:func:`~.rules.observe_simplex_unrolled`, :func:`~.rules.local_strategy_unrolled`), whose loops
+the compiler unrolls: medium Battleship's two deviator passes 158 → 141–144 ms per iteration on 2
+threads.  The copies cost compiling (about 5 s on one core for the two kernels); sizes met less
+often take the general body.
 
 Every number is computed as by the chain passes over ``Y``'s chain and the operator's products
 into full buffers, in the same order: a block's entries receive their children's values in the
@@ -48,11 +48,10 @@ import numpy as np
 
 from efce.games.arrays import U
 from efce.games.resources.compiled import compiled
-from efce.solvers.backends.protocol import PRM_PLUS
 
 from .jit import kernel
 from .operator import BLOCKS_PER_THREAD, deviation_column_sums, deviation_row_adds, trigger_lines, work_part
-from .rules import local_strategy, observe_simplex, prm_plus_observe, regret_strategy
+from .rules import local_strategy, local_strategy_unrolled, observe_simplex, observe_simplex_unrolled
 
 # The hot kernels index through games.arrays.U (unsigned); every index here is non-negative.
 
@@ -159,14 +158,10 @@ def _observe_slot(
                 if loss[U(e)] < loss[U(pick)]:
                     pick = e
             v = loss[U(pick)]
-        elif family == PRM_PLUS and (n == 3 or n == 4):
-            # copies for the common sizes (module docstring)
-            if n == 3:
-                v = prm_plus_observe(a, b, eb + cum[U(q)] - 1, 3, loss, lo, y)
-            else:
-                v = prm_plus_observe(a, b, eb + cum[U(q)] - 1, 4, loss, lo, y)
         else:
-            v = observe_simplex(family, plus, pos_d, neg_d, eta, a, b, eb + cum[U(q)] - 1, n, loss, lo, y)
+            v = observe_simplex_unrolled(
+                family, plus, pos_d, neg_d, eta, a, b, eb + cum[U(q)] - 1, n, loss, lo, y
+            )
         if q == root:
             loss_lam[U(lam_base + slot_trigger[U(s)])] += v
         else:
@@ -314,13 +309,7 @@ def deviator_recommend(
                         if q == root
                         else y[U(parent_slot[U(q)] - p_lo)]
                     )
-                    st = eb + cum[U(q)] - 1
-                    if family == PRM_PLUS and n == 3:  # copies for the common sizes
-                        regret_strategy(True, a, b, st, 3, y, lo)
-                    elif family == PRM_PLUS and n == 4:
-                        regret_strategy(True, a, b, st, 4, y, lo)
-                    else:
-                        local_strategy(family, eta, a, b, st, n, y, lo)
+                    local_strategy_unrolled(family, eta, a, b, eb + cum[U(q)] - 1, n, y, lo)
                     for e in range(lo, lo + n):
                         y[U(e)] = h * y[U(e)]
                         if accumulate:

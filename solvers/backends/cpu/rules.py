@@ -273,6 +273,46 @@ def prm_plus_update(
         b[U(s + i)] = narrowed(inst, b[U(s + i)])
 
 
+@compiled(inline="always")
+def observe_simplex_unrolled(
+    family: int,
+    plus: bool,
+    pos: float,
+    neg: float,
+    eta: float,
+    a: np.ndarray,
+    b: np.ndarray,
+    s: int,
+    n: int,
+    loss: np.ndarray,
+    lo: int,
+    y: np.ndarray,
+) -> float:
+    """:func:`observe_simplex`, a PRM+ simplex of 3 or 4 entries through a copy of
+    :func:`prm_plus_observe` compiled for its size, whose loops the compiler unrolls (the
+    deviator's steps, :mod:`.deviator`: most of Battleship's and Sheriff's have 3 or 4 actions).
+    The same arithmetic; each copy costs compiling, so other sizes take the general body."""
+    if family == PRM_PLUS and n == 3:
+        return prm_plus_observe(a, b, s, 3, loss, lo, y)
+    if family == PRM_PLUS and n == 4:
+        return prm_plus_observe(a, b, s, 4, loss, lo, y)
+    return observe_simplex(family, plus, pos, neg, eta, a, b, s, n, loss, lo, y)
+
+
+@compiled(inline="always")
+def local_strategy_unrolled(
+    family: int, eta: float, a: np.ndarray, b: np.ndarray, lo: int, n: int, out: np.ndarray, out_lo: int
+) -> None:
+    """:func:`local_strategy`, a PRM+ simplex of 3 or 4 entries through a copy of
+    :func:`regret_strategy` compiled for its size (as :func:`observe_simplex_unrolled`)."""
+    if family == PRM_PLUS and n == 3:
+        regret_strategy(True, a, b, lo, 3, out, out_lo)
+    elif family == PRM_PLUS and n == 4:
+        regret_strategy(True, a, b, lo, 4, out, out_lo)
+    else:
+        local_strategy(family, eta, a, b, lo, n, out, out_lo)
+
+
 # ---------------------------------------------------------------------- one rule on segments
 @kernel()
 def recommend_segments(
