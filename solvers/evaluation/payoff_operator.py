@@ -334,7 +334,7 @@ def _player_table(game, pairs, i, seqs, w, entry_of_pair, concept):
         line_start,
         # each line entry's own weight: the products read it in line order, where reading it
         # through its terminal would cost a second, dependent load per nonzero
-        np.ascontiguousarray(w[order])[line_term],
+        w[order[line_term]],
         row_start,
         rows,
         trig_count,
