@@ -7,7 +7,10 @@ process, no stages and no project checks, so the settings compare alone:
 * ``glop``: Glop's presolve first (``presolve_options.use_glop``; ``lp-pdlp``'s cold stage on LPs
   of up to ``PRESOLVE_MAX_NONZEROS`` nonzeros);
 * ``polish``: feasibility polishing (``use_feasibility_polishing``; it cannot be combined with
-  Glop's presolve).
+  Glop's presolve);
+* ``highs``: HiGHS's presolve first (``highspy``), PDLP on the LP it leaves.  The point PDLP
+  returns is the presolved LP's, which only HiGHS's postsolve maps back to ξ, so the line gives
+  the presolved LP's ``objective`` (the welfare there) and no welfare or violation of ξ.
 
 Two more knobs, for experiments the settings above do not cover:
 
@@ -21,8 +24,8 @@ Two more knobs, for experiments the settings above do not cover:
 * ``--pdlp-param FIELD:VALUE`` (repeatable) sets further fields of PDLP's parameters in protobuf
   text, e.g. ``--pdlp-param "scheduler_type: SCHEDULER_TYPE_EIGEN_THREADPOOL"``.
 
-Prints one JSON line: termination, iterations, seconds, welfare and Definition-3 violation of the
-returned ξ, and the process's peak resident memory.
+Prints one JSON line: termination, iterations, seconds (HiGHS's presolve included), welfare and
+Definition-3 violation of the returned ξ, and the process's peak resident memory.
 
     python benchmarks/pdlp_settings.py GAME --concept efcce --setting glop --time-limit 150
 """
@@ -77,11 +80,58 @@ def local_follow_block(base):
     return block
 
 
+def highs_presolved(c, A, row_lower, row_upper, col_lower, col_upper):
+    """The LP ``min cᵀx, row_lower ≤ A x ≤ row_upper, col_lower ≤ x ≤ col_upper`` after HiGHS's
+    presolve, in the same form (the toolkit's welfare LPs have no objective offset to carry)."""
+    import highspy
+    import scipy.sparse as sp
+
+    from efce.baselines.lp_highs import new_highs
+
+    def finite(v):  # HiGHS's infinity for NumPy's
+        return np.clip(np.asarray(v, dtype=np.float64), -highspy.kHighsInf, highspy.kHighsInf)
+
+    def infinite(v):  # and back
+        v = np.asarray(v, dtype=np.float64)
+        return np.where(v >= highspy.kHighsInf, np.inf, np.where(v <= -highspy.kHighsInf, -np.inf, v))
+
+    A = sp.csc_matrix(A)
+    lp = highspy.HighsLp()
+    lp.num_row_, lp.num_col_ = A.shape
+    lp.col_cost_, lp.col_lower_, lp.col_upper_ = (
+        np.asarray(c, np.float64),
+        finite(col_lower),
+        finite(col_upper),
+    )
+    lp.row_lower_, lp.row_upper_ = finite(row_lower), finite(row_upper)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
+    highs = new_highs()  # HiGHS's banner kept off stdout, which has the JSON line
+    highs.setOptionValue("output_flag", False)
+    highs.passModel(lp)
+    highs.presolve()
+    p = highs.getPresolvedLp()
+    assert p.offset_ == 0.0, "a presolve that moved the objective: its offset is not carried"
+    shape = (p.num_row_, p.num_col_)
+    matrix = sp.csc_matrix(
+        (np.array(p.a_matrix_.value_), np.array(p.a_matrix_.index_), np.array(p.a_matrix_.start_)),
+        shape=shape,
+    )
+    return (
+        np.array(p.col_cost_),
+        matrix,
+        infinite(p.row_lower_),
+        infinite(p.row_upper_),
+        infinite(p.col_lower_),
+        infinite(p.col_upper_),
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("game", help="a game spec, e.g. sheriff:max_bribe=3,max_items=3,rounds=4")
     parser.add_argument("--concept", default="efce", choices=("efce", "efcce", "nfcce"))
-    parser.add_argument("--setting", default="default", choices=("default", "glop", "polish"))
+    parser.add_argument("--setting", default="default", choices=("default", "glop", "polish", "highs"))
     parser.add_argument("--time-limit", type=float, default=150.0)
     parser.add_argument("--follow-values", default="dense", choices=("dense", "local"))
     parser.add_argument("--pdlp-param", action="append", default=[], help="FIELD:VALUE, protobuf text")
@@ -100,13 +150,28 @@ def main() -> None:
 
         efce_lp.incentive_block = local_follow_block(efce_lp.incentive_block)
     model = build_efce_lp(make_game(args.game), objective="welfare", concept=args.concept)
+    lp = (
+        -np.asarray(model.c, dtype=np.float64),
+        model.A,
+        model.row_lower,
+        model.row_upper,
+        model.col_lower,
+        model.col_upper,
+    )
+    presolve_seconds = 0.0
+    if args.setting == "highs":  # timed with PDLP: Glop's presolve runs inside PDLP's call
+        presolve_started = time.perf_counter()
+        lp = highs_presolved(*lp)
+        presolve_seconds = time.perf_counter() - presolve_started
     qp = pdlp.QuadraticProgram()
-    qp.objective_vector = -np.asarray(model.c, dtype=np.float64)
-    qp.constraint_matrix = model.A
-    qp.constraint_lower_bounds = model.row_lower
-    qp.constraint_upper_bounds = model.row_upper
-    qp.variable_lower_bounds = model.col_lower
-    qp.variable_upper_bounds = model.col_upper
+    (
+        qp.objective_vector,
+        qp.constraint_matrix,
+        qp.constraint_lower_bounds,
+        qp.constraint_upper_bounds,
+        qp.variable_lower_bounds,
+        qp.variable_upper_bounds,
+    ) = lp
     params = solvers_pb2.PrimalDualHybridGradientParams()
     params.num_threads = 2
     params.verbosity_level = 2 if args.verbose else 0
@@ -124,10 +189,12 @@ def main() -> None:
         text_format.Merge(param, params)
     started = time.perf_counter()
     result = pdlp.primal_dual_hybrid_gradient(qp, params)
-    seconds = time.perf_counter() - started
+    seconds = time.perf_counter() - started + presolve_seconds
     log = result.solve_log
-    xi = np.asarray(result.primal_solution)[: model.num_xi]
-    solved = xi.size == model.num_xi  # empty when PDLP refused the parameters
+    primal = np.asarray(result.primal_solution)
+    xi = primal[: model.num_xi]
+    # empty when PDLP refused the parameters; a presolved LP's point is not ξ
+    solved = xi.size == model.num_xi and args.setting != "highs"
     print(
         json.dumps(
             {
@@ -140,6 +207,8 @@ def main() -> None:
                 "termination": solve_log_pb2.TerminationReason.Name(log.termination_reason),
                 "iterations": int(log.iteration_count),
                 "seconds": round(seconds, 1),
+                "highs_presolve_seconds": round(presolve_seconds, 1),
+                "objective": float(-(lp[0] @ primal)) if primal.size == len(lp[0]) else None,
                 "welfare": float(model.c[: model.num_xi] @ xi) if solved else None,
                 "violation": float(model.vsf.max_violation(xi)) if solved else None,
                 "nonzeros": int(model.nonzeros),

@@ -183,3 +183,88 @@ def test_the_pdlp_benchmarks_local_following_rows_keep_the_lps_optimum(monkeypat
     local = build_efce_lp(game, objective=objective, concept=concept)
     assert local.num_variables > dense.num_variables  # the follow-value variables are there
     assert _optimum(game, local) == pytest.approx(_optimum(game, dense), abs=1e-7)
+
+
+def _highs_optimum(c, A, row_lower, row_upper, col_lower, col_upper) -> float:
+    """``min cᵀx, row_lower ≤ A x ≤ row_upper, col_lower ≤ x ≤ col_upper`` by HiGHS's simplex."""
+    import highspy
+    import numpy as np
+    import scipy.sparse as sp
+
+    from efce.baselines.lp_highs import new_highs
+
+    A = sp.csc_matrix(A)
+    lp = highspy.HighsLp()
+    lp.num_row_, lp.num_col_ = A.shape
+    clip = lambda v: np.clip(np.asarray(v, dtype=np.float64), -highspy.kHighsInf, highspy.kHighsInf)  # noqa: E731
+    lp.col_cost_, lp.col_lower_, lp.col_upper_ = np.asarray(c, np.float64), clip(col_lower), clip(col_upper)
+    lp.row_lower_, lp.row_upper_ = clip(row_lower), clip(row_upper)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
+    highs = new_highs()
+    highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("presolve", "off")
+    highs.passModel(lp)
+    highs.run()
+    assert highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    return highs.getInfo().objective_function_value
+
+
+@pytest.mark.parametrize("concept", ["efce", "efcce", "nfcce"])
+def test_the_pdlp_benchmarks_highs_presolve_keeps_the_lps_optimum(concept):
+    """``pdlp_settings.py --setting highs`` hands PDLP HiGHS's presolved LP: smaller, with the same
+    optimum as the toolkit's model (both by HiGHS's simplex, without its presolve)."""
+    import numpy as np
+
+    from efce import games
+    from efce.baselines import build_efce_lp
+
+    model = build_efce_lp(
+        games.sheriff(max_bribe=1, max_items=1, rounds=2), objective="welfare", concept=concept
+    )
+    lp = (
+        -np.asarray(model.c, dtype=np.float64),
+        model.A,
+        model.row_lower,
+        model.row_upper,
+        model.col_lower,
+        model.col_upper,
+    )
+    presolved = benchmark_script("pdlp_settings").highs_presolved(*lp)
+    assert presolved[1].nnz < model.A.nnz
+    assert _highs_optimum(*presolved) == pytest.approx(_highs_optimum(*lp), abs=1e-9)
+
+
+def test_loop_structure_script_counts_what_a_naive_walk_counts():
+    """``loop_structure.py``'s vectorized counts against a step-by-step and slot-by-slot walk."""
+    import numpy as np
+
+    from efce import games
+    from efce.solvers.methods.efce import build_efce_model
+
+    script = benchmark_script("loop_structure")
+    model = build_efce_model(games.sheriff(max_bribe=2, max_items=2, rounds=2))
+    chain = model.xi_steps
+    sp, src = chain.steps.source_ptr, chain.source
+    run = np.repeat(np.arange(chain.steps.num_runs), chain.steps.counts)
+    shift = [
+        k > 0
+        and run[k] == run[k - 1]
+        and sp[k + 1] > sp[k]
+        and np.array_equal(src[sp[k] : sp[k + 1]], src[sp[k - 1] : sp[k]] + 1)
+        for k in range(chain.num_steps)
+    ]
+    kept = sum(int(sp[k + 1] - sp[k]) for k in range(chain.num_steps) if not shift[k])
+    counted = script.source_structure(chain)
+    assert 0 < sum(shift) < chain.num_steps  # both kinds of step occur
+    assert counted["steps_previous_plus_one"] == round(float(np.mean(shift)), 4)
+    assert counted["source_slots_kept"] == kept
+    for t, line in zip(model.tables.players, script.row_structure(model.tables), strict=True):
+        width = np.diff(t.line_start)
+        distinct = sum(
+            len(np.unique(t.rows[t.row_start[i] + a * width[i] : t.row_start[i] + (a + 1) * width[i]]))
+            for i in range(len(width))
+            for a in range(int(t.trig_count[i]))
+            if width[i] > 0
+        )
+        assert line["nonzeros"] == len(t.rows) and line["distinct_rows_per_slot"] == distinct
