@@ -375,7 +375,7 @@ def highs_model(
     lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = A.shape[1], A.shape[0]
     lp.a_matrix_.start_ = A.indptr.astype(np.int32)
     lp.a_matrix_.index_ = A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data.astype(np.float64)
+    lp.a_matrix_.value_ = A.data.astype(np.float64, copy=False)  # no second copy of a big LP
     if integer:
         kinds = highspy.HighsVarType
         lp.integrality_ = [kinds.kInteger] * integer + [kinds.kContinuous] * (A.shape[1] - integer)

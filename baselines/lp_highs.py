@@ -2,8 +2,8 @@
 their incentive rows only — with HiGHS through highspy directly.
 
 The CSC matrix of :func:`baselines.efce_lp.build_efce_lp` is handed to ``Highs.passModel`` as a
-``HighsLp`` (no per-row Python calls).  This is the LP baseline of section 5 of Farina, Ling,
-Fang, Sandholm 2019 (there with Gurobi's barrier method).
+``HighsLp`` (:func:`baselines.backends.highs_model`: no per-row Python calls).  This is the LP
+baseline of section 5 of Farina, Ling, Fang, Sandholm 2019 (there with Gurobi's barrier method).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from efce.solvers.options import Method, defaults
 from efce.solvers.result import SolveResult, TraceRow
 from efce.streams import quiet_c_output
 
-from .backends import call_solver, check_lp_inputs, must_isolate
+from .backends import call_solver, check_lp_inputs, highs_model, must_isolate
 from .efce_lp import EFCELP, LP_OPTIONS, LP_REPORT, build_efce_lp, evaluate_plan, lp_arguments
 
 #: The HiGHS solvers ``solver=`` may name (``"choose"``: HiGHS picks).
@@ -54,28 +54,6 @@ def default_options(nonzeros: int) -> dict:
 #: A point HiGHS returns with model status "Unknown" is accepted when its max deviation and
 #: Definition-3 violation are at most this.
 UNVERIFIED_TOLERANCE = 1e-6
-
-
-def _to_highs_lp(A, c, col_lower, col_upper, row_lower, row_upper):
-    import highspy
-
-    lp = highspy.HighsLp()
-    lp.num_col_ = A.shape[1]
-    lp.num_row_ = A.shape[0]
-    inf = highspy.kHighsInf
-    lp.col_cost_ = c
-    lp.col_lower_ = np.where(np.isinf(col_lower), -inf, col_lower)
-    lp.col_upper_ = np.where(np.isinf(col_upper), inf, col_upper)
-    lp.row_lower_ = np.where(np.isinf(row_lower), -inf, row_lower)
-    lp.row_upper_ = np.where(np.isinf(row_upper), inf, row_upper)
-    lp.sense_ = highspy.ObjSense.kMaximize
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.num_col_ = A.shape[1]
-    lp.a_matrix_.num_row_ = A.shape[0]
-    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data
-    return lp
 
 
 #: HiGHS settings (solver options and thread count) already warmed up in this process.
@@ -126,9 +104,7 @@ def warm_up_highs(settings: dict, threads: int, verbose: bool = False) -> float:
     # max x + y  s.t.  x + 2y ≤ 4,  3x + y ≤ 6,  x, y ≥ 0
     A = sp.csc_matrix(np.array([[1.0, 2.0], [3.0, 1.0]]))
     h.passModel(
-        _to_highs_lp(
-            A, np.ones(2), np.zeros(2), np.full(2, np.inf), np.full(2, -np.inf), np.array([4.0, 6.0])
-        )
+        highs_model(A, np.ones(2), np.zeros(2), np.full(2, np.inf), np.full(2, -np.inf), np.array([4.0, 6.0]))
     )
     h.run()
     _WARMED.add(key)
@@ -165,7 +141,7 @@ def _run_highs(
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
     t0 = time.perf_counter()
-    status_pass = h.passModel(_to_highs_lp(*lp_arrays))
+    status_pass = h.passModel(highs_model(*lp_arrays))
     pass_seconds = time.perf_counter() - t0
     if status_pass == highspy.HighsStatus.kError:
         return dict(pass_error=status_pass.name, compile_seconds=compile_seconds)

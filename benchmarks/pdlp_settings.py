@@ -86,26 +86,14 @@ def highs_presolved(c, A, row_lower, row_upper, col_lower, col_upper):
     import highspy
     import scipy.sparse as sp
 
+    from efce.baselines.backends import highs_model
     from efce.baselines.lp_highs import new_highs
 
-    def finite(v):  # HiGHS's infinity for NumPy's
-        return np.clip(np.asarray(v, dtype=np.float64), -highspy.kHighsInf, highspy.kHighsInf)
-
-    def infinite(v):  # and back
+    def infinite(v):  # HiGHS's infinity as NumPy's
         v = np.asarray(v, dtype=np.float64)
         return np.where(v >= highspy.kHighsInf, np.inf, np.where(v <= -highspy.kHighsInf, -np.inf, v))
 
-    A = sp.csc_matrix(A)
-    lp = highspy.HighsLp()
-    lp.num_row_, lp.num_col_ = A.shape
-    lp.col_cost_, lp.col_lower_, lp.col_upper_ = (
-        np.asarray(c, np.float64),
-        finite(col_lower),
-        finite(col_upper),
-    )
-    lp.row_lower_, lp.row_upper_ = finite(row_lower), finite(row_upper)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
+    lp = highs_model(A, c, col_lower, col_upper, row_lower, row_upper, maximize=False)
     highs = new_highs()  # HiGHS's banner kept off stdout, which has the JSON line
     highs.setOptionValue("output_flag", False)
     highs.passModel(lp)

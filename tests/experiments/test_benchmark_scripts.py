@@ -188,19 +188,11 @@ def test_the_pdlp_benchmarks_local_following_rows_keep_the_lps_optimum(monkeypat
 def _highs_optimum(c, A, row_lower, row_upper, col_lower, col_upper) -> float:
     """``min cᵀx, row_lower ≤ A x ≤ row_upper, col_lower ≤ x ≤ col_upper`` by HiGHS's simplex."""
     import highspy
-    import numpy as np
-    import scipy.sparse as sp
 
+    from efce.baselines.backends import highs_model
     from efce.baselines.lp_highs import new_highs
 
-    A = sp.csc_matrix(A)
-    lp = highspy.HighsLp()
-    lp.num_row_, lp.num_col_ = A.shape
-    clip = lambda v: np.clip(np.asarray(v, dtype=np.float64), -highspy.kHighsInf, highspy.kHighsInf)  # noqa: E731
-    lp.col_cost_, lp.col_lower_, lp.col_upper_ = np.asarray(c, np.float64), clip(col_lower), clip(col_upper)
-    lp.row_lower_, lp.row_upper_ = clip(row_lower), clip(row_upper)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
+    lp = highs_model(A, c, col_lower, col_upper, row_lower, row_upper, maximize=False)
     highs = new_highs()
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("presolve", "off")
