@@ -61,7 +61,7 @@ class _Buffers:
                 base = obj
                 while isinstance(base.base, np.ndarray):
                     base = base.base
-                if id(base) not in self._seen:
+                if id(base) not in self._seen and not isinstance(base, np.memmap):  # a map: on disk
                     self._seen.add(id(base))
                     total += base.nbytes
             elif isinstance(obj, dict):
@@ -142,40 +142,43 @@ def case(kwargs, iterations: int = 3):
         structure = _structure(game, model)
         parked_bytes = model.pairs.sigma2.nbytes + model.entry_of_pair.nbytes
         stage("model (pairs, DECOMPOSE, trigger chain, payoff operator)")
+        game_bytes = _Buffers().nbytes(game)
         with pair_arrays_parked(model) as parked:
             stage("pair arrays parked")
-            play = saddle_point_play(model, minimizer_factory(None, None, PredictiveRMPlus()))
-            xi_engine, deviator, x, sum_x = play.engine, play.deviator, play.points[0], play.sums[0]
-            stage("engines + loop buffers")
             evaluator = EFCEGapEvaluator(game, tables=model.tables)  # as solve_efce
-            stage("gap evaluator")
-            for t in range(1, iterations + 1):
-                play.step(t)
-            stage(f"{iterations} iterations")
-            gap = max(0.0, -deviator.best_response(sum_x) / play.weight)
-            violation = max(model.xi_steps.violations((x, sum_x), (1.0, 1.0 / play.weight)))
-            stage("checkpoint (gap + chain check)")
+            with game.arrays_on_disk():
+                stage("game arrays on disk")
+                play = saddle_point_play(model, minimizer_factory(None, None, PredictiveRMPlus()))
+                xi_engine, deviator, x, sum_x = play.engine, play.deviator, play.points[0], play.sums[0]
+                stage("engines + loop buffers")
+                for t in range(1, iterations + 1):
+                    play.step(t)
+                stage(f"{iterations} iterations")
+                gap = max(0.0, -deviator.best_response(sum_x) / play.weight)
+                violation = max(model.xi_steps.violations((x, sum_x), (1.0, 1.0 / play.weight)))
+                stage("checkpoint (gap + chain check)")
 
-            buffers = _Buffers()
-            tables, operator = model.tables, model.operator
-            rows = buffers.nbytes([t.rows for t in tables.players])
-            components = {
-                "game (node arrays, sequence spaces, labels, caches)": buffers.nbytes(game),
-                "Ξ chain (DECOMPOSE)": buffers.nbytes(model.xi_steps),
-                "Y (triggers; no chain)": buffers.nbytes(model.triggers),
-                "payoff operator: rows (one per nonzero)": rows,
-                "payoff operator: rest": buffers.nbytes(operator),
-                "Ξ engine (regret, prediction, tables)": buffers.nbytes(_engine_state(xi_engine)),
-                "Y deviator (regret, prediction, weights, scratch)": buffers.nbytes(deviator),
-                "loop buffers (x, Σ w·x; float32 on big chains)": buffers.nbytes(x, sum_x),
-                "gap evaluator": buffers.nbytes(evaluator),
-            }
-            # The end of solve_efce: the engines go, the average (a float32 running sum's
-            # rescaled chain point) is gathered in pair order through the map, then the pairs
-            # come back for the Definition-3 check.
-            weight = play.weight
-            del play, xi_engine, deviator, x
-            stage("end: engines dropped")
+                buffers = _Buffers()
+                game_held = buffers.nbytes(game)  # what stays in memory: arrays others hold too
+                tables, operator = model.tables, model.operator
+                rows = buffers.nbytes([t.rows for t in tables.players])
+                components = {
+                    "game (what stays in memory: sequence spaces, arrays the model shares)": game_held,
+                    "Ξ chain (DECOMPOSE)": buffers.nbytes(model.xi_steps),
+                    "Y (triggers; no chain)": buffers.nbytes(model.triggers),
+                    "payoff operator: rows (one per nonzero)": rows,
+                    "payoff operator: rest": buffers.nbytes(operator),
+                    "Ξ engine (regret, prediction, tables)": buffers.nbytes(_engine_state(xi_engine)),
+                    "Y deviator (regret, prediction, weights, scratch)": buffers.nbytes(deviator),
+                    "loop buffers (x, Σ w·x; float32 on big chains)": buffers.nbytes(x, sum_x),
+                    "gap evaluator": buffers.nbytes(evaluator),
+                }
+                # The end of solve_efce: the engines go, the average (a float32 running sum's
+                # rescaled chain point) is gathered in pair order through the map, then the pairs
+                # come back for the Definition-3 check.
+                weight = play.weight
+                del play, xi_engine, deviator, x
+            stage("end: engines dropped, game arrays back")
             average = average_point(model.xi_steps, sum_x, weight, in_place=True)
             del sum_x
             stage("end: average rescaled")
@@ -197,6 +200,7 @@ def case(kwargs, iterations: int = 3):
             "components_bytes_per_pair": per_pair,
             "components_total_bytes_per_pair": round(total / n, 2),
             "parked_bytes_per_pair (pair columns + pair → entry map)": round(parked_bytes / n, 2),
+            "game_on_disk_bytes_per_pair (the game's own arrays)": round((game_bytes - game_held) / n, 2),
             "gap_after_iterations": gap,
             "max_violation": violation,
             "peak_memory_mib": round(_peak_mib(), 1),

@@ -17,10 +17,12 @@ Conventions
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -30,6 +32,7 @@ from efce.interrupts import check_stop
 
 if TYPE_CHECKING:  # annotations only: infoset_tree imports this module
     from .infoset_tree import InfosetTree
+    from .resources.memory import ParkedArrays
 
 #: The ``player`` of a chance node.
 CHANCE = -1
@@ -59,6 +62,55 @@ def _frozen(array: np.ndarray, dtype) -> np.ndarray:
         out = out.copy()
     out.setflags(write=False)
     return out
+
+
+def _array_leaves(value, depth: int = 2) -> list[np.ndarray]:
+    """The arrays of an attribute: an array holding its own bytes, or a tuple or list (up to
+    ``depth`` levels) of nothing but such arrays; empty for anything else (numbers, names,
+    objects, broadcast constants, views)."""
+    if isinstance(value, np.ndarray):
+        return [value] if value.base is None and value.size else []
+    if depth and isinstance(value, (tuple, list)) and value:
+        leaves = [_array_leaves(v, depth - 1) for v in value]
+        if all(leaves):
+            return [a for leaf in leaves for a in leaf]
+    return []
+
+
+def _with_leaves(value, leaves: Iterator[np.ndarray]):
+    """``value``, whose arrays :func:`_array_leaves` found, with them replaced in order by
+    ``leaves``'s."""
+    if isinstance(value, np.ndarray):
+        return next(leaves)
+    rebuilt = [_with_leaves(v, leaves) for v in value]
+    return rebuilt if isinstance(value, list) else tuple(rebuilt)
+
+
+def _read_back(parked: ParkedArrays, slots: list[tuple[dict, str, list[str], list[bool]]]) -> None:
+    """Put the parked arrays of :meth:`Game.arrays_on_disk`'s ``slots`` back in their owners,
+    read-only where they were.  A function of its own, so that no frame a traceback keeps
+    holds a reference to them (which would keep the next call from parking them)."""
+    back = parked.restore()
+    for owner, key, names, writeable in slots:
+        leaves = [back.pop(n) for n in names]
+        for leaf, write in zip(leaves, writeable, strict=True):
+            leaf.setflags(write=write)
+        owner[key] = _with_leaves(owner[key], iter(leaves))
+
+
+def _leaf_references(owner: dict, key: str) -> list[int]:
+    """CPython's reference count of each array of ``owner[key]``, read the same way for every
+    owner (see :func:`_held_only_by_owner`)."""
+    return [sys.getrefcount(a) for a in _array_leaves(owner[key])]
+
+
+def _held_only_by_owner(owner: dict, key: str) -> bool:
+    """Whether nothing but ``owner[key]`` holds the arrays of ``owner[key]`` (no view of them,
+    no other object): their reference counts against those of fresh arrays in the same
+    structure, which only a probe dictionary holds."""
+    count = len(_array_leaves(owner[key]))
+    probe = {key: _with_leaves(owner[key], iter([np.ones(1) for _ in range(count)]))}
+    return _leaf_references(owner, key) == _leaf_references(probe, key)
 
 
 @dataclass(frozen=True, eq=False)
@@ -601,6 +653,58 @@ class Game:
         indptr = np.zeros(self.sequences(player).num_infosets + 1, dtype=np.int64)
         np.cumsum(np.bincount(self.infoset[nodes], minlength=len(indptr) - 1), out=indptr[1:])
         return indptr, nodes
+
+    @contextmanager
+    def arrays_on_disk(self) -> Iterator[bool]:
+        """Inside the block, the game's own arrays (node arrays, cached ones such as
+        ``connected_infosets``, its labels' tables) are read-only memory maps of files in a
+        temporary folder instead of memory; on leaving the block, however it ends, they are read
+        back and the files removed.  Every value stays the same, and reading the game inside the
+        block still works (it brings the pages read in from disk): a solver's iterations, which
+        read only their own tables, hold none of the game's bytes (about 3 bytes per relevant
+        pair on the Battleship instances, :mod:`efce.solvers.methods.efce`).
+
+        Arrays that something besides the game also holds (a model's tables may keep a node
+        array) stay in memory: parking them would free nothing, and their copy read back would
+        be a second one.  Nothing is parked when the arrays are small or the temporary folder
+        cannot take them (:class:`~efce.games.resources.memory.ParkedArrays`).
+
+        Yields
+        ------
+        bool
+            Whether the arrays were put on disk.
+        """
+        from efce.games.resources.memory import ParkedArrays
+
+        owners = [self.__dict__] + ([vars(self.labels)] if hasattr(self.labels, "__dict__") else [])
+        slots: list[tuple[dict, str, list[str], list[bool]]] = []
+        arrays: dict[str, np.ndarray] = {}
+        for o, owner in enumerate(owners):
+            for key in list(owner):
+                if _array_leaves(owner[key]) and _held_only_by_owner(owner, key):
+                    leaves = _array_leaves(owner[key])
+                    names = [f"{o}.{key}.{k}" for k in range(len(leaves))]
+                    arrays.update(zip(names, leaves, strict=True))
+                    slots.append((owner, key, names, [a.flags.writeable for a in leaves]))
+                    del leaves
+        if not arrays:  # nothing that the game alone holds
+            yield False
+            return
+        parked = ParkedArrays(**cast("dict[str, Any]", arrays))  # names such as "0.parent.0"
+        del arrays  # the files hold them now: these were the last references besides the game's
+        try:
+            if not parked.on_disk:
+                yield False
+                return
+            # Owners' dictionaries are written directly: the game is immutable to its users,
+            # and the values it shows do not change.
+            for owner, key, names, _ in slots:
+                owner[key] = _with_leaves(owner[key], iter([parked.mapped(n) for n in names]))
+            yield True
+        finally:
+            if parked.on_disk:
+                _read_back(parked, slots)
+            parked.close()
 
     def players_without_decisions(self) -> list[int]:
         """The players (0-based) with no infoset: they never move in this game."""

@@ -298,6 +298,25 @@ class ParkedArrays:
             self.close()
         return arrays
 
+    def mapped(self, name: str) -> np.ndarray:
+        """The parked array ``name`` as a read-only memory map of its file (the held array when
+        in memory): equal to the parked array, and only the pages a caller reads are brought
+        into memory, as clean file pages the system may drop again.  It stays parked; the map
+        stays readable after :meth:`restore` or :meth:`close` remove the file (POSIX keeps a
+        mapped file's data until the last map goes).
+
+        Raises
+        ------
+        RuntimeError
+            ``name`` restored already, or after :meth:`close`.
+        """
+        if name not in self._parked:
+            raise RuntimeError(f"{name}: already restored or discarded")
+        if self._dir is None:
+            return self._held[name]
+        # A plain ndarray view, not np.memmap: compiled kernels take it like any array.
+        return np.load(self._path(name), mmap_mode="r", allow_pickle=False).view(np.ndarray)
+
     def chunks(self, name: str, size: int) -> Iterator[np.ndarray]:
         """The parked 1-d array ``name`` as consecutive pieces of ``size`` elements, read from
         its file one piece at a time (the held array's slices when in memory): a caller can use

@@ -253,26 +253,30 @@ def pair_arrays_parked(model: EFCEModel) -> Iterator[ParkedPairs]:
 #: weights, tables and scratch (8.8 in all, measured on medium and large; Y's point, loss and
 #: chain are not held, :mod:`efce.solvers.backends.cpu.deviator`), and Y's triggers (~1);
 #: per nonzero of A's deviation part — one int32 row; per (trigger infoset, terminal) — one
-#: int32; per game node — the game's own arrays (int32 node positions, labels, caches) and the
-#: per-terminal tables; plus the interpreter, numpy and numba (~100 MiB) and the compiled
-#: kernels and the pages they touch while compiling (~130 MiB).
+#: int32; per game node — what the game keeps in memory during the iterations (its sequence
+#: spaces and the arrays the model shares; its own node arrays, labels and caches wait on disk,
+#: :meth:`~efce.games.game.Game.arrays_on_disk`) and the per-terminal tables; plus the
+#: interpreter, numpy and numba (~100 MiB) and the compiled kernels and the pages they touch
+#: while compiling (~130 MiB).
 #: Measured whole-process peaks of ``efce solve … --method rm --iterations 3`` (default PRM+):
-#: 384.0 MiB (small), 1,244.8 MiB (medium), 4,870.1 MiB (large); these constants give 394 /
-#: 1,301 / 4,925 MiB (2.6 %, 4.5 % and 1.1 % above).  Fitted to small and medium alone (7 bytes
-#: per Y entry), they gave 4,620 MiB for large, 5 % below: large has 0.72 Y entries per relevant
-#: pair against medium's 0.40.
+#: 366–385 MiB (small, three runs), 1,143.9 MiB (medium), 4,518.5 MiB (large); these constants
+#: give 388 / 1,245 / 4,709 MiB (0.7–6 %, 8.8 % and 4.2 % above).  Fitted to small and medium
+#: alone (7 bytes per Y entry), they gave large 5 % below: large has 0.72 Y entries per
+#: relevant pair against medium's 0.40.
 BYTES_PER_RELEVANT_PAIR = 24
 BYTES_PER_TRIGGER_ENTRY = 11
 BYTES_PER_NONZERO = 4
 BYTES_PER_TRIGGER_TERMINAL = 8
-BYTES_PER_GAME_NODE = 80
+BYTES_PER_GAME_NODE = 35
 #: A game with (public) chance moves holds more per node than the Battleship instances the
 #: constants above are fitted to (its chance probabilities, the chance-visibility tables, the
-#: merged terminal pairs): fitted, not yet broken down by component, to the measured peak of
-#: ``goofspiel:players=2,ranks=5,prizes=random`` (8.53M nodes, 36.1M pairs, rm to max deviation
-#: 1e-3: 2,952.3 MiB; the constants above alone give 2,256 MiB, these 3,110 MiB, 5.3 % above).
-BYTES_PER_CHANCE_GAME_NODE = 105
-FIXED_BYTES = 230 * 2**20
+#: merged terminal pairs), and its peak comes earlier: Goofspiel's generator holds about 5.6
+#: times the finished game's arrays while it builds them.  Fitted, not yet broken down by
+#: component, to the measured peak of ``goofspiel:players=2,ranks=5,prizes=random`` (8.53M nodes,
+#: 36.1M pairs, ``--iterations 3``: 2,940.5–2,952.2 MiB, reached while the game is built; these
+#: constants give 3,114 MiB, 5.5 % above).
+BYTES_PER_CHANCE_GAME_NODE = 150
+FIXED_BYTES = 235 * 2**20
 
 
 def saddle_point_sizes(game: Game, concept: str = DEFAULT_CONCEPT) -> dict:
@@ -568,20 +572,23 @@ def solve_efce(
             "power": AVERAGING[averaging],
             "average_deviator": welfare_threshold is not None,  # ȳ is needed only for the certificate
         }
-        if runs_on_device(backend):
-            play = backend.saddle_point(model, local, **dynamics)
-        else:
-            play = HostSaddlePoint(model, make_minimizer, backend, evaluator, **dynamics)
-        run = _iterate(
-            play,
-            evaluator,
-            driver,
-            started,
-            target_gap=target_gap,
-            welfare_threshold=welfare_threshold,
-            check_every_iteration=check_feasibility_every_iteration,
-        )
-        del play  # the host loop's engines are gone already; the device run stays with its backend
+        # The iterations read the model's tables, not the game: its arrays wait on disk, and
+        # come back once the engines are gone (before the plan's check, which reads them).
+        with model.game.arrays_on_disk():
+            if runs_on_device(backend):
+                play = backend.saddle_point(model, local, **dynamics)
+            else:
+                play = HostSaddlePoint(model, make_minimizer, backend, evaluator, **dynamics)
+            run = _iterate(
+                play,
+                evaluator,
+                driver,
+                started,
+                target_gap=target_gap,
+                welfare_threshold=welfare_threshold,
+                check_every_iteration=check_feasibility_every_iteration,
+            )
+            del play  # the host loop's engines are gone already; the device run stays with its backend
         return _result(model.game, parked, run, driver, welfare_threshold, target_gap, backend)
 
 

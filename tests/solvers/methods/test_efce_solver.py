@@ -220,9 +220,10 @@ def _rows(result):
 
 
 @pytest.mark.parametrize("welfare_threshold", [None, 3.0])
-def test_parking_the_pairs_changes_nothing(welfare_threshold, monkeypatch, tmp_path):
-    """The pair arrays on disk during the loop (forced here: the game is tiny) or in memory give
-    the same plan, trace and report; the model gets them back and no file is left."""
+def test_parking_the_pairs_and_the_game_changes_nothing(welfare_threshold, monkeypatch, tmp_path):
+    """The pair arrays and the game's own arrays on disk during the loop (forced here: the game
+    is tiny) or in memory give the same plan, trace and report; the model and the game get them
+    back and no file is left."""
     import tempfile
 
     from efce.games.resources import memory
@@ -234,10 +235,12 @@ def test_parking_the_pairs_changes_nothing(welfare_threshold, monkeypatch, tmp_p
         monkeypatch.setattr(memory, "PARK_MIN_BYTES", min_bytes)
         model = build_efce_model(game, welfare_threshold=welfare_threshold)
         columns, entry_of_pair = model.pairs.sigma2.copy(), model.entry_of_pair.copy()
+        parents = game.parent.copy()
         seen = []
 
         def progress(row, seen=seen, model=model):
-            seen.append((model.pairs, model.entry_of_pair, len(os.listdir(tmp_path))))
+            mapped = isinstance(game.parent.base, np.memmap)
+            seen.append((model.pairs, model.entry_of_pair, len(os.listdir(tmp_path)), mapped))
 
         results[min_bytes] = solve_efce(
             game,
@@ -248,8 +251,11 @@ def test_parking_the_pairs_changes_nothing(welfare_threshold, monkeypatch, tmp_p
             welfare_threshold=welfare_threshold,
             progress=progress,
         )
-        assert all(pairs is None and eop is None for pairs, eop, _ in seen)
-        assert all(files == (1 if min_bytes == 0 else 0) for _, _, files in seen)
+        assert all(pairs is None and eop is None for pairs, eop, _, _ in seen)
+        # one folder for the pairs, one for the game's arrays, which the loop sees as maps
+        assert all(files == (2 if min_bytes == 0 else 0) for _, _, files, _ in seen)
+        assert all(mapped == (min_bytes == 0) for *_, mapped in seen)
+        assert not isinstance(game.parent.base, np.memmap) and np.array_equal(game.parent, parents)
         assert np.array_equal(model.pairs.sigma2, columns) and np.array_equal(
             model.entry_of_pair, entry_of_pair
         )
