@@ -220,6 +220,27 @@ PARK_DISK_RESERVE = 2**30
 MEMORY_FILE_SYSTEMS = frozenset({"tmpfs", "ramfs"})
 
 
+def _read_npy_header(f) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """Shape, Fortran order and dtype of the ``.npy`` file open in ``f``, left at its data."""
+    version = np.lib.format.read_magic(f)
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(f)
+    return np.lib.format.read_array_header_2_0(f)
+
+
+def _read_npy(path: str) -> np.ndarray:
+    """The array of a ``.npy`` file as an array owning its memory (``np.load`` may return a view
+    of a buffer of its own: a parked game's arrays must come back as they went, not as views)."""
+    with open(path, "rb") as f:
+        shape, fortran, dtype = _read_npy_header(f)
+        out = np.empty(shape, dtype=dtype, order="F" if fortran else "C")
+        if out.nbytes:
+            data = (out.T if fortran else out).reshape(-1).view(np.uint8)  # C order, a view
+            if f.readinto(data.data) != out.nbytes:
+                raise OSError(f"{path}: the parked array's file is shorter than its header says")
+    return out
+
+
 class ParkedArrays:
     """Arrays held out of memory while a long computation does not read them.
 
@@ -292,7 +313,7 @@ class ParkedArrays:
             if self._dir is None:
                 arrays[name] = self._held.pop(name)
             else:
-                arrays[name] = np.load(self._path(name), allow_pickle=False)
+                arrays[name] = _read_npy(self._path(name))
                 os.remove(self._path(name))
         if not self._parked:
             self.close()
@@ -338,13 +359,7 @@ class ParkedArrays:
                 yield array[lo : lo + size]
             return
         with open(self._path(name), "rb") as f:
-            version = np.lib.format.read_magic(f)
-            read_header = (
-                np.lib.format.read_array_header_1_0
-                if version == (1, 0)
-                else np.lib.format.read_array_header_2_0
-            )
-            shape, _, dtype = read_header(f)
+            shape, _, dtype = _read_npy_header(f)
             for lo in range(0, shape[0] if shape else 0, size):
                 yield np.fromfile(f, dtype=dtype, count=min(size, shape[0] - lo))
 

@@ -88,3 +88,13 @@ def test_small_arrays_stay_where_they_are(monkeypatch, tmp_path):
     with game.arrays_on_disk() as on_disk:
         assert not on_disk and game.parent is parent and not os.listdir(tmp_path)
     assert game.parent is parent
+
+
+def test_a_game_parks_again_after_its_arrays_came_back(park_everything):
+    # The welfare bisection solves the same game many times: every solve parks it.
+    game = games.sheriff(max_bribe=1, max_items=1, rounds=1)
+    before = _snapshot(game)
+    for _ in range(3):
+        with game.arrays_on_disk() as on_disk:
+            assert on_disk and _on_disk(game.parent) and _on_disk(game.connected_infosets[0])
+        assert game.parent.base is None and _equal(_current(game), before)

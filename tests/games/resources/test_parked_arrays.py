@@ -85,3 +85,30 @@ def test_a_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         ParkedArrays(min_bytes=0, directory=str(tmp_path), **_arrays())
     assert not _parked_dirs(tmp_path)
+
+
+def test_arrays_read_back_own_their_memory_in_every_layout(tmp_path):
+    arrays = {
+        "c_order": np.arange(12.0).reshape(3, 4),
+        "fortran_order": np.asfortranarray(np.arange(12, dtype=np.int32).reshape(3, 4)),
+        "empty": np.zeros((0, 2)),
+        "flags": np.array([True, False, True]),
+    }
+    with ParkedArrays(min_bytes=0, directory=str(tmp_path), **arrays) as parked:
+        assert parked.on_disk
+        back = parked.restore()
+    for name, array in arrays.items():
+        assert back[name].base is None, name  # not a view of a buffer: parked again as it was
+        assert back[name].dtype == array.dtype and back[name].shape == array.shape
+        assert back[name].flags.f_contiguous == array.flags.f_contiguous and np.array_equal(back[name], array)
+
+
+def test_a_mapped_array_equals_the_parked_one_and_outlives_its_file(tmp_path):
+    arrays = _arrays()
+    parked = ParkedArrays(min_bytes=0, directory=str(tmp_path), **arrays)
+    mapped = parked.mapped("columns")
+    assert isinstance(mapped.base, np.memmap) and not mapped.flags.writeable
+    parked.close()  # the file is removed: the map still reads it
+    assert np.array_equal(mapped, arrays["columns"])
+    with pytest.raises(RuntimeError, match="already restored"):
+        parked.mapped("columns")
