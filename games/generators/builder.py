@@ -184,22 +184,31 @@ def build_game(
         frontier_hist = new_hist
         state = exp.child_state
     check_stop(f"building {name}")
-    player = np.concatenate(players)
-    game = Game.from_tree(
+    del state, exp, frontier_hist, new_hist, frontier_ids  # the last level's, all terminals
+    labels = HistoryLabels(
+        [f.finish() for f in forests], token_label, action_label, _narrowed(_joined(codes))
+    )
+    # Each list is joined and emptied before the next: the node arrays are handed to
+    # Game.from_tree with no other reference, so that it frees each as soon as it is read.
+    return Game.from_tree(
         num_players=num_players,
-        parent=np.concatenate(parents),
-        action=np.concatenate(actions),
-        player=player,
-        infoset_key=np.concatenate(keys),
-        terminal_payoffs=np.concatenate(payoffs) if payoffs else np.zeros((0, num_players)),
-        chance_prob=np.concatenate(probs),
+        parent=_joined(parents),
+        action=_joined(actions),
+        player=_joined(players),
+        infoset_key=_joined(keys),
+        terminal_payoffs=_joined(payoffs) if payoffs else np.zeros((0, num_players)),
+        chance_prob=_joined(probs),
         name=name,
         player_names=player_names,
-        labels=HistoryLabels(
-            [f.finish() for f in forests], token_label, action_label, _narrowed(np.concatenate(codes))
-        ),
+        labels=labels,
     )
-    return game
+
+
+def _joined(pieces: list[np.ndarray]) -> np.ndarray:
+    """The pieces concatenated, and the list emptied (the pieces' memory goes with it)."""
+    joined = np.concatenate(pieces)
+    pieces.clear()
+    return joined
 
 
 def edges_from_counts(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

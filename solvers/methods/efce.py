@@ -270,12 +270,11 @@ BYTES_PER_TRIGGER_TERMINAL = 8
 BYTES_PER_GAME_NODE = 35
 #: A game with (public) chance moves holds more per node than the Battleship instances the
 #: constants above are fitted to (its chance probabilities, the chance-visibility tables, the
-#: merged terminal pairs), and its peak comes earlier: Goofspiel's generator holds about 5.6
-#: times the finished game's arrays while it builds them.  Fitted, not yet broken down by
-#: component, to the measured peak of ``goofspiel:players=2,ranks=5,prizes=random`` (8.53M nodes,
-#: 36.1M pairs, ``--iterations 3``: 2,940.5–2,952.2 MiB, reached while the game is built; these
-#: constants give 3,114 MiB, 5.5 % above).
-BYTES_PER_CHANCE_GAME_NODE = 150
+#: merged terminal pairs), and its peak comes earlier, while the model is built.  Fitted, not yet
+#: broken down by component, to the measured peak of ``goofspiel:players=2,ranks=5,prizes=random``
+#: (8.53M nodes, 36.1M pairs, ``--iterations 3``: 2,630.4–2,631.9 MiB; these constants give
+#: 2,765 MiB, 5.1 % above).
+BYTES_PER_CHANCE_GAME_NODE = 107
 FIXED_BYTES = 235 * 2**20
 
 
