@@ -272,13 +272,15 @@ class _Tables:
         self.num_actions = tuple(s.infoset_num_actions.astype(np.int64) for s in spaces)
         self.seq_infoset = tuple(s.seq_infoset.astype(np.int64) for s in spaces)
         trees = [s.tree for s in spaces]
-        pre_pos = [t.position for t in trees]
+        # The tables over connected infoset pairs (10.5M on Goofspiel 5) hold int32 infosets and
+        # positions (fewer than 2³¹ infosets): int64 copies doubled DECOMPOSE's peak there.
+        pre_pos = [t.position.astype(np.int32) for t in trees]
         self.child_ptr = tuple(t.child_ptr for t in trees)
         self.child_inf = tuple(t.child_infosets for t in trees)
         self.pre_inf = tuple(t.preorder for t in trees)
         self.sub_lo = tuple(t.subtree_lo for t in trees)
         self.sub_hi = tuple(t.subtree_hi for t in trees)
-        c1, c2 = (a.astype(np.int64) for a in connected_infosets(game))
+        c1, c2 = (a.astype(np.int32, copy=False) for a in connected_infosets(game))
         conn_ptr, conn_pos, conn_inf = [], [], []
         for mine, other, p in ((c1, c2, 0), (c2, c1, 1)):
             o = 1 - p
@@ -303,14 +305,15 @@ class _Tables:
             new_pair = np.r_[True, (k_sorted[1:] != k_sorted[:-1]) | (i_sorted[1:] != i_sorted[:-1])]
             uniq_keys, start = np.unique(k_sorted, return_index=True)
             distinct = (
-                np.add.reduceat(new_pair.astype(np.int64), start) if len(start) else np.zeros(0, np.int64)
+                np.add.reduceat(new_pair, start, dtype=np.int32) if len(start) else np.zeros(0, np.int32)
             )
-            counts.append((uniq_keys, distinct, i_sorted[start] if len(start) else np.zeros(0, np.int64)))
+            counts.append((uniq_keys, distinct, i_sorted[start] if len(start) else np.zeros(0, np.int32)))
+            del order, k_sorted, i_sorted, new_pair
         keys = counts[0][0]
         self.crit_n1, self.crit_i1 = counts[0][1], counts[0][2]
         self.crit_n2, self.crit_j2 = counts[1][1], counts[1][2]
         s1 = keys // n2
-        self.crit_s2 = keys % n2
+        self.crit_s2 = (keys % n2).astype(np.int32)
         self.crit_ptr = np.zeros(spaces[0].num_sequences + 1, dtype=np.int64)
         np.cumsum(np.bincount(s1, minlength=spaces[0].num_sequences), out=self.crit_ptr[1:])
         # The parent pairs where neither player is critical (public chance moves only; never
@@ -329,7 +332,7 @@ class _Tables:
             per_row = np.bincount(np.searchsorted(multi, edge_rows), minlength=len(multi))
             np.cumsum(per_row, out=self.multi_ptr[1:])
         else:
-            self.multi_i = self.multi_j = np.zeros(0, dtype=np.int64)
+            self.multi_i = self.multi_j = np.zeros(0, dtype=np.int32)
 
 
 @compiled(inline="always")

@@ -272,9 +272,9 @@ BYTES_PER_GAME_NODE = 35
 #: constants above are fitted to (its chance probabilities, the chance-visibility tables, the
 #: merged terminal pairs), and its peak comes earlier, while the model is built.  Fitted, not yet
 #: broken down by component, to the measured peak of ``goofspiel:players=2,ranks=5,prizes=random``
-#: (8.53M nodes, 36.1M pairs, ``--iterations 3``: 2,630.4–2,631.9 MiB; these constants give
-#: 2,765 MiB, 5.1 % above).
-BYTES_PER_CHANCE_GAME_NODE = 107
+#: (8.53M nodes, 36.1M pairs, ``--iterations 3``: 2,500.4–2,501.2 MiB; these constants give
+#: 2,626 MiB, 5.0 % above).
+BYTES_PER_CHANCE_GAME_NODE = 90
 FIXED_BYTES = 235 * 2**20
 
 

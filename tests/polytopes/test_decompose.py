@@ -294,3 +294,29 @@ def test_counting_and_filling_passes_call_one_compiled_variant(monkeypatch):
     correlation_plan(games.sheriff(max_bribe=1, max_items=1, rounds=1))
     assert len(seen) == 2
     assert seen[0] == seen[1]
+
+
+def _table_types(spec):
+    from efce.polytopes.decompose import _Tables
+
+    tables = vars(_Tables(games.make_game(spec)))
+    return {k: tuple(a.dtype for a in v) if isinstance(v, tuple) else v.dtype for k, v in tables.items()}
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "sheriff:max_bribe=1,max_items=1,rounds=1",
+        "goofspiel:players=2,ranks=3,prizes=random",  # public chance: pairs without a critical player
+        "battleship:rows=2,cols=2,ship_sizes=[1],shots=1",
+    ],
+)
+def test_decompose_tables_have_one_layout_with_int32_connected_pair_tables(spec):
+    """The tables over connected infoset pairs are int32 (half the bytes of DECOMPOSE's largest
+    tables), and every game, with or without chance moves, gets the same types: one compiled
+    variant of the kernel."""
+    types = _table_types(spec)
+    assert types == _table_types("farina-fig2")
+    assert types["conn_pos"] == types["conn_inf"] == (np.dtype(np.int32),) * 2
+    for name in ("crit_s2", "crit_n1", "crit_i1", "crit_n2", "crit_j2", "multi_i", "multi_j"):
+        assert types[name] == np.dtype(np.int32), name
