@@ -272,8 +272,8 @@ BYTES_PER_GAME_NODE = 35
 #: constants above are fitted to (its chance probabilities, the chance-visibility tables, the
 #: merged terminal pairs), and its peak comes earlier, while the model is built.  Fitted, not yet
 #: broken down by component, to the measured peak of ``goofspiel:players=2,ranks=5,prizes=random``
-#: (8.53M nodes, 36.1M pairs, ``--iterations 3``: 2,500.4–2,501.2 MiB; these constants give
-#: 2,626 MiB, 5.0 % above).
+#: (8.53M nodes, 36.1M pairs, ``--iterations 3``: 2,459.7–2,469.1 MiB; these constants give
+#: 2,626 MiB, 6.4 % above).
 BYTES_PER_CHANCE_GAME_NODE = 90
 FIXED_BYTES = 235 * 2**20
 
@@ -571,8 +571,9 @@ def solve_efce(
             "power": AVERAGING[averaging],
             "average_deviator": welfare_threshold is not None,  # ȳ is needed only for the certificate
         }
-        # The iterations read the model's tables, not the game: its arrays wait on disk, and
-        # come back once the engines are gone (before the plan's check, which reads them).
+        # The iterations read the model's tables, not the game, and the plan's Definition-3
+        # check its sequence spaces only: the game's own arrays wait on disk until the report
+        # is made, and come back after the plan's check, its peak, is over.
         with model.game.arrays_on_disk():
             if runs_on_device(backend):
                 play = backend.saddle_point(model, local, **dynamics)
@@ -588,7 +589,7 @@ def solve_efce(
                 check_every_iteration=check_feasibility_every_iteration,
             )
             del play  # the host loop's engines are gone already; the device run stays with its backend
-        return _result(model.game, parked, run, driver, welfare_threshold, target_gap, backend)
+            return _result(model.game, parked, run, driver, welfare_threshold, target_gap, backend)
 
 
 class DeviceBackend(ComputeBackend, Protocol):
