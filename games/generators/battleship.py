@@ -357,7 +357,7 @@ def _placements(rows: int, cols: int, length: int) -> int:
 
 #: (mask, ship) states the exact count of Battleship fleets may visit before it falls back to
 #: the product bound: about 0.15 s of counting (every estimate answers within a second).  Past
-#: it there are over 10^4 partial fleets per player, so over 10^8 tree nodes (40 GB at
+#: it there are over 10^4 partial fleets per player, so over 10^8 tree nodes (30 GB at
 #: :data:`~efce.games.resources.estimate.BYTES_PER_NODE`): refused by any budget below that
 #: whichever count is used, and by the product bound above it.
 _FLEET_STATE_LIMIT = 20_000

@@ -24,10 +24,13 @@ from typing import Any
 
 #: Peak bytes per node of building a game and reading its sizes (builder states, observation
 #: histories, the game's arrays, sequence spaces, relevant-pair count): the peak RSS of
-#: ``efce info GAME --json`` minus the ~100 MB of an empty run, over the node count, was 333
-#: (goofspiel:ranks=5, 8.5M nodes), 340 (goofspiel:players=3,ranks=4), 346 (battleship 2x3,
-#: 3 shots), 362 (leduc:players=3) and 400 (kuhn:players=6); the largest is used.
-BYTES_PER_NODE = 400
+#: ``efce info GAME --json`` minus the 97.5 MiB of an empty run and 8 bytes per terminal and
+#: player, over the node count, is 185 (goofspiel:ranks=5, 8.5M nodes), 198 (kuhn:players=6),
+#: about 200 (goofspiel:players=3,ranks=4), 221 (large Battleship, 5.1M nodes) and 235 (medium
+#: Battleship) since the builder frees its lists and temporaries as it goes (333–400 before).
+#: Below a million nodes the fixed costs of numba's runtime weigh more (leduc:players=3: 252;
+#: Battleship 2×3 with 3 shots, a 200 MiB run: 424), but no budget refuses such games.
+BYTES_PER_NODE = 300
 
 
 @dataclass(frozen=True)
