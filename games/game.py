@@ -88,11 +88,11 @@ def _with_leaves(value, leaves: Iterator[np.ndarray]):
 
 def _read_back(parked: ParkedArrays, slots: list[tuple[dict, str, list[str], list[bool]]]) -> None:
     """Put the parked arrays of :meth:`Game.arrays_on_disk`'s ``slots`` back in their owners,
-    read-only where they were.  A function of its own, so that no frame a traceback keeps
-    holds a reference to them (which would keep the next call from parking them)."""
-    back = parked.restore()
+    read-only where they were; the files stay for ``parked.close()``, once no map of them is
+    left.  A function of its own, so that no frame a traceback keeps holds a reference to them
+    (which would keep the next call from parking them)."""
     for owner, key, names, writeable in slots:
-        leaves = [back.pop(n) for n in names]
+        leaves = [parked.read(n) for n in names]
         for leaf, write in zip(leaves, writeable, strict=True):
             leaf.setflags(write=write)
         owner[key] = _with_leaves(owner[key], iter(leaves))

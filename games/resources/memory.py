@@ -319,6 +319,23 @@ class ParkedArrays:
             self.close()
         return arrays
 
+    def read(self, name: str) -> np.ndarray:
+        """The parked array ``name`` read into memory of its own (the held array when in memory).
+        It stays parked, its file with it until :meth:`restore` or :meth:`close`: a caller that
+        maps the file (:meth:`mapped`) drops its maps first, which Windows needs before it
+        removes a file.
+
+        Raises
+        ------
+        RuntimeError
+            ``name`` restored already, or after :meth:`close`.
+        """
+        if name not in self._parked:
+            raise RuntimeError(f"{name}: already restored or discarded")
+        if self._dir is None:
+            return self._held[name]
+        return _read_npy(self._path(name))
+
     def mapped(self, name: str) -> np.ndarray:
         """The parked array ``name`` as a read-only memory map of its file (the held array when
         in memory): equal to the parked array, and only the pages a caller reads are brought

@@ -112,3 +112,15 @@ def test_a_mapped_array_equals_the_parked_one_and_outlives_its_file(tmp_path):
     assert np.array_equal(mapped, arrays["columns"])
     with pytest.raises(RuntimeError, match="already restored"):
         parked.mapped("columns")
+
+
+def test_read_gives_a_copy_of_its_own_and_keeps_the_array_parked(tmp_path):
+    arrays = _arrays()
+    with ParkedArrays(min_bytes=0, directory=str(tmp_path), **arrays) as parked:
+        copy = parked.read("values")
+        assert copy.base is None and np.array_equal(copy, arrays["values"])
+        assert len(_parked_dirs(tmp_path)) == 1  # the file stays until restore or close
+        assert np.array_equal(parked.restore("values")["values"], arrays["values"])
+        with pytest.raises(RuntimeError, match="values: already restored"):
+            parked.read("values")
+    assert not _parked_dirs(tmp_path)
