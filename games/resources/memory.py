@@ -309,15 +309,21 @@ class ParkedArrays:
             raise RuntimeError(f"{', '.join(gone)}: already restored or discarded")
         arrays = {}
         for name in names:
+            arrays[name] = self.read(name)
             self._parked.remove(name)
             if self._dir is None:
-                arrays[name] = self._held.pop(name)
+                del self._held[name]
             else:
-                arrays[name] = _read_npy(self._path(name))
                 os.remove(self._path(name))
         if not self._parked:
             self.close()
         return arrays
+
+    def _require_parked(self, name: str) -> None:
+        """Raise the RuntimeError of :meth:`read`, :meth:`mapped` and :meth:`chunks` for a name
+        no longer parked."""
+        if name not in self._parked:
+            raise RuntimeError(f"{name}: already restored or discarded")
 
     def read(self, name: str) -> np.ndarray:
         """The parked array ``name`` read into memory of its own (the held array when in memory).
@@ -330,8 +336,7 @@ class ParkedArrays:
         RuntimeError
             ``name`` restored already, or after :meth:`close`.
         """
-        if name not in self._parked:
-            raise RuntimeError(f"{name}: already restored or discarded")
+        self._require_parked(name)
         if self._dir is None:
             return self._held[name]
         return _read_npy(self._path(name))
@@ -348,8 +353,7 @@ class ParkedArrays:
         RuntimeError
             ``name`` restored already, or after :meth:`close`.
         """
-        if name not in self._parked:
-            raise RuntimeError(f"{name}: already restored or discarded")
+        self._require_parked(name)
         if self._dir is None:
             return self._held[name]
         # A plain ndarray view, not np.memmap: compiled kernels take it like any array.
@@ -365,8 +369,7 @@ class ParkedArrays:
         RuntimeError
             ``name`` restored already, or after :meth:`close`.
         """
-        if name not in self._parked:
-            raise RuntimeError(f"{name}: already restored or discarded")
+        self._require_parked(name)
         return self._pieces(name, size)
 
     def _pieces(self, name: str, size: int) -> Iterator[np.ndarray]:
