@@ -30,7 +30,7 @@ from efce.polytopes.chain import SINGLETON
 from efce.solvers.backends.protocol import PRM_PLUS
 
 from .chain_passes import add_weighted, recommend_block, scale_entries, source_sum
-from .jit import even_part, kernel
+from .jit import SharedBodiesCompiler, even_part, kernel
 from .rules import discounts, observe_simplex, prm_plus_observe, regret_strategy
 
 # The hot kernels index through games.arrays.U (unsigned); every index here is non-negative.
@@ -69,6 +69,10 @@ def step_start(ptr: np.ndarray, widths: np.ndarray, starts: np.ndarray, r: int, 
 # per run: inlined into the parallel passes, their copies made numba compile those passes for
 # 16 s each on an empty cache, against 4–6 s for the passes and the two functions apart; the
 # scatter's copies are small and stay inlined (called apart, the scatter took 79 ms, not 71).
+# Each parallel loop's body, a part's chunks of one level, is a function of its own too
+# (:func:`_recommend_chunks`, :func:`_observe_chunks`, :func:`_scatter_chunks`), called once per
+# part and level: numba compiles a parallel loop's body about twice, and full Sheriff's run
+# passes compiled in 13.7 s of one core, now 12.2, at the same speed.
 
 
 @compiled(inline="always")
@@ -359,6 +363,51 @@ def run_chunk_source_ranges(
 
 
 # ---------------------------------------------------------------------- the passes
+@compiled(nogil=True, pipeline_class=SharedBodiesCompiler)
+def _recommend_chunks(
+    p: int,
+    parts: int,
+    L: int,
+    ptr: np.ndarray,
+    run_kind: np.ndarray,
+    run_size: np.ndarray,
+    run_nsrc: np.ndarray,
+    run_entry: np.ndarray,
+    run_source: np.ndarray,
+    source: np.ndarray,
+    chunk_ptr: np.ndarray,
+    chunk_run: np.ndarray,
+    chunk_state: np.ndarray,
+    level_chunk: np.ndarray,
+    family: int,
+    eta: float,
+    a: np.ndarray,
+    b: np.ndarray,
+    x: np.ndarray,
+    total: np.ndarray,
+    w: float,
+    accumulate: bool,
+) -> None:
+    """Part ``p`` of level ``L``'s chunks in :func:`run_recommend_parallel`."""
+    c_lo, c_hi = even_part(level_chunk[L], level_chunk[L + 1], p, parts)
+    for c in range(c_lo, c_hi):
+        pos = chunk_state[c]
+        r = chunk_run[c]
+        idx, stop = chunk_ptr[c], chunk_ptr[c + 1]
+        lo = step_start(ptr, run_size, run_entry, r, idx)
+        s = step_start(ptr, run_nsrc, run_source, r, idx)
+        # run by run: a run's steps share their kind and sizes
+        while idx < stop:
+            run_stop = min(stop, ptr[U(r + 1)])
+            n, ns = run_size[U(r)], run_nsrc[U(r)]
+            single = run_kind[U(r)] == SINGLETON
+            lo, s, pos = recommend_run(
+                run_stop - idx, single, n, ns, lo, s, pos, source, family, eta, a, b, x, total, w, accumulate
+            )
+            idx = run_stop
+            r += 1
+
+
 @kernel(parallel=True)
 def run_recommend_parallel(
     ptr: np.ndarray,
@@ -390,38 +439,114 @@ def run_recommend_parallel(
         total[0] += w * x[0]
     for L in range(len(level_chunk) - 1):
         for p in numba.prange(parts):
-            c_lo, c_hi = even_part(level_chunk[L], level_chunk[L + 1], p, parts)
-            for c in range(c_lo, c_hi):
-                pos = chunk_state[c]
-                r = chunk_run[c]
-                idx, stop = chunk_ptr[c], chunk_ptr[c + 1]
-                lo = step_start(ptr, run_size, run_entry, r, idx)
-                s = step_start(ptr, run_nsrc, run_source, r, idx)
-                # run by run: a run's steps share their kind and sizes
-                while idx < stop:
-                    run_stop = min(stop, ptr[U(r + 1)])
-                    n, ns = run_size[U(r)], run_nsrc[U(r)]
-                    single = run_kind[U(r)] == SINGLETON
-                    lo, s, pos = recommend_run(
-                        run_stop - idx,
-                        single,
-                        n,
-                        ns,
-                        lo,
-                        s,
-                        pos,
-                        source,
-                        family,
-                        eta,
-                        a,
-                        b,
-                        x,
-                        total,
-                        w,
-                        accumulate,
-                    )
-                    idx = run_stop
-                    r += 1
+            _recommend_chunks(
+                np.int64(p),  # prange's index is unsigned: one variant of the part, not two
+                parts,
+                L,
+                ptr,
+                run_kind,
+                run_size,
+                run_nsrc,
+                run_entry,
+                run_source,
+                source,
+                chunk_ptr,
+                chunk_run,
+                chunk_state,
+                level_chunk,
+                family,
+                eta,
+                a,
+                b,
+                x,
+                total,
+                w,
+                accumulate,
+            )
+
+
+@compiled(nogil=True, pipeline_class=SharedBodiesCompiler)
+def _observe_chunks(
+    p: int,
+    parts: int,
+    L: int,
+    ptr: np.ndarray,
+    run_kind: np.ndarray,
+    run_size: np.ndarray,
+    run_entry: np.ndarray,
+    chunk_ptr: np.ndarray,
+    chunk_run: np.ndarray,
+    chunk_state: np.ndarray,
+    level_chunk: np.ndarray,
+    family: int,
+    plus: bool,
+    pos: float,
+    neg: float,
+    eta: float,
+    a: np.ndarray,
+    b: np.ndarray,
+    loss: np.ndarray,
+    y: np.ndarray,
+) -> None:
+    """Part ``p`` of level ``L``'s chunks in :func:`run_observe_parallel`'s local updates, ``y``
+    its scratch row."""
+    c_lo, c_hi = even_part(level_chunk[L], level_chunk[L + 1], p, parts)
+    for c in range(c_lo, c_hi):
+        state = chunk_state[c]
+        r = chunk_run[c]
+        idx, stop = chunk_ptr[c], chunk_ptr[c + 1]
+        lo = step_start(ptr, run_size, run_entry, r, idx)
+        # run by run: a singleton run's v are its ℓ̃ already, skipped whole
+        while idx < stop:
+            run_stop = min(stop, ptr[U(r + 1)])
+            n = run_size[U(r)]
+            if run_kind[U(r)] != SINGLETON:
+                state, lo = observe_run(
+                    run_stop - idx, n, state, lo, family, plus, pos, neg, eta, a, b, loss, y
+                )
+            else:
+                lo += n * (run_stop - idx)
+            idx = run_stop
+            r += 1
+
+
+@compiled(nogil=True, pipeline_class=SharedBodiesCompiler)
+def _scatter_chunks(
+    p: int,
+    L: int,
+    ptr: np.ndarray,
+    run_size: np.ndarray,
+    run_nsrc: np.ndarray,
+    run_entry: np.ndarray,
+    run_source: np.ndarray,
+    source: np.ndarray,
+    chunk_ptr: np.ndarray,
+    chunk_run: np.ndarray,
+    level_chunk: np.ndarray,
+    bounds: np.ndarray,
+    chunk_src_lo: np.ndarray,
+    chunk_src_hi: np.ndarray,
+    loss: np.ndarray,
+) -> None:
+    """Part ``p`` of level ``L``'s scatter in :func:`run_observe_parallel`: the level's values
+    added into the source entries of ``bounds[L, p] : bounds[L, p+1]``."""
+    d_lo, d_hi = bounds[L, p], bounds[L, p + 1]
+    for c in range(level_chunk[L + 1] - 1, level_chunk[L] - 1, -1):
+        if chunk_src_hi[c] <= d_lo or chunk_src_lo[c] >= d_hi:
+            continue
+        first, idx = chunk_ptr[c], chunk_ptr[c + 1] - 1
+        r = chunk_run[c]
+        while idx >= ptr[U(r + 1)]:
+            r += 1
+        # run by run, backwards: a run's steps share their sizes
+        while idx >= first:
+            run_first = max(first, ptr[U(r)])
+            n, n_src = run_size[U(r)], run_nsrc[U(r)]
+            lo = step_start(ptr, run_size, run_entry, r, idx)
+            s = step_start(ptr, run_nsrc, run_source, r, idx)
+            scatter_run(idx - run_first + 1, n, n_src, lo, s, source, loss, d_lo, d_hi)
+            idx = run_first - 1
+            r -= 1
 
 
 @kernel(parallel=True)
@@ -461,43 +586,46 @@ def run_observe_parallel(
     pos, neg = discounts(alpha, beta, t[0])
     for L in range(len(level_chunk) - 2, -1, -1):
         for p in numba.prange(parts):
-            y = scratch[p]
-            c_lo, c_hi = even_part(level_chunk[L], level_chunk[L + 1], p, parts)
-            for c in range(c_lo, c_hi):
-                state = chunk_state[c]
-                r = chunk_run[c]
-                idx, stop = chunk_ptr[c], chunk_ptr[c + 1]
-                lo = step_start(ptr, run_size, run_entry, r, idx)
-                # run by run: a singleton run's v are its ℓ̃ already, skipped whole
-                while idx < stop:
-                    run_stop = min(stop, ptr[U(r + 1)])
-                    n = run_size[U(r)]
-                    if run_kind[U(r)] != SINGLETON:
-                        state, lo = observe_run(
-                            run_stop - idx, n, state, lo, family, plus, pos, neg, eta, a, b, loss, y
-                        )
-                    else:
-                        lo += n * (run_stop - idx)
-                    idx = run_stop
-                    r += 1
+            _observe_chunks(
+                np.int64(p),  # prange's index is unsigned: one variant of the part, not two
+                parts,
+                L,
+                ptr,
+                run_kind,
+                run_size,
+                run_entry,
+                chunk_ptr,
+                chunk_run,
+                chunk_state,
+                level_chunk,
+                family,
+                plus,
+                pos,
+                neg,
+                eta,
+                a,
+                b,
+                loss,
+                scratch[p],
+            )
         for p in numba.prange(parts):
-            d_lo, d_hi = bounds[L, p], bounds[L, p + 1]
-            for c in range(level_chunk[L + 1] - 1, level_chunk[L] - 1, -1):
-                if chunk_src_hi[c] <= d_lo or chunk_src_lo[c] >= d_hi:
-                    continue
-                first, idx = chunk_ptr[c], chunk_ptr[c + 1] - 1
-                r = chunk_run[c]
-                while idx >= ptr[U(r + 1)]:
-                    r += 1
-                # run by run, backwards: a run's steps share their sizes
-                while idx >= first:
-                    run_first = max(first, ptr[U(r)])
-                    n, n_src = run_size[U(r)], run_nsrc[U(r)]
-                    lo = step_start(ptr, run_size, run_entry, r, idx)
-                    s = step_start(ptr, run_nsrc, run_source, r, idx)
-                    scatter_run(idx - run_first + 1, n, n_src, lo, s, source, loss, d_lo, d_hi)
-                    idx = run_first - 1
-                    r -= 1
+            _scatter_chunks(
+                np.int64(p),
+                L,
+                ptr,
+                run_size,
+                run_nsrc,
+                run_entry,
+                run_source,
+                source,
+                chunk_ptr,
+                chunk_run,
+                level_chunk,
+                bounds,
+                chunk_src_lo,
+                chunk_src_hi,
+                loss,
+            )
 
 
 # ---------------------------------------------------------------------- linear minimization

@@ -49,7 +49,7 @@ import numpy as np
 from efce.games.arrays import U
 from efce.games.resources.compiled import compiled
 
-from .jit import kernel
+from .jit import SharedBodiesCompiler, kernel
 from .operator import BLOCKS_PER_THREAD, deviation_column_sums, deviation_row_adds, trigger_lines, work_part
 from .rules import local_strategy, local_strategy_unrolled, observe_simplex, observe_simplex_unrolled
 
@@ -168,6 +168,81 @@ def _observe_slot(
             loss[U(parent_slot[U(q)] - p_lo)] += v
 
 
+@compiled(nogil=True, pipeline_class=SharedBodiesCompiler)
+def _observe_part(
+    part: int,
+    parts: int,
+    serial: bool,
+    slot_inf: np.ndarray,
+    cum_work: np.ndarray,
+    trig_slot: np.ndarray,
+    slot_base: np.ndarray,
+    slot_trigger: np.ndarray,
+    pos: np.ndarray,
+    end: np.ndarray,
+    cum: np.ndarray,
+    pre: np.ndarray,
+    num_actions: np.ndarray,
+    parent_slot: np.ndarray,
+    term_ptr: np.ndarray,
+    line_start: np.ndarray,
+    line_w: np.ndarray,
+    row_start: np.ndarray,
+    rows: np.ndarray,
+    x: np.ndarray,
+    lam_base: int,
+    loss_lam: np.ndarray,
+    family: int,
+    plus: bool,
+    pos_d: float,
+    neg_d: float,
+    eta: float,
+    a: np.ndarray,
+    b: np.ndarray,
+    loss: np.ndarray,
+    y: np.ndarray,
+    best: bool,
+) -> None:
+    """Part ``part`` of :func:`deviator_observe`'s slots, ``loss`` and ``y`` its scratch rows."""
+    n_slots = len(slot_inf)
+    first, stop, step, blocks = _slot_range(cum_work, part, parts, serial)
+    for block in range(first, stop, step):
+        k_lo, k_hi = (1, n_slots + 1) if serial else work_part(cum_work, block, blocks)
+        start, stop_k, step_k = (k_hi - 1, k_lo - 1, -1) if serial else (k_lo, k_hi, 1)
+        for k in range(start, stop_k, step_k):
+            _observe_slot(
+                k - 1,
+                slot_inf,
+                trig_slot,
+                slot_base,
+                slot_trigger,
+                pos,
+                end,
+                cum,
+                pre,
+                num_actions,
+                parent_slot,
+                term_ptr,
+                line_start,
+                line_w,
+                row_start,
+                rows,
+                x,
+                lam_base,
+                loss_lam,
+                family,
+                plus,
+                pos_d,
+                neg_d,
+                eta,
+                a,
+                b,
+                loss,
+                y,
+                best,
+            )
+
+
 @kernel(parallel=True)
 def deviator_observe(
     slot_inf: np.ndarray,
@@ -207,45 +282,122 @@ def deviator_observe(
     ``serial``: the slots in reverse order on one part, for a trigger with several slots (an
     NFCCE trigger: its roots add into one weight, in the order the chain's up pass does);
     otherwise each slot has a weight of its own and the slots are split among the parts.  The
-    scratch rows: ``loss_rows[p]`` one block, ``y_rows[p]`` the widest infoset."""
-    n_slots = len(slot_inf)
+    scratch rows: ``loss_rows[p]`` one block, ``y_rows[p]`` the widest infoset.
+
+    Each part's loop is a function of its own (:func:`_observe_part`), called once per part:
+    numba compiles a parallel loop's body about twice, so the loop written out here took twice
+    as long to compile, for the same speed."""
     for part in numba.prange(parts):
-        loss, y = loss_rows[part], y_rows[part]
-        first, stop, step, blocks = _slot_range(cum_work, part, parts, serial)
-        for block in range(first, stop, step):
-            k_lo, k_hi = (1, n_slots + 1) if serial else work_part(cum_work, block, blocks)
-            start, stop_k, step_k = (k_hi - 1, k_lo - 1, -1) if serial else (k_lo, k_hi, 1)
-            for k in range(start, stop_k, step_k):
-                _observe_slot(
-                    k - 1,
-                    slot_inf,
-                    trig_slot,
-                    slot_base,
-                    slot_trigger,
-                    pos,
-                    end,
-                    cum,
-                    pre,
-                    num_actions,
-                    parent_slot,
+        _observe_part(
+            np.int64(part),  # prange's index is unsigned: one variant, not two
+            parts,
+            serial,
+            slot_inf,
+            cum_work,
+            trig_slot,
+            slot_base,
+            slot_trigger,
+            pos,
+            end,
+            cum,
+            pre,
+            num_actions,
+            parent_slot,
+            term_ptr,
+            line_start,
+            line_w,
+            row_start,
+            rows,
+            x,
+            lam_base,
+            loss_lam,
+            family,
+            plus,
+            pos_d,
+            neg_d,
+            eta,
+            a,
+            b,
+            loss_rows[part],
+            y_rows[part],
+            best,
+        )
+
+
+@compiled(nogil=True, pipeline_class=SharedBodiesCompiler)
+def _recommend_part(
+    part: int,
+    parts: int,
+    serial: bool,
+    slot_inf: np.ndarray,
+    cum_work: np.ndarray,
+    trig_slot: np.ndarray,
+    slot_base: np.ndarray,
+    slot_trigger: np.ndarray,
+    pos: np.ndarray,
+    end: np.ndarray,
+    cum: np.ndarray,
+    pre: np.ndarray,
+    num_actions: np.ndarray,
+    parent_slot: np.ndarray,
+    term_ptr: np.ndarray,
+    line_start: np.ndarray,
+    line_w: np.ndarray,
+    row_start: np.ndarray,
+    rows: np.ndarray,
+    lam_base: int,
+    y_lam: np.ndarray,
+    family: int,
+    eta: float,
+    a: np.ndarray,
+    b: np.ndarray,
+    out: np.ndarray,
+    total: np.ndarray,
+    w: float,
+    point: np.ndarray,
+    y: np.ndarray,
+) -> None:
+    """Part ``part`` of :func:`deviator_recommend`'s slots, ``y`` its scratch row."""
+    n_slots = len(slot_inf)
+    scatter = len(out) > 0
+    accumulate = len(total) > 0
+    keep = len(point) > 0
+    first, stop, step, blocks = _slot_range(cum_work, part, parts, serial)
+    for block in range(first, stop, step):
+        k_lo, k_hi = (1, n_slots + 1) if serial else work_part(cum_work, block, blocks)
+        for k in range(k_lo, k_hi):
+            s = k - 1
+            inf = slot_inf[U(s)]
+            p_lo, p_hi, shift, width = trigger_lines(inf, pos, end, cum, term_ptr, line_start)
+            eb = slot_base[U(s)]
+            root = pos[U(inf)]
+            for q in range(root, end[U(inf)]):
+                n = num_actions[U(pre[U(q)])]
+                lo = cum[U(q)] - p_lo
+                h = y_lam[U(lam_base + slot_trigger[U(s)])] if q == root else y[U(parent_slot[U(q)] - p_lo)]
+                local_strategy_unrolled(family, eta, a, b, eb + cum[U(q)] - 1, n, y, lo)
+                for e in range(lo, lo + n):
+                    y[U(e)] = h * y[U(e)]
+                    if accumulate:
+                        total[U(eb + p_lo + e)] += w * y[U(e)]
+                    if keep:
+                        point[U(eb + p_lo + e)] = y[U(e)]
+            if scatter:
+                deviation_row_adds(
+                    inf,
+                    s - trig_slot[U(inf)],
+                    -p_lo,
+                    p_lo,
+                    p_hi,
+                    shift,
+                    width,
                     term_ptr,
                     line_start,
                     line_w,
                     row_start,
                     rows,
-                    x,
-                    lam_base,
-                    loss_lam,
-                    family,
-                    plus,
-                    pos_d,
-                    neg_d,
-                    eta,
-                    a,
-                    b,
-                    loss,
                     y,
-                    best,
+                    out,
                 )
 
 
@@ -285,54 +437,41 @@ def deviator_recommend(
     local strategy, ``h`` its parent's value), then the block's columns of ``A y`` added into
     ``out`` (none when ``out`` is empty); a non-empty ``total`` also receives ``w · y`` and a
     non-empty ``point`` the block (Y entry order).  ``serial``: the slots in order on one part
-    (slots sharing rows, a coarse concept's); otherwise split among the parts."""
-    n_slots = len(slot_inf)
-    scatter = len(out) > 0
-    accumulate = len(total) > 0
-    keep = len(point) > 0
+    (slots sharing rows, a coarse concept's); otherwise split among the parts.  Each part's loop is
+    a function of its own (:func:`_recommend_part`), as in :func:`deviator_observe`."""
     for part in numba.prange(parts):
-        y = y_rows[part]
-        first, stop, step, blocks = _slot_range(cum_work, part, parts, serial)
-        for block in range(first, stop, step):
-            k_lo, k_hi = (1, n_slots + 1) if serial else work_part(cum_work, block, blocks)
-            for k in range(k_lo, k_hi):
-                s = k - 1
-                inf = slot_inf[U(s)]
-                p_lo, p_hi, shift, width = trigger_lines(inf, pos, end, cum, term_ptr, line_start)
-                eb = slot_base[U(s)]
-                root = pos[U(inf)]
-                for q in range(root, end[U(inf)]):
-                    n = num_actions[U(pre[U(q)])]
-                    lo = cum[U(q)] - p_lo
-                    h = (
-                        y_lam[U(lam_base + slot_trigger[U(s)])]
-                        if q == root
-                        else y[U(parent_slot[U(q)] - p_lo)]
-                    )
-                    local_strategy_unrolled(family, eta, a, b, eb + cum[U(q)] - 1, n, y, lo)
-                    for e in range(lo, lo + n):
-                        y[U(e)] = h * y[U(e)]
-                        if accumulate:
-                            total[U(eb + p_lo + e)] += w * y[U(e)]
-                        if keep:
-                            point[U(eb + p_lo + e)] = y[U(e)]
-                if scatter:
-                    deviation_row_adds(
-                        inf,
-                        s - trig_slot[U(inf)],
-                        -p_lo,
-                        p_lo,
-                        p_hi,
-                        shift,
-                        width,
-                        term_ptr,
-                        line_start,
-                        line_w,
-                        row_start,
-                        rows,
-                        y,
-                        out,
-                    )
+        _recommend_part(
+            np.int64(part),  # prange's index is unsigned: one variant, not two
+            parts,
+            serial,
+            slot_inf,
+            cum_work,
+            trig_slot,
+            slot_base,
+            slot_trigger,
+            pos,
+            end,
+            cum,
+            pre,
+            num_actions,
+            parent_slot,
+            term_ptr,
+            line_start,
+            line_w,
+            row_start,
+            rows,
+            lam_base,
+            y_lam,
+            family,
+            eta,
+            a,
+            b,
+            out,
+            total,
+            w,
+            point,
+            y_rows[part],
+        )
 
 
 @kernel()

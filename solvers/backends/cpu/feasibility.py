@@ -24,7 +24,7 @@ from efce.games.arrays import U, lower_bound
 from efce.games.resources.compiled import compiled
 from efce.polytopes.chain import SINGLETON
 
-from .jit import balanced_part, kernel
+from .jit import SharedBodiesCompiler, balanced_part, kernel
 
 
 @compiled(inline="always")
@@ -142,6 +142,62 @@ def _first_run_step_of_work(ptr, run_size, run_nsrc, run_entry, run_source, work
     return ptr[r] + (work - before + per_step - 1) // per_step
 
 
+@compiled(nogil=True, pipeline_class=SharedBodiesCompiler)
+def _run_chain_part(
+    part: int,
+    parts: int,
+    ptr: np.ndarray,
+    run_size: np.ndarray,
+    run_nsrc: np.ndarray,
+    run_entry: np.ndarray,
+    run_source: np.ndarray,
+    source: np.ndarray,
+    wide: np.ndarray,
+    n_wide: int,
+    narrow: np.ndarray,
+    n_narrow: int,
+    scales: np.ndarray,
+    total: int,
+    local: np.ndarray,
+) -> None:
+    """Part ``part`` of :func:`run_chain_violations`' steps, its worst values into ``local``: a
+    function of its own, called once per part (numba compiles a parallel loop's body about
+    twice)."""
+    num_steps = ptr[len(ptr) - 1]
+    lo = (
+        0
+        if part == 0
+        else _first_run_step_of_work(ptr, run_size, run_nsrc, run_entry, run_source, (total * part) // parts)
+    )
+    hi = (
+        num_steps
+        if part == parts - 1
+        else _first_run_step_of_work(
+            ptr, run_size, run_nsrc, run_entry, run_source, (total * (part + 1)) // parts
+        )
+    )
+    if lo >= hi:
+        return
+    r = 0
+    while ptr[r + 1] <= lo:
+        r += 1
+    t_lo = run_entry[r] + (lo - ptr[r]) * run_size[r]
+    s_lo = run_source[r] + (lo - ptr[r]) * run_nsrc[r]
+    for k in range(lo, hi):
+        if k >= ptr[r + 1]:
+            r += 1
+        t_hi, s_hi = t_lo + run_size[r], s_lo + run_nsrc[r]
+        for q in range(n_wide):
+            d = _block_violation(wide[q], t_lo, t_hi, s_lo, s_hi, source) * scales[q]
+            if d > local[q]:
+                local[q] = d
+        for q in range(n_narrow):
+            d = _block_violation(narrow[q], t_lo, t_hi, s_lo, s_hi, source) * scales[n_wide + q]
+            if d > local[n_wide + q]:
+                local[n_wide + q] = d
+        t_lo, s_lo = t_hi, s_hi
+
+
 @kernel(parallel=True)
 def run_chain_violations(
     ptr: np.ndarray,
@@ -161,46 +217,27 @@ def run_chain_violations(
     (:class:`efce.polytopes.chain.StepRuns`): the same ranges of equal work, found by bisection
     over the runs."""
     n = n_wide + n_narrow
-    num_steps = ptr[len(ptr) - 1]
     last = len(ptr) - 1
     total = run_entry[last] + run_source[last]
     part_worst = np.zeros((parts, n))
     for part in numba.prange(parts):
-        lo = (
-            0
-            if part == 0
-            else _first_run_step_of_work(
-                ptr, run_size, run_nsrc, run_entry, run_source, (total * part) // parts
-            )
+        _run_chain_part(
+            np.int64(part),  # prange's index is unsigned: one variant of _run_chain_part, not two
+            parts,
+            ptr,
+            run_size,
+            run_nsrc,
+            run_entry,
+            run_source,
+            source,
+            wide,
+            n_wide,
+            narrow,
+            n_narrow,
+            scales,
+            total,
+            part_worst[part],
         )
-        hi = (
-            num_steps
-            if part == parts - 1
-            else _first_run_step_of_work(
-                ptr, run_size, run_nsrc, run_entry, run_source, (total * (part + 1)) // parts
-            )
-        )
-        local = part_worst[part]
-        if lo >= hi:
-            continue
-        r = 0
-        while ptr[r + 1] <= lo:
-            r += 1
-        t_lo = run_entry[r] + (lo - ptr[r]) * run_size[r]
-        s_lo = run_source[r] + (lo - ptr[r]) * run_nsrc[r]
-        for k in range(lo, hi):
-            if k >= ptr[r + 1]:
-                r += 1
-            t_hi, s_hi = t_lo + run_size[r], s_lo + run_nsrc[r]
-            for q in range(n_wide):
-                d = _block_violation(wide[q], t_lo, t_hi, s_lo, s_hi, source) * scales[q]
-                if d > local[q]:
-                    local[q] = d
-            for q in range(n_narrow):
-                d = _block_violation(narrow[q], t_lo, t_hi, s_lo, s_hi, source) * scales[n_wide + q]
-                if d > local[n_wide + q]:
-                    local[n_wide + q] = d
-            t_lo, s_lo = t_hi, s_hi
     return _combined_worst(part_worst, wide, n_wide, narrow, scales)
 
 
@@ -356,6 +393,67 @@ def _infoset_violations(
     return -1
 
 
+@compiled(nogil=True, pipeline_class=SharedBodiesCompiler)
+def _definition3_part(
+    part: int,
+    parts: int,
+    indptr: np.ndarray,
+    sigma2: np.ndarray,
+    first1: np.ndarray,
+    nact1: np.ndarray,
+    parent1: np.ndarray,
+    seq_infoset2: np.ndarray,
+    nact2: np.ndarray,
+    parent2: np.ndarray,
+    arrays: np.ndarray,
+    index_map: np.ndarray,
+    scales: np.ndarray,
+    cum_work: np.ndarray,
+    max_width: int,
+    local: np.ndarray,
+    bad_rows: np.ndarray,
+) -> None:
+    """Part ``part`` of :func:`definition3_violations`: its share of the values' signs and its
+    infosets, the worst values into ``local`` and its first bad row into ``bad_rows[part]``
+    (left alone if none).  A function of its own, called once per part (numba compiles a
+    parallel loop's body about twice)."""
+    n = len(arrays)
+    n_values = len(arrays[0])
+    # ξ ≥ 0, in storage order (the map is a bijection).
+    for r in range(n):
+        lowest = 0.0
+        values = arrays[r]
+        for q in range((n_values * part) // parts, (n_values * (part + 1)) // parts):
+            if values[q] < lowest:
+                lowest = values[q]
+        if -scales[r] * lowest > local[r]:
+            local[r] = -scales[r] * lowest
+    lo, hi = balanced_part(cum_work, part, parts)
+    buf = np.empty((n, max_width))
+    sums = np.empty((n, max_width))
+    for inf in range(lo, hi):
+        bad = _infoset_violations(
+            inf,
+            indptr,
+            sigma2,
+            first1,
+            nact1,
+            parent1,
+            seq_infoset2,
+            nact2,
+            parent2,
+            arrays,
+            index_map,
+            scales,
+            buf,
+            sums,
+            local,
+        )
+        if bad >= 0:
+            bad_rows[part] = bad
+            return
+
+
 @kernel(parallel=True)
 def definition3_violations(
     indptr: np.ndarray,
@@ -395,42 +493,26 @@ def definition3_violations(
         return worst, np.int64(0)
     part_worst = np.zeros((parts, n))
     part_bad = np.full(parts, -1, np.int64)
-    n_values = len(arrays[0])
     for part in numba.prange(parts):
-        local = part_worst[part]
-        # ξ ≥ 0, in storage order (the map is a bijection).
-        for r in range(n):
-            lowest = 0.0
-            values = arrays[r]
-            for q in range((n_values * part) // parts, (n_values * (part + 1)) // parts):
-                if values[q] < lowest:
-                    lowest = values[q]
-            if -scales[r] * lowest > local[r]:
-                local[r] = -scales[r] * lowest
-        lo, hi = balanced_part(cum_work, part, parts)
-        buf = np.empty((n, max_width))
-        sums = np.empty((n, max_width))
-        for inf in range(lo, hi):
-            bad = _infoset_violations(
-                inf,
-                indptr,
-                sigma2,
-                first1,
-                nact1,
-                parent1,
-                seq_infoset2,
-                nact2,
-                parent2,
-                arrays,
-                index_map,
-                scales,
-                buf,
-                sums,
-                local,
-            )
-            if bad >= 0:
-                part_bad[part] = bad
-                break
+        _definition3_part(
+            np.int64(part),  # prange's index is unsigned: one variant of _definition3_part, not two
+            parts,
+            indptr,
+            sigma2,
+            first1,
+            nact1,
+            parent1,
+            seq_infoset2,
+            nact2,
+            parent2,
+            arrays,
+            index_map,
+            scales,
+            cum_work,
+            np.int64(max_width),  # not the literal 0 it starts as: one variant, not two
+            part_worst[part],
+            part_bad,
+        )
     for part in range(parts):
         if part_bad[part] >= 0:
             return worst, part_bad[part]

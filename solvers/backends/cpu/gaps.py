@@ -19,7 +19,7 @@ import numpy as np
 
 from efce.games.resources.compiled import compiled
 
-from .jit import balanced_part, kernel
+from .jit import SharedBodiesCompiler, balanced_part, kernel
 from .operator import trigger_lines
 
 
@@ -99,6 +99,59 @@ def best_response(
     return acc[0], x
 
 
+@compiled(nogil=True, pipeline_class=SharedBodiesCompiler)
+def _gains_part(
+    part: int,
+    parts: int,
+    first: np.ndarray,
+    num_actions: np.ndarray,
+    trig_count: np.ndarray,
+    trig_slot: np.ndarray,
+    child_ptr: np.ndarray,
+    child_inf: np.ndarray,
+    pos: np.ndarray,
+    pre: np.ndarray,
+    end: np.ndarray,
+    cum: np.ndarray,
+    term_ptr: np.ndarray,
+    line_start: np.ndarray,
+    line_w: np.ndarray,
+    row_start: np.ndarray,
+    rows: np.ndarray,
+    follow: np.ndarray,
+    values: np.ndarray,
+    cum_work: np.ndarray,
+    gains: np.ndarray,
+) -> None:
+    """Part ``part`` of :func:`trigger_gains`' infosets into ``gains``: a function of its own,
+    called once per part (numba compiles a parallel loop's body about twice)."""
+    lo, hi = balanced_part(cum_work, part, parts)
+    value = np.zeros(len(first))
+    gains_of_infosets(
+        lo,
+        hi,
+        first,
+        num_actions,
+        trig_count,
+        trig_slot,
+        child_ptr,
+        child_inf,
+        pos,
+        pre,
+        end,
+        cum,
+        term_ptr,
+        line_start,
+        line_w,
+        row_start,
+        rows,
+        follow,
+        values,
+        value,
+        gains,
+    )
+
+
 @kernel(parallel=True)
 def trigger_gains(
     first: np.ndarray,
@@ -124,14 +177,12 @@ def trigger_gains(
     """``D − F`` for every trigger slot of one player (``follow``: the following value of each
     slot), the trigger infosets split into ``parts`` ranges of about equal work (``cum_work``),
     each gain computed by one thread in the serial order: the same on any thread count."""
-    n_inf = len(first)
     gains = np.full(len(follow), np.nan)
     for part in numba.prange(parts):
-        lo, hi = balanced_part(cum_work, part, parts)
-        value = np.zeros(n_inf)
-        gains_of_infosets(
-            lo,
-            hi,
+        # prange's index is unsigned: as int64, one variant of _gains_part, not two
+        _gains_part(
+            np.int64(part),
+            parts,
             first,
             num_actions,
             trig_count,
@@ -149,7 +200,7 @@ def trigger_gains(
             rows,
             follow,
             values,
-            value,
+            cum_work,
             gains,
         )
     return gains
