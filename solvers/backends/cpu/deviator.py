@@ -284,7 +284,7 @@ def deviator_observe(
     otherwise each slot has a weight of its own and the slots are split among the parts.  The
     scratch rows: ``loss_rows[p]`` one block, ``y_rows[p]`` the widest infoset.
 
-    Each part's loop is a function of its own (:func:`_observe_part`), called once per part:
+    Each part's loop is a function of its own (``_observe_part``), called once per part:
     numba compiles a parallel loop's body about twice, so the loop written out here took twice
     as long to compile, for the same speed."""
     for part in numba.prange(parts):
@@ -438,7 +438,7 @@ def deviator_recommend(
     ``out`` (none when ``out`` is empty); a non-empty ``total`` also receives ``w · y`` and a
     non-empty ``point`` the block (Y entry order).  ``serial``: the slots in order on one part
     (slots sharing rows, a coarse concept's); otherwise split among the parts.  Each part's loop is
-    a function of its own (:func:`_recommend_part`), as in :func:`deviator_observe`."""
+    a function of its own (``_recommend_part``), as in :func:`deviator_observe`."""
     for part in numba.prange(parts):
         _recommend_part(
             np.int64(part),  # prange's index is unsigned: one variant, not two
