@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from numbers import Integral
 from typing import TYPE_CHECKING, ClassVar
 
@@ -262,15 +262,20 @@ class PayoffProducts:
         )
         self._split_rows = tables.concept == "efce"
         if self.parts > 1:
-            # the parallel kernels' arguments: per trigger slot its infoset and the running work,
-            # then the serial ones but the counts (read through the infoset)
-            self._deviation_parallel = tuple(
-                (*operator.trigger_work(t.trig_count, t.trig_slot, t.line_start), *args[1:])
-                for t, args in zip(tables.players, self._deviation, strict=True)
-            )
             self._stacks = thread_rows(op.max_depth + 2, np.int64)
         else:
             self._stack = np.empty(op.max_depth + 2, dtype=np.int64)
+
+    @cached_property
+    def _deviation_parallel(self) -> tuple:
+        """The parallel deviation kernels' arguments: per trigger slot its infoset and the running
+        work, then the serial ones but the counts (read through the infoset).  Made at the first
+        parallel :meth:`matvec` or :meth:`rmatvec`: the fused deviator of rm's loop calls neither,
+        and these are two int64 per trigger slot."""
+        return tuple(
+            (*operator.trigger_work(t.trig_count, t.trig_slot, t.line_start), *args[1:])
+            for t, args in zip(self.operator.tables.players, self._deviation, strict=True)
+        )
 
     def _tau(self) -> tuple[float, int]:
         tau = self.operator.tau
