@@ -67,6 +67,42 @@ def _step_violation(values, k, target_ptr, source_ptr, source):
     )
 
 
+@compiled(nogil=True, pipeline_class=SharedBodiesCompiler)
+def _chain_part(
+    part: int,
+    parts: int,
+    target_ptr: np.ndarray,
+    source_ptr: np.ndarray,
+    source: np.ndarray,
+    wide: np.ndarray,
+    n_wide: int,
+    narrow: np.ndarray,
+    n_narrow: int,
+    scales: np.ndarray,
+    total: int,
+    local: np.ndarray,
+) -> None:
+    """Part ``part`` of :func:`chain_violations`' steps, its worst values into ``local``: a
+    function of its own, called once per part (numba compiles a parallel loop's body about
+    twice)."""
+    num_steps = len(target_ptr) - 1
+    lo = 0 if part == 0 else _first_step_of_work(target_ptr, source_ptr, (total * part) // parts)
+    hi = (
+        num_steps
+        if part == parts - 1
+        else _first_step_of_work(target_ptr, source_ptr, (total * (part + 1)) // parts)
+    )
+    for k in range(lo, hi):
+        for r in range(n_wide):
+            d = _step_violation(wide[r], k, target_ptr, source_ptr, source) * scales[r]
+            if d > local[r]:
+                local[r] = d
+        for r in range(n_narrow):
+            d = _step_violation(narrow[r], k, target_ptr, source_ptr, source) * scales[n_wide + r]
+            if d > local[n_wide + r]:
+                local[n_wide + r] = d
+
+
 @kernel(parallel=True)
 def chain_violations(
     target_ptr: np.ndarray,
@@ -90,22 +126,20 @@ def chain_violations(
     total = np.int64(target_ptr[num_steps]) + np.int64(source_ptr[num_steps])
     part_worst = np.zeros((parts, n))
     for part in numba.prange(parts):
-        lo = 0 if part == 0 else _first_step_of_work(target_ptr, source_ptr, (total * part) // parts)
-        hi = (
-            num_steps
-            if part == parts - 1
-            else _first_step_of_work(target_ptr, source_ptr, (total * (part + 1)) // parts)
+        _chain_part(
+            np.int64(part),  # prange's index is unsigned: one variant of _chain_part, not two
+            parts,
+            target_ptr,
+            source_ptr,
+            source,
+            wide,
+            n_wide,
+            narrow,
+            n_narrow,
+            scales,
+            total,
+            part_worst[part],
         )
-        local = part_worst[part]
-        for k in range(lo, hi):
-            for r in range(n_wide):
-                d = _step_violation(wide[r], k, target_ptr, source_ptr, source) * scales[r]
-                if d > local[r]:
-                    local[r] = d
-            for r in range(n_narrow):
-                d = _step_violation(narrow[r], k, target_ptr, source_ptr, source) * scales[n_wide + r]
-                if d > local[n_wide + r]:
-                    local[n_wide + r] = d
     return _combined_worst(part_worst, wide, n_wide, narrow, scales)
 
 
