@@ -3,7 +3,8 @@ Each case runs ``efce solve`` as a user would, in a fresh process, and reports i
 welfare, gaps, peak memory).  Targets on a 2-core machine:
 
 * full Sheriff (375,165 pairs): ``lp-pdlp`` optimum of EFCCE and NFCCE, each ≤ 150 s (and of
-  EFCE, the README's job's LP, for reference); ``rm
+  EFCE, the README's job's LP, for reference), and the same LPs by Clarabel's interior-point
+  method (``lp-cvxpy --lp-solver clarabel``), which solves the coarse ones within that; ``rm
   --objective welfare`` intervals at most 1e-2 wide, each ≤ 120 s;
 * ``goofspiel:players=2,ranks=4,prizes=random`` (public chance, 265,393 pairs): ``rm`` to max
   deviation 1e-3 for EFCE ≤ 60 s; ``lp-pdlp`` to its optimum ≤ 300 s;
@@ -25,6 +26,8 @@ from harness import main
 SHERIFF = "sheriff:max_bribe=3,max_items=3,rounds=4"
 GOOF4 = "goofspiel:players=2,ranks=4,prizes=random"
 GOOF5 = "goofspiel:players=2,ranks=5,prizes=random"
+#: The LP by Clarabel's interior-point method, through cvxpy (``lp-cvxpy``).
+CLARABEL = ("lp-cvxpy", "--lp-solver", "clarabel")
 
 
 def _solve(spec: str, *args: str, trace: bool = False) -> dict:
@@ -53,9 +56,12 @@ def _keep(result: dict, *keys: str) -> dict:
     return {k: result.get(k) for k in keys if k in result}
 
 
-def _case_lp(spec: str, concept: str):
+def _case_lp(spec: str, concept: str, *method: str):
+    """The concept's optimal welfare by an LP method (``lp-pdlp`` unless ``method`` says, e.g.
+    ``("lp-cvxpy", "--lp-solver", "clarabel")``: Clarabel's interior-point method)."""
+
     def run():
-        r = _solve(spec, "--method", "lp-pdlp", "--concept", concept, "--time-limit", "600")
+        r = _solve(spec, "--method", *(method or ("lp-pdlp",)), "--concept", concept, "--time-limit", "600")
         return _keep(
             r,
             "status",
@@ -131,6 +137,7 @@ CASES = {
     "sheriff-lp-efce": _case_lp(SHERIFF, "efce"),
     "sheriff-lp-efcce": _case_lp(SHERIFF, "efcce"),
     "sheriff-lp-nfcce": _case_lp(SHERIFF, "nfcce"),
+    **{f"sheriff-clarabel-{c}": _case_lp(SHERIFF, c, *CLARABEL) for c in ("efce", "efcce", "nfcce")},
     "sheriff-rm-welfare-efcce": _case_rm_welfare(SHERIFF, "efcce"),
     "sheriff-rm-welfare-nfcce": _case_rm_welfare(SHERIFF, "nfcce"),
     "goofspiel4-rm-efce": _case_rm_to_gap(GOOF4, 1e-3, 600),

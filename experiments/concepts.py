@@ -1,11 +1,13 @@
 """``efce compare --preset concepts``: the three solution concepts side by side.
 
 Per game and concept (:mod:`efce.concepts`) the preset runs the LP of the concept's optimal
-welfare (``lp-pdlp``, which solves the full Sheriff LP) and ``rm --objective welfare`` (the
-bisection's certified interval), each in its own process through :func:`~.compare.compare`, and
-reports per game:
+welfare twice, by a first-order method (``lp-pdlp``, the README job's LP) and by an
+interior-point method (``lp-cvxpy`` with Clarabel, which solves full Sheriff's coarse LPs in
+minutes where PDLP needs up to ten, docs/results/lp_baseline.md), and ``rm --objective
+welfare`` (the bisection's certified interval), each in its own process through
+:func:`~.compare.compare`, and reports per game:
 
-* the optimal welfare of each concept — the LP's optimum and rm's interval — where the
+* the optimal welfare of each concept — the LPs' optima and rm's interval — where the
   inclusions EFCE ⊆ EFCCE ⊆ NFCCE show as a non-decreasing row;
 * each run's runtime (the solver call or the bisection, compiling and model setup excluded, as
   in every comparison).
@@ -27,9 +29,15 @@ from .styles import style_of
 if TYPE_CHECKING:  # annotations only: matplotlib is imported when the figure is drawn
     from matplotlib.figure import Figure
 
-#: The runs of the preset: per concept the LP and rm's welfare bisection.
+#: The runs of the preset: per concept the LP by PDLP and by Clarabel, and rm's welfare bisection.
 CONCEPT_METHODS = tuple(
-    run for c in CONCEPTS for run in (f"lp-pdlp[concept={c}]", f"rm[concept={c},objective=welfare]")
+    run
+    for c in CONCEPTS
+    for run in (
+        f"lp-pdlp[concept={c}]",
+        f"lp-cvxpy[concept={c},lp_solver=clarabel]",
+        f"rm[concept={c},objective=welfare]",
+    )
 )
 
 
@@ -42,8 +50,9 @@ def takes_concept(entry: str) -> bool:
 
 
 def concept_rows(summary: dict) -> list[dict]:
-    """Per run of one game's comparison: its method, concept, the welfare it found (an LP's
-    optimum as ``[w, w]``, rm's certified interval, None without a result) and its seconds."""
+    """Per run of one game's comparison: its method, its name in the table (``lp-cvxpy``'s with
+    its solver), concept, the welfare it found (an LP's optimum as ``[w, w]``, rm's certified
+    interval, None without a result) and its seconds."""
     rows = []
     for label, run in summary.get("methods", {}).items():
         method, options = method_variant(label)
@@ -56,6 +65,7 @@ def concept_rows(summary: dict) -> list[dict]:
             {
                 "run": label,
                 "method": method,
+                "name": f"{method} ({options['lp_solver']})" if "lp_solver" in options else method,
                 "concept": concept,
                 "welfare": interval,
                 "seconds": result.get("seconds"),
@@ -66,26 +76,26 @@ def concept_rows(summary: dict) -> list[dict]:
 
 
 def concepts_table(summaries: list[dict]) -> str:
-    """Per game, per concept: the LP's optimal welfare and rm's interval, with their seconds."""
+    """Per game, per concept: the LPs' optimal welfare and rm's interval, with their seconds."""
     lines = []
     for summary in summaries:
         rows = concept_rows(summary)
         lines.append(f"game: {summary.get('game', '')}")
-        head = f"{'concept':<9}{'method':<10}{'welfare':>28}{'seconds':>10}  status"
+        head = f"{'concept':<9}{'method':<20}{'welfare':>28}{'seconds':>10}  status"
         lines += [head, "-" * len(head)]
         for concept in CONCEPTS:
             for row in (r for r in rows if r["concept"] == concept):
                 w = row["welfare"]
                 text = "—" if w is None else f"{w[0]:.6f}" if w[0] == w[1] else f"[{w[0]:.6f}, {w[1]:.6f}]"
                 seconds = "—" if row["seconds"] is None else f"{row['seconds']:.1f}"
-                lines.append(f"{concept:<9}{row['method']:<10}{text:>28}{seconds:>10}  {row['status']}")
+                lines.append(f"{concept:<9}{row['name']:<20}{text:>28}{seconds:>10}  {row['status']}")
         lines.append("")
-    lines.append("welfare: the LP's optimum; rm's certified interval (--objective welfare, width ≤ 1e-2)")
+    lines.append("welfare: an LP's optimum; rm's certified interval (--objective welfare, width ≤ 1e-2)")
     return "\n".join(lines)
 
 
 def concepts_figure(summaries: list[dict]) -> Figure:
-    """Per game two panels: each concept's optimal welfare (the LP's point, rm's interval as a
+    """Per game two panels: each concept's optimal welfare (an LP's point, rm's interval as a
     bar) and each run's seconds (log scale)."""
     import matplotlib
 
@@ -115,7 +125,7 @@ def concepts_figure(summaries: list[dict]) -> Figure:
                         linestyle="none",
                         markerfacecolor=style["markerfacecolor"],
                         markeredgecolor=style["markeredgecolor"],
-                        label=method if row["concept"] == names[0] else None,
+                        label=row["name"] if row["concept"] == names[0] else None,
                     )
                 if row["seconds"] is not None:
                     ax_t.bar(x, row["seconds"], width=0.14, color=style["color"])

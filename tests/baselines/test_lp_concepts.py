@@ -90,3 +90,21 @@ def test_the_comparison_catches_a_concept_built_with_the_wrong_triggers(asked, b
 
     monkeypatch.setattr(efce_lp, "incentive_block", mutant)
     assert _disagreements("public", asked) >= 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_interior_point_lp_finds_every_concepts_optimum_of_the_brute_force(kind):
+    """The same LPs solved by Clarabel's interior-point method through cvxpy (``lp-cvxpy
+    --lp-solver clarabel``, the exact method that solves full Sheriff's coarse LPs in minutes,
+    docs/results/lp_baseline.md): its optimal welfare is the oracle's, and its plan is an exact
+    equilibrium of the concept to the interior-point method's tolerance (its defaults, 1e-8
+    relative: the welfare agrees to 1e-6, where HiGHS's vertices agree to 1e-7)."""
+    for seed in range(10):
+        game = random_game(seed, chance=kind)
+        oracle = BruteForce(game)
+        for concept in CONCEPTS:
+            result = efce.solve(game, "lp-cvxpy", lp_solver="clarabel", concept=concept)
+            assert result.status == "converged"
+            assert result.info["welfare"] == pytest.approx(oracle.optimum(concept), abs=1e-6), (seed, concept)
+            assert result.info[f"{concept}_gap"] <= 1e-7
+            assert result.info["max_violation"] <= 1e-7
