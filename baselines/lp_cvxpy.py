@@ -46,6 +46,14 @@ ACCURATE_OPTIONS = {
     "SCS": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 10**6},
     "OSQP": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iter": 10**6, "polishing": True},
 }
+#: The peak of a solve over the model's estimate (the bytes of
+#: :func:`~baselines.efce_lp.estimate_efce_lp`) for the solvers whose own work outweighs cvxpy's
+#: copies (:data:`~baselines.efce_lp.CVXPY_FACTOR` for the others): Clarabel factors its KKT
+#: system, whose fill-in the estimate leaves out.  Its whole solve peaked at 5.7–6.4 times the
+#: estimate on the EFCE, EFCCE and NFCCE LPs of full Sheriff and of Goofspiel 4 with random
+#: prizes, and at 7.6 on Battleship's EFCE LP (``battleship:rows=3,cols=2,ship_sizes=[1],shots=2``;
+#: docs/results/lp_baseline.md).
+BUDGET_FACTORS = {"CLARABEL": 8.0}
 #: The library each solver loads HiGHS from (highspy and OR-Tools ship clashing copies, see
 #: :mod:`baselines.backends`).
 _HIGHS_COPY = {"HIGHS": "highspy", "PDLP": "ortools", "GLOP": "ortools"}
@@ -199,7 +207,8 @@ def solve_lp_cvxpy(
     isolate : solve in a fresh worker process (None = when the solver's HiGHS library clashes
         with the one already loaded here, see :mod:`baselines.backends`).
 
-    The memory budget check uses the model estimate times :data:`~baselines.efce_lp.CVXPY_FACTOR`
+    The memory budget check uses the model estimate times the solver's
+    :data:`BUDGET_FACTORS` (Clarabel's factorization) or :data:`~baselines.efce_lp.CVXPY_FACTOR`
     (canonicalization copies).  Result as :func:`baselines.solve_lp_highs`: ``seconds`` is the
     solver call alone (``info["solver_seconds"]``: the solver's own report of it, where it has
     one); ``setup_seconds`` the model build and cvxpy's canonicalization of this problem
@@ -227,7 +236,7 @@ def solve_lp_cvxpy(
             objective=objective,
             welfare_threshold=welfare_threshold,
             memory_budget=memory_budget,
-            budget_factor=CVXPY_FACTOR,
+            budget_factor=BUDGET_FACTORS.get(name, CVXPY_FACTOR),
             concept=concept,
         )
     options: dict[str, Any] = dict(ACCURATE_OPTIONS.get(name, {}))

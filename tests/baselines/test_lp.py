@@ -5,6 +5,7 @@ import pytest
 
 from efce import games
 from efce.baselines import ModelTooLarge, build_efce_lp, estimate_efce_lp, solve_lp_cvxpy, solve_lp_highs
+from efce.baselines.efce_lp import CVXPY_FACTOR
 from efce.games.game import Game, GameError
 from efce.solvers.evaluation.gaps import efce_gap, plan_utilities
 
@@ -146,6 +147,11 @@ def test_model_over_budget_is_refused_with_its_size():
     with pytest.raises(ModelTooLarge):
         solve_lp_cvxpy(game, memory_budget=size.bytes)  # cvxpy needs a multiple of the estimate
     solve_lp_highs(game, memory_budget=size.bytes)  # exactly at the budget: builds
+    # Clarabel's factorization needs more than cvxpy's copies (BUDGET_FACTORS): a budget HiGHS
+    # through cvxpy fits in refuses it, with the factor named.
+    solve_lp_cvxpy(game, memory_budget=int(size.bytes * CVXPY_FACTOR) + 1)
+    with pytest.raises(ModelTooLarge, match="×8 for this front end"):
+        solve_lp_cvxpy(game, memory_budget=int(size.bytes * CVXPY_FACTOR) + 1, solver="CLARABEL")
 
 
 def test_estimate_is_exact_for_rows_and_variables():
