@@ -107,11 +107,12 @@ def concepts_figure(summaries: list[dict]) -> Figure:
     names = list(CONCEPTS)
     for (ax_w, ax_t), summary in zip(axes, summaries, strict=False):
         rows = concept_rows(summary)
-        methods = sorted({r["method"] for r in rows})
-        for k, method in enumerate(methods):
-            style = style_of(method).line_kwargs()
-            shift = (k - (len(methods) - 1) / 2) * 0.15
-            for row in (r for r in rows if r["method"] == method):
+        # One series per name (two lp-cvxpy solvers are two), styled by its method.
+        names_drawn = sorted({r["name"] for r in rows})
+        for k, name in enumerate(names_drawn):
+            shift = (k - (len(names_drawn) - 1) / 2) * 0.15
+            for row in (r for r in rows if r["name"] == name):
+                style = style_of(row["method"]).line_kwargs()
                 x = names.index(row["concept"]) + shift
                 if row["welfare"] is not None:
                     lo, hi = row["welfare"]
