@@ -246,3 +246,34 @@ def test_cli_methods_and_flags(capsys):
     out = json.loads(capsys.readouterr().out)
     lower, upper = out["welfare_interval"]
     assert out["method"] == "rm-welfare" and upper - lower <= 1e-2 and upper >= 0.5
+
+
+@pytest.mark.parametrize("perturb, expected", [(False, "converged"), (True, "error")])
+def test_an_inaccurate_optimum_counts_only_when_the_projects_checks_accept_it(monkeypatch, perturb, expected):
+    """cvxpy's "optimal, inaccurate" is a point the solver does not vouch for: like lp-highs's
+    "Unknown", it is converged only when its gap and violation are at most 1e-6."""
+    from efce.baselines import lp_cvxpy
+
+    right = lp_cvxpy._solve_arrays
+
+    def inaccurate(*args):
+        out = right(*args)
+        if perturb:
+            out["x"] = out["x"] * 0.99
+        return dict(out, status="optimal_inaccurate")
+
+    monkeypatch.setattr(lp_cvxpy, "_solve_arrays", inaccurate)
+    r = solve_lp_cvxpy(_game("sheriff222"), solver="CLARABEL")
+    assert r.info["cvxpy_status"] == "optimal_inaccurate" and r.status == expected
+
+
+def test_a_solver_stopped_by_its_limit_warns_nothing():
+    """Clarabel stopped after one iteration: the run says it (its status), not a Python warning
+    from cvxpy's unpacking."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = solve_lp_cvxpy(_game("sheriff222"), solver="CLARABEL", max_iter=1)
+    assert r.status == "time_limit"
+    assert not [w for w in caught if "inaccurate" in str(w.message)]
