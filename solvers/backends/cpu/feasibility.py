@@ -60,11 +60,18 @@ def _block_violation(values, lo, hi, s_lo, s_hi, source):
 
 
 @compiled(inline="always")
-def _step_violation(values, k, target_ptr, source_ptr, source):
-    """:func:`_block_violation` of step ``k``."""
-    return _block_violation(
-        values, target_ptr[k], target_ptr[k + 1], source_ptr[k], source_ptr[k + 1], source
-    )
+def _fold_block(local, wide, n_wide, narrow, n_narrow, scales, lo, hi, s_lo, s_hi, source):
+    """Each point's :func:`_block_violation` of one step, scaled, into its worst in ``local``
+    (the ``n_wide`` float64 points first, then the ``n_narrow`` float32 ones): the step loop of
+    both chain layouts."""
+    for r in range(n_wide):
+        d = _block_violation(wide[r], lo, hi, s_lo, s_hi, source) * scales[r]
+        if d > local[r]:
+            local[r] = d
+    for r in range(n_narrow):
+        d = _block_violation(narrow[r], lo, hi, s_lo, s_hi, source) * scales[n_wide + r]
+        if d > local[n_wide + r]:
+            local[n_wide + r] = d
 
 
 @compiled(nogil=True, pipeline_class=SharedBodiesCompiler)
@@ -93,14 +100,19 @@ def _chain_part(
         else _first_step_of_work(target_ptr, source_ptr, (total * (part + 1)) // parts)
     )
     for k in range(lo, hi):
-        for r in range(n_wide):
-            d = _step_violation(wide[r], k, target_ptr, source_ptr, source) * scales[r]
-            if d > local[r]:
-                local[r] = d
-        for r in range(n_narrow):
-            d = _step_violation(narrow[r], k, target_ptr, source_ptr, source) * scales[n_wide + r]
-            if d > local[n_wide + r]:
-                local[n_wide + r] = d
+        _fold_block(
+            local,
+            wide,
+            n_wide,
+            narrow,
+            n_narrow,
+            scales,
+            target_ptr[k],
+            target_ptr[k + 1],
+            source_ptr[k],
+            source_ptr[k + 1],
+            source,
+        )
 
 
 @kernel(parallel=True)
@@ -221,14 +233,7 @@ def _run_chain_part(
         if k >= ptr[r + 1]:
             r += 1
         t_hi, s_hi = t_lo + run_size[r], s_lo + run_nsrc[r]
-        for q in range(n_wide):
-            d = _block_violation(wide[q], t_lo, t_hi, s_lo, s_hi, source) * scales[q]
-            if d > local[q]:
-                local[q] = d
-        for q in range(n_narrow):
-            d = _block_violation(narrow[q], t_lo, t_hi, s_lo, s_hi, source) * scales[n_wide + q]
-            if d > local[n_wide + q]:
-                local[n_wide + q] = d
+        _fold_block(local, wide, n_wide, narrow, n_narrow, scales, t_lo, t_hi, s_lo, s_hi, source)
         t_lo, s_lo = t_hi, s_hi
 
 

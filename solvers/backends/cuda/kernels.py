@@ -635,7 +635,7 @@ def piece_values(
 # ---------------------------------------------------------------------- checkpoints
 @cuda.jit(device=True, inline="always")
 def _step_violation(values, lo, hi, s_lo, s_hi, source):
-    """``max(|Σ_{T_k} x − Σ_{S_k} x|, −min(0, min_{T_k} x))``, as the CPU's ``_step_violation``
+    """``max(|Σ_{T_k} x − Σ_{S_k} x|, −min(0, min_{T_k} x))``, as the CPU's ``_block_violation``
     (:mod:`~efce.solvers.backends.cpu.feasibility`)."""
     filled = 0.0
     lowest = 0.0
