@@ -24,7 +24,7 @@ from efce.solvers.result import SolveResult, TraceRow
 
 from .backends import call_solver, check_lp_inputs, must_isolate
 from .efce_lp import CVXPY_FACTOR, EFCELP, LP_OPTIONS, LP_REPORT, build_efce_lp, evaluate_plan, lp_arguments
-from .lp_highs import UNVERIFIED_TOLERANCE, interrupted_result
+from .lp_highs import interrupted_result, verified
 
 #: The options of ``lp-cvxpy`` (:data:`SOLVE_METHODS`): type, range and default of each.
 OPTIONS = (
@@ -298,9 +298,7 @@ def solve_lp_cvxpy(
     if status == "unverified":
         # A solver's "optimal, inaccurate" point counts when the project's own checks accept
         # it, as lp-highs's "Unknown" (UNVERIFIED_TOLERANCE); else the run is an error.
-        gap = info.get(gap_key(model.concept))
-        verified = xi is not None and max(gap, info["max_violation"]) <= UNVERIFIED_TOLERANCE
-        status = "converged" if verified else "error"
+        status = "converged" if verified(xi, info, model.concept) else "error"
     info["peak_memory_bytes"] = peak_rss_bytes()
     # The clock is the solver call alone, as lp-highs's: the canonicalization of this problem
     # is its model building (setup), cvxpy's and the solver's first-call costs are compile.

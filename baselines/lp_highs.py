@@ -56,6 +56,20 @@ def default_options(nonzeros: int) -> dict:
 UNVERIFIED_TOLERANCE = 1e-6
 
 
+def verified(xi: np.ndarray | None, info: dict, concept: str) -> bool:
+    """Whether a point its solver does not vouch for (HiGHS's "Unknown", cvxpy's "optimal,
+    inaccurate") counts as converged: the project's own gap of ``concept`` and Definition-3
+    violation (``info``, from :func:`~baselines.efce_lp.evaluate_plan`) are at most
+    :data:`UNVERIFIED_TOLERANCE`.
+
+    Returns
+    -------
+    bool
+        False also when there is no point.
+    """
+    return xi is not None and max(info[gap_key(concept)], info["max_violation"]) <= UNVERIFIED_TOLERANCE
+
+
 #: HiGHS settings (solver options and thread count) already warmed up in this process.
 _WARMED: set[tuple] = set()
 #: Whether this process has made its first HiGHS object (which prints HiGHS's banner).
@@ -291,8 +305,7 @@ def solve_lp_highs(
     if status == "unknown":
         # IPM without crossover and the PDLP solvers end "Unknown" after presolve (no basis to
         # postsolve with): the point counts when the project's own checks accept it.
-        verified = xi is not None and max(info[gap], info["max_violation"]) <= UNVERIFIED_TOLERANCE
-        status = "converged" if verified else "error"
+        status = "converged" if verified(xi, info, model.concept) else "error"
     info["peak_memory_bytes"] = peak_rss_bytes()
     iterations = info["simplex_iterations"] + info["ipm_iterations"] + info["pdlp_iterations"]
     trace = []
