@@ -612,6 +612,7 @@ SOLVE_METHODS = (
         chance="any",
         writes_device=True,
         warm_up=_warm_up,
+        compiles_kernels=True,
         # The certified interval and its bounds in the trace are payoffs too (a tolerance left at its
         # default is relative, reported as is; a given one is reported as given).
         payoff_info=EQUILIBRIUM_REPORT

@@ -10,13 +10,12 @@ import sys
 
 from efce.concepts import CONCEPTS
 from efce.errors import CommandError, GameError, Interrupted, ResultWithError
-from efce.interrupts import acknowledge_stop, stop_requested
+from efce.interrupts import stop_requested
 
 from .cli import command
 from .compare import (
     DEFAULT_METHODS,
-    check_compare_arguments,
-    compare,
+    compare_games,
     failed_methods,
     load_comparison,
     split_method_list,
@@ -163,36 +162,25 @@ def run_compare(args: argparse.Namespace) -> tuple[dict, str]:
                 "output folder (--out)": (args.out, ("figure.png", *extra, *(_slug(g) + "/" for g in games)))
             }
         )
-    for spec, out_dir in zip(games, out_dirs, strict=True):  # every game checked before the first run
-        check_compare_arguments(
-            spec,
-            methods,
-            time_limit=time_limit,
-            memory_limit_gib=args.memory_limit,
-            out_dir=out_dir,
-            options=options,
-            concept=args.concept,
-        )
-    summaries, texts = {}, []
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
-    for spec, out_dir in zip(games, out_dirs, strict=True):
-        if stop_requested():
-            acknowledge_stop()  # the games compared so far are kept
-            break
-        summary = compare(
-            spec,
-            methods,
-            time_limit=time_limit,
-            memory_limit_gib=args.memory_limit,
-            out_dir=out_dir,
-            options=options,
-            log=log,
-            linear_time=args.linear_time,
-            concept=args.concept,
-        )
-        summaries[spec] = summary
-        files = "traces.csv, summary.json, convergence.png"
-        texts.append(summary_table(summary) + f"\n(files in {out_dir}: {files})")
+    # Every game is checked before the first run; each game's files are written when its last
+    # run ends.
+    summaries = compare_games(
+        games,
+        methods,
+        out_dirs=out_dirs,
+        time_limit=time_limit,
+        memory_limit_gib=args.memory_limit,
+        options=options,
+        log=log,
+        linear_time=args.linear_time,
+        concept=args.concept,
+    )
+    texts = [
+        summary_table(summary) + f"\n(files in {out_dir}: traces.csv, summary.json, convergence.png)"
+        for spec, out_dir in zip(games, out_dirs, strict=True)
+        if (summary := summaries.get(spec)) is not None
+    ]
     if not summaries:
         raise Interrupted("interrupted before the first method finished")
     unsaved_figure = []

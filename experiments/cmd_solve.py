@@ -37,6 +37,12 @@ def _configure(p):
             choices=option.choices,
             help=option.help,
         )
+    p.add_argument(
+        "--compile-only",
+        action="store_true",
+        help="compile (or load from numba's cache) the kernels this run would call, and exit "
+        "without running it: prepares a machine, e.g. a cluster's workers",
+    )
     p.add_argument("--trace", default=None, help="write the trace as CSV to this file")
     p.add_argument(
         "--device-out",
@@ -77,6 +83,8 @@ def run_solve(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
             f"{args.method} has no correlated distribution to write; "
             f"--device-out is an option of {', '.join(device_methods())}"
         )
+    if args.compile_only and args.trace is not None:
+        raise CommandError("--compile-only runs nothing, so --trace would stay empty; drop it")
     check_outputs({"trace file (--trace)": args.trace, "device file (--device-out)": args.device_out})
     if options.get("backend") == "cuda":
         from efce.solvers.backends import cuda_simulator_enabled
@@ -95,6 +103,8 @@ def run_solve(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         game = make_game(args.game)
     game_compile_seconds = compiled()
     build_seconds = time.perf_counter() - started - game_compile_seconds
+    if args.compile_only:
+        return _compile_only(args, game, options, build_seconds, game_compile_seconds)
     bar = Progress(
         f"{args.method} on {game.name}", total=iterations, enabled=None if not args.json else False
     )
@@ -152,6 +162,24 @@ def run_solve(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
                 f"cannot write the {what} '{path}': {exc.strerror or exc}", out, "\n".join(lines)
             ) from None
     return out, "\n".join(lines)
+
+
+def _compile_only(
+    args: argparse.Namespace, game, options: dict[str, Any], build_seconds: float, game_compile_seconds: float
+) -> tuple[dict[str, Any], str]:
+    """``--compile-only``: the run's warm-up alone (:func:`~.solve.compile_kernels`)."""
+    from .solve import compile_kernels
+
+    seconds = compile_kernels(game, args.method, device=args.device_out is not None, **options)
+    out = {
+        "game": game.name,
+        "method": args.method,
+        "status": "compiled",
+        "setup_seconds": build_seconds,
+        "compile_seconds": seconds + game_compile_seconds,
+        "peak_memory_mib": peak_memory_mib(),
+    }
+    return out, f"{args.method} on {game.name}: kernels ready in {out['compile_seconds']:.2f} s (nothing run)"
 
 
 def _write_device(game, point, path: str) -> int:

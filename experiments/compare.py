@@ -23,6 +23,8 @@ import json
 import math
 import os
 import re
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -31,12 +33,14 @@ from typing import Any
 from efce.concepts import CONCEPTS, DEFAULT_CONCEPT, gap_key
 from efce.errors import GameError, OptionError
 from efce.games.resources.atomic import atomic_open
+from efce.games.resources.compiled import SHARED_VARIABLE
 from efce.games.spec import check_spec
-from efce.interrupts import acknowledge_stop, graceful, stop_requested
+from efce.interrupts import acknowledge_stop, forget_on_abort, graceful, remove_on_abort, stop_requested
 from efce.solvers.options import describe_value, is_real
 from efce.solvers.result import TRACE_COLUMNS
 
-from .harness import MAX_MEMORY_LIMIT_GIB, ChildResult, run_solve
+from .compile_ahead import CompileAhead
+from .harness import MAX_MEMORY_LIMIT_GIB, ChildResult, child_environment, efce_command, run_solve
 from .paths import check_outputs, make_output_folder
 from .solve import (
     OPTIONS,
@@ -251,6 +255,23 @@ def option_arguments(options: dict) -> list[str]:
     return args
 
 
+def solve_arguments(
+    game_spec: str, entry: str, time_limit: float, options: dict | None = None, concept: str | None = None
+) -> list[str]:
+    """The ``efce solve`` arguments of the compared run ``entry`` (a method or a configuration of
+    one, :func:`concept_variant`) with its ``options``, under ``time_limit`` seconds."""
+    method, variant = concept_variant(entry, concept)
+    return [
+        game_spec,
+        "--method",
+        method,
+        "--json",
+        "--time-limit",
+        str(time_limit),
+        *option_arguments({**variant, **(options or {})}),
+    ]
+
+
 def run_method(
     game_spec: str,
     method: str,
@@ -261,22 +282,15 @@ def run_method(
     options: dict | None = None,
     log: Callable[[str], object] | None = None,
     concept: str | None = None,
+    environment: dict[str, str] | None = None,
 ) -> tuple[MethodRun, list[dict]]:
     """Run one method (or configuration, ``rm[local=rm+]``: :func:`method_variant`; of
     ``concept`` when it takes one, :func:`concept_variant`) in a child process
     (:mod:`experiments.harness`); never raises for the method's own failures.  The child's
-    warm-up lines (:data:`~efce.experiments.solve.WARM_UP_LINE`) go to ``log``."""
+    warm-up lines (:data:`~efce.experiments.solve.WARM_UP_LINE`) go to ``log``; ``environment``
+    is the child's (default: this process's)."""
     label = method
-    method, variant = concept_variant(label, concept)
-    arguments = [
-        game_spec,
-        "--method",
-        method,
-        "--json",
-        "--time-limit",
-        str(time_limit),
-        *option_arguments({**variant, **(options or {})}),
-    ]
+    arguments = solve_arguments(game_spec, label, time_limit, options, concept)
     limit = None if memory_limit_gib is None else int(memory_limit_gib * 2**30)
 
     def pass_on(line: str) -> None:
@@ -292,6 +306,7 @@ def run_method(
             memory_limit_bytes=limit,
             stop_requested=stop_requested,
             on_stderr_line=pass_on,
+            env=environment,
         )
     except GameError as exc:  # the child's trace file is malformed
         run = MethodRun(label, "error", 0.0, None, error=str(exc))
@@ -465,7 +480,7 @@ def compare(
     concept: str | None = None,
 ) -> dict:
     """Run every method on ``game_spec``, each in its own process, and write ``traces.csv``,
-    ``summary.json`` and ``convergence.png`` into ``out_dir``.
+    ``summary.json`` and ``convergence.png`` into ``out_dir``: :func:`compare_games` of one game.
 
     Parameters
     ----------
@@ -478,6 +493,8 @@ def compare(
         Seconds per method for its iterations (or solver call).
     memory_limit_gib : float, optional
         Address-space limit per child.
+    out_dir : str
+        The output folder.
     options : dict, optional
         Method → its ``efce solve`` options (e.g. ``{"subgradient": {"step_size": 1e-6}}``).
     log : callable, optional
@@ -504,50 +521,192 @@ def compare(
     GameError
         From :func:`check_compare_arguments`, before anything runs or is written.
     """
-    if log is not None and not callable(log):
-        raise OptionError(f"log must be a function taking a line of text, or None, got {describe_value(log)}")
-    check_compare_arguments(
-        game_spec,
+    summaries = compare_games(
+        [game_spec],
         methods,
+        out_dirs=[out_dir],
         time_limit=time_limit,
         memory_limit_gib=memory_limit_gib,
-        out_dir=out_dir,
         options=options,
+        log=log,
+        linear_time=linear_time,
         concept=concept,
     )
+    return next(iter(summaries.values()))
+
+
+def compiles_kernels(entry: str, concept: str | None = None) -> bool:
+    """Whether the compared run ``entry`` (a method or a configuration of one) compiles numba
+    kernels of its own on an empty cache (:attr:`~efce.solvers.options.Method.compiles_kernels`)."""
+    from .solve import METHODS
+
+    method, _ = concept_variant(entry, concept)
+    return METHODS[method].compiles_kernels
+
+
+def compare_games(
+    game_specs: Sequence[str],
+    methods: Sequence[str] = DEFAULT_METHODS,
+    *,
+    out_dirs: Sequence[str],
+    time_limit: float = 60.0,
+    memory_limit_gib: float | None = None,
+    options: dict[str, dict] | None = None,
+    log: Callable[[str], object] | None = None,
+    linear_time: bool = False,
+    concept: str | None = None,
+) -> dict[str, dict]:
+    """Run every method on every game of ``game_specs``, each run in its own process, and write
+    each game's ``traces.csv``, ``summary.json`` and ``convergence.png`` into its folder of
+    ``out_dirs`` as soon as its last run has ended.
+
+    The runs of methods that compile kernels of their own (:func:`compiles_kernels`: ``rm``, the
+    CFR family, ...) start after every other run of every game, and meanwhile one background
+    process at the lowest priority compiles their kernels into numba's cache
+    (:mod:`efce.experiments.compile_ahead`): on an empty cache their warm-ups then load what
+    they would have compiled.  Each run is measured as it would be alone; only the order in
+    which the runs start differs from the order of ``methods`` (the summaries keep that one).
+
+    Parameters
+    ----------
+    game_specs : sequence of str
+        Spec strings or ``.efg`` paths.
+    out_dirs : sequence of str
+        One output folder per game.
+    methods, time_limit, memory_limit_gib, options, log, linear_time, concept
+        As for :func:`compare`.
+
+    Returns
+    -------
+    dict
+        Game spec → its summary (:func:`compare`), for every game at least one of whose runs
+        ended (all of them unless a stop request ended the comparison early; a single game's
+        summary is always there).
+
+    Raises
+    ------
+    OptionError, GameError
+        From :func:`check_compare_arguments` of each game, before anything runs or is written.
+    """
+    if log is not None and not callable(log):
+        raise OptionError(f"log must be a function taking a line of text, or None, got {describe_value(log)}")
+    if isinstance(game_specs, str) or not isinstance(game_specs, (list, tuple)):
+        raise OptionError(f"game_specs must be a list of games, got {describe_value(game_specs)}")
+    if (
+        isinstance(out_dirs, str)
+        or not isinstance(out_dirs, (list, tuple))
+        or len(out_dirs) != len(game_specs)
+    ):
+        raise OptionError(
+            f"out_dirs must be a list of one folder per game ({len(game_specs)}), "
+            f"got {describe_value(out_dirs)}"
+        )
+    for game_spec, out_dir in zip(game_specs, out_dirs, strict=True):
+        check_compare_arguments(
+            game_spec,
+            methods,
+            time_limit=time_limit,
+            memory_limit_gib=memory_limit_gib,
+            out_dir=out_dir,
+            options=options,
+            concept=concept,
+        )
     if not isinstance(linear_time, bool):
         raise OptionError(f"linear_time must be True or False, got {describe_value(linear_time)}")
     # A path object is a file whatever its name (games.spec.path_spec): the children get a text
     # that reads as one.
-    game_spec = check_game_argument(game_spec, "the game", allow_game=False)
-    methods, out_dir = list(methods), os.fspath(out_dir)
+    specs = [check_game_argument(g, "the game", allow_game=False) for g in game_specs]
+    methods, folders = list(methods), [os.fspath(d) for d in out_dirs]
     time_limit = float(time_limit)
     memory_limit_gib = None if memory_limit_gib is None else float(memory_limit_gib)
-    make_output_folder(out_dir)
+    for out_dir in folders:
+        make_output_folder(out_dir)
     # The figure is drawn after the runs, also after a stop request; matplotlib's import is most
     # of its second, so it is loaded meanwhile (the runs are child processes) and a stopped
     # compare ends within the 2 s of the signal contract.
     threading.Thread(target=_load_plotting, name="efce-load-plotting", daemon=True).start()
-    runs, all_rows = [], []
+    compiling = [compiles_kernels(entry, concept) for entry in methods]
+    order = sorted(
+        ((g, m) for g in range(len(specs)) for m in range(len(methods))),
+        key=lambda gm: (compiling[gm[1]], gm),
+    )
+    ahead_commands = [
+        efce_command(
+            "solve",
+            *solve_arguments(specs[g], methods[m], time_limit, (options or {}).get(methods[m]), concept),
+        )
+        + ["--compile-only"]
+        for g, m in order
+        if compiling[m]
+    ]
+    limit = None if memory_limit_gib is None else int(memory_limit_gib * 2**30)
+    done: dict[tuple[int, int], tuple[MethodRun, list[dict]]] = {}
+    summaries: dict[int, dict] = {}
+    ahead: CompileAhead | None = None
+    # The runs and the background processes compile each kernel variant once between them
+    # (efce.games.resources.compiled.shared_compile): the first runs would otherwise compile the
+    # builders' kernels while the background compiles the same.
+    shared = tempfile.mkdtemp(prefix="efce-compiles-")
+    remove_on_abort(shared)
+    environment = {**child_environment(), SHARED_VARIABLE: shared}
+
+    def write(g: int) -> dict:
+        runs = [done[g, m] for m in range(len(methods)) if (g, m) in done]
+        return _write_comparison(
+            specs[g], folders[g], runs, time_limit, memory_limit_gib, linear_time, concept
+        )
+
     with graceful():
-        for method in methods:
-            if stop_requested():
-                acknowledge_stop()  # the runs so far are kept
-                break
-            if log:
-                log(f"running {method} on {game_spec} (time limit {time_limit:g} s)")
-            run, rows = run_method(
-                game_spec,
-                method,
-                out_dir,
-                time_limit=time_limit,
-                memory_limit_gib=memory_limit_gib,
-                options=(options or {}).get(method),
-                log=log,
-                concept=concept,
-            )
-            runs.append(run)
-            all_rows += rows
+        try:
+            for g, m in order:
+                if stop_requested():
+                    acknowledge_stop()  # the runs so far are kept
+                    break
+                if ahead is None and ahead_commands and not compiling[m]:
+                    if log:
+                        log(f"compiling the kernels of {len(ahead_commands)} later run(s) meanwhile")
+                    ahead = CompileAhead(ahead_commands, limit, environment)
+                if compiling[m] and ahead is not None:
+                    ahead.stop()  # what it has not compiled, the run's own warm-up compiles
+                if log:
+                    log(f"running {methods[m]} on {specs[g]} (time limit {time_limit:g} s)")
+                done[g, m] = run_method(
+                    specs[g],
+                    methods[m],
+                    folders[g],
+                    time_limit=time_limit,
+                    memory_limit_gib=memory_limit_gib,
+                    options=(options or {}).get(methods[m]),
+                    log=log,
+                    concept=concept,
+                    environment=environment,
+                )
+                if all((g, k) in done for k in range(len(methods))):
+                    summaries[g] = write(g)
+        finally:
+            if ahead is not None:
+                ahead.stop()
+            shutil.rmtree(shared, ignore_errors=True)
+            forget_on_abort(shared)
+        for g in range(len(specs)):  # the games a stop left unfinished, with the runs they have
+            if g not in summaries and (len(specs) == 1 or any((g, k) in done for k in range(len(methods)))):
+                summaries[g] = write(g)
+    return {specs[g]: summaries[g] for g in sorted(summaries)}
+
+
+def _write_comparison(
+    game_spec: str,
+    out_dir: str,
+    done: list[tuple[MethodRun, list[dict]]],
+    time_limit: float,
+    memory_limit_gib: float | None,
+    linear_time: bool,
+    concept: str | None,
+) -> dict:
+    """The summary of one game's runs ``done`` (each with its trace rows, in the comparison's
+    order of methods) and its files in ``out_dir`` (:func:`compare`'s Returns)."""
+    runs = [run for run, _ in done]
+    all_rows = [row for _, rows in done for row in rows]
     by_method = {r.method: asdict(r) for r in runs}
     summary: dict[str, Any] = {
         "game": game_spec,

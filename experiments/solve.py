@@ -303,19 +303,7 @@ def solve(
         )
     if not isinstance(device, bool) and type(device).__name__ != "bool_":
         raise OptionError(f"device must be True or False, got {describe_value(device)}")
-    game = check_game_argument(game)
-    values = validate_options(method, options)
-    if device and not METHODS[method].writes_device:
-        raise OptionError(
-            f"{method} has no correlated distribution to write; --device-out is an "
-            f"option of {', '.join(device_methods())}"
-        )
-    if isinstance(game, str):
-        from efce.games.spec import make_game
-
-        game = make_game(game)
-    spec = METHODS[method]
-    check_capability(game, method)
+    game, spec, values = _checked_request(game, method, device, options)
     unreachable = welfare_out_of_reach(game, method, values.get("welfare_threshold"))
     if unreachable is not None:
         return unreachable
@@ -351,6 +339,67 @@ def solve(
             if id(method_row) not in reported:
                 progress(row)
     return finite_or_error(result)
+
+
+def _checked_request(
+    game: Game | str, method: str, device: bool, options: dict[str, Any]
+) -> tuple[Game, Method, dict[str, Any]]:
+    """:func:`solve`'s checks before anything runs: the game (built from its spec), the method's
+    declaration and its validated options.
+
+    Raises
+    ------
+    OptionError, GameError
+        As :func:`solve` says.
+    """
+    game = check_game_argument(game)
+    values = validate_options(method, options)
+    if device and not METHODS[method].writes_device:
+        raise OptionError(
+            f"{method} has no correlated distribution to write; --device-out is an "
+            f"option of {', '.join(device_methods())}"
+        )
+    if isinstance(game, str):
+        from efce.games.spec import make_game
+
+        game = make_game(game)
+    check_capability(game, method)
+    return game, METHODS[method], values
+
+
+def compile_kernels(game: Game | str, method: str, *, device: bool = False, **options: Any) -> float:
+    """Compile, or load from numba's cache, every kernel that ``solve(game, method, device=device,
+    **options)`` would call, without running it: the method's warm-up (:func:`warm_up`) on the
+    game and options the run would get (payoffs scaled as :mod:`efce.solvers.scaling` scales
+    them), with compiled kernels.  A machine (a Dask worker, a class's laptops) can so be
+    prepared ahead; ``efce compare`` compiles its runs' kernels this way in the background
+    (:mod:`efce.experiments.compile_ahead`).
+
+    Parameters
+    ----------
+    game, method, device, **options
+        As for :func:`solve`.
+
+    Returns
+    -------
+    float
+        The warm-up's seconds; 0.0 for a method without one (an LP front end warms up in its
+        own run).
+
+    Raises
+    ------
+    OptionError, GameError
+        What :func:`solve` refuses before it runs, and what the method's warm-up refuses (a
+        model over the memory budget).
+    """
+    from efce.games.resources.compiled import kernel_mode
+
+    game, spec, values = _checked_request(game, method, device, options)
+    scale = payoff_scale(game)
+    run_game, run_values = scaled_game(game, scale), scaled_options(spec, values, scale, options)
+    with solving_scaled(scale), kernel_mode("compiled"):
+        seconds = warm_up(spec, run_game, run_values, device=device)
+    return 0.0 if seconds is None else seconds
 
 
 #: Seconds a warm-up runs before :func:`warm_up` says on stderr what it is doing, when numba has

@@ -167,6 +167,11 @@ class Method:
     #: outside the run's clock.  None: the method warms up inside :attr:`run` itself (the LP
     #: front ends, in the process that solves) or not at all.
     warm_up: Callable[..., None] | None = None
+    #: The warm-up compiles numba kernels of the method's own on an empty cache (tens of seconds;
+    #: not only the game builders' that every method calls): ``efce compare`` runs such a method
+    #: after the others and compiles its kernels in the background meanwhile
+    #: (:mod:`efce.experiments.compile_ahead`).
+    compiles_kernels: bool = False
     #: ``unused(options)`` (every option, defaults filled in) → the options the method does not
     #: use in that configuration, each with why; giving one of them is refused
     #: (:func:`efce.experiments.solve.validate_options`).

@@ -31,6 +31,14 @@ only when the call's variant is not compiled in this process yet — a variant a
   this process is the first of those compiling a run together to claim it, else runs the twin
   (:mod:`efce.solvers.parallel_compile`).
 
+**Processes compiling at once.**  When the environment variable ``EFCE_COMPILE_SHARED`` names a
+folder (``efce compare`` sets it for its runs and its background compiling,
+:mod:`efce.experiments.compile_ahead`), a process about to compile — or load — a variant first
+claims it there (:func:`shared_compile`): the first to claim it compiles it into numba's cache,
+and a process that finds it claimed waits until it is written, then loads it.  The processes so
+compile each variant once between them, not once each.  A claim whose process has ended
+unfinished (killed) is taken over.
+
 The environment variable ``EFCE_KERNELS`` (``compiled``, ``auto`` or ``interpreted``) sets the
 default mode, and ``compiled`` also turns :func:`efce.solve`'s interpreted attempt off (the
 benchmarks and the test suite run so).
@@ -49,7 +57,7 @@ import os
 import time
 import types
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +82,14 @@ MODE_VARIABLE = "EFCE_KERNELS"
 #: and an interpreted attempt run as Python: the twin spends some 10–50 µs per element, so such
 #: a call takes well under a second, where compiling a kernel takes one to ten.
 INTERPRET_MAX_ELEMENTS = 20_000
+
+#: The environment variable naming the folder of the variants claimed by processes compiling
+#: into one numba cache at once (:func:`shared_compile`).
+SHARED_VARIABLE = "EFCE_COMPILE_SHARED"
+
+#: Longest wait for a variant another process claimed: past it, this process compiles the
+#: variant itself (a claimant stopped, not killed, would otherwise hold it for ever).
+SHARED_WAIT_SECONDS = 600.0
 
 #: Seconds of Python-twin calls after which ``auto`` mode compiles a function: what a loop over a
 #: small game pays at most before it runs compiled (about the compile time of a small kernel).
@@ -170,14 +186,91 @@ def claimed_compiles(claims: str) -> Iterator[None]:
         _TIER.reset(token)
 
 
+def _variant_name(dispatcher: Dispatcher, args: tuple) -> str:
+    """A file name for the variant of ``dispatcher`` that ``args`` call: a hash of the function's
+    qualified name and the argument types."""
+    kinds = ",".join(str(dispatcher.typeof_pyval(a)) for a in args)
+    function = dispatcher.py_func
+    key = f"{function.__module__}.{function.__qualname__}({kinds})"
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+@contextmanager
+def shared_compile(name: str, folder: str) -> Iterator[None]:
+    """Around compiling (or loading) one kernel variant with the processes that share ``folder``
+    (``EFCE_COMPILE_SHARED``): the block runs once this process holds the variant's claim — at
+    once if none does; else after the claimant has written the variant to numba's cache (its
+    ``.done`` file), so that the block loads it; or after the claimant ended without (its process
+    is gone) or :data:`SHARED_WAIT_SECONDS` passed, so that the block compiles it.  A folder that
+    cannot be written shares nothing: the block runs at once.
+
+    Parameters
+    ----------
+    name : str
+        The variant's file name: a hash of the function's qualified name and argument types.
+    folder : str
+        The folder of the claims.
+
+    Yields
+    ------
+    None
+        Inside the block this process holds the claim (or nobody could).
+    """
+    claim, done = os.path.join(folder, name + ".claim"), os.path.join(folder, name + ".done")
+    waited_since = time.monotonic()
+    while not os.path.exists(done):
+        try:
+            handle = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            if _claimant_gone(claim) or time.monotonic() - waited_since > SHARED_WAIT_SECONDS:
+                with suppress(OSError):
+                    os.remove(claim)  # taken over: the next turn of the loop claims it
+                waited_since = time.monotonic()
+                continue
+            time.sleep(0.02)
+            continue
+        except OSError:  # no folder, or not writable: compile alone
+            break
+        with os.fdopen(handle, "w") as fh:
+            fh.write(str(os.getpid()))
+        try:
+            yield
+        except BaseException:
+            with suppress(OSError):
+                os.remove(claim)  # another process compiles it
+            raise
+        with suppress(OSError):
+            os.close(os.open(done, os.O_CREAT | os.O_WRONLY))
+        return
+    yield
+
+
+def _claimant_gone(claim: str) -> bool:
+    """Whether the process that wrote the claim file ``claim`` has ended (a claim just created,
+    its number not written yet, counts as held)."""
+    try:
+        with open(claim) as fh:
+            text = fh.read().strip()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    if not text.isdigit():
+        return False
+    try:
+        os.kill(int(text), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists (another user's process by that number): held
+        return False
+    return False
+
+
 def _claim(dispatcher: Dispatcher, args: tuple, claims: str) -> bool:
     """Whether this process wins the claim on the variant of ``dispatcher`` that ``args`` call: an
     empty file named after the function and the argument types, created if absent (atomically:
     one process of several creates it); False also when the folder no longer exists."""
-    kinds = ",".join(str(dispatcher.typeof_pyval(a)) for a in args)
-    function = dispatcher.py_func
-    key = f"{function.__module__}.{function.__qualname__}({kinds})"
-    name = hashlib.sha256(key.encode()).hexdigest()[:32]
+    name = _variant_name(dispatcher, args)
     try:
         os.close(os.open(os.path.join(claims, name), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:
@@ -291,6 +384,10 @@ class TieredDispatcher(CPUDispatcher):
             self.interpreted_seconds < KERNEL_INTERPRET_SECONDS and _elements(args) <= INTERPRET_MAX_ELEMENTS
         ):
             return self._timed_twin
+        shared = os.environ.get(SHARED_VARIABLE)
+        if shared and not kws:
+            with shared_compile(_variant_name(self, args), shared):
+                return super()._compile_for_args(*args)  # type: ignore[misc]  # numba, untyped
         return super()._compile_for_args(*args, **kws)  # type: ignore[misc]  # numba, untyped
 
     def _call_twin(self, *args: Any) -> Any:
@@ -357,6 +454,8 @@ __all__ = [
     "KERNEL_INTERPRET_SECONDS",
     "KERNEL_MODES",
     "MODE_VARIABLE",
+    "SHARED_VARIABLE",
+    "SHARED_WAIT_SECONDS",
     "TieredDispatcher",
     "claimed_compiles",
     "compiled",
@@ -366,5 +465,6 @@ __all__ = [
     "interpreted_attempt",
     "kernel_mode",
     "python_twin",
+    "shared_compile",
     "twin_calls",
 ]

@@ -210,6 +210,7 @@ def _method(variant: str, description: str) -> Method:
         run,
         players=2,
         warm_up=_warm_up_of(run),
+        compiles_kernels=True,
         payoff_info=frozenset({"exploitability", "value", "utilities", "welfare"}),
     )
 

@@ -1170,6 +1170,7 @@ SOLVE_METHODS = (
         check=_check,
         unused=_unused,
         warm_up=_warm_up,
+        compiles_kernels=True,
         # With a threshold and --objective welfare (the bisection's interval, its steps and
         # their trace columns) too.
         payoff_info=EQUILIBRIUM_REPORT

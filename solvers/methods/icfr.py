@@ -440,6 +440,7 @@ def _method(variant: str, description: str) -> Method:
         players=None,
         writes_device=True,
         warm_up=warm_up,
+        compiles_kernels=True,
         payoff_info=EQUILIBRIUM_REPORT,
     )
 

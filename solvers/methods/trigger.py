@@ -808,6 +808,7 @@ def _method(name: str, description: str) -> Method:
         players=None,
         writes_device=True,
         warm_up=warm_up,
+        compiles_kernels=True,
         payoff_info=EQUILIBRIUM_REPORT,
     )
 

@@ -1,0 +1,125 @@
+"""A comparison's kernels compiled in the background while its other runs go.
+
+``efce compare`` runs each method in a child process.  A child whose method compiles numba
+kernels of its own (:attr:`~efce.solvers.options.Method.compiles_kernels`: ``rm``, the CFR
+family, the trigger dynamics) spends its warm-up compiling them on an empty numba cache: some
+40 s of the README's job, a minute of one core, while the LPs' runs of the same job leave one of
+a 2-core machine's cores idle for a minute and a half.  :class:`CompileAhead` uses that core.
+One background process after another, each at the lowest priority (``nice 19``: a measured run
+that wants the core gets it), makes ``efce solve ... --compile-only`` of those runs
+(:func:`~efce.experiments.solve.compile_kernels`) in the order they will run, and
+:func:`~efce.experiments.compare.compare_games` runs them after the runs of the other methods.
+
+Nothing is measured differently: a run's warm-up still runs before its clock and loads, or
+compiles, every kernel the run calls.  When the first of the compiling runs starts, the
+background work is stopped if it has not finished (its process is killed): the run's own
+warm-up, with its helper processes on every core (:mod:`efce.solvers.parallel_compile`),
+compiles what the background did not write to the cache.  A background process that fails
+costs nothing but its time.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from collections.abc import Sequence
+
+from efce.solvers.parallel_compile import WORKERS_VARIABLE
+
+from .harness import _child_setup, child_environment
+
+#: The background processes' niceness: the lowest priority, so that they only take what the
+#: measured runs leave idle.
+NICENESS = 19
+
+
+class CompileAhead:
+    """Run ``commands`` (``efce solve ... --compile-only``), one after another, each in a
+    background process at priority :data:`NICENESS` with ``EFCE_COMPILE_WORKERS=0`` (one core:
+    the other is the measured runs'), until :meth:`stop`.  Use as a context manager: leaving it
+    stops the work.
+
+    Parameters
+    ----------
+    commands : sequence of list of str
+        The command lines, in the order their runs will start.
+    memory_limit_bytes : int, optional
+        Address-space limit of each process (the comparison's own).
+    environment : dict, optional
+        The processes' environment (default: this process's), ``EFCE_COMPILE_WORKERS=0`` added.
+    """
+
+    def __init__(
+        self,
+        commands: Sequence[list[str]],
+        memory_limit_bytes: int | None = None,
+        environment: dict[str, str] | None = None,
+    ) -> None:
+        self._commands = [list(c) for c in commands]
+        self._limit = memory_limit_bytes
+        self._environment = child_environment() if environment is None else dict(environment)
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._stopped = False
+        #: How many commands have ended (successfully or not).
+        self.finished = 0
+        self._thread = threading.Thread(target=self._work, name="efce-compile-ahead", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        environment = {**self._environment, WORKERS_VARIABLE: "0"}
+        setup = _child_setup(self._limit)
+
+        def background() -> None:  # in the child before exec
+            os.nice(NICENESS)
+            if setup is not None:
+                setup()
+
+        for command in self._commands:
+            with self._lock:
+                if self._stopped:
+                    return
+                try:
+                    # Its own process group: a Ctrl-C on the terminal is this process's to handle.
+                    self._process = subprocess.Popen(
+                        command,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        env=environment,
+                        preexec_fn=background,
+                        process_group=0,
+                    )
+                except (OSError, subprocess.SubprocessError):  # no process: the runs compile alone
+                    return
+                process = self._process
+            process.wait()
+            with self._lock:
+                self.finished += 1
+
+    @property
+    def done(self) -> bool:
+        """Whether every command has ended (or the work was stopped)."""
+        return not self._thread.is_alive()
+
+    def stop(self) -> None:
+        """Stop the work: no further command starts, and a running one is killed (whatever it
+        wrote to numba's cache stays there)."""
+        with self._lock:
+            self._stopped = True
+            process = self._process
+            if process is not None and process.poll() is None:
+                process.kill()
+        if process is not None:
+            process.wait()
+        self._thread.join()
+
+    def __enter__(self) -> CompileAhead:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+__all__ = ["NICENESS", "CompileAhead"]
