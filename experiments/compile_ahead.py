@@ -20,14 +20,13 @@ costs nothing but its time.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
 from collections.abc import Sequence
 
 from efce.solvers.parallel_compile import WORKERS_VARIABLE
 
-from .harness import _child_setup, child_environment
+from .harness import child_environment, child_setup
 
 #: The background processes' niceness: the lowest priority, so that they only take what the
 #: measured runs leave idle.
@@ -69,13 +68,7 @@ class CompileAhead:
 
     def _work(self) -> None:
         environment = {**self._environment, WORKERS_VARIABLE: "0"}
-        setup = _child_setup(self._limit)
-
-        def background() -> None:  # in the child before exec
-            os.nice(NICENESS)
-            if setup is not None:
-                setup()
-
+        setup = child_setup(self._limit, NICENESS)
         for command in self._commands:
             with self._lock:
                 if self._stopped:
@@ -88,7 +81,7 @@ class CompileAhead:
                         stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL,
                         env=environment,
-                        preexec_fn=background,
+                        preexec_fn=setup,
                         process_group=0,
                     )
                 except (OSError, subprocess.SubprocessError):  # no process: the runs compile alone

@@ -96,20 +96,35 @@ _PRCTL = _load_prctl()
 _PR_SET_PDEATHSIG = 1
 
 
-def _child_setup(limit_bytes: int | None):
-    """What runs in the child before exec: the address-space limit (POSIX), and on Linux a
+def child_setup(limit_bytes: int | None, niceness: int = 0) -> Callable[[], None] | None:
+    """What runs in a child process before exec: the address-space limit (POSIX), on Linux a
     SIGKILL when the parent dies — a killed sweep worker must not leave its run computing for
-    nobody."""
+    nobody — and a lower priority (``os.nice``; a background process's).
+
+    Parameters
+    ----------
+    limit_bytes : int, optional
+        The child's address-space limit.
+    niceness : int
+        Added to the child's niceness (0: its parent's priority).
+
+    Returns
+    -------
+    callable or None
+        The ``preexec_fn`` of ``subprocess.Popen``; None when there is nothing to set.
+    """
     resource: ModuleType | None
     try:
         import resource
     except ImportError:  # no RLIMIT_AS off POSIX: the child's own up-front budget check remains
         resource = None
     limit_memory = limit_bytes is not None and resource is not None
-    if not limit_memory and _PRCTL is None:
+    if not limit_memory and _PRCTL is None and niceness == 0:
         return None
 
     def apply():  # runs in the child before exec
+        if niceness:
+            os.nice(niceness)
         if limit_memory:
             resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
         if _PRCTL is not None:
@@ -166,7 +181,7 @@ def run_child(
         # the first "≥" of a message); bytes that are not are shown, not fatal.
         encoding="utf-8",
         errors="replace",
-        preexec_fn=_child_setup(memory_limit_bytes),
+        preexec_fn=child_setup(memory_limit_bytes),
         env=env,
         process_group=0,
     )
