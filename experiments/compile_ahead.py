@@ -36,8 +36,7 @@ NICENESS = 19
 class CompileAhead:
     """Run ``commands`` (``efce solve ... --compile-only``), one after another, each in a
     background process at priority :data:`NICENESS` with ``EFCE_COMPILE_WORKERS=0`` (one core:
-    the other is the measured runs'), until :meth:`stop`.  Use as a context manager: leaving it
-    stops the work.
+    the other is the measured runs'), until :meth:`stop`.
 
     Parameters
     ----------
@@ -107,12 +106,6 @@ class CompileAhead:
         if process is not None:
             process.wait()
         self._thread.join()
-
-    def __enter__(self) -> CompileAhead:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
 
 __all__ = ["NICENESS", "CompileAhead"]
