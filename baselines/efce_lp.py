@@ -226,6 +226,45 @@ def evaluate_plan(game: Game, model: EFCELP, xi: np.ndarray) -> dict:
     )
 
 
+#: What :func:`warm_up_lp` has warmed up in this process: (players, chance moves, objective,
+#: concept, kernel mode).
+_WARMED_LPS: set[tuple] = set()
+
+
+def warm_up_lp(game: Game, options: dict[str, Any], device: bool = False) -> None:
+    """Compile (or load from numba's cache) every kernel variant an LP front end's setup, its
+    evaluations and its report call on ``game`` (the model's builders, the gap evaluator of
+    each concept): build the LP of the tiny game of ``game``'s kind
+    (:func:`efce.solvers.warm_up.twin_game`) with the run's objective and concept, and evaluate
+    the zero plan on it (:func:`evaluate_plan`).  The builders and the evaluator take the same
+    argument types on every game of a kind, and solve nothing here: the solver's own first-call
+    costs are paid by the run.  Once per process and configuration.
+
+    Parameters
+    ----------
+    game : Game
+        The game the run solves; only its number of players and its chance moves are read.
+    options : dict
+        The run's options, validated (:data:`LP_OPTIONS` among them).
+    device : bool
+        Unused: an LP front end writes no device.
+    """
+    from efce.games.chance import chance_visibility
+    from efce.games.resources.compiled import current_mode
+    from efce.solvers.warm_up import twin_game
+
+    del device
+    kind = chance_visibility(game).kind
+    objective = lp_arguments(options)["objective"]
+    key = (game.num_players, kind, objective, options["concept"], current_mode())
+    if key in _WARMED_LPS:
+        return
+    twin = twin_game(game.num_players, kind)
+    model = build_efce_lp(twin, objective=objective, concept=options["concept"])
+    evaluate_plan(twin, model, np.zeros(model.num_xi))
+    _WARMED_LPS.add(key)
+
+
 def check_memory(
     size: ModelSize, game: Game, budget: int | None, *, factor: float = 1.0, what: str = "the EFCE LP"
 ) -> int:

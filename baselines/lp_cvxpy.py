@@ -344,6 +344,7 @@ SOLVE_METHODS = (
         OPTIONS,
         _run,
         chance="public",
+        clock_calls_kernels=False,
         check=_check,
         payoff_info=LP_REPORT,
     ),

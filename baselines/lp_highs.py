@@ -339,6 +339,7 @@ SOLVE_METHODS = (
         OPTIONS,
         _run,
         chance="public",
+        clock_calls_kernels=False,
         payoff_info=LP_REPORT,
     ),
 )

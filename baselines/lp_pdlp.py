@@ -44,6 +44,7 @@ from .efce_lp import (
     estimate_efce_lp,
     evaluate_plan,
     lp_arguments,
+    warm_up_lp,
 )
 
 
@@ -530,6 +531,7 @@ SOLVE_METHODS = (
         OPTIONS,
         _run,
         chance="public",
+        warm_up=warm_up_lp,
         payoff_info=LP_REPORT,
     ),
 )

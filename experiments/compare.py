@@ -564,8 +564,10 @@ def compare_games(
     CFR family, ...) start after every other run of every game, and meanwhile one background
     process at the lowest priority compiles their kernels into numba's cache
     (:mod:`efce.experiments.compile_ahead`): on an empty cache their warm-ups then load what
-    they would have compiled.  Each run is measured as it would be alone; only the order in
-    which the runs start differs from the order of ``methods`` (the summaries keep that one).
+    they would have compiled.  The background is stopped when one of them starts whose kernels
+    it has not compiled yet (that run's warm-up compiles them on every core).  Each run is
+    measured as it would be alone; only the order in which the runs start differs from the
+    order of ``methods`` (the summaries keep that one).
 
     Parameters
     ----------
@@ -630,14 +632,14 @@ def compare_games(
         ((g, m) for g in range(len(specs)) for m in range(len(methods))),
         key=lambda gm: (compiling[gm[1]], gm),
     )
+    ahead_runs = [(g, m) for g, m in order if compiling[m]]
     ahead_commands = [
         efce_command(
             "solve",
             *solve_arguments(specs[g], methods[m], time_limit, (options or {}).get(methods[m]), concept),
         )
         + ["--compile-only"]
-        for g, m in order
-        if compiling[m]
+        for g, m in ahead_runs
     ]
     limit = None if memory_limit_gib is None else int(memory_limit_gib * 2**30)
     done: dict[tuple[int, int], tuple[MethodRun, list[dict]]] = {}
@@ -666,8 +668,12 @@ def compare_games(
                     if log:
                         log(f"compiling the kernels of {len(ahead_commands)} later run(s) meanwhile")
                     ahead = CompileAhead(ahead_commands, limit, environment)
-                if compiling[m] and ahead is not None:
-                    ahead.stop()  # what it has not compiled, the run's own warm-up compiles
+                if compiling[m] and ahead is not None and not _compiled_ahead(ahead, ahead_runs, (g, m)):
+                    # What it has not compiled, the run's own warm-up compiles, with helper
+                    # processes on every core.  A run whose kernels it has compiled only loads
+                    # them: the background goes on with the later runs' meanwhile, niced as
+                    # beside the other runs.
+                    ahead.stop()
                 if log:
                     log(f"running {methods[m]} on {specs[g]} (time limit {time_limit:g} s)")
                 done[g, m] = run_method(
@@ -692,6 +698,12 @@ def compare_games(
             if g not in summaries and (len(specs) == 1 or any((g, k) in done for k in range(len(methods)))):
                 summaries[g] = write(g)
     return {specs[g]: summaries[g] for g in sorted(summaries)}
+
+
+def _compiled_ahead(ahead: CompileAhead, ahead_runs: list[tuple[int, int]], run: tuple[int, int]) -> bool:
+    """Whether the background ``ahead`` has compiled the kernels of ``run`` (its commands are
+    those of ``ahead_runs``, in order)."""
+    return run in ahead_runs and ahead.compiled(ahead_runs.index(run))
 
 
 def _write_comparison(

@@ -2,20 +2,22 @@
 
 ``efce compare`` runs each method in a child process.  A child whose method compiles numba
 kernels of its own (:attr:`~efce.solvers.options.Method.compiles_kernels`: ``rm``, the CFR
-family, the trigger dynamics) spends its warm-up compiling them on an empty numba cache: some
-40 s of the README's job, a minute of one core, while the LPs' runs of the same job leave one of
-a 2-core machine's cores idle for a minute and a half.  :class:`CompileAhead` uses that core.
-One background process after another, each at the lowest priority (``nice 19``: a measured run
-that wants the core gets it), makes ``efce solve ... --compile-only`` of those runs
-(:func:`~efce.experiments.solve.compile_kernels`) in the order they will run, and
-:func:`~efce.experiments.compare.compare_games` runs them after the runs of the other methods.
+family, the trigger dynamics, ``lp-colgen``) spends its warm-up compiling them on an empty numba
+cache: a minute or more of one core for rm's two size classes in the README's job, while the
+LPs' runs of the same job leave one of a 2-core machine's cores idle for a minute and a half.
+:class:`CompileAhead` uses that core.  One background process after another, each at the lowest
+priority (``nice 19``: a measured run that wants the core gets it), makes ``efce solve ...
+--compile-only`` of those runs (:func:`~efce.experiments.solve.compile_kernels`) in the order
+they will run, and :func:`~efce.experiments.compare.compare_games` runs them after the runs of
+the other methods.
 
 Nothing is measured differently: a run's warm-up still runs before its clock and loads, or
-compiles, every kernel the run calls.  When the first of the compiling runs starts, the
-background work is stopped if it has not finished (its process is killed): the run's own
-warm-up, with its helper processes on every core (:mod:`efce.solvers.parallel_compile`),
-compiles what the background did not write to the cache.  A background process that fails
-costs nothing but its time.
+compiles, every kernel the run calls.  When a compiling run starts whose command the
+background has not ended successfully (:meth:`CompileAhead.compiled`), the background work is
+stopped (its process is killed): the run's own warm-up, with its helper processes on every
+core (:mod:`efce.solvers.parallel_compile`), compiles what the background did not write to the
+cache.  A run whose command it has ended only loads its kernels, and the background goes on
+with the later runs' meanwhile.  A background process that fails costs nothing but its time.
 """
 
 from __future__ import annotations
@@ -60,8 +62,8 @@ class CompileAhead:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._stopped = False
-        #: How many commands have ended (successfully or not).
-        self.finished = 0
+        #: The exit status of each command that has ended, in order (negative: killed).
+        self.returncodes: list[int] = []
         self._thread = threading.Thread(target=self._work, name="efce-compile-ahead", daemon=True)
         self._thread.start()
 
@@ -86,9 +88,20 @@ class CompileAhead:
                 except (OSError, subprocess.SubprocessError):  # no process: the runs compile alone
                     return
                 process = self._process
-            process.wait()
+            returncode = process.wait()
             with self._lock:
-                self.finished += 1
+                self.returncodes.append(returncode)
+
+    @property
+    def finished(self) -> int:
+        """How many commands have ended (successfully or not)."""
+        return len(self.returncodes)
+
+    def compiled(self, index: int) -> bool:
+        """Whether command ``index`` (of the order given) has ended successfully: its run's
+        kernels are in numba's cache."""
+        returncodes = self.returncodes
+        return index < len(returncodes) and returncodes[index] == 0
 
     @property
     def done(self) -> bool:

@@ -383,8 +383,8 @@ def compile_kernels(game: Game | str, method: str, *, device: bool = False, **op
     Returns
     -------
     float
-        The warm-up's seconds; 0.0 for a method without one (an LP front end warms up in its
-        own run).
+        The warm-up's seconds; 0.0 for a method without one (``lp-highs`` and ``lp-cvxpy``,
+        whose clock calls no kernel, pay their solver's first call in their own run).
 
     Raises
     ------

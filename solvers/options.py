@@ -164,14 +164,22 @@ class Method:
     #: kernel variant the run ``run(game, device=device, **options)`` will call, with the types
     #: it will use (:func:`efce.solvers.warm_up.warm_up_run`): :func:`efce.experiments.solve.solve`
     #: calls it before :attr:`run` and reports its seconds as the result's ``compile_seconds``,
-    #: outside the run's clock.  None: the method warms up inside :attr:`run` itself (the LP
-    #: front ends, in the process that solves) or not at all.
+    #: outside the run's clock.  None: the method warms up inside :attr:`run` itself (``lp-highs``
+    #: and ``lp-cvxpy``, whose clock calls no kernel, pay their solver's first call in the
+    #: process that solves) or not at all.  ``lp-pdlp``'s is
+    #: :func:`~baselines.efce_lp.warm_up_lp`.
     warm_up: Callable[..., None] | None = None
     #: The warm-up compiles numba kernels of the method's own on an empty cache (tens of seconds;
     #: not only the game builders' that every method calls): ``efce compare`` runs such a method
     #: after the others and compiles its kernels in the background meanwhile
     #: (:mod:`efce.experiments.compile_ahead`).
     compiles_kernels: bool = False
+    #: The run's clock times code that calls numba kernels (an iteration loop, a stage's
+    #: evaluation).  False for a method whose clock is a solver call alone (HiGHS, a cvxpy
+    #: solver): its setup and its report then run each kernel as Python where the call is small
+    #: (``auto`` mode, :mod:`efce.games.resources.compiled`), with a time limit too, since no
+    #: Python-run kernel can reach its clock (:func:`efce.solvers.warm_up.tiered_run`).
+    clock_calls_kernels: bool = True
     #: ``unused(options)`` (every option, defaults filled in) → the options the method does not
     #: use in that configuration, each with why; giving one of them is refused
     #: (:func:`efce.experiments.solve.validate_options`).

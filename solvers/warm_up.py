@@ -34,6 +34,13 @@ gives the same iterates, and its clock only ever sees compiled code.  A run with
 ``info["kernels"]``: ``"interpreted"`` when some kernel ran as Python, ``"compiled"`` when none
 did (a kept attempt whose kernels this process had compiled before ran compiled code), and
 ``compile_seconds`` includes a dropped attempt.
+
+**A run whose clock calls no kernel** (:attr:`~efce.solvers.options.Method.clock_calls_kernels`
+false: ``lp-highs`` and ``lp-cvxpy``, whose clock is the solver call alone) is made once, with or
+without a time limit, in ``auto`` mode: each of its setup's and its report's calls runs as Python
+when small and compiles (or loads) where it is made when large.  Nothing Python-run can reach its
+clock, so nothing needs dropping; on an empty cache the small Sheriff game's LP so solves in 2 s
+instead of compiling 47 kernel variants for 13 s.  ``EFCE_KERNELS=compiled`` compiles it too.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from efce.errors import InterpretationEnded
 from efce.games.resources.compiled import (
     compiled_only,
     current_mode,
+    default_mode,
     interpreted_attempt,
     kernel_mode,
     twin_calls,
@@ -289,7 +297,8 @@ def tiered_run(
     device=device)``: first attempted with its kernels run as Python where
     :func:`attempts_interpreted`, else (or when the attempt outgrows
     :data:`INTERPRETED_ATTEMPT_SECONDS` or a kernel's input outgrows what runs as Python)
-    compiled, warm-up first (see the module docstring).
+    compiled, warm-up first; made once in ``auto`` mode when its clock calls no kernel (see the
+    module docstring).
 
     Returns
     -------
@@ -303,6 +312,15 @@ def tiered_run(
     Whatever the run raises; a stop request during the attempt ends it as it ends any run
     (the rows it recorded are passed on first).
     """
+    if not spec.clock_calls_kernels and not compiled_only():
+        # No kernel runs inside its clock: small calls run as Python, large ones compile where
+        # they are called, with or without a time limit, and nothing is run twice.
+        calls = twin_calls()
+        with kernel_mode(default_mode()):
+            result = _warmed_run(spec, game, options, device, progress, warm_up, "interpreted")
+        if twin_calls() == calls:
+            result = dataclasses.replace(result, info={**result.info, "kernels": "compiled"})
+        return result
     started = time.perf_counter()
     dropped = 0.0  # the seconds of an attempt that outgrew running as Python
     if attempts_interpreted(options):

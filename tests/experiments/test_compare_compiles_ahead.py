@@ -1,8 +1,8 @@
 """``efce compare`` starts the runs that compile kernels of their own after every other run of
 every game, and compiles their kernels meanwhile in a background process at the lowest priority
 (``efce solve --compile-only``, :mod:`efce.experiments.compile_ahead`); the summaries keep the
-order of the methods given.  And ``--compile-only`` fills numba's cache with every kernel the
-run then loads."""
+order of the methods given; it goes on through a compiling run whose kernels it has compiled.
+And ``--compile-only`` fills numba's cache with every kernel the run then loads."""
 
 from __future__ import annotations
 
@@ -37,6 +37,12 @@ class RecordedAhead:
         if self.stopped_before is None:
             self.stopped_before = len(RecordedAhead.started)
 
+    #: The commands (by index) the fake has compiled, whenever asked.
+    compiled_commands: frozenset[int] = frozenset()
+
+    def compiled(self, index):
+        return index in self.compiled_commands
+
 
 def test_compiling_runs_start_last_with_their_kernels_compiled_ahead(tmp_path, monkeypatch):
     def fake_run(game_spec, method, out_dir, **kwargs):
@@ -70,6 +76,30 @@ def test_compiling_runs_start_last_with_their_kernels_compiled_ahead(tmp_path, m
     for game, folder in zip(GAMES, folders, strict=True):
         assert list(summaries[game]["methods"]) == METHODS_GIVEN  # the order given
         assert json.loads((tmp_path / folder / "summary.json").read_text())["game"] == game
+
+
+def test_the_background_goes_on_through_a_run_whose_kernels_it_compiled(tmp_path, monkeypatch):
+    """A compiling run whose command the background has ended only loads its kernels: the
+    background is stopped at the next compiling run, not at that one."""
+
+    def fake_run(game_spec, method, out_dir, **kwargs):
+        started.append((game_spec, method))
+        run = compare_module.MethodRun(method, "converged", 0.1, 1.0)
+        run.time_to_gap = {f"{t:g}": None for t in compare_module.THRESHOLDS}
+        return run, []
+
+    started: list[tuple[str, str]] = []
+    RecordedAhead.started = started
+    RecordedAhead.made.clear()
+    monkeypatch.setattr(compare_module, "run_method", fake_run)
+    monkeypatch.setattr(compare_module, "CompileAhead", RecordedAhead)
+    # The commands: rm's (index 0), then cfr+'s.
+    monkeypatch.setattr(RecordedAhead, "compiled_commands", frozenset({0}))
+    methods = ["lp-highs", "subgradient", "rm", "cfr+"]
+    compare_module.compare_games(GAMES[:1], methods, out_dirs=[str(tmp_path / "a")], time_limit=7.0)
+    (ahead,) = RecordedAhead.made
+    assert [c[c.index("--method") + 1] for c in ahead.commands] == ["rm", "cfr+"]
+    assert started == [(GAMES[0], m) for m in methods] and ahead.stopped_before == 3  # at cfr+
 
 
 def test_nothing_is_compiled_ahead_when_every_run_compiles(tmp_path, monkeypatch):
@@ -125,3 +155,29 @@ def test_compile_only_fills_the_cache_that_the_run_then_loads(tmp_path):
     run = subprocess.run([*command, "--json"], capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr
     assert "compiling" not in run.stderr and json.loads(run.stdout)["iterations"] > 0
+
+
+def test_compile_only_of_an_lp_front_end_fills_the_cache_of_its_model_and_evaluator(tmp_path):
+    """``lp-pdlp`` evaluates its stages inside its clock, so its warm-up
+    (:func:`~baselines.efce_lp.warm_up_lp`) compiles the model builders' and the evaluator's
+    kernels: after ``--compile-only``, the run in a new process compiles nothing at all."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "EFCE_COMPILE_WORKERS": "0"}
+    game = "sheriff:max_bribe=1,max_items=2,rounds=1"
+    command = [sys.executable, "-P", "-m", "efce", "solve", game, "--method", "lp-pdlp", "--time-limit", "30"]
+    first = subprocess.run([*command, "--compile-only", "--json"], capture_output=True, text=True, env=env)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["compile_seconds"] > 0 and "compiling its kernels" in first.stderr
+    probe = (
+        "import sys; from numba.core import event; compiled = []; "
+        "event.register('numba:compile', type('L', (event.Listener,), "
+        "{'on_start': lambda s, e: compiled.append(e.data['dispatcher'].py_func.__qualname__), "
+        "'on_end': lambda s, e: None})()); "
+        "from efce.experiments.cli import main; sys.argv = ['efce', *sys.argv[1:]]; code = main(); "
+        "print('compiled:', compiled, file=sys.stderr); sys.exit(code)"
+    )
+    run = subprocess.run(
+        [sys.executable, "-P", "-c", probe, *command[4:], "--json"], capture_output=True, text=True, env=env
+    )
+    assert run.returncode == 0, run.stderr
+    assert "compiled: []" in run.stderr, run.stderr[-2000:]
+    assert json.loads(run.stdout.splitlines()[-1])["status"] == "converged"
