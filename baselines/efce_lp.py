@@ -226,19 +226,15 @@ def evaluate_plan(game: Game, model: EFCELP, xi: np.ndarray) -> dict:
     )
 
 
-#: What :func:`warm_up_lp` has warmed up in this process: (players, chance moves, objective,
-#: concept, kernel mode).
-_WARMED_LPS: set[tuple] = set()
-
-
 def warm_up_lp(game: Game, options: dict[str, Any], device: bool = False) -> None:
     """Compile (or load from numba's cache) every kernel variant an LP front end's setup, its
     evaluations and its report call on ``game`` (the model's builders, the gap evaluator of
-    each concept): build the LP of the tiny game of ``game``'s kind
-    (:func:`efce.solvers.warm_up.twin_game`) with the run's objective and concept, and evaluate
-    the zero plan on it (:func:`evaluate_plan`).  The builders and the evaluator take the same
-    argument types on every game of a kind, and solve nothing here: the solver's own first-call
-    costs are paid by the run.  Once per process and configuration.
+    each concept): :func:`efce.solvers.warm_up.warm_up_run` of :func:`model_and_report`, which
+    builds the LP of the tiny game of ``game``'s kind with the run's objective and concept and
+    evaluates the zero plan on it, on every core on an empty cache
+    (:mod:`efce.solvers.parallel_compile`).  The builders and the evaluator take the same
+    argument types on every game of a kind, and nothing is solved here: the solver's own
+    first-call costs are paid by the run.  Once per process and configuration.
 
     Parameters
     ----------
@@ -249,20 +245,20 @@ def warm_up_lp(game: Game, options: dict[str, Any], device: bool = False) -> Non
     device : bool
         Unused: an LP front end writes no device.
     """
-    from efce.games.chance import chance_visibility
-    from efce.games.resources.compiled import current_mode
-    from efce.solvers.warm_up import twin_game
+    from efce.solvers.warm_up import warm_up_run
 
     del device
-    kind = chance_visibility(game).kind
-    objective = lp_arguments(options)["objective"]
-    key = (game.num_players, kind, objective, options["concept"], current_mode())
-    if key in _WARMED_LPS:
-        return
-    twin = twin_game(game.num_players, kind)
-    model = build_efce_lp(twin, objective=objective, concept=options["concept"])
-    evaluate_plan(twin, model, np.zeros(model.num_xi))
-    _WARMED_LPS.add(key)
+    warm_up_run(model_and_report, game, options)
+
+
+def model_and_report(game: Game, *, progress: Any = None, **options: Any) -> None:
+    """What an LP front end's run calls numba kernels for, without a solver: the LP of ``game``
+    with ``options``' objective and concept (:func:`build_efce_lp`) and the report of the zero
+    plan on it (:func:`evaluate_plan`); :func:`warm_up_lp`'s tiny run (``progress`` and the other
+    options are unused)."""
+    del progress
+    model = build_efce_lp(game, objective=lp_arguments(options)["objective"], concept=options["concept"])
+    evaluate_plan(game, model, np.zeros(model.num_xi))
 
 
 def check_memory(

@@ -120,7 +120,7 @@ def twin_game(players: int, chance: str) -> Game:
 
 
 def warm_up_run(
-    run: Callable[..., SolveResult],
+    run: Callable[..., object],
     game: Game,
     options: Mapping[str, Any],
     *,
@@ -135,7 +135,9 @@ def warm_up_run(
     Parameters
     ----------
     run : callable
-        The method's runner (:attr:`~efce.solvers.options.Method.run`).
+        The method's runner (:attr:`~efce.solvers.options.Method.run`), or a module-level
+        function of the same signature that makes the run's kernel calls
+        (:func:`~baselines.efce_lp.model_and_report`).
     game : Game
         The game the real run solves; only its number of players and its chance moves are read.
     options : mapping
@@ -191,7 +193,7 @@ def warm_up_run(
 
 
 def tiny_run(
-    run: Callable[..., SolveResult], twin: Game, settings: Mapping[str, Any], size: tuple[int, int] | None
+    run: Callable[..., object], twin: Game, settings: Mapping[str, Any], size: tuple[int, int] | None
 ) -> None:
     """One tiny run of a warm-up: ``run(twin, **settings)``, inside
     :func:`~efce.solvers.backends.sizing.sized_as` of the stand-in size ``size`` (None: the tiny
