@@ -44,18 +44,26 @@ class RecordedAhead:
         return index in self.compiled_commands
 
 
-def test_compiling_runs_start_last_with_their_kernels_compiled_ahead(tmp_path, monkeypatch):
+def _recorded_runs(monkeypatch) -> list[tuple[str, str]]:
+    """Compare's runs and background replaced by fakes that record them: returns the list of
+    the runs started, (game, method), in order."""
+    started: list[tuple[str, str]] = []
+
     def fake_run(game_spec, method, out_dir, **kwargs):
         started.append((game_spec, method))
         run = compare_module.MethodRun(method, "converged", 0.1, 1.0)
         run.time_to_gap = {f"{t:g}": None for t in compare_module.THRESHOLDS}
         return run, []
 
-    started: list[tuple[str, str]] = []
     RecordedAhead.started = started
     RecordedAhead.made.clear()
     monkeypatch.setattr(compare_module, "run_method", fake_run)
     monkeypatch.setattr(compare_module, "CompileAhead", RecordedAhead)
+    return started
+
+
+def test_compiling_runs_start_last_with_their_kernels_compiled_ahead(tmp_path, monkeypatch):
+    started = _recorded_runs(monkeypatch)
     folders = [str(tmp_path / "a"), str(tmp_path / "b")]
     summaries = compare_module.compare_games(GAMES, METHODS_GIVEN, out_dirs=folders, time_limit=7.0)
 
@@ -82,17 +90,7 @@ def test_the_background_goes_on_through_a_run_whose_kernels_it_compiled(tmp_path
     """A compiling run whose command the background has ended only loads its kernels: the
     background is stopped at the next compiling run, not at that one."""
 
-    def fake_run(game_spec, method, out_dir, **kwargs):
-        started.append((game_spec, method))
-        run = compare_module.MethodRun(method, "converged", 0.1, 1.0)
-        run.time_to_gap = {f"{t:g}": None for t in compare_module.THRESHOLDS}
-        return run, []
-
-    started: list[tuple[str, str]] = []
-    RecordedAhead.started = started
-    RecordedAhead.made.clear()
-    monkeypatch.setattr(compare_module, "run_method", fake_run)
-    monkeypatch.setattr(compare_module, "CompileAhead", RecordedAhead)
+    started = _recorded_runs(monkeypatch)
     # The commands: rm's (index 0), then cfr+'s.
     monkeypatch.setattr(RecordedAhead, "compiled_commands", frozenset({0}))
     methods = ["lp-highs", "subgradient", "rm", "cfr+"]
@@ -103,14 +101,7 @@ def test_the_background_goes_on_through_a_run_whose_kernels_it_compiled(tmp_path
 
 
 def test_nothing_is_compiled_ahead_when_every_run_compiles(tmp_path, monkeypatch):
-    def fake_run(game_spec, method, out_dir, **kwargs):
-        run = compare_module.MethodRun(method, "converged", 0.1, 1.0)
-        run.time_to_gap = {f"{t:g}": None for t in compare_module.THRESHOLDS}
-        return run, []
-
-    RecordedAhead.made.clear()
-    monkeypatch.setattr(compare_module, "run_method", fake_run)
-    monkeypatch.setattr(compare_module, "CompileAhead", RecordedAhead)
+    _recorded_runs(monkeypatch)
     compare_module.compare_games(GAMES[:1], ["rm", "cfr+"], out_dirs=[str(tmp_path / "a")], time_limit=7.0)
     assert RecordedAhead.made == []  # no other run to overlap: each run's warm-up uses every core
 
