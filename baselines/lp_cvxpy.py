@@ -344,7 +344,7 @@ SOLVE_METHODS = (
         OPTIONS,
         _run,
         chance="public",
-        clock_calls_kernels=False,
+        warms_its_clock=True,
         check=_check,
         payoff_info=LP_REPORT,
     ),

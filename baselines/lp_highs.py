@@ -339,7 +339,7 @@ SOLVE_METHODS = (
         OPTIONS,
         _run,
         chance="public",
-        clock_calls_kernels=False,
+        warms_its_clock=True,
         payoff_info=LP_REPORT,
     ),
 )

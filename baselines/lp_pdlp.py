@@ -27,6 +27,7 @@ import numpy as np
 from efce.concepts import DEFAULT_CONCEPT, check_concept
 from efce.errors import BackendError, Interrupted
 from efce.games.game import Game
+from efce.games.resources.compiled import current_mode, kernel_mode
 from efce.games.resources.memory import check_budget, peak_rss_bytes
 from efce.interrupts import acknowledge_stop, stop_requested
 from efce.solvers.options import Method, Option, defaults
@@ -387,9 +388,12 @@ def solve_lp_pdlp(
         backend = _Backend(model, isolate, threads)
         # The stages' clock includes the project's evaluation of each stage's ξ: its compiled
         # kernels are loaded (compiled on first use) here, on this model, so that the clock
-        # sees the kernel signatures warm.  One evaluation of the zero plan.
+        # sees the kernel signatures warm.  One evaluation of the zero plan, compiled even where
+        # the setup runs in ``auto`` mode (small calls as Python): a variant compiled once always
+        # runs compiled, so no stage's evaluation runs as Python (Method.warms_its_clock).
         t_evaluator = time.perf_counter()
-        evaluator(np.zeros(model.num_xi))
+        with kernel_mode("compiled" if current_mode() == "auto" else current_mode()):
+            evaluator(np.zeros(model.num_xi))
         evaluator_seconds = time.perf_counter() - t_evaluator
     except Interrupted:
         from .lp_highs import interrupted_result
@@ -532,6 +536,7 @@ SOLVE_METHODS = (
         _run,
         chance="public",
         warm_up=warm_up_lp,
+        warms_its_clock=True,
         payoff_info=LP_REPORT,
     ),
 )

@@ -35,8 +35,9 @@ gives the same iterates, and its clock only ever sees compiled code.  A run with
 did (a kept attempt whose kernels this process had compiled before ran compiled code), and
 ``compile_seconds`` includes a dropped attempt.
 
-**A run whose clock calls no kernel** (:attr:`~efce.solvers.options.Method.clock_calls_kernels`
-false: ``lp-highs`` and ``lp-cvxpy``, whose clock is the solver call alone) is made once, with or
+**A run that warms its own clock** (:attr:`~efce.solvers.options.Method.warms_its_clock`:
+``lp-highs`` and ``lp-cvxpy``, whose clock is the solver call alone, and ``lp-pdlp``, which
+compiles its stages' evaluation on the zero plan before its clock starts) is made once, with or
 without a time limit, in ``auto`` mode: each of its setup's and its report's calls runs as Python
 when small and compiles (or loads) where it is made when large.  Nothing Python-run can reach its
 clock, so nothing needs dropping; on an empty cache the small Sheriff game's LP so solves in 2 s
@@ -299,7 +300,7 @@ def tiered_run(
     device=device)``: first attempted with its kernels run as Python where
     :func:`attempts_interpreted`, else (or when the attempt outgrows
     :data:`INTERPRETED_ATTEMPT_SECONDS` or a kernel's input outgrows what runs as Python)
-    compiled, warm-up first; made once in ``auto`` mode when its clock calls no kernel (see the
+    compiled, warm-up first; made once in ``auto`` mode when it warms its own clock (see the
     module docstring).
 
     Returns
@@ -314,9 +315,9 @@ def tiered_run(
     Whatever the run raises; a stop request during the attempt ends it as it ends any run
     (the rows it recorded are passed on first).
     """
-    if not spec.clock_calls_kernels and not compiled_only():
-        # No kernel runs inside its clock: small calls run as Python, large ones compile where
-        # they are called, with or without a time limit, and nothing is run twice.
+    if spec.warms_its_clock and not compiled_only():
+        # No kernel runs as Python inside its clock: small calls run as Python, large ones
+        # compile where they are called, with or without a time limit, and nothing is run twice.
         calls = twin_calls()
         with kernel_mode(default_mode()):
             result = _warmed_run(spec, game, options, device, progress, warm_up, "interpreted")
