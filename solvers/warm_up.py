@@ -318,24 +318,16 @@ def tiered_run(
     if spec.warms_its_clock and not compiled_only():
         # No kernel runs as Python inside its clock: small calls run as Python, large ones
         # compile where they are called, with or without a time limit, and nothing is run twice.
-        calls = twin_calls()
         with kernel_mode(default_mode()):
-            result = _warmed_run(spec, game, options, device, progress, warm_up, "interpreted")
-        if twin_calls() == calls:
-            result = dataclasses.replace(result, info={**result.info, "kernels": "compiled"})
-        return result
+            return _warmed_run(spec, game, options, device, progress, warm_up)
     started = time.perf_counter()
     dropped = 0.0  # the seconds of an attempt that outgrew running as Python
     if attempts_interpreted(options):
         rows: list[TraceRow] = []
         ended = False
-        calls = twin_calls()
         try:
             with interpreted_attempt(INTERPRETED_ATTEMPT_SECONDS):
-                result = _warmed_run(spec, game, options, device, rows.append, warm_up, "interpreted")
-            if twin_calls() == calls:  # every kernel it called was compiled in this process already
-                result = dataclasses.replace(result, info={**result.info, "kernels": "compiled"})
-            return result
+                return _warmed_run(spec, game, options, device, rows.append, warm_up)
         except InterpretationEnded:
             ended = True
             dropped = time.perf_counter() - started
@@ -344,7 +336,7 @@ def tiered_run(
                 for row in rows:  # the attempt's rows, now that it is kept
                     progress(row)
     with kernel_mode("compiled"):
-        result = _warmed_run(spec, game, options, device, progress, warm_up, "compiled")
+        result = _warmed_run(spec, game, options, device, progress, warm_up)
     if dropped > 0.0 and result.compile_seconds is not None:
         result = dataclasses.replace(result, compile_seconds=result.compile_seconds + dropped)
     elif dropped > 0.0:
@@ -359,11 +351,15 @@ def _warmed_run(
     device: bool,
     progress: Callable[[TraceRow], None] | None,
     warm_up: Callable[..., float | None],
-    kernels: str,
 ) -> SolveResult:
+    """The warm-up, then the run, labelled ``kernels: "interpreted"`` when the run called some
+    kernel as Python, else ``"compiled"`` (variants compiled earlier in the process run compiled
+    in any mode)."""
     compile_seconds = warm_up(spec, game, options, device=device)
     extra = {"device": True} if device else {}
+    calls = twin_calls()
     result = spec.run(game, progress=progress, **options, **extra)
+    kernels = "compiled" if twin_calls() == calls else "interpreted"
     if compile_seconds is not None:
         result = dataclasses.replace(
             result, compile_seconds=(result.compile_seconds or 0.0) + compile_seconds
