@@ -43,7 +43,7 @@ from efce.solvers.options import (
     positive,
 )
 from efce.solvers.result import SolveResult, TraceRow
-from efce.solvers.warm_up import compiling_time, warm_up_run
+from efce.solvers.warm_up import warm_up_run
 
 from .efce_lp import check_memory, estimate_efce_lp, incentive_block
 
@@ -315,31 +315,27 @@ def solve_subgradient(
     if not (step_size > 0 and np.isfinite(step_size)):
         raise ValueError(f"step_size must be a positive number, not {step_size}")
     t_setup = time.perf_counter()
-    # In numba's auto mode (Method.warms_its_clock: the iterations call no kernel) a large
-    # game's builders compile here on an empty cache: reported as compile_seconds, not setup.
-    with compiling_time() as compiled:
-        check_subgradient_model(game, memory_budget)
-        pairs = relevant_pairs(game)
-        vsf = vsf_constraints(game, pairs)
-        C = vsf.matrix.tocsr()
-        b = vsf.rhs
-        row_norm2 = np.asarray(C.multiply(C).sum(axis=1)).ravel()
-        f_eval = MaxDeviation(game, pairs)
-        rng = np.random.default_rng(seed)
-        n_rows = C.shape[0]
-        if projections is None:
-            projections = max(10, n_rows // 100)
-        projections = min(int(projections), n_rows)
-        if start not in ("uniform", "random"):
-            raise ValueError(f"start must be 'uniform' or 'random', not {start!r}")
-        if xi0 is not None:
-            xi = np.array(xi0, dtype=np.float64)
-            if xi.shape != (len(pairs),):
-                raise ValueError(f"xi0 has shape {xi.shape}, expected ({len(pairs)},)")
-        else:
-            xi = _uniform_plan(game, pairs, rng if start == "random" else None)
-    compile_seconds = compiled()
-    setup_seconds = time.perf_counter() - t_setup - compile_seconds
+    check_subgradient_model(game, memory_budget)
+    pairs = relevant_pairs(game)
+    vsf = vsf_constraints(game, pairs)
+    C = vsf.matrix.tocsr()
+    b = vsf.rhs
+    row_norm2 = np.asarray(C.multiply(C).sum(axis=1)).ravel()
+    f_eval = MaxDeviation(game, pairs)
+    rng = np.random.default_rng(seed)
+    n_rows = C.shape[0]
+    if projections is None:
+        projections = max(10, n_rows // 100)
+    projections = min(int(projections), n_rows)
+    if start not in ("uniform", "random"):
+        raise ValueError(f"start must be 'uniform' or 'random', not {start!r}")
+    if xi0 is not None:
+        xi = np.array(xi0, dtype=np.float64)
+        if xi.shape != (len(pairs),):
+            raise ValueError(f"xi0 has shape {xi.shape}, expected ({len(pairs)},)")
+    else:
+        xi = _uniform_plan(game, pairs, rng if start == "random" else None)
+    setup_seconds = time.perf_counter() - t_setup
 
     driver = IterationDriver(
         iterations=iterations, time_limit=time_limit, check_every=trace_every, progress=progress
@@ -407,15 +403,7 @@ def solve_subgradient(
             "polyak); the run has no valid result"
         )
     return SolveResult(
-        "subgradient",
-        xi,
-        status,
-        driver.iteration,
-        setup_seconds,
-        driver.elapsed(),
-        trace,
-        info,
-        compile_seconds=compile_seconds,
+        "subgradient", xi, status, driver.iteration, setup_seconds, driver.elapsed(), trace, info
     )
 
 
@@ -464,7 +452,6 @@ SOLVE_METHODS = (
         _run,
         chance="none",
         warm_up=_warm_up,
-        warms_its_clock=True,
         payoff_info=EQUILIBRIUM_REPORT | {"best_traced_gap"},
     ),
 )

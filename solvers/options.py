@@ -176,12 +176,12 @@ class Method:
     compiles_kernels: bool = False
     #: The run itself compiles (or loads), before its clock starts and in any mode, every kernel
     #: variant its clock calls, or its clock calls none: ``lp-highs`` and ``lp-cvxpy``, whose
-    #: clock is the solver call alone, ``subgradient``, whose iterations are NumPy and SciPy,
-    #: and ``lp-pdlp``, which evaluates the zero plan compiled before its stages.  Its setup and
-    #: its report then run each kernel as Python where the call is small (``auto`` mode,
-    #: :mod:`efce.games.resources.compiled`), with a time limit too, since no Python-run kernel
-    #: can reach its clock (:func:`efce.solvers.warm_up.tiered_run`).  False (an iteration
-    #: loop's kernels): the warm-up compiles them.
+    #: clock is the solver call alone, and ``lp-pdlp``, which evaluates the zero plan compiled
+    #: before its stages.  Its setup and its report then run each kernel as Python where the
+    #: call is small (``auto`` mode, :mod:`efce.games.resources.compiled`), with a time limit
+    #: too, since no Python-run kernel can reach its clock
+    #: (:func:`efce.solvers.warm_up.tiered_run`).  False (an iteration loop's kernels): the
+    #: warm-up compiles them.
     warms_its_clock: bool = False
     #: ``unused(options)`` (every option, defaults filled in) → the options the method does not
     #: use in that configuration, each with why; giving one of them is refused

@@ -36,9 +36,8 @@ did (a kept attempt whose kernels this process had compiled before ran compiled 
 ``compile_seconds`` includes a dropped attempt.
 
 **A run that warms its own clock** (:attr:`~efce.solvers.options.Method.warms_its_clock`:
-``lp-highs`` and ``lp-cvxpy``, whose clock is the solver call alone, ``subgradient``, whose
-iterations are NumPy and SciPy, and ``lp-pdlp``, which compiles its stages' evaluation on the
-zero plan before its clock starts) is made once, with or
+``lp-highs`` and ``lp-cvxpy``, whose clock is the solver call alone, and ``lp-pdlp``, which
+compiles its stages' evaluation on the zero plan before its clock starts) is made once, with or
 without a time limit, in ``auto`` mode: each of its setup's and its report's calls runs as Python
 when small and compiles (or loads) where it is made when large.  Nothing Python-run can reach its
 clock, so nothing needs dropping; on an empty cache the small Sheriff game's LP so solves in 2 s
