@@ -63,7 +63,7 @@ class TriggerSpace:
     trigger_player: np.ndarray  # int8[K]
     trigger_sequence: np.ndarray  # int32[K]
     block_start: np.ndarray  # int64[K + 1]
-    block_preorder_start: np.ndarray  # int64[K]
+    block_preorder_start: np.ndarray  # int32[K]
     preorder_sequences: tuple  # per player: int32 sequences in preorder of their infosets
     has_welfare: bool
     concept: str = DEFAULT_CONCEPT
@@ -229,7 +229,7 @@ def trigger_deviations(game: Game, *, welfare: bool = False, concept: str = DEFA
         np.concatenate(trig_player + ([np.array([-1])] if welfare else [])).astype(np.int8),
         np.concatenate(trig_seq + ([np.array([-1])] if welfare else [])).astype(np.int32),
         starts.astype(np.int64),
-        preorder_start.astype(np.int64),
+        preorder_start.astype(np.int32),  # positions in a player's preorder: fit int32
         tuple(p.astype(np.int32) for p in preseqs),
         welfare,
         concept,

@@ -88,24 +88,24 @@ class PlayerTriggerTable:
     """
 
     player: int
-    first: np.ndarray  # int64[n_inf]
-    num_actions: np.ndarray  # int64[n_inf]
-    infoset_parent: np.ndarray  # int64[n_inf]
+    first: np.ndarray  # int32[n_inf]
+    num_actions: np.ndarray  # int32[n_inf]
+    infoset_parent: np.ndarray  # int32[n_inf]
     pos: np.ndarray  # int64[n_inf]
     pre: np.ndarray  # int64[n_inf]
-    end: np.ndarray  # int64[n_inf]
-    cum: np.ndarray  # int64[n_inf + 1]
+    end: np.ndarray  # int32[n_inf]
+    cum: np.ndarray  # int32[n_inf + 1]
     child_ptr: np.ndarray  # int64[n_seq + 1]
     child_inf: np.ndarray  # int64[...]
-    term_ptr: np.ndarray  # int64[n_seq]  (preorder slots, the empty sequence has none)
+    term_ptr: np.ndarray  # int32[n_seq]  (preorder slots, the empty sequence has none)
     line_start: np.ndarray  # int64[n_inf + 1]
     line_weight: np.ndarray  # float32 or float64[line_start[-1]]  p_c(z) u_i(z) of each line entry
     row_start: np.ndarray  # int64[n_inf + 1]
     rows: np.ndarray  # int32[row_start[-1]]  the Ξ position read, per (trigger, line entry)
-    trig_count: np.ndarray  # int64[n_inf]  trigger slots at each infoset
-    trig_slot: np.ndarray  # int64[n_inf + 1]  first slot of each infoset
-    slot_trigger: np.ndarray  # int64[n_slots]  the player's trigger of each slot
-    follow_trigger: np.ndarray  # int64[n_seq]  the trigger counting σ in its following value
+    trig_count: np.ndarray  # int32[n_inf]  trigger slots at each infoset
+    trig_slot: np.ndarray  # int32[n_inf + 1]  first slot of each infoset
+    slot_trigger: np.ndarray  # int32[n_slots]  the player's trigger of each slot
+    follow_trigger: np.ndarray  # int32[n_seq]  the trigger counting σ in its following value
     concept: str = DEFAULT_CONCEPT
 
     @property
@@ -237,34 +237,40 @@ def trigger_slots(
     ``concept`` (:class:`PlayerTriggerTable`), in the order of
     :func:`polytopes.triggers.player_triggers` (so slot ``k``'s trigger is ``Y``'s ``k``-th of the
     player, the NFCCE's one trigger aside)."""
-    k = space.infoset_num_actions.astype(np.int64)
+    # Counts of infosets, sequences and slots fit int32 (a game's sequence arrays are int32).
+    k = space.infoset_num_actions
     n_inf, n_seq = space.num_infosets, space.num_sequences
-    follow = np.full(n_seq, -1, dtype=np.int64)
+    follow = np.full(n_seq, -1, dtype=np.int32)
     if concept == "efce":
-        count = k
+        count = k.astype(np.int32, copy=False)
         follow[1:] = np.arange(n_seq - 1)
     elif concept == "efcce":
-        count = np.ones(n_inf, dtype=np.int64)
+        count = np.ones(n_inf, dtype=np.int32)
         follow[1:] = space.seq_infoset[1:]
     else:
-        count = (space.infoset_parent_seq == 0).astype(np.int64)
+        count = (space.infoset_parent_seq == 0).astype(np.int32)
         follow[1:] = np.where(space.infoset_parent_seq[space.seq_infoset[1:]] == 0, 0, -1)
-    slot = np.zeros(n_inf + 1, dtype=np.int64)
+    slot = np.zeros(n_inf + 1, dtype=np.int32)
     np.cumsum(count, out=slot[1:])
-    slot_trigger = np.zeros(int(slot[-1]), np.int64) if concept == "nfcce" else np.arange(int(slot[-1]))
+    slot_trigger = (
+        np.zeros(int(slot[-1]), np.int32) if concept == "nfcce" else np.arange(int(slot[-1]), dtype=np.int32)
+    )
     return count, slot, slot_trigger, follow
 
 
 def _player_table(game, pairs, i, seqs, w, entry_of_pair, concept):
     space = game.sequences(i)
     n_seq = space.num_sequences
-    first = space.infoset_first_seq.astype(np.int64)
-    num_actions = space.infoset_num_actions.astype(np.int64)
-    parent_seq = space.infoset_parent_seq.astype(np.int64)
+    # The per-infoset and per-sequence tables are int32, the space's own arrays where it has
+    # them (no copies): counts of infosets, sequences, slots and terminals fit; the line and row
+    # offsets (``line_start``, ``row_start``) count nonzeros and stay int64.
+    first = space.infoset_first_seq.astype(np.int32, copy=False)
+    num_actions = space.infoset_num_actions.astype(np.int32, copy=False)
+    parent_seq = space.infoset_parent_seq.astype(np.int32, copy=False)
     tree = space.tree
     pos, pre, sub_hi = tree.position, tree.preorder, tree.subtree_hi
-    end = sub_hi[first + num_actions - 1] if len(first) else np.zeros(0, np.int64)
-    cum = np.zeros(len(pre) + 1, dtype=np.int64)
+    end = sub_hi[first + num_actions - 1].astype(np.int32) if len(first) else np.zeros(0, np.int32)
+    cum = np.zeros(len(pre) + 1, dtype=np.int32)
     np.cumsum(num_actions[pre], out=cum[1:])
     trig_count, trig_slot, slot_trigger, follow_trigger = trigger_slots(space, concept)
     # Preorder slot of every nonempty sequence: slot cum[pos[I]] + a for (I, a).
@@ -274,10 +280,10 @@ def _player_table(game, pairs, i, seqs, w, entry_of_pair, concept):
     own = seqs[:, i].astype(np.int64)
     below = np.flatnonzero(own > 0)
     order = below[np.argsort(slot[own[below]], kind="stable")]
-    term_ptr = np.zeros(n_seq, dtype=np.int64)  # n_seq - 1 slots
+    term_ptr = np.zeros(n_seq, dtype=np.int32)  # n_seq - 1 slots
     np.cumsum(np.bincount(slot[own[order]], minlength=n_seq - 1), out=term_ptr[1:])
-    z_lo = term_ptr[cum[pos]] if len(pos) else np.zeros(0, np.int64)
-    z_hi = term_ptr[cum[end]] if len(pos) else np.zeros(0, np.int64)
+    z_lo = term_ptr[cum[pos]].astype(np.int64) if len(pos) else np.zeros(0, np.int64)
+    z_hi = term_ptr[cum[end]].astype(np.int64) if len(pos) else np.zeros(0, np.int64)
     z_hi = np.where(trig_count > 0, z_hi, z_lo)  # an infoset hosting no trigger has no line
     line_start = np.zeros(len(first) + 1, dtype=np.int64)
     np.cumsum(z_hi - z_lo, out=line_start[1:])
@@ -305,7 +311,7 @@ def _player_table(game, pairs, i, seqs, w, entry_of_pair, concept):
         coarse,
     )
     row_start = np.zeros(len(first) + 1, dtype=np.int64)
-    np.cumsum(trig_count * np.diff(line_start), out=row_start[1:])
+    np.cumsum(trig_count.astype(np.int64) * np.diff(line_start), out=row_start[1:])
     rows = _rows(
         i,
         first,
@@ -474,9 +480,12 @@ class PayoffOperator:
         #: The triggers before each player's: player ``i``'s trigger ``t`` has the weight
         #: ``λ`` at Y entry ``1 + trigger_base[i] + t``.
         self.trigger_base = (0, tables.players[0].num_triggers)
-        #: Per player and trigger slot: the Y entry of its block's preorder slot 0.
+        #: Per player and trigger slot: the Y entry of its block's preorder slot 0 (int32 where
+        #: Y's entries allow, as ``rows`` for Ξ's).
         self.slot_base = tuple(
-            (triggers.block_start[g] - triggers.block_preorder_start[g]).astype(np.int64)
+            (triggers.block_start[g] - triggers.block_preorder_start[g]).astype(
+                index_dtype(triggers.num_entries)
+            )
             for g in (
                 base + t.slot_trigger for base, t in zip(self.trigger_base, tables.players, strict=True)
             )

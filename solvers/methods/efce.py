@@ -258,13 +258,14 @@ def pair_arrays_parked(model: EFCEModel) -> Iterator[ParkedPairs]:
 #: :meth:`~efce.games.game.Game.arrays_on_disk`) and the per-terminal tables; plus the
 #: interpreter, numpy and numba (~100 MiB) and the compiled kernels and the pages they touch
 #: while compiling (~130 MiB).
-#: Measured whole-process peaks of ``efce solve … --method rm --iterations 3`` (default PRM+):
-#: 366–385 MiB (small, three runs), 1,143.9 MiB (medium), 4,518.5 MiB (large); these constants
-#: give 388 / 1,245 / 4,709 MiB (0.7–6 %, 8.8 % and 4.2 % above).  Fitted to small and medium
-#: alone (7 bytes per Y entry), they gave large 5 % below: large has 0.72 Y entries per
-#: relevant pair against medium's 0.40.
-BYTES_PER_RELEVANT_PAIR = 24
-BYTES_PER_TRIGGER_ENTRY = 11
+#: Measured whole-process peaks of ``efce solve … --method rm --iterations 3`` (default PRM+),
+#: since the trigger tables are int32: 354–356 MiB (small; 366–385 in earlier sessions),
+#: 1,119–1,123 MiB (medium), 4,345–4,347 MiB (large); these constants give 383 / 1,210 /
+#: 4,527 MiB (0–8 %, 7.7 % and 4.2 % above).  Fitted to small and medium alone (7 bytes per Y
+#: entry), they gave large 5 % below: large has 0.72 Y entries per relevant pair against
+#: medium's 0.40.
+BYTES_PER_RELEVANT_PAIR = 23
+BYTES_PER_TRIGGER_ENTRY = 10
 BYTES_PER_NONZERO = 4
 BYTES_PER_TRIGGER_TERMINAL = 8
 BYTES_PER_GAME_NODE = 35

@@ -526,10 +526,10 @@ def _parent_slots(t: PlayerTriggerTable) -> np.ndarray:
     """The preorder slot of each preorder infoset's parent sequence (-1: the empty sequence)."""
     n_inf = len(t.first)
     inf_of_seq = np.repeat(np.arange(n_inf, dtype=np.int64), t.num_actions)  # sequences 1, 2, ...
-    slot_of_seq = np.zeros(t.num_sequences, dtype=np.int64)
+    slot_of_seq = np.zeros(t.num_sequences, dtype=np.int32)  # slots number fewer than sequences
     slot_of_seq[1:] = t.cum[t.pos[inf_of_seq]] + (np.arange(1, t.num_sequences) - t.first[inf_of_seq])
     parent = t.infoset_parent[t.pre]
-    return np.where(parent > 0, slot_of_seq[parent], -1)
+    return np.where(parent > 0, slot_of_seq[parent], np.int32(-1))
 
 
 def cumulative_work(t: PlayerTriggerTable) -> np.ndarray:

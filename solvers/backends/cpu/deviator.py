@@ -68,8 +68,8 @@ def slot_work(
     """``(slot_inf, cum_work, widest)``: the infoset of each trigger slot, the running work of
     the slots (``cum_work[k]`` over the slots before ``k``: each slot's block of sequences plus
     its line of terminals), as :func:`~.operator.work_part` cuts it, and the largest block."""
-    n_slots = trig_slot[len(trig_count)]
-    slot_inf = np.zeros(n_slots, np.int64)
+    n_slots = np.int64(trig_slot[len(trig_count)])  # an int32 size would compile np.zeros anew
+    slot_inf = np.zeros(n_slots, np.int32)  # infoset numbers fit int32
     work = np.zeros(n_slots + 1, np.int64)
     widest = 1
     for inf in range(len(trig_count)):

@@ -372,7 +372,7 @@ def trigger_work(
     """``(slot_inf, cum_work)``: the infoset of each trigger slot and the running sum of the
     slots' deviation nonzeros, ``cum_work[k]`` over the slots before ``k`` (length slots + 1).
     :func:`work_part` cuts positions ``1..slots`` of it; position ``k`` is slot ``k - 1``."""
-    n_slots = trig_slot[len(trig_count)]
+    n_slots = np.int64(trig_slot[len(trig_count)])  # an int32 size would compile np.zeros anew
     slot_inf = np.zeros(n_slots, np.int64)
     work = np.zeros(n_slots + 1, np.int64)
     for inf in range(len(trig_count)):
