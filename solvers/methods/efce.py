@@ -261,7 +261,7 @@ def pair_arrays_parked(model: EFCEModel) -> Iterator[ParkedPairs]:
 #: Measured whole-process peaks of ``efce solve … --method rm --iterations 3`` (default PRM+),
 #: since the trigger tables are int32: 354–356 MiB (small; 366–385 in earlier sessions),
 #: 1,119–1,123 MiB (medium), 4,345–4,347 MiB (large); these constants give 383 / 1,210 /
-#: 4,527 MiB (0–8 %, 7.7 % and 4.2 % above).  Fitted to small and medium alone (7 bytes per Y
+#: 4,527 MiB (7.6–8 %, 7.7–8.1 % and 4.2 % above).  Fitted to small and medium alone (7 bytes per Y
 #: entry), they gave large 5 % below: large has 0.72 Y entries per relevant pair against
 #: medium's 0.40.
 BYTES_PER_RELEVANT_PAIR = 23
