@@ -242,7 +242,7 @@ def trigger_slots(
     n_inf, n_seq = space.num_infosets, space.num_sequences
     follow = np.full(n_seq, -1, dtype=np.int32)
     if concept == "efce":
-        count = k.astype(np.int32, copy=False)
+        count = k.astype(np.int32)  # a writable array whatever the space's (see _readonly_int32)
         follow[1:] = np.arange(n_seq - 1)
     elif concept == "efcce":
         count = np.ones(n_inf, dtype=np.int32)
@@ -258,15 +258,26 @@ def trigger_slots(
     return count, slot, slot_trigger, follow
 
 
+def _readonly_int32(a: np.ndarray) -> np.ndarray:
+    """``a`` as a read-only int32 array, a view of ``a`` itself where it is int32 already (no
+    copy).  Read-only whatever ``a`` is, so that every game's tables have the same array types
+    and a kernel reading them compiles one variant: a variant compiled for one game's read-only
+    arrays would not match another's writable copies, and that call would compile (or run as
+    Python) inside a clock (issue 40)."""
+    out = a.astype(np.int32, copy=False).view()
+    out.flags.writeable = False
+    return out
+
+
 def _player_table(game, pairs, i, seqs, w, entry_of_pair, concept):
     space = game.sequences(i)
     n_seq = space.num_sequences
     # The per-infoset and per-sequence tables are int32, the space's own arrays where it has
     # them (no copies): counts of infosets, sequences, slots and terminals fit; the line and row
     # offsets (``line_start``, ``row_start``) count nonzeros and stay int64.
-    first = space.infoset_first_seq.astype(np.int32, copy=False)
-    num_actions = space.infoset_num_actions.astype(np.int32, copy=False)
-    parent_seq = space.infoset_parent_seq.astype(np.int32, copy=False)
+    first = _readonly_int32(space.infoset_first_seq)
+    num_actions = _readonly_int32(space.infoset_num_actions)
+    parent_seq = _readonly_int32(space.infoset_parent_seq)
     tree = space.tree
     pos, pre, sub_hi = tree.position, tree.preorder, tree.subtree_hi
     end = sub_hi[first + num_actions - 1].astype(np.int32) if len(first) else np.zeros(0, np.int32)

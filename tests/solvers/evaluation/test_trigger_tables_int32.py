@@ -1,6 +1,9 @@
 """The trigger tables' index arrays are int32 and share the sequence space's own arrays (issue 39:
 large Battleship's rm held 1.1 bytes per relevant pair more with int64 copies); the offsets that
-count nonzeros stay int64, so that a game with more than 2³¹ of them still indexes them."""
+count nonzeros stay int64, so that a game with more than 2³¹ of them still indexes them.  The
+shared arrays are read-only for every game and every concept: a game whose space had them
+writable or in another dtype gave writable copies, whose kernel variants the evaluation of
+another game had not compiled (``tests/baselines/test_pdlp_clock_runs_compiled.py`` caught it)."""
 
 import numpy as np
 import pytest
@@ -54,4 +57,7 @@ def test_trigger_tables_hold_int32_indices_without_copies(spec, concept):
             assert getattr(table, field).dtype == np.int64, (i, field)
         for field, own in SHARED_WITH_SPACE.items():
             assert np.shares_memory(getattr(table, field), getattr(space, own)), (i, field)
+            # read-only for every game, so the kernels reading them compile one variant
+            assert not getattr(table, field).flags.writeable, (i, field)
+        assert table.trig_count.flags.writeable  # a new array for every concept
         assert operator.slot_base[i].dtype == np.int32
