@@ -1,9 +1,10 @@
 """The trigger tables' index arrays are int32 and share the sequence space's own arrays (issue 39:
 large Battleship's rm held 1.1 bytes per relevant pair more with int64 copies); the offsets that
-count nonzeros stay int64, so that a game with more than 2³¹ of them still indexes them.  The
-shared arrays are read-only for every game and every concept: a game whose space had them
-writable or in another dtype gave writable copies, whose kernel variants the evaluation of
-another game had not compiled (``tests/baselines/test_pdlp_clock_runs_compiled.py`` caught it)."""
+count nonzeros stay int64, so that a game with more than 2³¹ of them still indexes them.  Each
+field has one kind of array (read-only or writable) for every game and concept: EFCE's
+``trig_count`` once was the space's read-only array and the coarse concepts' a new one, and a
+kernel variant compiled for one kind ran the other as Python inside ``lp-pdlp``'s clock
+(``tests/baselines/test_pdlp_clock_runs_compiled.py`` caught it)."""
 
 import numpy as np
 import pytest
