@@ -62,7 +62,7 @@ class TriggerSpace:
     spaces: tuple  # the players' SequenceSpace objects
     trigger_player: np.ndarray  # int8[K]
     trigger_sequence: np.ndarray  # int32[K]
-    block_start: np.ndarray  # int64[K + 1]
+    block_start: np.ndarray  # int32[K + 1] (int64 for a Y of 2³¹ entries or more)
     block_preorder_start: np.ndarray  # int32[K]
     preorder_sequences: tuple  # per player: int32 sequences in preorder of their infosets
     has_welfare: bool
@@ -152,7 +152,10 @@ def player_triggers(space: SequenceSpace, concept: str = DEFAULT_CONCEPT) -> Pla
             np.zeros(n, np.int64),
             np.full(n, space.num_infosets, np.int64),
         )
-    return PlayerTriggers(root, sequence, tree.position[root], inf_end[root])
+    # the tree's arrays are int32; these per-trigger tables are int64 whatever the tree's type
+    return PlayerTriggers(
+        root, sequence, tree.position[root].astype(np.int64), inf_end[root].astype(np.int64)
+    )
 
 
 def triggers_above(space: SequenceSpace) -> np.ndarray:
@@ -228,7 +231,7 @@ def trigger_deviations(game: Game, *, welfare: bool = False, concept: str = DEFA
         spaces,
         np.concatenate(trig_player + ([np.array([-1])] if welfare else [])).astype(np.int8),
         np.concatenate(trig_seq + ([np.array([-1])] if welfare else [])).astype(np.int32),
-        starts.astype(np.int64),
+        starts.astype(index_dtype(next_entry + 1)),  # Y's entries: int32 where they fit
         preorder_start.astype(np.int32),  # positions in a player's preorder: fit int32
         tuple(p.astype(np.int32) for p in preseqs),
         welfare,

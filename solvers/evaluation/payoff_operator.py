@@ -91,12 +91,12 @@ class PlayerTriggerTable:
     first: np.ndarray  # int32[n_inf]
     num_actions: np.ndarray  # int32[n_inf]
     infoset_parent: np.ndarray  # int32[n_inf]
-    pos: np.ndarray  # int64[n_inf]
-    pre: np.ndarray  # int64[n_inf]
+    pos: np.ndarray  # int32[n_inf]
+    pre: np.ndarray  # int32[n_inf]
     end: np.ndarray  # int32[n_inf]
     cum: np.ndarray  # int32[n_inf + 1]
-    child_ptr: np.ndarray  # int64[n_seq + 1]
-    child_inf: np.ndarray  # int64[...]
+    child_ptr: np.ndarray  # int32[n_seq + 1]
+    child_inf: np.ndarray  # int32[...]
     term_ptr: np.ndarray  # int32[n_seq]  (preorder slots, the empty sequence has none)
     line_start: np.ndarray  # int64[n_inf + 1]
     line_weight: np.ndarray  # float32 or float64[line_start[-1]]  p_c(z) u_i(z) of each line entry
