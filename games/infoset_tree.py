@@ -34,8 +34,9 @@ class InfosetTree:
         ``preorder[subtree_lo[s]:subtree_hi[s]]`` are the infosets at or below sequence ``s``.
 
     All are int32, as the sequence space's own arrays are: a space numbers its sequences and
-    infosets with int32, so every count and position here fits (on the large Battleship
-    instance int64 would hold 0.35 bytes per relevant pair more, through the whole solve).
+    infosets with int32, so every count and position here fits (int64 trees and Y block starts
+    held 0.59 bytes per relevant pair more of large Battleship's peak,
+    ``docs/results/memory.md``).
     """
 
     child_ptr: np.ndarray
