@@ -93,7 +93,8 @@ def _engine_state(engine) -> list:
 
 def _structure(game, model) -> dict:
     """The sizes the loop's arrays scale with: Ξ's entries (those of simplex steps carry the
-    rule's state), steps and source slots (one int32 each in the chain), Y's entries (the
+    rule's state), steps (one shift byte each) and source slots (one int32 each for the steps
+    that do not repeat the step before shifted: ShiftedSources), Y's entries (the
     deviator's state), the nonzeros of A's deviation part (one int32 row each), the game's nodes
     and terminals.  ``docs/results/memory.md`` derives from them the bytes per relevant pair
     that the loop holds at the least."""
@@ -103,6 +104,7 @@ def _structure(game, model) -> dict:
         "xi_simplex_entries": int(xi.simplex_entries),
         "xi_steps": int(xi.num_steps),
         "xi_source_slots": int(len(xi.source)),
+        "xi_stored_source_slots": int(len(xi.shifted_sources.stored)),  # ShiftedSources
         "y_entries": int(model.triggers.num_entries),
         "deviation_nonzeros": int(sum(len(t.rows) for t in model.tables.players)),
         "game_nodes": int(game.num_nodes),
@@ -148,6 +150,7 @@ def case(kwargs, iterations: int = 3):
             evaluator = EFCEGapEvaluator(game, tables=model.tables)  # as solve_efce
             with game.arrays_on_disk():
                 stage("game arrays on disk")
+                model.xi_steps = model.xi_steps.source_on_disk()  # as solve_efce (ShiftedSources)
                 play = saddle_point_play(model, minimizer_factory(None, None, PredictiveRMPlus()))
                 xi_engine, deviator, x, sum_x = play.engine, play.deviator, play.points[0], play.sums[0]
                 stage("engines + loop buffers")

@@ -245,10 +245,12 @@ def pair_arrays_parked(model: EFCEModel) -> Iterator[ParkedPairs]:
 
 #: Bytes a saddle-point run holds per unit of each size (benchmarks/bench_memory.py breaks a run
 #: down by component; docs/results/memory.md has the measurements this is fitted to):
-#: per relevant pair — Ξ's chain (~5: steps as runs, its sources), the Ξ engine's float32 regrets
-#: and bfloat16 predictions (~5), the float64 iterate and the float32 running sum (12), plus the
-#: checkpoints' transient and heap slack (the pair columns and the pair → entry map are parked
-#: during the iterations, and the end of a run holds less than the iterations);
+#: per relevant pair — Ξ's chain (~1.8: steps as runs, its sources shifted, the full source
+#: array on disk during the run, :meth:`~efce.polytopes.chain.Chain.source_on_disk`), the Ξ
+#: engine's float32 regrets and bfloat16 predictions (~5), the float64 iterate and the float32
+#: running sum (12), plus the checkpoints' transient and heap slack (the pair columns and the
+#: pair → entry map are parked during the iterations, and the end of a run holds less than the
+#: iterations);
 #: per entry of Y — the fused deviator's float32 regrets and bfloat16 predictions (6) and its
 #: weights, tables and scratch (8.8 in all, measured on medium and large; Y's point, loss and
 #: chain are not held, :mod:`efce.solvers.backends.cpu.deviator`), and Y's triggers (~1);
@@ -259,12 +261,12 @@ def pair_arrays_parked(model: EFCEModel) -> Iterator[ParkedPairs]:
 #: interpreter, numpy and numba (~100 MiB) and the compiled kernels and the pages they touch
 #: while compiling (~130 MiB).
 #: Measured whole-process peaks of ``efce solve … --method rm --iterations 3`` (default PRM+),
-#: since the trigger tables are int32: 354–356 MiB (small; 366–385 in earlier sessions),
-#: 1,119–1,123 MiB (medium), 4,345–4,347 MiB (large); these constants give 383 / 1,210 /
-#: 4,527 MiB (7.6–8 %, 7.7–8.1 % and 4.2 % above).  Fitted to small and medium alone (7 bytes per Y
-#: entry), they gave large 5 % below: large has 0.72 Y entries per relevant pair against
+#: since Ξ's sources are shifted: 339.5–340.6 MiB (small), 1,033.4–1,037.5 MiB (medium),
+#: 3,940.4–3,940.9 MiB (large); these constants give 362 / 1,124 / 4,199 MiB (6.3–6.6 %,
+#: 8.3–8.8 % and 6.6 % above).  Fitted to small and medium alone (7 bytes per Y entry), an
+#: earlier fit gave large 5 % below: large has 0.72 Y entries per relevant pair against
 #: medium's 0.40.
-BYTES_PER_RELEVANT_PAIR = 23
+BYTES_PER_RELEVANT_PAIR = 20
 BYTES_PER_TRIGGER_ENTRY = 10
 BYTES_PER_NONZERO = 4
 BYTES_PER_TRIGGER_TERMINAL = 8
@@ -273,10 +275,11 @@ BYTES_PER_GAME_NODE = 35
 #: constants above are fitted to (its chance probabilities, the chance-visibility tables, the
 #: merged terminal pairs), and its peak comes earlier, while the model is built.  Fitted, not yet
 #: broken down by component, to the measured peak of ``goofspiel:players=2,ranks=5,prizes=random``
-#: (8.53M nodes, 36.1M pairs, ``--iterations 3``: 2,459.7–2,469.1 MiB; these constants give
-#: 2,626 MiB, 6.4 % above).
+#: (8.53M nodes, 36.1M pairs, ``--iterations 3``: 2,459.7–2,469.1 MiB when fitted; 2,344.6 MiB
+#: before Ξ's sources were shifted and 2,350.3 MiB since, on a warm kernel cache; these constants
+#: give 2,459 MiB, 4.6 % above).
 BYTES_PER_CHANCE_GAME_NODE = 90
-FIXED_BYTES = 235 * 2**20
+FIXED_BYTES = 225 * 2**20
 
 
 def saddle_point_sizes(game: Game, concept: str = DEFAULT_CONCEPT) -> dict:
@@ -579,6 +582,9 @@ def solve_efce(
             if runs_on_device(backend):
                 play = backend.saddle_point(model, local, **dynamics)
             else:
+                # Ξ's compiled kernels read its shifted sources, never its source array, which
+                # waits on disk from here on (Chain.source_on_disk)
+                model.xi_steps = model.xi_steps.source_on_disk()
                 play = HostSaddlePoint(model, make_minimizer, backend, evaluator, **dynamics)
             run = _iterate(
                 play,

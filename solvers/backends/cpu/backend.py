@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from efce.errors import OptionError
-from efce.polytopes.chain import Chain
+from efce.polytopes.chain import Chain, ShiftedSources
 from efce.solvers.backends.sizing import variant_size
 from efce.solvers.regret import local
 
@@ -90,6 +90,13 @@ def _step_arrays(chain: Chain) -> tuple:
     return kind, chain.target_ptr, chain.source_ptr, chain.source, kernel_order(chain)
 
 
+def _shifted(chain: Chain) -> ShiftedSources:
+    """The sources of a chain stored as runs, as its run kernels read them."""
+    shifted = chain.shifted_sources
+    assert shifted is not None, "a chain stored as runs has shifted sources"
+    return shifted
+
+
 class SerialChainPasses:
     """The passes of a small chain (:func:`~.chain_passes.chain_recommend`,
     :func:`~.chain_passes.chain_observe`): :attr:`recommend` and :attr:`observe` are the kernels
@@ -132,20 +139,33 @@ class ParallelChainPasses:
     def __init__(self, chain: Chain, kernel, threads: int):
         level_ptr = level_bounds(chain)
         runs = chain.runs
+        static: tuple[np.ndarray, ...]
         if runs is not None:
-            # Steps stored as runs (Ξ's): the run kernels (.chain_runs), no array per step.
-            run_arrays = runs.kernel_arrays()
-            ptr, run_kind, run_size, run_nsrc, _, run_source = run_arrays
+            # Steps stored as runs (Ξ's): the run kernels (.chain_runs), no array per step, and
+            # their sources shifted (ShiftedSources), never the chain's source array.
+            ptr, run_kind, run_size, run_nsrc, run_entry, _ = runs.kernel_arrays()
+            shifted = _shifted(chain)
+            sources = (shifted.run_stored, shifted.shift, shifted.stored)
             chunk_ptr, chunk_run, chunk_state, level_chunk = chain_runs.run_chunks(
                 ptr, run_kind, run_size, run_nsrc, level_ptr, CHUNK_WORK
             )
-            histograms = chain_runs.run_source_histograms(
-                ptr, run_nsrc, run_source, chain.source, level_ptr, SCATTER_BUCKETS
+            chunk_slot = chain_runs.run_chunk_slots(ptr, run_nsrc, shifted.shift, chunk_ptr)
+            histograms = chain_runs.run_source_histograms(ptr, run_nsrc, *sources, level_ptr, SCATTER_BUCKETS)
+            static = (
+                ptr,
+                run_kind,
+                run_size,
+                run_nsrc,
+                run_entry,
+                shifted.shift,
+                shifted.stored,
+                chunk_ptr,
+                chunk_run,
+                chunk_state,
+                chunk_slot,
+                level_chunk,
             )
-            static = (*run_arrays, chain.source, chunk_ptr, chunk_run, chunk_state, level_chunk)
-            source_ranges = chain_runs.run_chunk_source_ranges(
-                ptr, run_nsrc, run_source, chain.source, chunk_ptr, chunk_run
-            )
+            source_ranges = chain_runs.run_chunk_source_ranges(ptr, run_nsrc, *sources, chunk_ptr)
             self._recommend_kernel = chain_runs.run_recommend_parallel
             self._observe_kernel = chain_runs.run_observe_parallel
         else:
@@ -736,8 +756,9 @@ class CPUBackend:
         point = np.empty(chain.num_entries)
         runs = chain.runs
         if runs is not None:
-            ptr, _, size, nsrc, entry, source = runs.kernel_arrays()
-            chain_runs.run_vertex(ptr, size, nsrc, entry, source, chain.source, choice, point)
+            ptr, _, size, nsrc, entry, _ = runs.kernel_arrays()
+            shifted = _shifted(chain)
+            chain_runs.run_vertex(ptr, size, nsrc, entry, shifted.shift, shifted.stored, choice, point)
         else:
             order = kernel_order(chain)
             chain_passes.chain_vertex(chain.target_ptr, chain.source_ptr, chain.source, order, choice, point)
@@ -747,9 +768,12 @@ class CPUBackend:
     def _best_vertex(chain: Chain, loss: np.ndarray, choice: np.ndarray) -> float:
         runs = chain.runs
         if runs is not None:
-            ptr, _, size, nsrc, entry, source = runs.kernel_arrays()
+            ptr, _, size, nsrc, entry, _ = runs.kernel_arrays()
+            s = _shifted(chain)
             return float(
-                chain_runs.run_best_vertex(ptr, size, nsrc, entry, source, chain.source, loss, choice)
+                chain_runs.run_best_vertex(
+                    ptr, size, nsrc, entry, s.run_stored, s.shift, s.stored, loss, choice
+                )
             )
         return float(
             chain_passes.chain_best_vertex(
@@ -772,8 +796,10 @@ class CPUBackend:
         runs = chain.runs
         steps: tuple[np.ndarray, ...]
         if runs is not None:
-            ptr, _, size, nsrc, entry, source = runs.kernel_arrays()
-            sweep, steps = feasibility.run_chain_violations, (ptr, size, nsrc, entry, source, chain.source)
+            ptr, _, size, nsrc, entry, run_source = runs.kernel_arrays()
+            s = _shifted(chain)
+            sweep = feasibility.run_chain_violations
+            steps = (ptr, size, nsrc, entry, run_source, s.run_stored, s.shift, s.stored)
         else:
             sweep, steps = feasibility.chain_violations, (chain.target_ptr, chain.source_ptr, chain.source)
         worst = np.zeros(len(arrays))
@@ -796,7 +822,8 @@ class CPUBackend:
         values = np.ascontiguousarray(values)
         runs = chain.runs
         if runs is not None:
-            feasibility.run_rescaled_point(*runs.kernel_arrays(), chain.source, values, x)
+            s = _shifted(chain)
+            feasibility.run_rescaled_point(*runs.kernel_arrays()[:5], s.shift, s.stored, values, x)
         else:
             feasibility.rescaled_point(
                 chain.target_ptr, chain.source_ptr, chain.source, chain.kind, values, x

@@ -50,6 +50,7 @@ def recommend_block(
     s_hi: int,
     pos: int,
     source: np.ndarray,
+    shift: int,
     family: int,
     eta: float,
     a: np.ndarray,
@@ -60,10 +61,11 @@ def recommend_block(
     accumulate: bool,
 ) -> int:
     """One step of RECOMMEND, filling entries ``lo:hi`` from the source slots ``s_lo:s_hi``
-    (a singleton step if ``single``; else its local state at ``pos``): ``x[lo:hi] = h(x) · y``,
-    and ``total[lo:hi] += w · x[lo:hi]`` when ``accumulate``.  Returns the next state position.
-    The one step body of every RECOMMEND pass (steps given one by one or as runs)."""
-    h = source_sum(source, x, s_lo, s_hi)
+    (each plus ``shift``: :class:`~efce.polytopes.chain.ShiftedSources`; a singleton step if
+    ``single``, else its local state at ``pos``): ``x[lo:hi] = h(x) · y``, and ``total[lo:hi] +=
+    w · x[lo:hi]`` when ``accumulate``.  Returns the next state position.  The one step body of
+    every RECOMMEND pass (steps given one by one or as runs)."""
+    h = source_sum(source, x, s_lo, s_hi, shift)
     if single:
         x[U(lo)] = h
     else:
@@ -76,11 +78,12 @@ def recommend_block(
 
 
 @compiled(inline="always")
-def source_sum(source: np.ndarray, x: np.ndarray, s_lo: int, s_hi: int) -> float:
-    """``h(x)``: the sum of ``x`` over the source slots ``s_lo:s_hi``, in slot order."""
+def source_sum(source: np.ndarray, x: np.ndarray, s_lo: int, s_hi: int, shift: int) -> float:
+    """``h(x)``: the sum of ``x`` over the source slots ``s_lo:s_hi``, each entry plus ``shift``,
+    in slot order."""
     h = 0.0
     for j in range(s_lo, s_hi):
-        h += x[U(source[U(j)])]
+        h += x[U(source[U(j)] + shift)]
     return h
 
 
@@ -125,6 +128,7 @@ def recommend_step(
         sptr[U(k + 1)],
         pos,
         source,
+        0,
         family,
         eta,
         a,

@@ -7,8 +7,13 @@ are found from their run instead of from three arrays per step: run ``r`` holds 
 ``ptr[r] : ptr[r+1]``, each filling ``run_size[r]`` entries from ``run_nsrc[r]`` source slots,
 and the steps' entries and slots follow one another.  A pass walks a chunk of consecutive steps
 run by run, with a running entry, slot and state position: a run's kind and sizes are read once
-per run, a step costs no memory read beyond its sources, its state and its entries, and
-OBSERVELOSS's local updates skip a run of singletons whole.  (Walked step by step, with a test
+per run, a step costs no memory read beyond its shift byte, its sources, its state and its
+entries, and OBSERVELOSS's local updates skip a run of singletons whole.  The sources are read
+shifted (:class:`efce.polytopes.chain.ShiftedSources`): a pass carries the stored slots before
+the step from step to step (each chunk starts from its own, :func:`run_chunk_slots`), so a step
+that repeats the one before it shifted reads the same stored slots, plus its shift; the chain's
+own ``source`` array is never read.  (On large Battleship the passes read 1.2 bytes of sources
+per relevant pair this way instead of 4.9.)  (Walked step by step, with a test
 per step for the end of its run, Ξ's OBSERVELOSS on small Battleship took 29.8 ms per iteration
 on one thread against 27.7 ms for the per-step passes of :mod:`.chain_passes` on the same chain;
 run by run, 25.5.)  The
@@ -56,6 +61,46 @@ def step_start(ptr: np.ndarray, widths: np.ndarray, starts: np.ndarray, r: int, 
     return starts[r] + (idx - ptr[r]) * widths[r]
 
 
+@compiled(inline="always")
+def stored_before(
+    ptr: np.ndarray, run_nsrc: np.ndarray, run_stored: np.ndarray, shift: np.ndarray, r: int, idx: int
+) -> int:
+    """The stored source slots of the steps before step ``idx`` of run ``r``
+    (:class:`~efce.polytopes.chain.ShiftedSources`; a walk over the run's steps before it)."""
+    c = run_stored[r]
+    for k in range(ptr[r], idx):
+        if shift[k] == 0:
+            c += run_nsrc[r]
+    return c
+
+
+@compiled(inline="always")
+def _walk_sources(ptr, run_nsrc, run_stored, shift, stored, first, last, a0, width, counts):
+    """The smallest source entry of the steps ``first : last`` and one past the largest; with a
+    ``counts`` of ``buckets + 1`` cells also ``counts[1 + (e − a0) · buckets // width] += 1`` for
+    every source entry ``e``."""
+    a, b = np.int64(1) << 62, np.int64(0)
+    if first >= last:
+        return a, b
+    buckets = len(counts) - 1
+    r = run_of_step(ptr, first)
+    c = stored_before(ptr, run_nsrc, run_stored, shift, r, first)
+    for k in range(first, last):
+        while k >= ptr[r + 1]:
+            r += 1
+        ns = run_nsrc[r]
+        d = shift[k]
+        if d == 0:
+            c += ns
+        for j in range(c - ns, c):
+            e = np.int64(stored[j]) + d
+            a = min(a, e)
+            b = max(b, e + 1)
+            if buckets > 0:
+                counts[1 + ((e - a0) * buckets) // width] += 1
+    return a, b
+
+
 # Runs of the common shapes go through copies of the step bodies compiled for their shape.  Most
 # steps of the chains DECOMPOSE builds are either a simplex of two to four entries filled from
 # one source or a singleton filled from two to seven (Battleship: 51–55 % and 44–47 % of the
@@ -76,39 +121,50 @@ def step_start(ptr: np.ndarray, widths: np.ndarray, starts: np.ndarray, r: int, 
 
 
 @compiled(inline="always")
-def _recommend_steps(steps, single, n, ns, lo, s, pos, source, family, eta, a, b, x, total, w, accumulate):
+def _recommend_steps(
+    steps, single, n, ns, lo, k, c, pos, shift, stored, family, eta, a, b, x, total, w, accumulate
+):
     for _ in range(steps):
+        d = shift[U(k)]
+        if d == 0:
+            c += ns
         pos = recommend_block(
-            single, lo, lo + n, s, s + ns, pos, source, family, eta, a, b, x, total, w, accumulate
+            single, lo, lo + n, c - ns, c, pos, stored, d, family, eta, a, b, x, total, w, accumulate
         )
         lo += n
-        s += ns
-    return lo, s, pos
+        k += 1
+    return lo, c, pos
 
 
 @compiled(inline="always")
-def _singleton_steps(steps, ns, lo, s, source, x, total, w, accumulate):
+def _singleton_steps(steps, ns, lo, k, c, shift, stored, x, total, w, accumulate):
     for _ in range(steps):
-        x[U(lo)] = source_sum(source, x, s, s + ns)
+        d = shift[U(k)]
+        if d == 0:
+            c += ns
+        x[U(lo)] = source_sum(stored, x, c - ns, c, d)
         if accumulate:
             add_weighted(total, x, lo, lo + 1, w)
         lo += 1
-        s += ns
-    return lo, s
+        k += 1
+    return lo, c
 
 
 @compiled(inline="always")
-def _prm_plus_steps(steps, n, lo, s, pos, source, a, b, x, total, w, accumulate):
+def _prm_plus_steps(steps, n, lo, k, c, pos, shift, stored, a, b, x, total, w, accumulate):
     for _ in range(steps):
-        h = source_sum(source, x, s, s + 1)
+        d = shift[U(k)]
+        if d == 0:
+            c += 1
+        h = source_sum(stored, x, c - 1, c, d)
         regret_strategy(True, a, b, pos, n, x, lo)
         scale_entries(x, lo, lo + n, h)
         if accumulate:
             add_weighted(total, x, lo, lo + n, w)
         pos += n
         lo += n
-        s += 1
-    return lo, s, pos
+        k += 1
+    return lo, c, pos
 
 
 @compiled(nogil=True)
@@ -118,9 +174,11 @@ def recommend_run(
     n: int,
     ns: int,
     lo: int,
-    s: int,
+    k: int,
+    c: int,
     pos: int,
-    source: np.ndarray,
+    shift: np.ndarray,
+    stored: np.ndarray,
     family: int,
     eta: float,
     a: np.ndarray,
@@ -131,31 +189,33 @@ def recommend_run(
     accumulate: bool,
 ) -> tuple[int, int, int]:
     """RECOMMEND over ``steps`` consecutive steps of one run (``n`` entries from ``ns`` source
-    slots each; singletons if ``single``) from entry ``lo``, source slot ``s`` and state position
-    ``pos``; returns the three after them: :func:`~.chain_passes.recommend_block` step by step,
-    or its arithmetic in a copy for the run's shape."""
+    slots each; singletons if ``single``) from entry ``lo``, step ``k``, ``c`` stored source
+    slots before it (:class:`~efce.polytopes.chain.ShiftedSources`) and state position ``pos``;
+    returns the entry, ``c`` and the state position after them:
+    :func:`~.chain_passes.recommend_block` step by step, or its arithmetic in a copy for the
+    run's shape."""
     if single and n == 1 and 2 <= ns <= 7:
         if ns == 2:
-            lo, s = _singleton_steps(steps, 2, lo, s, source, x, total, w, accumulate)
+            lo, c = _singleton_steps(steps, 2, lo, k, c, shift, stored, x, total, w, accumulate)
         elif ns == 3:
-            lo, s = _singleton_steps(steps, 3, lo, s, source, x, total, w, accumulate)
+            lo, c = _singleton_steps(steps, 3, lo, k, c, shift, stored, x, total, w, accumulate)
         elif ns == 4:
-            lo, s = _singleton_steps(steps, 4, lo, s, source, x, total, w, accumulate)
+            lo, c = _singleton_steps(steps, 4, lo, k, c, shift, stored, x, total, w, accumulate)
         elif ns == 5:
-            lo, s = _singleton_steps(steps, 5, lo, s, source, x, total, w, accumulate)
+            lo, c = _singleton_steps(steps, 5, lo, k, c, shift, stored, x, total, w, accumulate)
         elif ns == 6:
-            lo, s = _singleton_steps(steps, 6, lo, s, source, x, total, w, accumulate)
+            lo, c = _singleton_steps(steps, 6, lo, k, c, shift, stored, x, total, w, accumulate)
         else:
-            lo, s = _singleton_steps(steps, 7, lo, s, source, x, total, w, accumulate)
-        return lo, s, pos
+            lo, c = _singleton_steps(steps, 7, lo, k, c, shift, stored, x, total, w, accumulate)
+        return lo, c, pos
     if not single and ns == 1 and 2 <= n <= 4 and family == PRM_PLUS:
         if n == 2:
-            return _prm_plus_steps(steps, 2, lo, s, pos, source, a, b, x, total, w, accumulate)
+            return _prm_plus_steps(steps, 2, lo, k, c, pos, shift, stored, a, b, x, total, w, accumulate)
         if n == 3:
-            return _prm_plus_steps(steps, 3, lo, s, pos, source, a, b, x, total, w, accumulate)
-        return _prm_plus_steps(steps, 4, lo, s, pos, source, a, b, x, total, w, accumulate)
+            return _prm_plus_steps(steps, 3, lo, k, c, pos, shift, stored, a, b, x, total, w, accumulate)
+        return _prm_plus_steps(steps, 4, lo, k, c, pos, shift, stored, a, b, x, total, w, accumulate)
     return _recommend_steps(
-        steps, single, n, ns, lo, s, pos, source, family, eta, a, b, x, total, w, accumulate
+        steps, single, n, ns, lo, k, c, pos, shift, stored, family, eta, a, b, x, total, w, accumulate
     )
 
 
@@ -207,40 +267,55 @@ def observe_run(
 
 
 @compiled(inline="always")
-def _scatter_steps(steps, n, ns, lo, s, source, loss, d_lo, d_hi):
+def _scatter_steps(steps, n, ns, lo, k, c, shift, stored, loss, d_lo, d_hi):
     for _ in range(steps):
         v = loss[U(lo)]
-        for j in range(s, s + ns):
-            e = np.int64(source[U(j)])
+        d = shift[U(k)]
+        for j in range(c - ns, c):
+            e = np.int64(stored[U(j)]) + d
             if e >= d_lo and e < d_hi:
                 loss[U(e)] += v
+        if d == 0:
+            c -= ns
         lo -= n
-        s -= ns
+        k -= 1
+    return c
 
 
 @compiled(inline="always")
 def scatter_run(
-    steps: int, n: int, ns: int, lo: int, s: int, source: np.ndarray, loss: np.ndarray, d_lo: int, d_hi: int
-) -> None:
+    steps: int,
+    n: int,
+    ns: int,
+    lo: int,
+    k: int,
+    c: int,
+    shift: np.ndarray,
+    stored: np.ndarray,
+    loss: np.ndarray,
+    d_lo: int,
+    d_hi: int,
+) -> int:
     """OBSERVELOSS's scatter over ``steps`` steps of one run (``n`` entries from ``ns`` source
-    slots each), backwards from the step at entry ``lo`` and source slot ``s``: each step's
-    ``v_k`` (in its first entry) added into those of its sources that lie in ``d_lo : d_hi``."""
+    slots each), backwards from step ``k`` at entry ``lo`` with ``c`` stored source slots up to
+    it (:class:`~efce.polytopes.chain.ShiftedSources`): each step's ``v_k`` (in its first entry)
+    added into those of its sources that lie in ``d_lo : d_hi``.  Returns the stored slots
+    before the last step walked."""
     if ns == 1:
-        _scatter_steps(steps, n, 1, lo, s, source, loss, d_lo, d_hi)
-    elif n == 1 and ns == 2:
-        _scatter_steps(steps, 1, 2, lo, s, source, loss, d_lo, d_hi)
-    elif n == 1 and ns == 3:
-        _scatter_steps(steps, 1, 3, lo, s, source, loss, d_lo, d_hi)
-    elif n == 1 and ns == 4:
-        _scatter_steps(steps, 1, 4, lo, s, source, loss, d_lo, d_hi)
-    elif n == 1 and ns == 5:
-        _scatter_steps(steps, 1, 5, lo, s, source, loss, d_lo, d_hi)
-    elif n == 1 and ns == 6:
-        _scatter_steps(steps, 1, 6, lo, s, source, loss, d_lo, d_hi)
-    elif n == 1 and ns == 7:
-        _scatter_steps(steps, 1, 7, lo, s, source, loss, d_lo, d_hi)
-    else:
-        _scatter_steps(steps, n, ns, lo, s, source, loss, d_lo, d_hi)
+        return _scatter_steps(steps, n, 1, lo, k, c, shift, stored, loss, d_lo, d_hi)
+    if n == 1 and ns == 2:
+        return _scatter_steps(steps, 1, 2, lo, k, c, shift, stored, loss, d_lo, d_hi)
+    if n == 1 and ns == 3:
+        return _scatter_steps(steps, 1, 3, lo, k, c, shift, stored, loss, d_lo, d_hi)
+    if n == 1 and ns == 4:
+        return _scatter_steps(steps, 1, 4, lo, k, c, shift, stored, loss, d_lo, d_hi)
+    if n == 1 and ns == 5:
+        return _scatter_steps(steps, 1, 5, lo, k, c, shift, stored, loss, d_lo, d_hi)
+    if n == 1 and ns == 6:
+        return _scatter_steps(steps, 1, 6, lo, k, c, shift, stored, loss, d_lo, d_hi)
+    if n == 1 and ns == 7:
+        return _scatter_steps(steps, 1, 7, lo, k, c, shift, stored, loss, d_lo, d_hi)
+    return _scatter_steps(steps, n, ns, lo, k, c, shift, stored, loss, d_lo, d_hi)
 
 
 # ---------------------------------------------------------------------- layout of the passes
@@ -289,42 +364,54 @@ def run_chunks(
 
 
 @kernel()
+def run_chunk_slots(
+    ptr: np.ndarray, run_nsrc: np.ndarray, shift: np.ndarray, chunk_ptr: np.ndarray
+) -> np.ndarray:
+    """``slots[c]``: the stored source slots of the steps before chunk ``c``'s first step
+    (:class:`~efce.polytopes.chain.ShiftedSources`), and of every step at the end: where a
+    chunk's walk starts forwards, and (``slots[c + 1]``) backwards."""
+    slots = np.empty(len(chunk_ptr), np.int64)
+    c = 0
+    r = 0
+    q = 0
+    for k in range(ptr[len(ptr) - 1]):
+        while k >= ptr[r + 1]:
+            r += 1
+        while q < len(chunk_ptr) and chunk_ptr[q] == k:
+            slots[q] = c
+            q += 1
+        if shift[k] == 0:
+            c += run_nsrc[r]
+    while q < len(chunk_ptr):
+        slots[q] = c
+        q += 1
+    return slots
+
+
+@kernel()
 def run_source_histograms(
     ptr: np.ndarray,
     run_nsrc: np.ndarray,
-    run_source: np.ndarray,
-    source: np.ndarray,
+    run_stored: np.ndarray,
+    shift: np.ndarray,
+    stored: np.ndarray,
     level_ptr: np.ndarray,
     buckets: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`~.chain_passes.level_source_histograms` for runs: a level's sources are the
-    consecutive source slots of its steps."""
+    """:func:`~.chain_passes.level_source_histograms` for runs: a level's sources are those of
+    its consecutive steps."""
     n_levels = len(level_ptr) - 1
     lo = np.zeros(n_levels, np.int64)
     hi = np.zeros(n_levels, np.int64)
     cum = np.zeros((n_levels, buckets + 1), np.int64)
-    num_steps = ptr[len(ptr) - 1]
+    none = np.zeros(0, np.int64)
     for L in range(n_levels):
         first, last = level_ptr[L], level_ptr[L + 1]
-        if first >= last:
-            continue
-        s_lo = step_start(ptr, run_nsrc, run_source, run_of_step(ptr, first), first)
-        s_hi = (
-            run_source[len(run_source) - 1]
-            if last >= num_steps
-            else step_start(ptr, run_nsrc, run_source, run_of_step(ptr, last), last)
-        )
-        a, b = np.int64(1) << 62, np.int64(0)
-        for j in range(s_lo, s_hi):
-            e = np.int64(source[j])
-            a = min(a, e)
-            b = max(b, e + 1)
+        a, b = _walk_sources(ptr, run_nsrc, run_stored, shift, stored, first, last, 0, 1, none)
         if b == 0:
             continue
         lo[L], hi[L] = a, b
-        width = b - a
-        for j in range(s_lo, s_hi):
-            cum[L, 1 + ((np.int64(source[j]) - a) * buckets) // width] += 1
+        _walk_sources(ptr, run_nsrc, run_stored, shift, stored, first, last, a, b - a, cum[L])
         for q in range(buckets):
             cum[L, q + 1] += cum[L, q]
     return lo, hi, cum
@@ -334,30 +421,21 @@ def run_source_histograms(
 def run_chunk_source_ranges(
     ptr: np.ndarray,
     run_nsrc: np.ndarray,
-    run_source: np.ndarray,
-    source: np.ndarray,
+    run_stored: np.ndarray,
+    shift: np.ndarray,
+    stored: np.ndarray,
     chunk_ptr: np.ndarray,
-    chunk_run: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`~.chain_passes.chunk_source_ranges` for runs: per chunk, its smallest source
-    entry and one past its largest (a chunk's sources are consecutive slots)."""
+    entry and one past its largest."""
     n = len(chunk_ptr) - 1
-    num_steps = ptr[len(ptr) - 1]
     lo = np.zeros(n, np.int64)
     hi = np.zeros(n, np.int64)
+    none = np.zeros(0, np.int64)
     for c in range(n):
-        s_lo = step_start(ptr, run_nsrc, run_source, chunk_run[c], chunk_ptr[c])
-        end = chunk_ptr[c + 1]
-        s_hi = (
-            run_source[len(run_source) - 1]
-            if end >= num_steps
-            else step_start(ptr, run_nsrc, run_source, run_of_step(ptr, end), end)
+        a, b = _walk_sources(
+            ptr, run_nsrc, run_stored, shift, stored, chunk_ptr[c], chunk_ptr[c + 1], 0, 1, none
         )
-        a, b = np.int64(1) << 62, np.int64(0)
-        for j in range(s_lo, s_hi):
-            e = np.int64(source[j])
-            a = min(a, e)
-            b = max(b, e + 1)
         lo[c], hi[c] = (a, b) if b > 0 else (0, 0)
     return lo, hi
 
@@ -373,11 +451,12 @@ def _recommend_chunks(
     run_size: np.ndarray,
     run_nsrc: np.ndarray,
     run_entry: np.ndarray,
-    run_source: np.ndarray,
-    source: np.ndarray,
+    shift: np.ndarray,
+    stored: np.ndarray,
     chunk_ptr: np.ndarray,
     chunk_run: np.ndarray,
     chunk_state: np.ndarray,
+    chunk_slot: np.ndarray,
     level_chunk: np.ndarray,
     family: int,
     eta: float,
@@ -395,14 +474,31 @@ def _recommend_chunks(
         r = chunk_run[c]
         idx, stop = chunk_ptr[c], chunk_ptr[c + 1]
         lo = step_start(ptr, run_size, run_entry, r, idx)
-        s = step_start(ptr, run_nsrc, run_source, r, idx)
+        slot = chunk_slot[c]
         # run by run: a run's steps share their kind and sizes
         while idx < stop:
             run_stop = min(stop, ptr[U(r + 1)])
             n, ns = run_size[U(r)], run_nsrc[U(r)]
             single = run_kind[U(r)] == SINGLETON
-            lo, s, pos = recommend_run(
-                run_stop - idx, single, n, ns, lo, s, pos, source, family, eta, a, b, x, total, w, accumulate
+            lo, slot, pos = recommend_run(
+                run_stop - idx,
+                single,
+                n,
+                ns,
+                lo,
+                idx,
+                slot,
+                pos,
+                shift,
+                stored,
+                family,
+                eta,
+                a,
+                b,
+                x,
+                total,
+                w,
+                accumulate,
             )
             idx = run_stop
             r += 1
@@ -415,11 +511,12 @@ def run_recommend_parallel(
     run_size: np.ndarray,
     run_nsrc: np.ndarray,
     run_entry: np.ndarray,
-    run_source: np.ndarray,
-    source: np.ndarray,
+    shift: np.ndarray,
+    stored: np.ndarray,
     chunk_ptr: np.ndarray,
     chunk_run: np.ndarray,
     chunk_state: np.ndarray,
+    chunk_slot: np.ndarray,
     level_chunk: np.ndarray,
     family: int,
     eta: float,
@@ -448,11 +545,12 @@ def run_recommend_parallel(
                 run_size,
                 run_nsrc,
                 run_entry,
-                run_source,
-                source,
+                shift,
+                stored,
                 chunk_ptr,
                 chunk_run,
                 chunk_state,
+                chunk_slot,
                 level_chunk,
                 family,
                 eta,
@@ -518,10 +616,11 @@ def _scatter_chunks(
     run_size: np.ndarray,
     run_nsrc: np.ndarray,
     run_entry: np.ndarray,
-    run_source: np.ndarray,
-    source: np.ndarray,
+    shift: np.ndarray,
+    stored: np.ndarray,
     chunk_ptr: np.ndarray,
     chunk_run: np.ndarray,
+    chunk_slot: np.ndarray,
     level_chunk: np.ndarray,
     bounds: np.ndarray,
     chunk_src_lo: np.ndarray,
@@ -538,13 +637,13 @@ def _scatter_chunks(
         r = chunk_run[c]
         while idx >= ptr[U(r + 1)]:
             r += 1
+        slot = chunk_slot[c + 1]  # the stored slots up to the chunk's last step
         # run by run, backwards: a run's steps share their sizes
         while idx >= first:
             run_first = max(first, ptr[U(r)])
             n, n_src = run_size[U(r)], run_nsrc[U(r)]
             lo = step_start(ptr, run_size, run_entry, r, idx)
-            s = step_start(ptr, run_nsrc, run_source, r, idx)
-            scatter_run(idx - run_first + 1, n, n_src, lo, s, source, loss, d_lo, d_hi)
+            slot = scatter_run(idx - run_first + 1, n, n_src, lo, idx, slot, shift, stored, loss, d_lo, d_hi)
             idx = run_first - 1
             r -= 1
 
@@ -556,11 +655,12 @@ def run_observe_parallel(
     run_size: np.ndarray,
     run_nsrc: np.ndarray,
     run_entry: np.ndarray,
-    run_source: np.ndarray,
-    source: np.ndarray,
+    shift: np.ndarray,
+    stored: np.ndarray,
     chunk_ptr: np.ndarray,
     chunk_run: np.ndarray,
     chunk_state: np.ndarray,
+    chunk_slot: np.ndarray,
     level_chunk: np.ndarray,
     bounds: np.ndarray,
     chunk_src_lo: np.ndarray,
@@ -616,10 +716,11 @@ def run_observe_parallel(
                 run_size,
                 run_nsrc,
                 run_entry,
-                run_source,
-                source,
+                shift,
+                stored,
                 chunk_ptr,
                 chunk_run,
+                chunk_slot,
                 level_chunk,
                 bounds,
                 chunk_src_lo,
@@ -635,19 +736,20 @@ def run_best_vertex(
     run_size: np.ndarray,
     run_nsrc: np.ndarray,
     run_entry: np.ndarray,
-    run_source: np.ndarray,
-    source: np.ndarray,
+    run_stored: np.ndarray,
+    shift: np.ndarray,
+    stored: np.ndarray,
     loss: np.ndarray,
     choice: np.ndarray,
 ) -> float:
     """:func:`~.chain_passes.chain_best_vertex` for runs: bottom-up, a step adds its smallest
     accumulated loss to its sources (recording that entry in ``choice[k]`` unless ``choice`` is
     empty); ``loss`` is overwritten; returns the minimum."""
+    c = run_stored[len(run_stored) - 1]
     for r in range(len(ptr) - 2, -1, -1):
         n, ns = run_size[r], run_nsrc[r]
         for k in range(ptr[r + 1] - 1, ptr[r] - 1, -1):
             lo = step_start(ptr, run_size, run_entry, r, k)
-            s = step_start(ptr, run_nsrc, run_source, r, k)
             best = lo
             for e in range(lo + 1, lo + n):
                 if loss[e] < loss[best]:
@@ -655,8 +757,11 @@ def run_best_vertex(
             if len(choice) > 0:
                 choice[k] = best
             v = loss[best]
-            for j in range(s, s + ns):
-                loss[source[j]] += v
+            d = shift[k]
+            for j in range(c - ns, c):
+                loss[stored[j] + d] += v
+            if d == 0:
+                c -= ns
     return loss[0]
 
 
@@ -666,22 +771,25 @@ def run_vertex(
     run_size: np.ndarray,
     run_nsrc: np.ndarray,
     run_entry: np.ndarray,
-    run_source: np.ndarray,
-    source: np.ndarray,
+    shift: np.ndarray,
+    stored: np.ndarray,
     choice: np.ndarray,
     x: np.ndarray,
 ) -> None:
     """:func:`~.chain_passes.chain_vertex` for runs: the vertex with entry ``choice[k]`` picked at
     every simplex step (top-down)."""
     x[0] = 1.0
+    c = 0
     for r in range(len(ptr) - 1):
         n, ns = run_size[r], run_nsrc[r]
-        lo, s = run_entry[r], run_source[r]
+        lo = run_entry[r]
         for k in range(ptr[r], ptr[r + 1]):
+            d = shift[k]
+            if d == 0:
+                c += ns
             h = 0.0
-            for j in range(s, s + ns):
-                h += x[source[j]]
+            for j in range(c - ns, c):
+                h += x[stored[j] + d]
             for e in range(lo, lo + n):
                 x[e] = h if e == choice[k] else 0.0
             lo += n
-            s += ns

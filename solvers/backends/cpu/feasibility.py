@@ -24,6 +24,7 @@ from efce.games.arrays import U, lower_bound
 from efce.games.resources.compiled import compiled
 from efce.polytopes.chain import SINGLETON
 
+from .chain_runs import stored_before
 from .jit import SharedBodiesCompiler, balanced_part, kernel
 
 
@@ -43,9 +44,9 @@ def _first_step_of_work(target_ptr, source_ptr, work):
 
 
 @compiled(inline="always")
-def _block_violation(values, lo, hi, s_lo, s_hi, source):
+def _block_violation(values, lo, hi, s_lo, s_hi, source, shift):
     """``max(|Σ_{T} x − Σ_{S} x|, −min_{T} x)`` for the step filling entries ``lo:hi`` from the
-    source slots ``s_lo:s_hi`` of the point ``values``."""
+    source slots ``s_lo:s_hi`` (each entry plus ``shift``) of the point ``values``."""
     filled = 0.0
     lowest = 0.0
     for e in range(lo, hi):
@@ -55,21 +56,21 @@ def _block_violation(values, lo, hi, s_lo, s_hi, source):
             lowest = v
     h = 0.0
     for j in range(s_lo, s_hi):
-        h += values[U(source[U(j)])]
+        h += values[U(source[U(j)] + shift)]
     return max(abs(filled - h), -lowest)
 
 
 @compiled(inline="always")
-def _fold_block(local, wide, n_wide, narrow, n_narrow, scales, lo, hi, s_lo, s_hi, source):
+def _fold_block(local, wide, n_wide, narrow, n_narrow, scales, lo, hi, s_lo, s_hi, source, shift):
     """Each point's :func:`_block_violation` of one step, scaled, into its worst in ``local``
     (the ``n_wide`` float64 points first, then the ``n_narrow`` float32 ones): the step loop of
     both chain layouts."""
     for r in range(n_wide):
-        d = _block_violation(wide[r], lo, hi, s_lo, s_hi, source) * scales[r]
+        d = _block_violation(wide[r], lo, hi, s_lo, s_hi, source, shift) * scales[r]
         if d > local[r]:
             local[r] = d
     for r in range(n_narrow):
-        d = _block_violation(narrow[r], lo, hi, s_lo, s_hi, source) * scales[n_wide + r]
+        d = _block_violation(narrow[r], lo, hi, s_lo, s_hi, source, shift) * scales[n_wide + r]
         if d > local[n_wide + r]:
             local[n_wide + r] = d
 
@@ -112,6 +113,7 @@ def _chain_part(
             source_ptr[k],
             source_ptr[k + 1],
             source,
+            0,
         )
 
 
@@ -197,7 +199,9 @@ def _run_chain_part(
     run_nsrc: np.ndarray,
     run_entry: np.ndarray,
     run_source: np.ndarray,
-    source: np.ndarray,
+    run_stored: np.ndarray,
+    shift: np.ndarray,
+    stored: np.ndarray,
     wide: np.ndarray,
     n_wide: int,
     narrow: np.ndarray,
@@ -228,13 +232,15 @@ def _run_chain_part(
     while ptr[r + 1] <= lo:
         r += 1
     t_lo = run_entry[r] + (lo - ptr[r]) * run_size[r]
-    s_lo = run_source[r] + (lo - ptr[r]) * run_nsrc[r]
+    c = stored_before(ptr, run_nsrc, run_stored, shift, r, lo)
     for k in range(lo, hi):
         if k >= ptr[r + 1]:
             r += 1
-        t_hi, s_hi = t_lo + run_size[r], s_lo + run_nsrc[r]
-        _fold_block(local, wide, n_wide, narrow, n_narrow, scales, t_lo, t_hi, s_lo, s_hi, source)
-        t_lo, s_lo = t_hi, s_hi
+        t_hi, ns, d = t_lo + run_size[r], run_nsrc[r], shift[k]
+        if d == 0:
+            c += ns
+        _fold_block(local, wide, n_wide, narrow, n_narrow, scales, t_lo, t_hi, c - ns, c, stored, d)
+        t_lo = t_hi
 
 
 @kernel(parallel=True)
@@ -244,7 +250,9 @@ def run_chain_violations(
     run_nsrc: np.ndarray,
     run_entry: np.ndarray,
     run_source: np.ndarray,
-    source: np.ndarray,
+    run_stored: np.ndarray,
+    shift: np.ndarray,
+    stored: np.ndarray,
     wide: np.ndarray,
     n_wide: int,
     narrow: np.ndarray,
@@ -253,8 +261,9 @@ def run_chain_violations(
     parts: int,
 ) -> np.ndarray:
     """:func:`chain_violations` for a chain whose steps are stored as runs
-    (:class:`efce.polytopes.chain.StepRuns`): the same ranges of equal work, found by bisection
-    over the runs."""
+    (:class:`efce.polytopes.chain.StepRuns`) with its sources shifted
+    (:class:`efce.polytopes.chain.ShiftedSources`): the same ranges of equal work (entries plus
+    source slots of the full ``source`` array), found by bisection over the runs."""
     n = n_wide + n_narrow
     last = len(ptr) - 1
     total = run_entry[last] + run_source[last]
@@ -268,7 +277,9 @@ def run_chain_violations(
             run_nsrc,
             run_entry,
             run_source,
-            source,
+            run_stored,
+            shift,
+            stored,
             wide,
             n_wide,
             narrow,
@@ -281,12 +292,13 @@ def run_chain_violations(
 
 
 @compiled(inline="always")
-def _rescaled_block(single, lo, hi, s_lo, s_hi, source, values, x):
+def _rescaled_block(single, lo, hi, s_lo, s_hi, source, shift, values, x):
     """One step of :func:`rescaled_point`: ``x[lo:hi] = h · v[lo:hi] / Σ v`` (positive parts;
-    uniform when the sum is not positive; ``x[lo] = h`` for a singleton step)."""
+    uniform when the sum is not positive; ``x[lo] = h`` for a singleton step), its source slots'
+    entries each plus ``shift``."""
     h = 0.0
     for j in range(s_lo, s_hi):
-        h += x[U(source[U(j)])]
+        h += x[U(source[U(j)] + shift)]
     if single:
         x[U(lo)] = h
         return
@@ -306,20 +318,24 @@ def run_rescaled_point(
     run_size: np.ndarray,
     run_nsrc: np.ndarray,
     run_entry: np.ndarray,
-    run_source: np.ndarray,
-    source: np.ndarray,
+    shift: np.ndarray,
+    stored: np.ndarray,
     values: np.ndarray,
     x: np.ndarray,
 ) -> None:
-    """:func:`rescaled_point` for a chain whose steps are stored as runs."""
+    """:func:`rescaled_point` for a chain whose steps are stored as runs, its sources shifted
+    (:class:`efce.polytopes.chain.ShiftedSources`)."""
     x[0] = 1.0
+    c = 0
     for r in range(len(ptr) - 1):
         n, ns = run_size[r], run_nsrc[r]
-        lo, s = run_entry[r], run_source[r]
-        for _ in range(ptr[r], ptr[r + 1]):
-            _rescaled_block(run_kind[r] == SINGLETON, lo, lo + n, s, s + ns, source, values, x)
+        lo = run_entry[r]
+        for k in range(ptr[r], ptr[r + 1]):
+            d = shift[k]
+            if d == 0:
+                c += ns
+            _rescaled_block(run_kind[r] == SINGLETON, lo, lo + n, c - ns, c, stored, d, values, x)
             lo += n
-            s += ns
 
 
 @kernel()
@@ -336,7 +352,7 @@ def rescaled_point(
     x[0] = 1.0
     for k in range(len(target_ptr) - 1):
         lo, hi = target_ptr[k], target_ptr[k + 1]
-        _rescaled_block(kind[k] == SINGLETON, lo, hi, source_ptr[k], source_ptr[k + 1], source, values, x)
+        _rescaled_block(kind[k] == SINGLETON, lo, hi, source_ptr[k], source_ptr[k + 1], source, 0, values, x)
 
 
 @compiled(inline="always")

@@ -25,10 +25,13 @@ SHAPES = (
 )
 
 
-def _chain_of_every_shape(steps_per_run: int = 3, levels: int = 3, seed: int = 0) -> Chain:
+def _chain_of_every_shape(steps_per_run: int = 5, levels: int = 3, seed: int = 0) -> Chain:
     """A chain numbered in fill order (as DECOMPOSE's), stored as runs: a simplex of eight
     entries under the root, then ``levels`` levels, each a run of ``steps_per_run`` steps of
-    every shape in :data:`SHAPES`, reading random entries of the level above."""
+    every shape in :data:`SHAPES`, reading random entries of the level above; a step after the
+    first of its run reads, one time in two, the entries of the step before it each plus one
+    (as about every second step of DECOMPOSE's runs does), which the run passes read as shifts
+    (:class:`~efce.polytopes.chain.ShiftedSources`)."""
     rng = np.random.default_rng(seed)
     kind, target_ptr, source_ptr, source = [SIMPLEX], [1, 9], [0, 1], [0]
     above = np.arange(1, 9)
@@ -36,10 +39,14 @@ def _chain_of_every_shape(steps_per_run: int = 3, levels: int = 3, seed: int = 0
     for _ in range(levels):
         first = target_ptr[-1]
         for k, n, ns in SHAPES:
-            for _ in range(steps_per_run):
+            for i in range(steps_per_run):
                 kind.append(k)
                 target_ptr.append(target_ptr[-1] + n)
-                source += rng.choice(above, size=ns, replace=False).tolist()
+                before = np.array(source[len(source) - ns :]) + 1
+                if i > 0 and before.max() < first and rng.random() < 0.5:
+                    source += before.tolist()
+                else:
+                    source += rng.choice(above, size=ns, replace=False).tolist()
                 source_ptr.append(len(source))
         level_ptr.append(len(kind))
         above = np.arange(first, target_ptr[-1])
@@ -71,6 +78,8 @@ def _play(
 @pytest.mark.parametrize("rule", ["prm+", "rm+"])
 def test_every_step_shape_gives_the_per_step_iterates_bit_for_bit(rule, monkeypatch):
     chain = _chain_of_every_shape()
+    shift = chain.shifted_sources.shift
+    assert (shift == 1).any() and (shift == 2).any()  # steps that repeat the one before, shifted
     per_step = CPUBackend(threads=1, parallel_min_size=2**62)  # chain_passes: no copies
     x0, state0 = _play(chain, rule, per_step)
     monkeypatch.setattr(cpu_backend, "CHUNK_WORK", 8)  # several chunks per level, cut inside runs
