@@ -145,12 +145,13 @@ class ParallelChainPasses:
             # their sources shifted (ShiftedSources), never the chain's source array.
             ptr, run_kind, run_size, run_nsrc, run_entry, _ = runs.kernel_arrays()
             shifted = _shifted(chain)
-            sources = (shifted.run_stored, shifted.shift, shifted.stored)
             chunk_ptr, chunk_run, chunk_state, level_chunk = chain_runs.run_chunks(
                 ptr, run_kind, run_size, run_nsrc, level_ptr, CHUNK_WORK
             )
             chunk_slot = chain_runs.run_chunk_slots(ptr, run_nsrc, shifted.shift, chunk_ptr)
-            histograms = chain_runs.run_source_histograms(ptr, run_nsrc, *sources, level_ptr, SCATTER_BUCKETS)
+            histograms = chain_runs.run_source_histograms(
+                ptr, run_nsrc, shifted.run_stored, shifted.shift, shifted.stored, level_ptr, SCATTER_BUCKETS
+            )
             static = (
                 ptr,
                 run_kind,
@@ -165,7 +166,9 @@ class ParallelChainPasses:
                 chunk_slot,
                 level_chunk,
             )
-            source_ranges = chain_runs.run_chunk_source_ranges(ptr, run_nsrc, *sources, chunk_ptr)
+            source_ranges = chain_runs.run_chunk_source_ranges(
+                ptr, run_nsrc, shifted.shift, shifted.stored, chunk_ptr, chunk_run, chunk_slot
+            )
             self._recommend_kernel = chain_runs.run_recommend_parallel
             self._observe_kernel = chain_runs.run_observe_parallel
         else:

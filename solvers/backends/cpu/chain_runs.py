@@ -75,16 +75,13 @@ def stored_before(
 
 
 @compiled(inline="always")
-def _walk_sources(ptr, run_nsrc, run_stored, shift, stored, first, last, a0, width, counts):
-    """The smallest source entry of the steps ``first : last`` and one past the largest; with a
-    ``counts`` of ``buckets + 1`` cells also ``counts[1 + (e − a0) · buckets // width] += 1`` for
-    every source entry ``e``."""
+def _walk_sources(ptr, run_nsrc, shift, stored, first, last, r, c, a0, width, counts):
+    """The smallest source entry of the steps ``first : last`` and one past the largest (``r``:
+    the run of step ``first``, ``c``: the stored source slots before it); with a ``counts`` of
+    ``buckets + 1`` cells also ``counts[1 + (e − a0) · buckets // width] += 1`` for every source
+    entry ``e``."""
     a, b = np.int64(1) << 62, np.int64(0)
-    if first >= last:
-        return a, b
     buckets = len(counts) - 1
-    r = run_of_step(ptr, first)
-    c = stored_before(ptr, run_nsrc, run_stored, shift, r, first)
     for k in range(first, last):
         while k >= ptr[r + 1]:
             r += 1
@@ -407,11 +404,15 @@ def run_source_histograms(
     none = np.zeros(0, np.int64)
     for L in range(n_levels):
         first, last = level_ptr[L], level_ptr[L + 1]
-        a, b = _walk_sources(ptr, run_nsrc, run_stored, shift, stored, first, last, 0, 1, none)
+        if first >= last:
+            continue
+        r = run_of_step(ptr, first)
+        c = stored_before(ptr, run_nsrc, run_stored, shift, r, first)
+        a, b = _walk_sources(ptr, run_nsrc, shift, stored, first, last, r, c, 0, 1, none)
         if b == 0:
             continue
         lo[L], hi[L] = a, b
-        _walk_sources(ptr, run_nsrc, run_stored, shift, stored, first, last, a, b - a, cum[L])
+        _walk_sources(ptr, run_nsrc, shift, stored, first, last, r, c, a, b - a, cum[L])
         for q in range(buckets):
             cum[L, q + 1] += cum[L, q]
     return lo, hi, cum
@@ -421,20 +422,32 @@ def run_source_histograms(
 def run_chunk_source_ranges(
     ptr: np.ndarray,
     run_nsrc: np.ndarray,
-    run_stored: np.ndarray,
     shift: np.ndarray,
     stored: np.ndarray,
     chunk_ptr: np.ndarray,
+    chunk_run: np.ndarray,
+    chunk_slot: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`~.chain_passes.chunk_source_ranges` for runs: per chunk, its smallest source
-    entry and one past its largest."""
+    entry and one past its largest (each chunk walked from its run and stored slots,
+    :func:`run_chunks` and :func:`run_chunk_slots`)."""
     n = len(chunk_ptr) - 1
     lo = np.zeros(n, np.int64)
     hi = np.zeros(n, np.int64)
     none = np.zeros(0, np.int64)
     for c in range(n):
         a, b = _walk_sources(
-            ptr, run_nsrc, run_stored, shift, stored, chunk_ptr[c], chunk_ptr[c + 1], 0, 1, none
+            ptr,
+            run_nsrc,
+            shift,
+            stored,
+            chunk_ptr[c],
+            chunk_ptr[c + 1],
+            chunk_run[c],
+            chunk_slot[c],
+            0,
+            1,
+            none,
         )
         lo[c], hi[c] = (a, b) if b > 0 else (0, 0)
     return lo, hi
