@@ -260,3 +260,26 @@ def test_loop_structure_script_counts_what_a_naive_walk_counts():
             if width[i] > 0
         )
         assert line["nonzeros"] == len(t.rows) and line["distinct_rows_per_slot"] == distinct
+
+
+def test_gpu_layout_bytes_script_counts_the_runs_arrays_under_the_estimate(tmp_path):
+    out = tmp_path / "bytes.json"
+    subprocess.run(
+        [sys.executable, os.path.join(ROOT, "benchmarks", "gpu_layout_bytes.py"), str(out), "farina-fig1"],
+        check=True,
+        capture_output=True,
+    )
+    from efce.games.spec import make_game
+    from efce.solvers.backends.cuda.layouts import chain_layout, payoff_layout, run_device_bytes
+    from efce.solvers.methods.efce import build_efce_model
+
+    game = make_game("farina-fig1")
+    model = build_efce_model(game)
+    exact = run_device_bytes(
+        chain_layout(model.xi_steps),
+        chain_layout(model.triggers.chain),
+        payoff_layout(model.operator, game),
+        predictive=True,
+    )
+    line = json.loads(out.read_text())["farina-fig1"]
+    assert line["exact"] == exact < line["estimate"] and line["pairs"] == model.xi_steps.num_entries

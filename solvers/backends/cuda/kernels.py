@@ -4,10 +4,11 @@ simulator too, ``NUMBA_ENABLE_CUDASIM=1``).
 The two passes of Algorithm 1 unrolled over a chain (Farina, Ling, Fang, Sandholm 2019, section
 3.2) run level by level, one launch per level and pass: RECOMMEND top-down, ``x[targets_k] =
 h_k(x) · y_k`` with the local rule's strategy fused in and the running sum ``total += w · x``
-added as ``x`` is written; OBSERVELOSS bottom-up in two launches per level, (1) every step's
-local update from the accumulated loss ``ℓ̃[targets_k]`` with ``v_k = ⟨ℓ̃[targets_k], y_k⟩``
-left in ``ℓ̃[first target of k]``, (2) every destination entry gathering the values of the steps
-that read it (:func:`~.layouts.chain_layout`'s transposed scatter), in the CPU's order.  A step
+added as ``x`` is written; OBSERVELOSS bottom-up in two launches per level, (1) every entry the
+level fills gathering the values of the deeper steps that read it
+(:func:`~.layouts.chain_layout`'s transposed scatter, by destination), in the CPU's order, (2)
+every step's local update from the accumulated loss ``ℓ̃[targets_k]`` with ``v_k =
+⟨ℓ̃[targets_k], y_k⟩`` left in ``ℓ̃[first target of k]``; the root gathers after level 0.  A step
 runs on one thread, a wide one on a block (block reductions).  The local rules are those of
 :mod:`efce.solvers.backends.cpu.rules` (RM/RM+/DCFR, Hedge, PRM+ with bfloat16 predictions on big chains)
 and the arithmetic of one thread is theirs, operation for operation: a step run by one thread
@@ -398,18 +399,21 @@ def observe_level(
 
 
 @cuda.jit(cache=True)
-def gather_level(
-    dest: DeviceArray, ptr: DeviceArray, value: DeviceArray, r_lo: int, r_hi: int, loss: DeviceArray
+def gather_into(
+    dest: DeviceArray, ptr: DeviceArray, value: DeviceArray, p_lo: int, p_hi: int, loss: DeviceArray
 ) -> None:
-    """OBSERVELOSS's scatter as a gather: run ``r`` adds the values at ``value[ptr[r] :
-    ptr[r+1]]`` into ``ℓ̃[dest[r]]``, one at a time in the CPU's order."""
-    r = r_lo + cuda.grid(1)
-    if r < r_hi:
-        d = dest[r]
-        acc = loss[d]
-        for j in range(ptr[r], ptr[r + 1]):
-            acc += loss[value[j]]
-        loss[d] = acc
+    """OBSERVELOSS's scatter as a gather: destination ``p`` (entry ``dest[p]``, or ``p`` where
+    ``dest`` is empty) adds the values at ``value[ptr[p] : ptr[p+1]]`` into its ``ℓ̃``, one at a
+    time in the CPU's order."""
+    p = p_lo + cuda.grid(1)
+    if p < p_hi:
+        lo, hi = ptr[p], ptr[p + 1]
+        if hi > lo:
+            d = p if len(dest) == 0 else dest[p]
+            acc = loss[d]
+            for j in range(lo, hi):
+                acc += loss[value[j]]
+            loss[d] = acc
 
 
 @cuda.jit(cache=True)
@@ -428,7 +432,7 @@ def best_level(
 ) -> None:
     """The chain minimum's local phase (:func:`efce.solvers.backends.cpu.chain_passes.chain_best_vertex`):
     every step leaves its smallest accumulated loss in ``ℓ̃[first target]``, ignoring the entry
-    ``masked`` (-1: none); :func:`gather_level` then adds it into the sources."""
+    ``masked`` (-1: none); :func:`gather_into` adds it into the sources."""
     shared = cuda.shared.array(MAX_BLOCK, float64)
     n_wide = w_hi - w_lo
     b, t, nt = cuda.blockIdx.x, cuda.threadIdx.x, cuda.blockDim.x
@@ -794,7 +798,8 @@ def csr_matvec(
     """``out = sign · M x`` for the CSR matrix ``M``: blocks ``0 .. len(long_rows)-1`` sum a
     long row each, the next ones ``blockDim / group`` medium rows each (a group of threads per
     row), the rest one row of at most ``short`` nonzeros per thread, in CSR order (the CPU
-    operator's sum)."""
+    operator's sum).  Every product is in float64: ``val`` (float32 where exact) times ``x``
+    (the running sum may be float32 too) would otherwise be a float32 product."""
     shared = cuda.shared.array(MAX_BLOCK, float64)
     b, t, nt = cuda.blockIdx.x, cuda.threadIdx.x, cuda.blockDim.x
     n_long = len(long_rows)
@@ -802,7 +807,7 @@ def csr_matvec(
         r = long_rows[b]
         acc = 0.0
         for j in range(ptr[r] + t, ptr[r + 1], nt):
-            acc += val[j] * x[col[j]]
+            acc += float64(val[j]) * x[col[j]]
         total = _group_sum(shared, acc, nt)
         if t == 0:
             out[r] = sign * total
@@ -817,7 +822,7 @@ def csr_matvec(
         if i < len(medium_rows):
             r = medium_rows[i]
             for j in range(ptr[r] + lane, ptr[r + 1], group):
-                acc += val[j] * x[col[j]]
+                acc += float64(val[j]) * x[col[j]]
         total = _group_sum(shared, acc, group)  # the whole block takes part
         if r >= 0 and lane == 0:
             out[r] = sign * total
@@ -827,5 +832,5 @@ def csr_matvec(
         return
     acc = 0.0
     for j in range(ptr[r], ptr[r + 1]):
-        acc += val[j] * x[col[j]]
+        acc += float64(val[j]) * x[col[j]]
     out[r] = sign * acc

@@ -8,14 +8,19 @@ entries on large Battleship) made a prototype's iteration 50× slower.  OBSERVEL
 step's value ``v_k = ⟨ℓ̃[targets_k], y_k⟩`` into its sources; instead of an atomic add per source
 (not deterministic), every destination entry *gathers* its additions in the CPU pass's order
 (:func:`chain_layout`'s transposed scatter: the prototype measured it ~5 % slower than atomics).
+All of an entry's additions come from deeper levels, so it gathers them at once, just before
+its own level runs: one pointer per destination (Ξ: per entry, with no destination list) instead
+of a destination and a pointer per destination and level.
 
 The payoff matrix ``A`` (rows Ξ's entries, columns Y's) is stored twice as CSR, ``A`` and
 ``Aᵀ``, built directly from the trigger tables of
 :class:`~solvers.evaluation.payoff_operator.PayoffOperator` (compiled loops, parallel where rows
 are disjoint); every row holds its nonzeros
 in the order in which the CPU operator adds them, so a row summed by one thread in CSR order
-gives the CPU's value bit for bit.  Rows longer than a block are summed by block reductions on
-the GPU (one row of Aᵀ has 498,204 nonzeros on large Battleship).
+gives the CPU's value bit for bit.  Their values are float32 where every one is (small integer
+payoffs, no welfare threshold), read and widened to the same float64.  Rows longer than a block
+are summed by block reductions on the GPU (one row of Aᵀ has 498,204 nonzeros on large
+Battleship).
 
 Everything here is CPU code (numpy and numba): it imports without numba-cuda, so the size
 estimate :func:`estimate_cuda_bytes` can refuse a model before anything is built.
@@ -59,9 +64,9 @@ class ChainLayout:
     Attributes
     ----------
     kind, target_ptr, source_ptr, source : ndarray
-        The chain's own arrays (shared, not copied): step ``k`` fills entries
-        ``target_ptr[k] : target_ptr[k+1]`` from the sum of ``source[source_ptr[k] :
-        source_ptr[k+1]]``.
+        The chain's arrays (``target_ptr`` and ``source_ptr`` in int32 where they fit, else
+        shared, not copied): step ``k`` fills entries ``target_ptr[k] : target_ptr[k+1]`` from
+        the sum of ``source[source_ptr[k] : source_ptr[k+1]]``.
     order : int[S] or int32[0]
         The steps in level order (:attr:`~polytopes.chain.Chain.step_order`), or empty for a
         chain numbered in level order already (Ξ's: the identity is not stored).
@@ -82,15 +87,20 @@ class ChainLayout:
         Split step ``s`` has the pieces ``piece_ptr[s] : piece_ptr[s+1]``; ``piece_step`` maps a
         piece back to its split step.
     gather_dest, gather_ptr, gather_value : ndarray
-        The transposed scatter of OBSERVELOSS: run ``r`` adds, into ``ℓ̃[gather_dest[r]]``, the
-        values held at the entries ``gather_value[gather_ptr[r] : gather_ptr[r+1]]`` (the first
-        target of each adding step, where the up pass leaves ``v_k``), in the order in which the
-        CPU's serial pass adds them (steps by descending level-order position, each step's
-        sources in order).
-    gather_level_ptr : int64[depth + 1]
-        The runs of level ``L`` (additions from its steps) are ``gather_level_ptr[L] :
-        gather_level_ptr[L+1]``; within a level every destination has one run, so the runs of a
-        level run in parallel without atomics.
+        The transposed scatter of OBSERVELOSS, by destination: destination ``p`` (the entry
+        ``gather_dest[p]``, or the entry ``p`` where ``gather_dest`` is empty) adds, into its
+        ``ℓ̃``, the values held at the entries ``gather_value[gather_ptr[p] : gather_ptr[p+1]]``
+        (the first target of each adding step, where the up pass leaves ``v_k``), in the order
+        in which the CPU's serial pass adds them (steps by descending level-order position, each
+        step's sources in order).  Ξ, numbered in level order, has every entry as a destination
+        (``gather_dest`` empty: one pointer per entry and no destination list); Y lists the
+        entries that receive additions.
+    gather_part_ptr : int64[depth + 2]
+        Destinations ``gather_part_ptr[0] : gather_part_ptr[1]`` are the entries no step fills
+        (the root); ``gather_part_ptr[L+1] : gather_part_ptr[L+2]`` those level ``L`` fills.  All
+        the additions into an entry come from steps of deeper levels, so a pass gathers into the
+        entries of level ``L`` just before it runs level ``L``, one thread per destination and
+        without atomics, and into the root after level 0.
     simplex_entries : int
         Entries filled by simplex steps (the size of the CPU rule's state, which decides its
         dtype: :func:`solvers.regret.local.state_dtype`).
@@ -114,7 +124,7 @@ class ChainLayout:
     gather_dest: np.ndarray
     gather_ptr: np.ndarray
     gather_value: np.ndarray
-    gather_level_ptr: np.ndarray
+    gather_part_ptr: np.ndarray
     simplex_entries: int
 
     @property
@@ -204,15 +214,16 @@ def chain_layout(
     order = np.zeros(0, dtype=np.int32) if chain.level_sorted else np.ascontiguousarray(chain.step_order)
     level_ptr = _level_ptr(chain)
     kind = chain.kind.astype(np.int8, copy=False)
-    tptr, sptr, source = chain.target_ptr, chain.source_ptr, chain.source
+    # int32 where the entries and slots fit (a chain stored as runs makes its per-step pointers
+    # in int64): 8 bytes per step less on the GPU, and the kernels read half the bytes
+    tptr = chain.target_ptr.astype(index_dtype(chain.num_entries + 1), copy=False)
+    sptr = chain.source_ptr.astype(index_dtype(len(chain.source) + 1), copy=False)
+    source = chain.source
     wide_steps, wide_ptr, split_steps, split_ptr = _wide_steps(
         tptr, sptr, order, level_ptr, wide_threshold, split_threshold
     )
     piece_ptr, piece_step = _pieces(tptr, order, split_steps, piece_size)
-    index = index_dtype(max(chain.num_entries, len(source)) + 1)
-    dest, ptr, value, gather_level_ptr = _transposed_scatter(
-        tptr, sptr, source, order, level_ptr, np.zeros(chain.num_entries + 1, dtype=index)
-    )
+    dest, ptr, value, gather_part_ptr = _gather_by_destination(chain, order, level_ptr)
     sizes = np.diff(tptr)
     simplex_entries = int(sizes[kind != SINGLETON].sum())
     return ChainLayout(
@@ -234,7 +245,7 @@ def chain_layout(
         dest,
         ptr,
         value,
-        gather_level_ptr,
+        gather_part_ptr,
         simplex_entries,
     )
 
@@ -300,77 +311,84 @@ def _pieces(tptr, order, split_steps, piece_size):
     return piece_ptr, piece_step
 
 
+def _gather_by_destination(
+    chain: Chain, order: np.ndarray, level_ptr: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(gather_dest, gather_ptr, gather_value, gather_part_ptr)`` of :class:`ChainLayout`, by
+    counting sorts (no comparison sort)."""
+    tptr, sptr, source = chain.target_ptr, chain.source_ptr, chain.source
+    if len(order) == 0:  # numbered in level order: level L fills a range of entries
+        dest = position = np.zeros(0, dtype=source.dtype)
+        part_ptr = np.zeros(len(level_ptr) + 1, dtype=np.int64)
+        part_ptr[1:] = tptr[level_ptr]
+        destinations = chain.num_entries
+    else:
+        dest, position, part_ptr = _destinations(tptr, sptr, source, order, level_ptr)
+        destinations = len(dest)
+    ptr = np.zeros(destinations + 1, dtype=index_dtype(len(source) + 1))
+    _count_additions(source, position, ptr)
+    np.cumsum(ptr, out=ptr)
+    value = np.empty(len(source), dtype=source.dtype)
+    _fill_additions(tptr, sptr, source, order, position, ptr, value)
+    _unshift(ptr)
+    return dest, ptr, value, part_ptr
+
+
 @compiled(cache=True, nogil=True)
-def _transposed_scatter(tptr, sptr, source, order, level_ptr, start):
-    """``(dest, ptr, value, level_ptr)`` of :class:`ChainLayout`'s gather, by two counting sorts
-    (no comparison sort): the additions grouped by destination in the serial pass's order, then
-    each destination's additions cut into runs per level and the runs laid out level by level.
-    ``start`` (zeros, one more than the entries; int32 where the sources fit) is work space."""
+def _count_additions(source, position, ptr):
+    """``ptr[p + 1]``: the additions into destination ``p`` (``position[e]`` of entry ``e``, or
+    ``e`` itself where ``position`` is empty)."""
+    for j in range(len(source)):
+        e = source[j]
+        ptr[(e if len(position) == 0 else position[e]) + 1] += 1
+
+
+@compiled(cache=True, nogil=True)
+def _destinations(tptr, sptr, source, order, level_ptr):
+    """The entries that receive additions, grouped by the level that fills them (the root's
+    part first), ascending within a part: ``(dest, position, part_ptr)`` with ``position[e]``
+    the destination of entry ``e`` (-1 for none)."""
     n_levels = len(level_ptr) - 1
-    n_add = np.int64(sptr[len(sptr) - 1])
-    n = len(start) - 1
-    for j in range(n_add):
-        start[source[j] + 1] += 1
-    for e in range(n):
-        start[e + 1] += start[e]
-    # Destination by destination, the additions in the serial order of chain_observe: steps by
-    # descending level-order position, each step's sources in order.  start[e] is the cursor of
-    # e; afterwards it is the end of e's list, i.e. the start of e + 1's.
-    held = np.empty(n_add, source.dtype)
-    level_of = np.empty(n_add, np.int32)
-    for L in range(n_levels - 1, -1, -1):
-        for idx in range(level_ptr[L + 1] - 1, level_ptr[L] - 1, -1):
-            k = _step(order, idx)
-            for j in range(sptr[k], sptr[k + 1]):
-                d = source[j]
-                c = start[d]
-                held[c] = tptr[k]
-                level_of[c] = L
-                start[d] = c + 1
-    # Runs: a destination's additions from one level (contiguous: the serial order visits the
-    # levels from the last).
-    runs = np.zeros(n_levels + 1, np.int64)
-    adds = np.zeros(n_levels + 1, np.int64)
-    lo = 0
-    for e in range(n):
-        hi = start[e]
-        p = lo
-        while p < hi:
-            q = p
-            while q < hi and level_of[q] == level_of[p]:
-                q += 1
-            runs[level_of[p] + 1] += 1
-            adds[level_of[p] + 1] += q - p
-            p = q
-        lo = hi
+    n = tptr[len(tptr) - 1]
+    part = np.zeros(n, np.int32)  # 0: filled by no step; L + 1: by a step of level L
     for L in range(n_levels):
-        runs[L + 1] += runs[L]
-        adds[L + 1] += adds[L]
-    dest = np.empty(runs[n_levels], source.dtype)
-    ptr = np.empty(runs[n_levels] + 1, start.dtype)
-    value = np.empty(n_add, source.dtype)
-    run_at = runs[:n_levels].copy()
-    add_at = adds[:n_levels].copy()
-    lo = 0
+        for idx in range(level_ptr[L], level_ptr[L + 1]):
+            k = _step(order, idx)
+            for e in range(tptr[k], tptr[k + 1]):
+                part[e] = L + 1
+    receives = np.zeros(n, np.bool_)
+    for j in range(sptr[len(sptr) - 1]):
+        receives[source[j]] = True
+    part_ptr = np.zeros(n_levels + 2, np.int64)
     for e in range(n):
-        hi = start[e]
-        p = lo
-        while p < hi:
-            L = level_of[p]
-            q = p
-            r, a = run_at[L], add_at[L]
-            dest[r] = e
-            ptr[r] = a
-            while q < hi and level_of[q] == L:
-                value[a] = held[q]
-                a += 1
-                q += 1
-            run_at[L] = r + 1
-            add_at[L] = a
-            p = q
-        lo = hi
-    ptr[runs[n_levels]] = n_add
-    return dest, ptr, value, runs
+        if receives[e]:
+            part_ptr[part[e] + 1] += 1
+    for q in range(n_levels + 1):
+        part_ptr[q + 1] += part_ptr[q]
+    dest = np.empty(part_ptr[n_levels + 1], source.dtype)
+    position = np.full(n, -1, source.dtype)
+    cursor = part_ptr[: n_levels + 1].copy()
+    for e in range(n):
+        if receives[e]:
+            p = cursor[part[e]]
+            dest[p] = e
+            position[e] = p
+            cursor[part[e]] = p + 1
+    return dest, position, part_ptr
+
+
+@compiled(cache=True, nogil=True)
+def _fill_additions(tptr, sptr, source, order, position, ptr, value):
+    """Each destination's additions in the serial order of ``chain_observe`` (steps by
+    descending level-order position, each step's sources in order); ``ptr[p]`` is ``p``'s
+    cursor, the end of its list afterwards (:func:`_unshift` moves it back)."""
+    for idx in range(len(tptr) - 2, -1, -1):
+        k = _step(order, idx)
+        for j in range(sptr[k], sptr[k + 1]):
+            e = source[j]
+            p = e if len(position) == 0 else position[e]
+            value[ptr[p]] = tptr[k]
+            ptr[p] += 1
 
 
 # ---------------------------------------------------------------------- the payoff matrix
@@ -515,7 +533,8 @@ def payoff_layout(
     del counts
     np.cumsum(ptr, out=ptr)
     col = np.empty(nnz, dtype=index_dtype(columns))
-    val = np.empty(nnz)
+    value_dtype = _value_dtype(weighted, [t.line_weight for t in (p0, p1)], welfare)
+    val: np.ndarray = np.empty(nnz, dtype=value_dtype)
     _fill_following_rows(*follow, terminal_row, trig_base[1], lam_tau, ptr, col, val)
     if welfare:
         col[ptr[0]], val[ptr[0]] = lam_tau, tau
@@ -536,7 +555,7 @@ def payoff_layout(
         _count_deviation_columns(*_deviation_args(t), trig_base[i], block_start, ptr)
     np.cumsum(ptr, out=ptr)
     col = np.empty(nnz, dtype=index_dtype(rows))
-    val = np.empty(nnz)
+    val = np.empty(nnz, dtype=value_dtype)
     if welfare:
         col[ptr[lam_tau]], val[ptr[lam_tau]] = 0, tau  # Ξ entry 0: the row's first column
         ptr[lam_tau] += 1
@@ -550,6 +569,16 @@ def payoff_layout(
         ptr, col, val, (columns, rows), short_threshold, long_threshold, int(ptr[lam_tau]) if welfare else -1
     )
     return PayoffLayout(a, at, terminal_row, welfare_weight, lam_tau)
+
+
+def _value_dtype(weighted: np.ndarray, line_weights: list[np.ndarray], welfare: bool) -> type:
+    """float32 for the values of ``A`` and ``Aᵀ`` when every one is a float32 (the terminals'
+    ``p_c(z) u_i(z)`` and the trigger tables' line weights: Battleship's and Sheriff's small
+    integers) and no welfare threshold τ (any float, rewritten as the bisection moves), else
+    float64.  A float32 value read and widened is the same float64, so every product is
+    unchanged bit for bit with 4 bytes less per nonzero in each matrix."""
+    exact = not welfare and all(w.dtype == np.float32 for w in line_weights)
+    return np.float32 if exact and np.array_equal(weighted.astype(np.float32), weighted) else np.float64
 
 
 # The ten arrays of a player's trigger table that the deviation loops take first (a fixed
@@ -882,7 +911,8 @@ def run_device_bytes(
     """The bytes a :class:`~.saddle.CudaSaddlePoint` run allocates on the GPU for these layouts:
     the layouts, per chain the rule's state (:func:`solvers.regret.local.state_dtype` of its
     simplex entries; PRM+'s predictions: ``predictive``), the iterate, the running sums, the
-    simultaneous updates' loss buffers, the checkpoints' work arrays.
+    simultaneous updates' loss buffers, the checkpoints' scalars (their products and minima use
+    a buffer of the loop's: :meth:`~.saddle.CudaSaddlePoint.checkpoint`).
 
     Returns
     -------
@@ -900,7 +930,6 @@ def run_device_bytes(
     total += xi.num_entries * _itemsize(state_dtype(xi.num_entries))  # Σ w x
     if averaged_deviator:
         total += y.num_entries * _itemsize(state_dtype(y.num_entries))
-    total += 8 * y.num_entries  # the checkpoints' Aᵀ product
     total += 16 * (len(xi.all_wide_steps) + -(-xi.num_steps // block_size))  # violations per block
     for chain in (xi, y):  # the split steps' scalars and per-piece sums
         total += 32 * max(len(chain.split_steps), 1) + 8 * max(len(chain.piece_step), 1)
@@ -931,16 +960,45 @@ def _payoff_nonzeros(game: Game) -> int:
     return total
 
 
-#: Ξ's steps, source slots and gather runs per relevant pair, with ~10 % margin over DECOMPOSE's
-#: on small Battleship (1,515,325 steps, 4,608,835 source slots, 3,907,555 runs for 3,893,341
-#: pairs: 0.39, 1.18, 1.00).
-XI_STEPS_PER_PAIR = 0.45
-XI_SOURCES_PER_PAIR = 1.3
-XI_RUNS_PER_PAIR = 1.1
-#: Y's steps (one source each) and gather runs per entry, with margin (small Battleship: 318,145
-#: steps and 141,493 runs for 1,351,093 entries: 0.24, 0.10).
-Y_STEPS_PER_ENTRY = 0.3
-Y_RUNS_PER_ENTRY = 0.15
+def _trigger_chain_counts(game: Game) -> tuple[int, int]:
+    """Steps of the EFCE trigger chain Y (one source each) and its gather destinations, counted
+    from the sequence trees as the chain is built (:mod:`polytopes.triggers`): the root simplex,
+    and a simplex per trigger ``σ̂`` and infoset ``I`` of its subtree (``Σ_I`` triggers above
+    ``I``, :func:`~polytopes.triggers.triggers_above`); the entries that are some step's source
+    are the root, every trigger's weight and, per trigger, each sequence of its subtree with an
+    infoset below it."""
+    from efce.polytopes.triggers import triggers_above
+
+    steps = destinations = 1
+    for i in (0, 1):
+        space = game.sequences(i)
+        above = triggers_above(space)
+        steps += int(above.sum())
+        parents = np.unique(space.infoset_parent_seq)
+        parents = parents[parents > 0]
+        destinations += space.num_sequences - 1 + int(above[space.seq_infoset[parents]].sum())
+    return steps, destinations
+
+
+def _estimated_value_bytes(game: Game, welfare: bool) -> int:
+    """Bytes of a value of ``A`` as :func:`payoff_layout` stores it (:func:`_value_dtype`),
+    from the terminals' payoffs: 4 where they are float32 and no τ is held.  With chance the
+    trigger tables merge the terminals that share a pair of sequences, whose sums need not be
+    float32: 8, an upper bound."""
+    from efce.games.payoffs import terminal_map
+
+    if welfare or game.has_chance:
+        return 8
+    weighted = terminal_map(game).weighted_payoffs()
+    return 4 if np.array_equal(weighted.astype(np.float32), weighted) else 8
+
+
+#: Ξ's steps and source slots per relevant pair, which only DECOMPOSE gives: the largest of
+#: the game families measured, with margin (steps 0.34-0.45 on Battleship, 0.61 on full
+#: Sheriff, 0.88-0.90 on Goofspiel 3-5 with random prizes; source slots 1.15-1.23, 1.30 and
+#: 1.36-1.50, growing with Goofspiel's ranks).
+XI_STEPS_PER_PAIR = 0.93
+XI_SOURCES_PER_PAIR = 1.6
 #: Allocator slack and the kernels' own memory, beyond the arrays counted.
 CUDA_FIXED_BYTES = 64 * 2**20
 
@@ -950,15 +1008,16 @@ def estimate_cuda_bytes(
 ) -> int:
     """Estimated GPU bytes of a :class:`~.saddle.CudaSaddlePoint` run on ``game``, from
     :func:`solvers.methods.efce.saddle_point_sizes` (counted without building anything): what
-    :func:`run_device_bytes` counts, with Ξ's and Y's step and run counts taken per relevant pair
-    and per Y entry (the constants above), ``A``'s nonzeros counted exactly, and int32 or int64
-    indices as the builders choose them.  Meant to refuse, before
-    any build, a model larger than the GPU's free memory.
+    :func:`run_device_bytes` counts, with Ξ's steps and source slots taken per relevant pair
+    (the constants above: only DECOMPOSE knows them), Y's steps and gather destinations and
+    ``A``'s nonzeros counted exactly, values in float32 where :func:`payoff_layout` stores them
+    so, and int32 or int64 indices as the builders choose them.  Meant to refuse, before any
+    build, a model larger than the GPU's free memory.
 
     Parameters
     ----------
     game : Game
-        A two-player game without chance.
+        A two-player game without chance or with public chance.
     predictive : bool
         PRM+ (a prediction per entry besides the regret), the default rule.
     alternating : bool
@@ -980,9 +1039,11 @@ def estimate_cuda_bytes(
     terminals = game.num_terminals
     nnz = _payoff_nonzeros(game) + (terminals + 1 if welfare else 0)
 
-    def chain_bytes(entries, steps, sources, runs, ordered):
+    def chain_bytes(entries, steps, sources, destinations, ordered):
         index = _itemsize(index_dtype(max(entries, sources) + 1))
-        arrays = steps * (1 + 2 * index + (index if ordered else 0)) + sources * 2 * index + runs * 2 * index
+        arrays = steps * (1 + 2 * index + (index if ordered else 0)) + sources * 2 * index
+        # the gather: a list of destinations and a pointer each (Y); a pointer per entry (Ξ)
+        arrays += destinations * 2 * index if ordered else (entries + 1) * index
         state = entries * (_itemsize(state_dtype(entries // 2)) + 8 * (1 if alternating else 2))
         if predictive:
             state += entries * _itemsize(prediction_dtype(entries // 2))
@@ -990,18 +1051,16 @@ def estimate_cuda_bytes(
 
     # the simplex entries (which decide the state's dtype) are taken as half the entries at least
     xi_steps = int(XI_STEPS_PER_PAIR * pairs)
-    total = chain_bytes(
-        pairs, xi_steps, int(XI_SOURCES_PER_PAIR * pairs), int(XI_RUNS_PER_PAIR * pairs), False
-    )
-    y_steps = int(Y_STEPS_PER_ENTRY * y_entries)
-    total += chain_bytes(y_entries, y_steps, y_steps, int(Y_RUNS_PER_ENTRY * y_entries), True)
+    total = chain_bytes(pairs, xi_steps, int(XI_SOURCES_PER_PAIR * pairs), pairs, False)
+    y_steps, y_destinations = _trigger_chain_counts(game)
+    total += chain_bytes(y_entries, y_steps, y_steps, y_destinations, True)
     total += pairs * _itemsize(state_dtype(pairs))  # Σ w x
     if welfare:
         total += y_entries * _itemsize(state_dtype(y_entries))
-    total += 8 * y_entries  # the checkpoints' work
     ptr = _itemsize(index_dtype(nnz + 1))
-    total += (pairs + 1 + y_entries + 1) * ptr + nnz * (8 + _itemsize(index_dtype(y_entries)))
-    total += nnz * (8 + _itemsize(index_dtype(pairs)))
+    value = _estimated_value_bytes(game, welfare)
+    total += (pairs + 1 + y_entries + 1) * ptr + nnz * (value + _itemsize(index_dtype(y_entries)))
+    total += nnz * (value + _itemsize(index_dtype(pairs)))
     total += terminals * (8 + _itemsize(index_dtype(pairs)))
     total += 16 * xi_steps // 32 + CUDA_FIXED_BYTES
     return int(total)

@@ -156,19 +156,21 @@ class DeviceChain:
         self.arrays = {
             name: cuda.to_device(np.ascontiguousarray(a)) for name, a in layout.device_arrays().items()
         }
-        w, g, sp, pieces = layout.wide_ptr, layout.gather_level_ptr, layout.split_ptr, layout.piece_ptr
-        # per level: (lo, hi) positions, (w_lo, w_hi) wide steps, (r_lo, r_hi) gather runs
+        w, g, sp, pieces = layout.wide_ptr, layout.gather_part_ptr, layout.split_ptr, layout.piece_ptr
+        # per level: (lo, hi) positions, (w_lo, w_hi) wide steps, (g_lo, g_hi) the destinations
+        # it fills, gathered into before it runs
         self.levels = [
             (
                 int(layout.level_ptr[L]),
                 int(layout.level_ptr[L + 1]),
                 int(w[L]),
                 int(w[L + 1]),
-                int(g[L]),
                 int(g[L + 1]),
+                int(g[L + 2]),
             )
             for L in range(layout.depth)
         ]
+        self.root_gather = (int(g[0]), int(g[1]))  # the entries no step fills, after level 0
         # per level: (s_lo, s_hi) split steps, (p_lo, p_hi) their pieces
         self.split_levels = [
             (int(sp[L]), int(sp[L + 1]), int(pieces[sp[L]]), int(pieces[sp[L + 1]]))
@@ -238,9 +240,10 @@ class DeviceChain:
         k, d = _kernels(), self.arrays
         pos, neg = rule.discounts()
         spec = rule.kernel
-        for (lo, hi, w_lo, w_hi, r_lo, r_hi), split in zip(
+        for (lo, hi, w_lo, w_hi, g_lo, g_hi), split in zip(
             reversed(self.levels), reversed(self.split_levels), strict=True
         ):
+            self._gather(g_lo, g_hi, loss)
             if split[1] > split[0]:
                 state = rule.arrays()
                 self._split_strategy(split, spec.family, spec.eta, state, loss)
@@ -284,7 +287,7 @@ class DeviceChain:
                     *rule.arrays(),
                     loss,
                 )
-            self._gather(r_lo, r_hi, loss)
+        self._gather(*self.root_gather, loss)
 
     # The split steps of one level (``split`` = (s_lo, s_hi, p_lo, p_hi)), phase by phase.
     def _partials(self, split, mode, masked, family, eta, state, values) -> None:
@@ -356,20 +359,22 @@ class DeviceChain:
             self._scal,
         )
 
-    def _gather(self, r_lo: int, r_hi: int, loss) -> None:
-        if r_hi > r_lo:
+    def _gather(self, g_lo: int, g_hi: int, loss) -> None:
+        """Every destination ``g_lo <= p < g_hi`` adds its values (:func:`~.kernels.gather_into`)."""
+        if g_hi > g_lo:
             d = self.arrays
-            _kernels().gather_level[_blocks(r_hi - r_lo, self.block), self.block](
-                d["gather_dest"], d["gather_ptr"], d["gather_value"], r_lo, r_hi, loss
+            _kernels().gather_into[_blocks(g_hi - g_lo, self.block), self.block](
+                d["gather_dest"], d["gather_ptr"], d["gather_value"], g_lo, g_hi, loss
             )
 
     def minimum(self, loss: DeviceArray, masked: int = -1) -> None:
         """``min_{z ∈ chain} ⟨loss, z⟩`` into ``loss[0]`` (``loss`` is overwritten), the entry
         ``masked`` (-1: none) left out of its simplex (:func:`~.kernels.best_level`)."""
         k, d = _kernels(), self.arrays
-        for (lo, hi, w_lo, w_hi, r_lo, r_hi), split in zip(
+        for (lo, hi, w_lo, w_hi, g_lo, g_hi), split in zip(
             reversed(self.levels), reversed(self.split_levels), strict=True
         ):
+            self._gather(g_lo, g_hi, loss)
             if split[1] > split[0]:
                 self._partials(
                     split, k.PIECE_MIN, masked, RM, 0.0, (loss, self._empty64, self._empty16), loss
@@ -390,7 +395,7 @@ class DeviceChain:
                     masked,
                     loss,
                 )
-            self._gather(r_lo, r_hi, loss)
+        self._gather(*self.root_gather, loss)
 
     def violations(
         self, x: DeviceArray, x_scale: float, s: DeviceArray, s_scale: float, scalars: DeviceArray, slot: int
@@ -574,7 +579,6 @@ class CudaSaddlePoint:
         self._averaged_y = averaged_y
         # Simultaneous updates need both losses before either point moves.
         self._loss = None if self.alternating else (cuda.device_array(nx), cuda.device_array(ny))
-        self._work = cuda.device_array(ny)  # the checkpoints' Aᵀ product and chain minimum
         self._scalars = cuda.device_array(8)
         self._no_sum = cuda.device_array(0)
         self._no_u16 = cuda.to_device(np.zeros(0, dtype=np.uint16))
@@ -669,9 +673,11 @@ class CudaSaddlePoint:
             raise RuntimeError("no average before the first step")
         k, scale = _kernels(), 1.0 / self.weight
         self.xi_chain.violations(self.x, 1.0, self.sum_x, scale, self._scalars, _VIOLATIONS)
-        self.at.matvec(self.sum_x, self._work, -1.0)
-        self.y_chain.minimum(self._work, self.lambda_tau)
-        k.copy_scalar[1, 1](self._work, 0, self._scalars, _MINIMUM)
+        work = self._deviator_work()
+        self.at.matvec(self.sum_x, work, -1.0)
+        self.y_chain.minimum(work, self.lambda_tau)
+        k.copy_scalar[1, 1](work, 0, self._scalars, _MINIMUM)
+        self._restore_deviator()
         k.welfare_partial[self._welfare_grid, self.block](
             self._welfare_weight, self._terminal_row, self.sum_x, self._welfare_partial
         )
@@ -704,18 +710,33 @@ class CudaSaddlePoint:
         if not self._averaged_y or self.weight <= 0.0:
             raise RuntimeError("the deviator's average is kept only with average_deviator (or a threshold)")
         k = _kernels()
+        work = self._deviator_work()
         self.y_chain.recommend(
-            RM, 0.0, (self.sum_y, self._no_sum, self._no_u16), self._work, self._no_sum, 0.0, False
+            RM, 0.0, (self.sum_y, self._no_sum, self._no_u16), work, self._no_sum, 0.0, False
         )
         if self.alternating:
             xbuf = self.x
         else:
             assert self._loss is not None  # kept whenever the players move simultaneously
             xbuf = self._loss[0]
-        self.a.matvec(self._work, xbuf)
+        self.a.matvec(work, xbuf)
         self.xi_chain.minimum(xbuf)
         k.copy_scalar[1, 1](xbuf, 0, self._scalars, _BOUND)
+        self._restore_deviator()
         return float(self._scalars.copy_to_host()[_BOUND])
+
+    def _deviator_work(self) -> DeviceArray:
+        """A Y-sized buffer free between two steps, for the checkpoints' products and minima:
+        the simultaneous updates' idle loss buffer, or else the deviator's iterate ``y`` itself,
+        which :meth:`_restore_deviator` makes again (no buffer of Y's size is kept for them)."""
+        return self.y if self._loss is None else self._loss[1]
+
+    def _restore_deviator(self) -> None:
+        """``y`` again after :meth:`_deviator_work` lent it: between two steps ``y`` is
+        RECOMMEND of Y's rule state (every step and :meth:`reset` end with that pass), a
+        function of the state, so the same pass gives it back bit for bit."""
+        if self._loss is None:
+            self._recommend(1, self.y, self._no_sum, 0.0, False)
 
     def set_welfare_threshold(self, welfare_threshold: float) -> None:
         """Move τ in ``A`` and ``Aᵀ`` on the GPU (a model built with a threshold; with
@@ -757,7 +778,6 @@ class CudaSaddlePoint:
             self.y,
             self.sum_x,
             self.sum_y,
-            self._work,
             self._terminal_row,
             self._welfare_weight,
             self._welfare_partial,

@@ -220,25 +220,36 @@ def test_the_gather_adds_in_the_cpu_serial_order():
     from efce.solvers.backends.cuda.layouts import chain_layout
     from efce.solvers.backends.cuda.saddle import DeviceChain
 
-    chain = build_efce_model(game_of("three_doors")).xi_steps
-    layout = chain_layout(chain)
-    device = DeviceChain(layout, 8)
-    rng = np.random.default_rng(2)
+    model = build_efce_model(game_of("three_doors"))
     tested = 0
-    for level, steps in enumerate(chain.levels):
-        loss = rng.standard_normal(chain.num_entries)
-        # where a destination gets two values, 1 + 2^53 - 2^53 is 0 in this order and 1 in the other
-        for r in range(layout.gather_level_ptr[level], layout.gather_level_ptr[level + 1]):
-            lo, hi = layout.gather_ptr[r], layout.gather_ptr[r + 1]
-            if hi - lo == 2 and layout.gather_value[lo] != layout.gather_value[lo + 1]:
-                loss[layout.gather_dest[r]] = 1.0
-                loss[layout.gather_value[lo]], loss[layout.gather_value[lo + 1]] = 2.0**53, -(2.0**53)
-                tested += 1
-        expected = loss.copy()
-        for k in steps[::-1]:  # chain_observe's scatter within a level: steps backwards
-            for j in range(chain.source_ptr[k], chain.source_ptr[k + 1]):
-                expected[chain.source[j]] += expected[chain.target_ptr[k]]
-        work = cuda.to_device(loss)
-        device._gather(*device.levels[level][4:], work)
-        assert np.array_equal(work.copy_to_host(), expected)
+    for chain in (model.xi_steps, model.triggers.chain):  # every entry a destination; a list
+        layout = chain_layout(chain)
+        device = DeviceChain(layout, 8)
+        rng = np.random.default_rng(2)
+        level_of = np.full(chain.num_entries, -1)
+        for level, steps in enumerate(chain.levels):
+            for k in steps:
+                level_of[chain.target_ptr[k] : chain.target_ptr[k + 1]] = level
+        for level in range(-1, len(chain.levels)):  # the root's part, then each level's
+            loss = rng.standard_normal(chain.num_entries)
+            # where a destination gets two values, 1 + 2^53 - 2^53 is 0 in this order and 1 in the other
+            part = layout.gather_part_ptr[level + 1 : level + 3]
+            for p in range(part[0], part[1]):
+                lo, hi = layout.gather_ptr[p], layout.gather_ptr[p + 1]
+                if hi - lo == 2 and layout.gather_value[lo] != layout.gather_value[lo + 1]:
+                    loss[p if len(layout.gather_dest) == 0 else layout.gather_dest[p]] = 1.0
+                    loss[layout.gather_value[lo]], loss[layout.gather_value[lo + 1]] = 2.0**53, -(2.0**53)
+                    tested += 1
+            # chain_observe's scatter from the deeper levels (steps backwards), into this level's
+            # entries only
+            expected = loss.copy()
+            for steps in chain.levels[level + 1 :][::-1]:
+                for k in steps[::-1]:
+                    for j in range(chain.source_ptr[k], chain.source_ptr[k + 1]):
+                        if level_of[chain.source[j]] == level:
+                            expected[chain.source[j]] += expected[chain.target_ptr[k]]
+            work = cuda.to_device(loss)
+            gather = device.root_gather if level < 0 else device.levels[level][4:]
+            device._gather(*gather, work)
+            assert np.array_equal(work.copy_to_host(), expected)
     assert tested > 0

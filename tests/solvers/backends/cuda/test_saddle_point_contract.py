@@ -89,6 +89,25 @@ def test_the_same_run_twice_gives_the_same_iterates():
     assert gpu.weight == 0.0 and not np.any(gpu.sum_x.copy_to_host())
 
 
+@pytest.mark.parametrize("alternating", [True, False])
+def test_checkpoints_between_steps_leave_the_run_unchanged(alternating):
+    # The checkpoints' products and minima borrow a buffer of the loop (the deviator's iterate,
+    # made again by RECOMMEND; or the simultaneous updates' idle loss): a run checked after
+    # every step, with the welfare certificate too, has the same iterates as one never checked.
+    model = build_efce_model(game_of("three_doors"), 0.5)
+    runs = []
+    for checked in (False, True):
+        gpu = saddle(model, "prm+", alternating=alternating)
+        for t in range(1, 5):
+            if checked and t > 1:  # between two steps: the next one's A y reads the deviator
+                gpu.checkpoint()
+                gpu.deviation_bound()
+            gpu.step(t)
+        runs.append((*gpu.points(), gpu.sum_x.copy_to_host(), gpu.sum_y.copy_to_host()))
+    for unchecked, checked in zip(*runs, strict=True):
+        assert np.any(unchecked) and np.array_equal(unchecked, checked)
+
+
 def run_to(gpu, target, iterations, *, first, every, welfare_threshold=None):
     """Iterate until the average's max deviation (and welfare shortfall) is within ``target``,
     checking at iteration ``first`` and every ``every`` after it (a checkpoint costs the
@@ -147,3 +166,24 @@ def test_welfare_threshold_agrees_with_the_lp_optimum():
     assert check.welfare >= optimum - 5e-2 and gpu.deviation_bound() <= 1e-9
     report = EFCEGapEvaluator(game, model.pairs)(plan_in_pair_order(gpu, model))
     assert report.gap == pytest.approx(check.gap, abs=1e-9) and report.welfare == pytest.approx(check.welfare)
+
+
+@pytest.mark.parametrize("tau", [None, 0.5])
+def test_a_run_holds_on_the_gpu_what_its_byte_count_says(tau):
+    # run_device_bytes (what the refusal's estimate is tested against) counts every array the
+    # run allocates: the arrays it holds, within the per-block scalars and partial sums.
+    from efce.solvers.backends.cuda.layouts import chain_layout, payoff_layout, run_device_bytes
+
+    game = game_of("three_doors")
+    model = build_efce_model(game, tau)
+    gpu = saddle(model, "prm+")
+    chains = (model.xi_steps, model.triggers.chain)
+    sizes = {"split_threshold": BLOCKS["split_threshold"], "piece_size": BLOCKS["piece_size"]}
+    counted = run_device_bytes(
+        *(chain_layout(chain, BLOCKS["wide_threshold"], **sizes) for chain in chains),
+        payoff_layout(model.operator, game, short_threshold=2, long_threshold=4),
+        predictive=True,
+        averaged_deviator=tau is not None,
+        block_size=BLOCKS["block_size"],
+    )
+    assert counted - 64 * 1024 <= gpu.device_bytes <= counted
