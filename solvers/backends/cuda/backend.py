@@ -225,6 +225,7 @@ class CUDABackend:
                 alternating=alternating,
                 power=power,
                 average_deviator=average_deviator,
+                device_budget=GPU_MEMORY_FRACTION * self.free_bytes(),
                 **self.sizes,
             ),
         )

@@ -31,7 +31,8 @@ from types import ModuleType
 
 import numpy as np
 
-from efce.errors import OptionError
+from efce.errors import MemoryBudgetExceeded, OptionError
+from efce.games.resources.memory import gib
 from efce.solvers.backends.cpu.rules import discounts
 from efce.solvers.backends.protocol import HEDGE, PRM_PLUS, RM
 from efce.solvers.methods.efce import Checkpoint, EFCEModel, average_point
@@ -48,6 +49,7 @@ from .layouts import (
     PayoffLayout,
     chain_layout,
     payoff_layout,
+    run_device_bytes,
 )
 
 
@@ -499,11 +501,18 @@ class CudaSaddlePoint:
         CSR rows with at most ``short_row`` (default 16 or ``long_row``) nonzeros are summed by a
         thread, up to ``long_row`` (default: the block size) by ``row_group`` threads (a power of
         two up to the block size; default 32 or the block), longer ones by a block.
+    device_budget : float, optional
+        Bytes the run may allocate on the GPU (default: no limit).  Checked against the exact
+        count of its layouts (:func:`~.layouts.run_device_bytes`) once they are built on the
+        host, before anything is copied: the pre-build estimate fits the game families it was
+        measured on, and this check holds for any game.
 
     Raises
     ------
     OptionError
         A rule without a compiled form, or a size option out of range.
+    MemoryBudgetExceeded
+        The run's arrays need more than ``device_budget`` bytes (one line, nothing copied).
     """
 
     def __init__(
@@ -521,9 +530,11 @@ class CudaSaddlePoint:
         short_row: int | None = None,
         long_row: int | None = None,
         row_group: int | None = None,
+        device_budget: float | None = None,
     ):
         rule = as_rule(rule)
-        if rule.kernel() is None:
+        kernel = rule.kernel()
+        if kernel is None:
             raise OptionError(
                 f"local rule {rule.name!r} has no compiled form, so it cannot run on the GPU; "
                 f"use one of rm, rm+, hedge, prm+, dcfr"
@@ -555,6 +566,21 @@ class CudaSaddlePoint:
         payoff: PayoffLayout = payoff_layout(
             model.operator, model.game, short_threshold=short_row, long_threshold=long_row
         )
+        averaged_y = model.operator.tau is not None if average_deviator is None else bool(average_deviator)
+        needed = run_device_bytes(
+            xi_layout,
+            y_layout,
+            payoff,
+            predictive=kernel.family == PRM_PLUS,
+            alternating=self.alternating,
+            averaged_deviator=averaged_y,
+            block_size=block,
+        )
+        if device_budget is not None and needed > device_budget:
+            raise MemoryBudgetExceeded(
+                f"the EFCE saddle point of {model.game.name} is too large for the GPU: its arrays "
+                f"take {gib(needed)}, over the {gib(int(device_budget))} it may use. Not copying it."
+            )
         self.xi_chain = DeviceChain(xi_layout, block)
         self.y_chain = DeviceChain(y_layout, block)
         self.a = DeviceCSR(payoff.a, block, group)
@@ -572,9 +598,6 @@ class CudaSaddlePoint:
         self.x = cuda.device_array(nx)
         self.y = cuda.device_array(ny)
         self.sum_x = cuda.to_device(np.zeros(nx, dtype=self.sum_dtype))
-        averaged_y = (
-            self.welfare_threshold is not None if average_deviator is None else bool(average_deviator)
-        )
         self.sum_y = cuda.to_device(np.zeros(ny if averaged_y else 0, dtype=state_dtype(ny)))
         self._averaged_y = averaged_y
         # Simultaneous updates need both losses before either point moves.

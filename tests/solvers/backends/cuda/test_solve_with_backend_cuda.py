@@ -100,6 +100,22 @@ def test_a_model_over_the_gpus_free_memory_is_refused_before_it_is_built(monkeyp
         assert "\n" not in str(caught.value)
 
 
+def test_layouts_over_the_gpus_free_memory_are_refused_before_anything_is_copied(monkeypatch, three_doors):
+    # The pre-build estimate fits the game families it was measured on; the layouts' exact
+    # count (run_device_bytes) refuses any game it would let through, before any copy.
+    from efce.solvers.backends.cuda import CUDABackend, saddle
+
+    def not_copied(*args, **kwargs):
+        raise AssertionError("a chain was copied to the GPU before the exact check")
+
+    monkeypatch.setattr(CUDABackend, "free_bytes", lambda self: 1000.0)
+    monkeypatch.setattr("efce.solvers.backends.cuda.backend.estimate_cuda_bytes", lambda game, **kw: 0)
+    monkeypatch.setattr(saddle, "DeviceChain", not_copied)
+    with pytest.raises(MemoryBudgetExceeded, match="too large for the GPU: its arrays take") as caught:
+        efce.solve(three_doors, "rm", backend="cuda", iterations=5)
+    assert "\n" not in str(caught.value)
+
+
 def test_cli_json_has_the_cpus_keys_plus_the_device_and_says_the_simulator_on_stderr(tmp_path):
     def solve(*args):
         done = subprocess.run(
