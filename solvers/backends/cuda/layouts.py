@@ -35,6 +35,7 @@ import numba
 import numpy as np
 
 from efce.games.game import Game
+from efce.games.payoffs import TerminalMap, terminal_map
 from efce.games.resources.compiled import compiled
 from efce.polytopes.chain import SINGLETON, Chain, index_dtype
 from efce.solvers.evaluation.payoff_operator import PayoffOperator, PlayerTriggerTable
@@ -937,15 +938,14 @@ def run_device_bytes(
     return int(total)
 
 
-def _payoff_nonzeros(game: Game) -> int:
+def _payoff_nonzeros(game: Game, tm: TerminalMap) -> int:
     """Nonzeros of ``A`` without the welfare column, as :func:`payoff_layout` stores them (zero
-    payoffs left out), counted from the terminals: a terminal ``z`` with ``p_c(z) u_i(z) ≠ 0``
-    gives one following and one deviation nonzero per trigger above ``σ_i(z)`` (the counts of
+    payoffs left out), counted from the terminals (``tm``, the game's
+    :func:`~efce.games.payoffs.terminal_map`): a terminal ``z`` with ``p_c(z) u_i(z) ≠ 0`` gives
+    one following and one deviation nonzero per trigger above ``σ_i(z)`` (the counts of
     :func:`solvers.methods.efce.saddle_point_sizes`, restricted to those terminals)."""
-    from efce.games.payoffs import terminal_map
     from efce.polytopes.triggers import triggers_above
 
-    tm = terminal_map(game)
     weighted = tm.weighted_payoffs()
     total = 0
     for i in (0, 1):
@@ -980,17 +980,14 @@ def _trigger_chain_counts(game: Game) -> tuple[int, int]:
     return steps, destinations
 
 
-def _estimated_value_bytes(game: Game, welfare: bool) -> int:
-    """Bytes of a value of ``A`` as :func:`payoff_layout` stores it (:func:`_value_dtype`),
-    from the terminals' payoffs: 4 where they are float32 and no τ is held.  With chance the
-    trigger tables merge the terminals that share a pair of sequences, whose sums need not be
-    float32: 8, an upper bound."""
-    from efce.games.payoffs import terminal_map
-
-    if welfare or game.has_chance:
+def _estimated_value_bytes(game: Game, tm: TerminalMap, welfare: bool) -> int:
+    """Bytes of a value of ``A`` as :func:`payoff_layout` stores it (:func:`_value_dtype`, whose
+    line weights are the terminals' payoffs here), from the terminals (``tm``): 4 where they are
+    float32 and no τ is held.  With chance the trigger tables merge the terminals that share a
+    pair of sequences, whose sums need not be float32: 8, an upper bound."""
+    if game.has_chance:
         return 8
-    weighted = terminal_map(game).weighted_payoffs()
-    return 4 if np.array_equal(weighted.astype(np.float32), weighted) else 8
+    return np.dtype(_value_dtype(tm.weighted_payoffs(), [], welfare)).itemsize
 
 
 #: Ξ's steps and source slots per relevant pair, which only DECOMPOSE gives: the largest of
@@ -1037,7 +1034,8 @@ def estimate_cuda_bytes(
     triggers = sum(game.sequences(i).num_sequences - 1 for i in (0, 1)) + int(welfare)
     y_entries = 1 + triggers + sizes["trigger_entries"]
     terminals = game.num_terminals
-    nnz = _payoff_nonzeros(game) + (terminals + 1 if welfare else 0)
+    tm = terminal_map(game)  # read once, for the nonzeros and the values' type
+    nnz = _payoff_nonzeros(game, tm) + (terminals + 1 if welfare else 0)
 
     def chain_bytes(entries, steps, sources, destinations, ordered):
         index = _itemsize(index_dtype(max(entries, sources) + 1))
@@ -1058,7 +1056,7 @@ def estimate_cuda_bytes(
     if welfare:
         total += y_entries * _itemsize(state_dtype(y_entries))
     ptr = _itemsize(index_dtype(nnz + 1))
-    value = _estimated_value_bytes(game, welfare)
+    value = _estimated_value_bytes(game, tm, welfare)
     total += (pairs + 1 + y_entries + 1) * ptr + nnz * (value + _itemsize(index_dtype(y_entries)))
     total += nnz * (value + _itemsize(index_dtype(pairs)))
     total += terminals * (8 + _itemsize(index_dtype(pairs)))

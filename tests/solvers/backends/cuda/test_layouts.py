@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from efce.games import load
+from efce.games.payoffs import terminal_map
 from efce.games.spec import make_game
 from efce.solvers.backends.cuda.layouts import (
     CUDA_FIXED_BYTES,
@@ -82,7 +83,7 @@ def test_csr_of_a_and_its_transpose_hold_the_operator_and_add_in_its_order(name,
         assert np.array_equal(csr.medium_rows, np.flatnonzero((lengths > 2) & (lengths <= 4)))
     if tau is None:
         assert layout.a.tau_position == layout.at.tau_position == -1 and layout.lambda_tau == -1
-        assert layout.a.nnz == _payoff_nonzeros(model.game)
+        assert layout.a.nnz == _payoff_nonzeros(model.game, terminal_map(model.game))
     else:
         assert layout.lambda_tau == model.triggers.num_triggers
         assert layout.a.val[layout.a.tau_position] == tau == layout.at.val[layout.at.tau_position]
@@ -184,11 +185,12 @@ def test_the_estimate_counts_ys_steps_and_destinations_and_the_value_type_exactl
     y = chain_layout(model.triggers.chain)
     assert _trigger_chain_counts(game) == (y.num_steps, len(y.gather_dest))
     payoff = payoff_layout(model.operator, game)
-    assert _estimated_value_bytes(game, welfare=False) == payoff.a.val.itemsize == payoff.at.val.itemsize
+    tm = terminal_map(game)
+    assert _estimated_value_bytes(game, tm, welfare=False) == payoff.a.val.itemsize == payoff.at.val.itemsize
     # Battleship's and Sheriff's payoffs are small integers: float32 values, unless τ is held
     assert payoff.a.val.dtype == (np.float64 if game.has_chance else np.float32)
     assert payoff_layout(model_of(name, 0.5).operator, game).a.val.dtype == np.float64
-    assert _estimated_value_bytes(game, welfare=True) == 8
+    assert _estimated_value_bytes(game, tm, welfare=True) == 8
     # and the per-step pointers in int32, the chains' own being int64 where stored as runs
     xi = chain_layout(model.xi_steps)
     assert xi.target_ptr.dtype == xi.source_ptr.dtype == np.int32
